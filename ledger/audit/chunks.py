@@ -1,0 +1,147 @@
+"""Verifying one range of the global log, independently of every other range.
+
+A chunk is a run of leaves starting at a multiple of its (power of two)
+size, so its Merkle subtree is self-contained; the chain links that cross
+its edges are handed back for the merge. Chunks run in worker processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_envelope, where
+from ledger.crypto.keys import Keyring
+from ledger.crypto.merkle import CompactRange
+from ledger.errors import VerificationError
+from ledger.store.merkle_log import MerkleLogTables, stream_of
+from ledger.store.recorders import Row
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    """Leaves [first_leaf, first_leaf + expected) = rows with id in (after_id, last_id]."""
+
+    first_leaf: int
+    after_id: int
+    last_id: int
+    checkpoint_sizes: tuple[int, ...]  # sizes s with first_leaf < s <= chunk end
+    check_signatures: bool
+
+
+@dataclass
+class Problem:
+    position: int  # log position (leaf index) of the event at fault
+    message: str
+
+    def as_error(self) -> VerificationError:
+        return VerificationError(f"{self.message} (log position {self.position})")
+
+
+@dataclass
+class ChunkResult:
+    spec: ChunkSpec
+    leaves: CompactRange
+    # Partial ranges [first_leaf, s) for each checkpoint size s inside the chunk.
+    at_size: dict[int, CompactRange] = field(default_factory=dict)
+    # Per stream: first event here (position, version, prev hash) and last (version, hash).
+    firsts: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
+    lasts: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    problem: Problem | None = None
+
+    @property
+    def count(self) -> int:
+        return self.leaves.size
+
+
+def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> ChunkResult:
+    """All checks that need only this chunk's rows."""
+    result = ChunkResult(spec, CompactRange(spec.first_leaf))
+    leaves, firsts, lasts = result.leaves, result.firsts, result.lasts
+    wanted = set(spec.checkpoint_sizes)
+    sha256 = hashlib.sha256
+    position = spec.first_leaf
+    try:
+        for _, originator_id, version, topic, state in rows:
+            stream = stream_of(originator_id)
+            envelope = open_envelope(bytes(state), stream=stream, version=version)
+            if (
+                envelope.stream != stream
+                or envelope.version != version
+                or envelope.event_type != topic
+                or sha256(envelope.payload).digest() != envelope.payload_hash
+            ):
+                check_row(envelope, stream=stream, version=version, topic=topic)  # raises
+            if spec.check_signatures:
+                signer_check.check_signature(envelope, stream=stream, version=version)
+            else:
+                signer_check.check_signer(envelope, stream=stream, version=version)
+            entry_hash = envelope.entry_hash
+            last = lasts.get(stream)
+            if last is None:
+                firsts[stream] = (position, version, envelope.prev_hash)
+            elif version != last[0] + 1:
+                raise VerificationError(
+                    f"stream jumps from version {last[0]} to {version}: "
+                    f"version {last[0] + 1} is missing or out of order",
+                    where=where(stream, version),
+                )
+            elif envelope.prev_hash != last[1]:
+                raise VerificationError(
+                    "chain broken: previous-envelope hash does not match the stream's "
+                    "previous event",
+                    where=where(stream, version),
+                )
+            lasts[stream] = (version, entry_hash)
+            leaves.append(entry_hash)
+            position += 1
+            if position in wanted:
+                result.at_size[position] = leaves.copy()
+    except VerificationError as exc:
+        result.problem = Problem(position, str(exc))
+    return result
+
+
+def link_problem(
+    stream: str, position: int, version: int, prev_hash: bytes, head: tuple[int, bytes] | None
+) -> Problem | None:
+    """Check a stream's first event in a chunk against the stream's head so far."""
+    expected_version, expected_hash = (head[0] + 1, head[1]) if head else (1, GENESIS_HASH)
+    if version != expected_version:
+        return Problem(
+            position,
+            f"{where(stream, version)}: expected version {expected_version} next in this "
+            "stream: an event is missing or out of order",
+        )
+    if prev_hash != expected_hash:
+        return Problem(
+            position,
+            f"{where(stream, version)}: chain broken: previous-envelope hash does not match "
+            "the stream's previous event",
+        )
+    return None
+
+
+# Worker-process state, set once per process by `init_worker`.
+_worker: tuple[MerkleLogTables, SignerCheck] | None = None
+
+
+def init_worker(store: str, keyring_json: str) -> None:
+    from ledger.store.application import LedgerApplication
+
+    global _worker
+    keyring = Keyring.from_json(keyring_json)
+    app = LedgerApplication(store, keyring=keyring)
+    _worker = (app.tables, SignerCheck(keyring))
+
+
+def verify_chunk(spec: ChunkSpec) -> ChunkResult:
+    assert _worker is not None, "init_worker not called"
+    tables, signer_check = _worker
+    return verify_chunk_with(tables, signer_check, spec)
+
+
+def verify_chunk_with(
+    tables: MerkleLogTables, signer_check: SignerCheck, spec: ChunkSpec
+) -> ChunkResult:
+    return verify_rows(spec, tables.rows_between(spec.after_id, spec.last_id), signer_check)

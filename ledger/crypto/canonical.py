@@ -1,0 +1,39 @@
+"""Canonical bytes for everything the ledger signs.
+
+What is signed is an explicit dict of exactly the signed fields, encoded one
+way (RFC 8785: sorted keys, no whitespace, no floats), behind a prefix that
+names the payload type and version, so a signature over one kind of object
+can never be replayed as another (the idea of DSSE's PAE).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import rfc8785
+
+# Domain-separation prefixes: one per kind of signed object, versioned.
+ENVELOPE_DOMAIN: Final = b"casino-ledger/event-envelope/v1\n"
+CHECKPOINT_DOMAIN: Final = b"casino-ledger/checkpoint/v1\n"
+ACTOR_FACT_DOMAIN: Final = b"casino-ledger/actor-fact/v1\n"
+
+SignedValue = str | int | bool | None
+
+
+def canonical(fields: dict[str, Any]) -> bytes:
+    """RFC 8785 bytes of `fields` (nested JSON-safe values, no floats)."""
+    return bytes(rfc8785.dumps(fields))
+
+
+def canonical_flat(fields: dict[str, str | int]) -> bytes:
+    """RFC 8785 bytes of a flat dict of ASCII strings and integers.
+
+    The hot path (one call per stored event). For this subset the standard
+    library's sorted, separator-tight JSON is byte-identical to RFC 8785
+    (a property test holds it to `canonical`) and about three times faster.
+    """
+    text = json.dumps(fields, sort_keys=True, separators=(",", ":"))
+    if not text.isascii():  # escapes differ from RFC 8785 outside ASCII
+        return canonical(dict(fields))
+    return text.encode()

@@ -1,0 +1,181 @@
+"""Ed25519 keys: ids, roles, the keyring of public keys, and key files.
+
+A key id is the SHA-256 of the raw 32-byte public key (hex). Public keys are
+kept forever in a keyring file with their role and validity; private keys
+live in encrypted PKCS#8 PEM files outside the store.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+
+from cryptography.exceptions import UnsupportedAlgorithm
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ledger.errors import KeyStoreError
+
+KEYRING_FILE = "keyring.json"
+KEYRING_FORMAT = "casino-ledger/keyring/v1"
+
+
+class Role(StrEnum):
+    """What a key may sign."""
+
+    LEDGER_NODE = "ledger-node"
+    CHECKPOINT = "checkpoint"
+    DEALER_DEVICE = "dealer-device"
+    OPERATOR = "operator"
+    AUDITOR = "auditor"
+
+
+def key_id_of(raw_public_key: bytes) -> str:
+    """Key id: hex SHA-256 of the raw public key."""
+    return hashlib.sha256(raw_public_key).hexdigest()
+
+
+def _parse_time(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class PublicKeyRecord:
+    """One verifying key with its role and validity period."""
+
+    name: str
+    role: Role
+    public_key: bytes
+    not_before: datetime
+    not_after: datetime | None = None
+
+    @property
+    def key_id(self) -> str:
+        return key_id_of(self.public_key)
+
+    def valid_at(self, moment: datetime) -> bool:
+        return self.not_before <= moment and (self.not_after is None or moment < self.not_after)
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "key_id": self.key_id,
+            "name": self.name,
+            "role": self.role.value,
+            "public_key": base64.b64encode(self.public_key).decode(),
+            "not_before": self.not_before.isoformat(),
+            "not_after": self.not_after.isoformat() if self.not_after else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, str | None]) -> PublicKeyRecord:
+        try:
+            raw = base64.b64decode(str(data["public_key"]), validate=True)
+            record = cls(
+                name=str(data["name"]),
+                role=Role(str(data["role"])),
+                public_key=raw,
+                not_before=_parse_time(str(data["not_before"])) or datetime.now(UTC),
+                not_after=_parse_time(data.get("not_after")),
+            )
+        except (KeyError, ValueError, TypeError) as exc:
+            raise KeyStoreError(f"malformed keyring entry: {exc}") from exc
+        if len(raw) != 32:
+            raise KeyStoreError(f"keyring entry {record.name!r}: public key is not 32 bytes")
+        if data.get("key_id") not in (None, record.key_id):
+            raise KeyStoreError(f"keyring entry {record.name!r}: key id does not match its key")
+        return record
+
+
+class Keyring:
+    """The verifying keys an auditor trusts, by key id."""
+
+    def __init__(self, records: list[PublicKeyRecord] | None = None) -> None:
+        self._by_id: dict[str, PublicKeyRecord] = {}
+        for record in records or []:
+            self.add(record)
+
+    def add(self, record: PublicKeyRecord) -> None:
+        self._by_id[record.key_id] = record
+
+    def get(self, key_id: str) -> PublicKeyRecord | None:
+        return self._by_id.get(key_id)
+
+    def __iter__(self) -> Iterator[PublicKeyRecord]:
+        return iter(self._by_id.values())
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def with_role(self, role: Role) -> list[PublicKeyRecord]:
+        return [r for r in self._by_id.values() if r.role is role]
+
+    def to_json(self) -> str:
+        keys = [r.to_json() for r in sorted(self._by_id.values(), key=lambda r: r.name)]
+        return json.dumps({"format": KEYRING_FORMAT, "keys": keys}, indent=2) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Keyring:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise KeyStoreError(f"keyring is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict) or data.get("format") != KEYRING_FORMAT:
+            raise KeyStoreError(f"keyring format is not {KEYRING_FORMAT}")
+        return cls([PublicKeyRecord.from_json(entry) for entry in data.get("keys", [])])
+
+    @classmethod
+    def load(cls, path: Path) -> Keyring:
+        try:
+            return cls.from_json(path.read_text())
+        except FileNotFoundError as exc:
+            raise KeyStoreError(f"no keyring at {path}") from exc
+
+    def save(self, path: Path) -> None:
+        # Write then rename: a crash never leaves half a keyring.
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(self.to_json())
+        os.replace(tmp, path)
+
+
+def write_private_key(path: Path, private_key: Ed25519PrivateKey, passphrase: bytes | None) -> None:
+    """Write PKCS#8 PEM, encrypted unless `passphrase` is None (asked for explicitly)."""
+    encryption: serialization.KeySerializationEncryption = (
+        serialization.BestAvailableEncryption(passphrase)
+        if passphrase
+        else serialization.NoEncryption()
+    )
+    pem = private_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption
+    )
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(pem)
+
+
+def read_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
+    """Load an Ed25519 private key; one clear error for every way this fails."""
+    try:
+        pem = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise KeyStoreError(f"no private key file at {path}") from exc
+    encrypted = b"ENCRYPTED PRIVATE KEY" in pem
+    if encrypted and not passphrase:
+        raise KeyStoreError(f"{path} is encrypted: a passphrase is needed")
+    try:
+        key = serialization.load_pem_private_key(pem, passphrase if encrypted else None)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        reason = "wrong passphrase" if encrypted else "malformed key file"
+        raise KeyStoreError(f"cannot read {path}: {reason}") from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        raise KeyStoreError(f"{path} does not hold an Ed25519 key")
+    return key

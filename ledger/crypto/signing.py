@@ -1,0 +1,78 @@
+"""Signing and verifying: the `Signer` seam and the fastest sound verifier.
+
+Everything that signs takes a `Signer`, so an HSM (or a remote signing
+service) can replace the file key without touching the ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import nacl.bindings
+import nacl.exceptions
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from ledger.crypto.keys import Role, key_id_of
+
+
+@runtime_checkable
+class Signer(Protocol):
+    """Something that holds one Ed25519 private key and signs with it."""
+
+    @property
+    def key_id(self) -> str: ...
+
+    @property
+    def role(self) -> Role: ...
+
+    def sign(self, message: bytes) -> bytes:
+        """Return the 64-byte Ed25519 signature of `message`."""
+        ...
+
+
+class InMemorySigner:
+    """A `Signer` over a private key held in this process (read from a key file)."""
+
+    def __init__(self, private_key: Ed25519PrivateKey, role: Role) -> None:
+        raw_private = private_key.private_bytes(
+            serialization.Encoding.Raw,
+            serialization.PrivateFormat.Raw,
+            serialization.NoEncryption(),
+        )
+        raw_public = private_key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        # libsodium signs ~25% faster than OpenSSL here; both are RFC 8032 and
+        # deterministic, so the signatures are byte-identical.
+        _, self._secret = nacl.bindings.crypto_sign_seed_keypair(raw_private)
+        self._key_id = key_id_of(raw_public)
+        self._role = role
+        self.public_key = raw_public
+
+    @property
+    def key_id(self) -> str:
+        return self._key_id
+
+    @property
+    def role(self) -> Role:
+        return self._role
+
+    def sign(self, message: bytes) -> bytes:
+        signed: bytes = nacl.bindings.crypto_sign(message, self._secret)
+        return signed[:64]
+
+
+def verify_signature(public_key: bytes, message: bytes, signature: bytes) -> bool:
+    """True when `signature` is a valid Ed25519 signature of `message`.
+
+    libsodium (through PyNaCl): on this project's machines it verifies ~1.6x
+    faster than pyca/cryptography (tools/bench_ed25519.py measures both).
+    """
+    if len(signature) != 64:
+        return False
+    try:
+        nacl.bindings.crypto_sign_open(signature + message, public_key)
+    except (nacl.exceptions.BadSignatureError, ValueError, TypeError):
+        return False
+    return True

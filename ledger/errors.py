@@ -1,0 +1,39 @@
+"""The ledger's error tree: every error a user can cause is a `LedgerError`.
+
+The CLI maps each to a one-line message and an exit code; anything else is a
+bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base of every error the ledger raises on purpose."""
+
+    exit_code = 2
+
+
+class ConfigError(LedgerError):
+    """A setting is missing or malformed (store URL, keys directory, level)."""
+
+
+class KeyStoreError(LedgerError):
+    """A key file is missing, malformed, or its passphrase is wrong."""
+
+
+class StoreUnavailableError(LedgerError):
+    """The event store cannot be reached or opened."""
+
+
+class VerificationError(LedgerError):
+    """A check failed: a signature, a chain link, a Merkle root or proof.
+
+    `where` names what failed (stream and version, a log position, or a
+    checkpoint) so an auditor can go straight to it.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}" if where else message)

@@ -1,0 +1,92 @@
+"""The ledger's eventsourcing Application: sealed on write, checked on read."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import psycopg_pool
+from eventsourcing.application import Application
+from eventsourcing.persistence import EventStore, InfrastructureFactoryError, PersistenceError
+
+from ledger.crypto.envelope import SignerCheck
+from ledger.crypto.keys import Keyring
+from ledger.crypto.signing import Signer
+from ledger.errors import ConfigError, StoreUnavailableError
+from ledger.store.config import describe, environment_for
+from ledger.store.merkle_log import MerkleLogTables
+from ledger.store.recorders import SealedRecorder
+from ledger.store.sealing import SealedEventStore, SealingMapper
+
+# What a store that cannot be reached or opened raises, across both drivers.
+STORE_ERRORS: tuple[type[BaseException], ...] = (
+    PersistenceError,
+    InfrastructureFactoryError,
+    psycopg.Error,
+    psycopg_pool.PoolTimeout,
+    sqlite3.Error,
+    OSError,
+)
+
+
+class LedgerApplication(Application[UUID]):
+    """Stores sealed events in the store named by `store` (a URL)."""
+
+    name = "Ledger"
+    is_snapshotting_enabled = False
+
+    def __init__(
+        self,
+        store: str,
+        *,
+        keyring: Keyring,
+        signer: Signer | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.store_url = store
+        self._keyring = keyring
+        self._signer = signer
+        settings = environment_for(store) | (env or {})
+        try:
+            super().__init__(settings)
+        except STORE_ERRORS as exc:
+            raise StoreUnavailableError(
+                f"cannot open store {describe(store)}: {_first_line(exc)}"
+            ) from exc
+        self.tables = MerkleLogTables(self.sealed_recorder)
+
+    @property
+    def sealed_recorder(self) -> SealedRecorder:
+        return self.recorder  # type: ignore[return-value]
+
+    def construct_mapper(self) -> SealingMapper:
+        mapper = SealingMapper(
+            transcoder=self.construct_transcoder(),
+            compressor=self.factory.compressor(),
+            cipher=self.factory.cipher(),
+        )
+        mapper.configure(self._signer, SignerCheck(self._keyring))
+        return mapper
+
+    def construct_event_store(self) -> EventStore[UUID]:
+        assert isinstance(self.mapper, SealingMapper)
+        return SealedEventStore(self.mapper, self.recorder)
+
+    def construct_snapshot_store(self) -> EventStore[UUID]:
+        raise ConfigError("snapshots are not sealed yet; the ledger runs without them")
+
+    def close(self) -> None:
+        super().close()
+
+    def __enter__(self) -> LedgerApplication:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

@@ -1,0 +1,79 @@
+"""One setting picks the store: a URL, from `--store` or `LEDGER_STORE`.
+
+``sqlite:///path/to/file.db`` (the default: ``ledger.db`` in the working
+directory) or ``postgresql://user[:password]@host[:port]/dbname[?schema=name]``.
+It becomes eventsourcing's own environment-style settings.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from ledger.errors import ConfigError
+
+STORE_ENV = "LEDGER_STORE"
+DEFAULT_STORE = "sqlite:///ledger.db"
+_RECORDERS = "ledger.store.recorders"
+
+
+def store_url(given: str | None = None) -> str:
+    return given or os.environ.get(STORE_ENV) or DEFAULT_STORE
+
+
+def describe(url: str) -> str:
+    """The URL without its password, for messages and summaries."""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return parts._replace(netloc=netloc).geturl()
+    return url
+
+
+def environment_for(url: str) -> dict[str, str]:
+    """eventsourcing settings for a store URL; a clear ConfigError if it is malformed."""
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        path = unquote(parts.path)
+        if parts.netloc or not path.startswith("/") or path == "/":
+            raise ConfigError(
+                f"bad store URL {url!r}: use sqlite:///relative.db or sqlite:////absolute/path.db"
+            )
+        db_path = Path(path[1:])  # sqlite:///x.db is relative, sqlite:////x.db absolute
+        if not db_path.parent.exists():
+            raise ConfigError(f"store directory {db_path.parent} does not exist")
+        return {
+            "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+            "SQLITE_DBNAME": str(db_path),
+            "SQLITE_LOCK_TIMEOUT": "30",
+            "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:SealedSQLiteApplicationRecorder",
+            "CREATE_TABLE": "y",
+        }
+    if parts.scheme in ("postgresql", "postgres"):
+        dbname = unquote(parts.path.lstrip("/"))
+        if not parts.hostname or not dbname:
+            raise ConfigError(
+                f"bad store URL {describe(url)!r}: use postgresql://user@host:port/dbname"
+            )
+        try:
+            port = parts.port or 5432
+        except ValueError as exc:
+            raise ConfigError(f"bad port in store URL {describe(url)!r}") from exc
+        query = parse_qs(parts.query)
+        return {
+            "PERSISTENCE_MODULE": "eventsourcing.postgres",
+            "POSTGRES_DBNAME": dbname,
+            "POSTGRES_HOST": parts.hostname,
+            "POSTGRES_PORT": str(port),
+            "POSTGRES_USER": unquote(parts.username or "postgres"),
+            "POSTGRES_PASSWORD": unquote(parts.password or ""),
+            "POSTGRES_SCHEMA": query.get("schema", ["public"])[0],
+            "POSTGRES_CONNECT_TIMEOUT": "5",
+            "POSTGRES_LOCK_TIMEOUT": "10",
+            "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:SealedPostgresApplicationRecorder",
+            "CREATE_TABLE": "y",
+        }
+    raise ConfigError(
+        f"unknown store URL {describe(url)!r}: expected sqlite:///FILE or postgresql://..."
+    )

@@ -1,0 +1,178 @@
+"""The recorders the ledger configures: eventsourcing's, plus append-only
+triggers and the tables of the Merkle log and its checkpoints.
+
+Nothing here ever updates or deletes a row: triggers refuse UPDATE and DELETE
+(and TRUNCATE on PostgreSQL) on the events and on every ledger table, so a
+correction can only ever be a new event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol
+
+from eventsourcing.postgres import PostgresApplicationRecorder
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+from psycopg.rows import tuple_row
+from psycopg.sql import SQL, Composable, Identifier
+
+LEAVES = "ledger_merkle_leaves"
+NODES = "ledger_merkle_nodes"
+CHECKPOINTS = "ledger_checkpoints"
+LEDGER_TABLES = (LEAVES, NODES, CHECKPOINTS)
+
+# A raw event row: (notification id, stream id, version, topic, stored bytes).
+Row = tuple[int, str, int, str, bytes]
+LeafRow = tuple[int, int, bytes]  # (leaf index, notification id, leaf hash)
+NodeRow = tuple[int, int, bytes]  # (level >= 1, index at that level, hash)
+
+
+class Cursor(Protocol):
+    def execute(self, statement: Any, params: Any = ...) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+    def fetchone(self) -> Any: ...
+
+
+class LedgerTables(Protocol):
+    """What the checkpointer, the verifier and the proof builder need from a store."""
+
+    dialect: str
+    events_table: str
+
+    def read(self) -> Any: ...
+    def write(self) -> Any: ...
+    def sql(self, template: str) -> Any: ...
+
+
+def _sqlite_schema(events: str) -> list[str]:
+    statements = [
+        f"CREATE TABLE IF NOT EXISTS {LEAVES} (leaf_index INTEGER PRIMARY KEY, "
+        "notification_id INTEGER NOT NULL UNIQUE, leaf_hash BLOB NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {NODES} (level INTEGER NOT NULL, idx INTEGER NOT NULL, "
+        "hash BLOB NOT NULL, PRIMARY KEY (level, idx)) WITHOUT ROWID",
+        f"CREATE TABLE IF NOT EXISTS {CHECKPOINTS} (tree_size INTEGER PRIMARY KEY, "
+        "root BLOB NOT NULL, note TEXT NOT NULL)",
+    ]
+    for table in (events, *LEDGER_TABLES):
+        for operation in ("UPDATE", "DELETE"):
+            statements.append(
+                f"CREATE TRIGGER IF NOT EXISTS {table}_append_only_{operation.lower()} "
+                f"BEFORE {operation} ON {table} BEGIN SELECT RAISE(ABORT, "
+                f"'ledger: {table} is append-only ({operation} refused)'); END"
+            )
+    return statements
+
+
+class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
+    """eventsourcing's SQLite recorder with append-only triggers and ledger tables."""
+
+    dialect = "sqlite"
+
+    def __init__(self, datastore: SQLiteDatastore, events_table_name: str = "stored_events"):
+        super().__init__(datastore, events_table_name)
+        self.events_table = events_table_name
+
+    def construct_create_table_statements(self) -> list[str]:
+        return super().construct_create_table_statements() + _sqlite_schema(self.events_table_name)
+
+    @contextmanager
+    def read(self) -> Iterator[Cursor]:
+        with self.datastore.transaction(commit=False) as cursor:
+            yield cursor
+
+    @contextmanager
+    def write(self) -> Iterator[Cursor]:
+        with self.datastore.transaction(commit=True) as cursor:
+            yield cursor
+
+    def sql(self, template: str) -> str:
+        return template.format(
+            events=self.events_table_name,
+            leaves=LEAVES,
+            nodes=NODES,
+            checkpoints=CHECKPOINTS,
+            id="rowid",
+        ).replace("%s", "?")
+
+
+_PG_REFUSE = """
+CREATE OR REPLACE FUNCTION {schema}.ledger_refuse_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'ledger: % is append-only (% refused)', TG_TABLE_NAME, TG_OP;
+END $$
+"""
+
+
+class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
+    """eventsourcing's PostgreSQL recorder with append-only triggers and ledger tables."""
+
+    dialect = "postgresql"
+
+    def __init__(self, datastore: Any, *, events_table_name: str = "stored_events") -> None:
+        super().__init__(datastore, events_table_name=events_table_name)
+        self.events_table = events_table_name
+        schema = Identifier(self.datastore.schema)
+        self.ledger_statements: list[Composable] = [
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {schema}.{t} (leaf_index bigint PRIMARY KEY, "
+                "notification_id bigint NOT NULL UNIQUE, leaf_hash bytea NOT NULL)"
+            ).format(schema=schema, t=Identifier(LEAVES)),
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {schema}.{t} (level int NOT NULL, idx bigint NOT NULL, "
+                "hash bytea NOT NULL, PRIMARY KEY (level, idx))"
+            ).format(schema=schema, t=Identifier(NODES)),
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {schema}.{t} (tree_size bigint PRIMARY KEY, "
+                "root bytea NOT NULL, note text NOT NULL)"
+            ).format(schema=schema, t=Identifier(CHECKPOINTS)),
+            SQL(_PG_REFUSE).format(schema=schema),
+        ]
+        for table in (events_table_name, *LEDGER_TABLES):
+            self.ledger_statements += [
+                SQL(
+                    "CREATE OR REPLACE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE "
+                    "ON {schema}.{t} FOR EACH ROW EXECUTE FUNCTION {schema}.ledger_refuse_change()"
+                ).format(schema=schema, t=Identifier(table)),
+                SQL(
+                    "CREATE OR REPLACE TRIGGER ledger_no_truncate BEFORE TRUNCATE "
+                    "ON {schema}.{t} FOR EACH STATEMENT "
+                    "EXECUTE FUNCTION {schema}.ledger_refuse_change()"
+                ).format(schema=schema, t=Identifier(table)),
+            ]
+
+    def _create_table(self, curs: Any) -> None:
+        # Several processes may create the schema at once; CREATE OR REPLACE
+        # FUNCTION/TRIGGER are not safe concurrently, so serialise on a lock.
+        curs.execute(SQL("SELECT pg_advisory_xact_lock(hashtext('casino-ledger-schema'))"))
+        super()._create_table(curs)
+        for statement in self.ledger_statements:
+            curs.execute(statement, prepare=False)
+
+    @contextmanager
+    def read(self) -> Iterator[Cursor]:
+        with self.datastore.get_connection() as conn, conn.transaction():
+            yield conn.cursor(row_factory=tuple_row)
+
+    @contextmanager
+    def write(self) -> Iterator[Cursor]:
+        with self.datastore.get_connection() as conn, conn.transaction():
+            yield conn.cursor(row_factory=tuple_row)
+
+    def sql(self, template: str) -> Composable:
+        schema = Identifier(self.datastore.schema)
+        return SQL(template).format(
+            events=SQL("{}.{}").format(schema, Identifier(self.events_table_name)),
+            leaves=SQL("{}.{}").format(schema, Identifier(LEAVES)),
+            nodes=SQL("{}.{}").format(schema, Identifier(NODES)),
+            checkpoints=SQL("{}.{}").format(schema, Identifier(CHECKPOINTS)),
+            id=SQL("notification_id"),
+        )
+
+
+SealedRecorder = SealedSQLiteApplicationRecorder | SealedPostgresApplicationRecorder
+
+
+def as_rows(raw: Sequence[Any]) -> list[Row]:
+    return [(r[0], str(r[1]), r[2], r[3], bytes(r[4])) for r in raw]

@@ -1,0 +1,207 @@
+"""Sealing on the way in, checking on the way out.
+
+`SealingMapper` wraps every stored event in a signed envelope and checks the
+envelope of every event it reads. `SealedEventStore` supplies what a single
+event cannot know: the hash of the previous envelope in its stream (sealing)
+and that the events read form an unbroken chain (reading).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import DomainEventProtocol
+from eventsourcing.persistence import (
+    EventStore,
+    Mapper,
+    Notification,
+    Recording,
+    StoredEvent,
+)
+
+from ledger.crypto.envelope import (
+    GENESIS_HASH,
+    Envelope,
+    SignerCheck,
+    check_row,
+    open_envelope,
+    seal,
+    where,
+)
+from ledger.crypto.signing import Signer
+from ledger.errors import VerificationError
+from ledger.store.merkle_log import stream_of
+
+PrevHash = Callable[[UUID | str, int], bytes]
+
+
+class SealingMapper(Mapper[UUID]):
+    """An eventsourcing `Mapper` whose stored state is a signed envelope."""
+
+    signer: Signer | None = None
+    signer_check: SignerCheck | None = None
+
+    def configure(self, signer: Signer | None, signer_check: SignerCheck) -> None:
+        self.signer = signer
+        self.signer_check = signer_check
+
+    def seal_events(
+        self, domain_events: Sequence[DomainEventProtocol[UUID]], prev_hash: PrevHash
+    ) -> tuple[list[StoredEvent], dict[UUID | str, tuple[int, bytes]]]:
+        """Seal a batch in order; return the stored events and each stream's new head."""
+        if self.signer is None:
+            raise VerificationError("this ledger was opened read-only: no signing key")
+        heads: dict[UUID | str, tuple[int, bytes]] = {}
+        stored_events = []
+        for event in domain_events:
+            plain = super().to_stored_event(event)
+            version = plain.originator_version
+            head = heads.get(plain.originator_id)
+            previous = (
+                head[1]
+                if head is not None and head[0] == version - 1
+                else prev_hash(plain.originator_id, version)
+            )
+            state, entry_hash = seal(
+                stream=stream_of(plain.originator_id),
+                version=version,
+                event_type=plain.topic,
+                prev_hash=previous,
+                payload=plain.state,
+                signer=self.signer,
+            )
+            heads[plain.originator_id] = (version, entry_hash)
+            stored_events.append(StoredEvent(plain.originator_id, version, plain.topic, state))
+        return stored_events, heads
+
+    def to_stored_event(self, domain_event: DomainEventProtocol[UUID]) -> StoredEvent:
+        raise NotImplementedError("sealing needs the stream's chain: use SealedEventStore.put")
+
+    def open(self, stored_event: StoredEvent) -> Envelope:
+        """Parse and check an envelope against its row, signer and signature."""
+        assert self.signer_check is not None, "mapper not configured"
+        stream = stream_of(stored_event.originator_id)
+        version = stored_event.originator_version
+        envelope = open_envelope(stored_event.state, stream=stream, version=version)
+        check_row(envelope, stream=stream, version=version, topic=stored_event.topic)
+        self.signer_check.check_signature(envelope, stream=stream, version=version)
+        return envelope
+
+    def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
+        envelope = self.open(stored_event)
+        return super().to_domain_event(
+            StoredEvent(
+                stored_event.originator_id,
+                stored_event.originator_version,
+                stored_event.topic,
+                envelope.payload,
+            )
+        )
+
+
+class SealedEventStore(EventStore[UUID]):
+    """An `EventStore` that chains each stream and checks the chain on reads."""
+
+    mapper: SealingMapper
+
+    def __init__(self, mapper: SealingMapper, recorder: Any, head_cache_size: int = 100_000):
+        super().__init__(mapper, recorder)
+        # Stream heads seen (read or written): saves a read per save on hot
+        # streams. Only committed envelopes go in, so a head is never wrong.
+        self._heads: OrderedDict[UUID | str, tuple[int, bytes]] = OrderedDict()
+        self._head_cache_size = head_cache_size
+
+    def _remember(self, stream: UUID | str, version: int, entry_hash: bytes) -> None:
+        self._heads[stream] = (version, entry_hash)
+        self._heads.move_to_end(stream)
+        if len(self._heads) > self._head_cache_size:
+            self._heads.popitem(last=False)
+
+    def _prev_hash(self, stream: UUID | str, version: int) -> bytes:
+        if version == 1:
+            return GENESIS_HASH
+        head = self._heads.get(stream)
+        if head is not None and head[0] == version - 1:
+            return head[1]
+        previous = list(self.recorder.select_events(stream, gt=version - 2, lte=version - 1))
+        if not previous:
+            # Nothing to chain to: the insert will conflict or the caller skipped
+            # a version; either way the store refuses it below.
+            raise VerificationError(
+                "previous event is missing", where=where(stream_of(stream), version - 1)
+            )
+        return self.mapper.open(previous[0]).entry_hash
+
+    def put(
+        self, domain_events: Sequence[DomainEventProtocol[UUID]], **kwargs: Any
+    ) -> list[Recording[UUID]]:
+        stored_events, heads = self.mapper.seal_events(domain_events, self._prev_hash)
+        notification_ids = self.recorder.insert_events(stored_events, **kwargs)
+        for stream, (version, entry_hash) in heads.items():
+            self._remember(stream, version, entry_hash)
+        if not notification_ids:
+            return []
+        return [
+            Recording(
+                event,
+                Notification(
+                    id=n_id,
+                    originator_id=s.originator_id,
+                    originator_version=s.originator_version,
+                    topic=s.topic,
+                    state=s.state,
+                ),
+            )
+            for event, s, n_id in zip(domain_events, stored_events, notification_ids, strict=True)
+        ]
+
+    def get(
+        self,
+        originator_id: UUID,
+        *,
+        gt: int | None = None,
+        lte: int | None = None,
+        desc: bool = False,
+        limit: int | None = None,
+    ) -> Iterator[DomainEventProtocol[UUID]]:
+        stored = self.recorder.select_events(
+            originator_id=originator_id, gt=gt, lte=lte, desc=desc, limit=limit
+        )
+        return self._checked(originator_id, list(stored), gt=gt, desc=desc)
+
+    def _checked(
+        self, stream: UUID, stored: list[StoredEvent], *, gt: int | None, desc: bool
+    ) -> Iterator[DomainEventProtocol[UUID]]:
+        ordered = list(reversed(stored)) if desc else stored
+        opened = [self.mapper.open(s) for s in ordered]
+        if opened and not desc:
+            # Anchor the first event read to its predecessor (or the genesis).
+            first = ordered[0].originator_version
+            expected = GENESIS_HASH if first == 1 else self._prev_hash(stream, first)
+            if gt is not None and first != gt + 1:
+                raise VerificationError(
+                    f"version {gt + 1} is missing", where=where(stream_of(stream), gt + 1)
+                )
+        else:
+            expected = opened[0].prev_hash if opened else GENESIS_HASH
+        for event, envelope in zip(ordered, opened, strict=True):
+            if envelope.prev_hash != expected:
+                raise VerificationError(
+                    "chain broken: previous-envelope hash does not match the stream's "
+                    "previous event (an event is missing, reordered or replaced)",
+                    where=where(stream_of(stream), event.originator_version),
+                )
+            expected = envelope.entry_hash
+        if opened and not desc:
+            last = ordered[-1]
+            self._remember(stream, last.originator_version, opened[-1].entry_hash)
+        events = [
+            super(SealingMapper, self.mapper).to_domain_event(
+                StoredEvent(s.originator_id, s.originator_version, s.topic, e.payload)
+            )
+            for s, e in zip(ordered, opened, strict=True)
+        ]
+        return iter(reversed(events) if desc else events)
