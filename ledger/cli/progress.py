@@ -23,7 +23,10 @@ def progress_bar(
         bar.total = total
         bar.refresh()
 
+    def advance(count: int) -> None:
+        bar.update(count)
+
     try:
-        yield (lambda n: bar.update(n)), set_total
+        yield advance, set_total
     finally:
         bar.close()

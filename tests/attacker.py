@@ -1,0 +1,97 @@
+"""An attacker with database rights: drops the append-only triggers and
+edits the event tables directly, as the tamper tests need."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+from uuid import UUID
+
+import psycopg
+
+from ledger.store.recorders import LEDGER_TABLES
+
+Row = tuple[int, str, int, str, bytes]
+
+
+class Attacker:
+    def __init__(self, store_url: str) -> None:
+        parts = urlsplit(store_url)
+        self.sqlite = parts.scheme == "sqlite"
+        if self.sqlite:
+            self.conn: Any = sqlite3.connect(parts.path[1:], isolation_level=None)
+            self.events, self.id = "stored_events", "rowid"
+            for table in (self.events, *LEDGER_TABLES):
+                for op in ("update", "delete"):
+                    self.conn.execute(f"DROP TRIGGER IF EXISTS {table}_append_only_{op}")
+        else:
+            schema = parse_qs(parts.query)["schema"][0]
+            self.conn = psycopg.connect(
+                host=parts.hostname, port=parts.port, user=parts.username,
+                dbname=parts.path[1:], autocommit=True,
+            )
+            self.conn.execute(f'SET search_path TO "{schema}"')
+            self.events, self.id = "ledger_events", "notification_id"
+            for table in (self.events, *LEDGER_TABLES):
+                self.conn.execute(f"DROP TRIGGER IF EXISTS ledger_append_only ON {table}")
+                self.conn.execute(f"DROP TRIGGER IF EXISTS ledger_no_truncate ON {table}")
+
+    def sql(self, statement: str, params: tuple[Any, ...] = ()) -> list[Any]:
+        if not self.sqlite:
+            statement = statement.replace("?", "%s")
+        cursor = self.conn.execute(statement, params)
+        try:
+            return list(cursor.fetchall())
+        except (sqlite3.ProgrammingError, psycopg.ProgrammingError):
+            return []
+
+    def key(self, stream: str) -> Any:
+        return UUID(stream).hex if self.sqlite else UUID(stream)
+
+    def row(self, stream: str, version: int) -> Row:
+        found = self.sql(
+            f"SELECT {self.id}, originator_id, originator_version, topic, state "
+            f"FROM {self.events} WHERE originator_id = ? AND originator_version = ?",
+            (self.key(stream), version),
+        )
+        assert found, f"no row {stream} v{version}"
+        n, s, v, t, state = found[0]
+        return n, str(s), v, t, bytes(state)
+
+    def set_state(self, stream: str, version: int, state: bytes) -> None:
+        self.sql(
+            f"UPDATE {self.events} SET state = ? WHERE originator_id = ? AND originator_version = ?",
+            (state, self.key(stream), version),
+        )
+
+    def set_topic(self, stream: str, version: int, topic: str) -> None:
+        self.sql(
+            f"UPDATE {self.events} SET topic = ? WHERE originator_id = ? AND originator_version = ?",
+            (topic, self.key(stream), version),
+        )
+
+    def delete(self, stream: str, version: int) -> None:
+        self.sql(
+            f"DELETE FROM {self.events} WHERE originator_id = ? AND originator_version = ?",
+            (self.key(stream), version),
+        )
+
+    def insert(self, stream: str, version: int, topic: str, state: bytes) -> None:
+        self.sql(
+            f"INSERT INTO {self.events} (originator_id, originator_version, topic, state) "
+            "VALUES (?, ?, ?, ?)",
+            (self.key(stream), version, topic, state),
+        )
+
+    def delete_tail(self, keep: int) -> None:
+        """Remove every event after the first `keep`, with its Merkle data and checkpoints."""
+        ids = [r[0] for r in self.sql(f"SELECT {self.id} FROM {self.events} ORDER BY {self.id}")]
+        cutoff = ids[keep - 1]
+        self.sql(f"DELETE FROM {self.events} WHERE {self.id} > ?", (cutoff,))
+        self.sql("DELETE FROM ledger_merkle_leaves WHERE leaf_index >= ?", (keep,))
+        self.sql("DELETE FROM ledger_merkle_nodes WHERE (idx + 1) * (1 << level) > ?", (keep,))
+        self.sql("DELETE FROM ledger_checkpoints WHERE tree_size > ?", (keep,))
+
+    def close(self) -> None:
+        self.conn.close()
