@@ -28,8 +28,11 @@ class Attacker:
         else:
             schema = parse_qs(parts.query)["schema"][0]
             self.conn = psycopg.connect(
-                host=parts.hostname, port=parts.port, user=parts.username,
-                dbname=parts.path[1:], autocommit=True,
+                host=parts.hostname,
+                port=parts.port,
+                user=parts.username,
+                dbname=parts.path[1:],
+                autocommit=True,
             )
             self.conn.execute(f'SET search_path TO "{schema}"')
             self.events, self.id = "ledger_events", "notification_id"

@@ -122,8 +122,9 @@ def link_problem(
     return None
 
 
-# Worker-process state, set once per process by `init_worker`.
-_worker: tuple[MerkleLogTables, SignerCheck] | None = None
+# Worker-process state, set once per process by `init_worker`; the
+# application is kept so its connection pool stays open.
+_worker: tuple[MerkleLogTables, SignerCheck, object] | None = None
 
 
 def init_worker(store: str, keyring_json: str) -> None:
@@ -132,12 +133,12 @@ def init_worker(store: str, keyring_json: str) -> None:
     global _worker
     keyring = Keyring.from_json(keyring_json)
     app = LedgerApplication(store, keyring=keyring)
-    _worker = (app.tables, SignerCheck(keyring))
+    _worker = (app.tables, SignerCheck(keyring), app)
 
 
 def verify_chunk(spec: ChunkSpec) -> ChunkResult:
     assert _worker is not None, "init_worker not called"
-    tables, signer_check = _worker
+    tables, signer_check, _ = _worker
     return verify_chunk_with(tables, signer_check, spec)
 
 

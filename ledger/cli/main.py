@@ -22,7 +22,7 @@ from ledger.crypto.keys import Role
 from ledger.domain.table import Table
 from ledger.errors import ConfigError, KeyStoreError, LedgerError
 from ledger.node import Node, keys_dir, open_node
-from ledger.store.config import describe
+from ledger.store.config import describe, environment_for, store_url
 
 
 def _passphrase(args: argparse.Namespace, *, confirm: bool = False) -> bytes | None:
@@ -56,6 +56,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     directory = keys_dir(args.keys)
+    environment_for(store_url(args.store))  # a bad store URL fails before keys are made
     if not directory.has_node_keys():
         passphrase = read_passphrase(confirm=True)
         for record in directory.create_node_keys(passphrase):
@@ -63,6 +64,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     node = _open(args, writable=True)
     rng = random.Random(args.seed)
     try:
+        # Load the checkpoint key before recording: a missing or unreadable
+        # key must fail before anything touches the store.
+        checkpointer = node.checkpointer()
         recorded = 0
         with progress_bar("recording") as (advance, set_total):
             set_total(args.events)
@@ -77,7 +81,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 recorded += len(recordings)
                 advance(len(recordings))
         with progress_bar("checkpointing") as (advance, _):
-            checkpoint = node.checkpointer().catch_up(progress=advance)
+            checkpoint = checkpointer.catch_up(progress=advance)
         print(f"recorded {recorded} sealed events in {describe(node.app.store_url)}")
         if checkpoint:
             print(f"checkpoint: size {checkpoint.size}, root {checkpoint.root.hex()}")

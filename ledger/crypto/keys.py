@@ -131,7 +131,10 @@ class Keyring:
             raise KeyStoreError(f"keyring is not valid JSON: {exc}") from exc
         if not isinstance(data, dict) or data.get("format") != KEYRING_FORMAT:
             raise KeyStoreError(f"keyring format is not {KEYRING_FORMAT}")
-        return cls([PublicKeyRecord.from_json(entry) for entry in data.get("keys", [])])
+        entries = data.get("keys", [])
+        if not isinstance(entries, list):
+            raise KeyStoreError("keyring 'keys' is not a list")
+        return cls([PublicKeyRecord.from_json(entry) for entry in entries])
 
     @classmethod
     def load(cls, path: Path) -> Keyring:
@@ -139,6 +142,10 @@ class Keyring:
             return cls.from_json(path.read_text())
         except FileNotFoundError as exc:
             raise KeyStoreError(f"no keyring at {path}") from exc
+        except UnicodeDecodeError as exc:
+            raise KeyStoreError(f"keyring {path} is not UTF-8 text") from exc
+        except OSError as exc:
+            raise KeyStoreError(f"cannot read keyring {path}: {exc.strerror}") from exc
 
     def save(self, path: Path) -> None:
         # Write then rename: a crash never leaves half a keyring.
@@ -168,6 +175,8 @@ def read_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
         pem = path.read_bytes()
     except FileNotFoundError as exc:
         raise KeyStoreError(f"no private key file at {path}") from exc
+    except OSError as exc:
+        raise KeyStoreError(f"cannot read {path}: {exc.strerror}") from exc
     encrypted = b"ENCRYPTED PRIVATE KEY" in pem
     if encrypted and not passphrase:
         raise KeyStoreError(f"{path} is encrypted: a passphrase is needed")

@@ -1,0 +1,83 @@
+"""The recorders the ledger configures (eventsourcing's, with our triggers and
+ledger tables) pass eventsourcing's own recorder contract tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from eventsourcing.postgres import PostgresDatastore
+from eventsourcing.sqlite import SQLiteDatastore
+from eventsourcing.tests.persistence import ApplicationRecorderTestCase
+
+from ledger.store.recorders import (
+    SealedPostgresApplicationRecorder,
+    SealedSQLiteApplicationRecorder,
+)
+from tests.conftest import drop_pg_schema, new_pg_schema, require_postgres
+
+
+class TestSealedSQLiteApplicationRecorder(
+    ApplicationRecorderTestCase[SealedSQLiteApplicationRecorder]
+):
+    def setUp(self) -> None:
+        self._dir = TemporaryDirectory()
+        self.db_path = str(Path(self._dir.name) / "contract.db")
+
+    def tearDown(self) -> None:
+        self._dir.cleanup()
+
+    def create_recorder(self) -> SealedSQLiteApplicationRecorder:
+        recorder = SealedSQLiteApplicationRecorder(SQLiteDatastore(self.db_path))
+        recorder.create_table()
+        return recorder
+
+    def test_has_append_only_triggers(self) -> None:
+        recorder = self.create_recorder()
+        with recorder.read() as cursor:
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+            names = {row[0] for row in cursor.fetchall()}
+        assert "stored_events_append_only_update" in names
+        assert "stored_events_append_only_delete" in names
+
+
+class TestSealedPostgresApplicationRecorder(
+    ApplicationRecorderTestCase[SealedPostgresApplicationRecorder]
+):
+    def setUp(self) -> None:
+        require_postgres()
+        self.schema = new_pg_schema()
+        self.datastore = PostgresDatastore(
+            dbname="test",
+            host="127.0.0.1",
+            port="5432",
+            user="postgres",
+            password="",
+            schema=self.schema,
+        )
+
+    def tearDown(self) -> None:
+        self.datastore.close()
+        drop_pg_schema(self.schema)
+
+    def create_recorder(self) -> SealedPostgresApplicationRecorder:
+        recorder = SealedPostgresApplicationRecorder(
+            self.datastore, events_table_name="ledger_events"
+        )
+        recorder.create_table()
+        return recorder
+
+    def test_has_append_only_triggers(self) -> None:
+        recorder = self.create_recorder()
+        with recorder.read() as cursor:
+            cursor.execute(
+                "SELECT tgname FROM pg_trigger JOIN pg_class c ON c.oid = tgrelid "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relname = 'ledger_events'",
+                (self.schema,),
+            )
+            names = {row[0] for row in cursor.fetchall()}
+        assert names == {"ledger_append_only", "ledger_no_truncate"}
+
+
+del ApplicationRecorderTestCase  # the abstract base must not be collected itself
