@@ -62,17 +62,18 @@ class Attacker:
         n, s, v, t, state = found[0]
         return n, str(s), v, t, bytes(state)
 
-    def set_state(self, stream: str, version: int, state: bytes) -> None:
+    def _set(self, column: str, value: object, stream: str, version: int) -> None:
         self.sql(
-            f"UPDATE {self.events} SET state = ? WHERE originator_id = ? AND originator_version = ?",
-            (state, self.key(stream), version),
+            f"UPDATE {self.events} SET {column} = ? "
+            "WHERE originator_id = ? AND originator_version = ?",
+            (value, self.key(stream), version),
         )
 
+    def set_state(self, stream: str, version: int, state: bytes) -> None:
+        self._set("state", state, stream, version)
+
     def set_topic(self, stream: str, version: int, topic: str) -> None:
-        self.sql(
-            f"UPDATE {self.events} SET topic = ? WHERE originator_id = ? AND originator_version = ?",
-            (topic, self.key(stream), version),
-        )
+        self._set("topic", topic, stream, version)
 
     def delete(self, stream: str, version: int) -> None:
         self.sql(
