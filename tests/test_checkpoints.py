@@ -150,3 +150,18 @@ def test_cli_checkpoint_export_and_proofs(node: Node, tmp_path: Path, capsys, mo
     capsys.readouterr()
     assert main([*base, "proof", "consistency", "--since", str(kept)]) == 0
     assert json.loads(capsys.readouterr().out)["proof"]
+
+
+def test_verify_checks_the_stored_tree_that_serves_proofs(node: Node) -> None:
+    record(node, 20)
+    node.checkpointer(batch_size=6).catch_up()
+    verify_store(node.app, node.keyring)
+    attacker = Attacker(node.app.store_url)
+    try:
+        attacker.sql(
+            "UPDATE ledger_merkle_nodes SET hash = ? WHERE level = 2 AND idx = 0", (bytes(32),)
+        )
+    finally:
+        attacker.close()
+    with pytest.raises(VerificationError, match="no valid consistency proof from checkpoint 6"):
+        verify_store(node.app, node.keyring)

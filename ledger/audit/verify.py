@@ -218,14 +218,24 @@ def _root_mismatch(app: LedgerApplication, size: int, from_leaf: int) -> Problem
 def _check_proofs(
     app: LedgerApplication, checkpoints: list[Checkpoint], trusted: Checkpoint | None
 ) -> None:
-    """The kept checkpoint must be consistent with the newest, by a served proof too."""
-    if trusted is None or not checkpoints:
-        return
-    newest = checkpoints[-1]
-    if newest.size < trusted.size:
-        raise VerificationError(
-            f"newest checkpoint (size {newest.size}) is older than the kept one "
-            f"(size {trusted.size}): the log was rolled back"
-        )
-    proof = consistency_proof(trusted.size, newest.size, app.tables.subtree_reader())
-    verify_consistency(trusted.size, newest.size, proof, trusted.root, newest.root)
+    """Consecutive checkpoints, and the kept one with the newest, must be consistent
+    by the proofs the store serves: the roots were already recomputed from the
+    events, so this checks the stored tree an auditor's proofs come from."""
+    subtree = app.tables.subtree_reader()
+    pairs = list(zip(checkpoints, checkpoints[1:], strict=False))
+    if trusted is not None and checkpoints:
+        newest = checkpoints[-1]
+        if newest.size < trusted.size:
+            raise VerificationError(
+                f"newest checkpoint (size {newest.size}) is older than the kept one "
+                f"(size {trusted.size}): the log was rolled back"
+            )
+        pairs.append((trusted, newest))
+    for older, newer in pairs:
+        try:
+            proof = consistency_proof(older.size, newer.size, subtree)
+            verify_consistency(older.size, newer.size, proof, older.root, newer.root)
+        except (VerificationError, LookupError) as exc:
+            raise VerificationError(
+                f"no valid consistency proof from checkpoint {older.size} to {newer.size}: {exc}"
+            ) from exc
