@@ -132,7 +132,7 @@ def init_worker(store: str, keyring_json: str) -> None:
 
     global _worker
     keyring = Keyring.from_json(keyring_json)
-    app = LedgerApplication(store, keyring=keyring)
+    app = LedgerApplication(store, keyring=keyring, create=False)
     _worker = (app.tables, SignerCheck(keyring), app)
 
 

@@ -14,6 +14,7 @@ links across chunk edges, and Merkle subtrees into the full tree.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import time
@@ -222,7 +223,7 @@ def _check_proofs(
     by the proofs the store serves: the roots were already recomputed from the
     events, so this checks the stored tree an auditor's proofs come from."""
     subtree = app.tables.subtree_reader()
-    pairs = list(zip(checkpoints, checkpoints[1:], strict=False))
+    pairs = list(itertools.pairwise(checkpoints))
     if trusted is not None and checkpoints:
         newest = checkpoints[-1]
         if newest.size < trusted.size:

@@ -14,6 +14,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from eventsourcing.persistence import InterfaceError, OperationalError
+
 from ledger.audit.verify import Level, verify_store
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
@@ -22,7 +24,8 @@ from ledger.crypto.keys import Role
 from ledger.domain.table import Table
 from ledger.errors import ConfigError, KeyStoreError, LedgerError
 from ledger.node import Node, keys_dir, open_node
-from ledger.store.config import describe, environment_for, store_url
+from ledger.store.application import probe_store
+from ledger.store.config import describe, store_url
 
 
 def _passphrase(args: argparse.Namespace, *, confirm: bool = False) -> bytes | None:
@@ -56,7 +59,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     directory = keys_dir(args.keys)
-    environment_for(store_url(args.store))  # a bad store URL fails before keys are made
+    probe_store(store_url(args.store))  # an unusable store fails before keys are made
     if not directory.has_node_keys():
         passphrase = read_passphrase(confirm=True)
         for record in directory.create_node_keys(passphrase):
@@ -221,6 +224,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except LedgerError as exc:
         print(f"ledger: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except (OperationalError, InterfaceError) as exc:  # the store went away mid-command
+        print(
+            f"ledger: error: store unavailable: {str(exc).strip().splitlines()[0]}", file=sys.stderr
+        )
+        return 2
     except KeyboardInterrupt:
         print("ledger: interrupted", file=sys.stderr)
         return 130

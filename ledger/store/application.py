@@ -44,11 +44,12 @@ class LedgerApplication(Application[UUID]):
         keyring: Keyring,
         signer: Signer | None = None,
         env: dict[str, str] | None = None,
+        create: bool = True,
     ) -> None:
         self.store_url = store
         self._keyring = keyring
         self._signer = signer
-        settings = environment_for(store) | (env or {})
+        settings = environment_for(store, create=create) | (env or {})
         try:
             super().__init__(settings)
         except STORE_ERRORS as exc:
@@ -56,6 +57,14 @@ class LedgerApplication(Application[UUID]):
                 f"cannot open store {describe(store)}: {_first_line(exc)}"
             ) from exc
         self.tables = MerkleLogTables(self.sealed_recorder)
+        if not create:
+            try:
+                self.tables.tail()
+            except STORE_ERRORS as exc:
+                self.close()
+                raise StoreUnavailableError(
+                    f"no ledger in store {describe(store)}: {_first_line(exc)}"
+                ) from exc
 
     @property
     def sealed_recorder(self) -> SealedRecorder:
@@ -85,6 +94,26 @@ class LedgerApplication(Application[UUID]):
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def probe_store(store: str) -> None:
+    """Fail now, with one clear line, if `store` is malformed or unreachable."""
+    settings = environment_for(store)
+    if settings["PERSISTENCE_MODULE"] != "eventsourcing.postgres":
+        return  # SQLite: environment_for already checked the directory
+    try:
+        psycopg.connect(
+            host=settings["POSTGRES_HOST"],
+            port=settings["POSTGRES_PORT"],
+            user=settings["POSTGRES_USER"],
+            password=settings["POSTGRES_PASSWORD"] or None,
+            dbname=settings["POSTGRES_DBNAME"],
+            connect_timeout=int(settings["POSTGRES_CONNECT_TIMEOUT"]),
+        ).close()
+    except psycopg.Error as exc:
+        raise StoreUnavailableError(
+            f"cannot open store {describe(store)}: {_first_line(exc)}"
+        ) from exc
 
 
 def _first_line(exc: BaseException) -> str:

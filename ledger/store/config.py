@@ -31,8 +31,12 @@ def describe(url: str) -> str:
     return url
 
 
-def environment_for(url: str) -> dict[str, str]:
-    """eventsourcing settings for a store URL; a clear ConfigError if it is malformed."""
+def environment_for(url: str, *, create: bool = True) -> dict[str, str]:
+    """eventsourcing settings for a store URL; a clear ConfigError if it is malformed.
+
+    With `create` false (auditing, reading) nothing is created: a SQLite file
+    must already exist, and no table is made on either store.
+    """
     parts = urlsplit(url)
     if parts.scheme == "sqlite":
         path = unquote(parts.path)
@@ -43,12 +47,14 @@ def environment_for(url: str) -> dict[str, str]:
         db_path = Path(path[1:])  # sqlite:///x.db is relative, sqlite:////x.db absolute
         if not db_path.parent.exists():
             raise ConfigError(f"store directory {db_path.parent} does not exist")
+        if not create and not db_path.exists():
+            raise ConfigError(f"no store at {db_path}")
         return {
             "PERSISTENCE_MODULE": "eventsourcing.sqlite",
             "SQLITE_DBNAME": str(db_path),
             "SQLITE_LOCK_TIMEOUT": "30",
             "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:SealedSQLiteApplicationRecorder",
-            "CREATE_TABLE": "y",
+            "CREATE_TABLE": "y" if create else "n",
         }
     if parts.scheme in ("postgresql", "postgres"):
         dbname = unquote(parts.path.lstrip("/"))
@@ -72,7 +78,7 @@ def environment_for(url: str) -> dict[str, str]:
             "POSTGRES_CONNECT_TIMEOUT": "5",
             "POSTGRES_LOCK_TIMEOUT": "10",
             "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:SealedPostgresApplicationRecorder",
-            "CREATE_TABLE": "y",
+            "CREATE_TABLE": "y" if create else "n",
         }
     raise ConfigError(
         f"unknown store URL {describe(url)!r}: expected sqlite:///FILE or postgresql://..."

@@ -1,0 +1,97 @@
+"""Canonical bytes: the fast path is RFC 8785; domain prefixes are distinct."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import rfc8785
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from ledger.crypto import canonical as canonical_module
+from ledger.crypto.canonical import (
+    ACTOR_FACT_DOMAIN,
+    CHECKPOINT_DOMAIN,
+    ENVELOPE_DOMAIN,
+    canonical,
+    canonical_flat,
+)
+
+SAFE = 2**53 - 1  # RFC 8785 (I-JSON) integers: |n| <= 2**53 - 1
+
+ascii_text = st.text(alphabet=st.characters(max_codepoint=0x7F))
+any_text = st.text()  # every code point except lone surrogates
+values = st.one_of(
+    ascii_text,
+    any_text,
+    st.integers(min_value=-SAFE, max_value=SAFE),
+)
+flat_dicts = st.dictionaries(st.one_of(ascii_text, any_text), values, max_size=12)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(flat_dicts)
+@example({"a": "é"})
+@example({"é": 1, "e": 2, "z": 3})
+@example({"\U0001f3b2": "dice", "\uff61": "halfwidth"})  # UTF-16 vs code point order
+@example({"ctl": "\x00\x08\t\n\x0c\r\x1f\x7f", "q": '"\\/'})
+@example({"min": -SAFE, "max": SAFE, "zero": 0, "neg0": -0})
+@example({})
+def test_canonical_flat_is_rfc8785(fields: dict[str, str | int]) -> None:
+    expected = bytes(rfc8785.dumps(fields))
+    assert canonical(fields) == expected
+    assert canonical_flat(fields) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(ascii_text, st.one_of(ascii_text, st.integers(-SAFE, SAFE))))
+def test_canonical_flat_ascii_is_valid_json_of_the_same_dict(fields: dict[str, str | int]) -> None:
+    data = canonical_flat(fields)
+    assert data.isascii()
+    assert json.loads(data) == fields
+
+
+def test_non_ascii_text_is_utf8_not_escaped() -> None:
+    # RFC 8785 writes non-ASCII characters as UTF-8, never as \\u escapes.
+    assert canonical_flat({"dealer": "Zoë"}) == '{"dealer":"Zoë"}'.encode()
+    assert canonical_flat({"dealer": "Zoë"}) == canonical({"dealer": "Zoë"})
+
+
+def test_canonical_flat_sorts_keys_and_has_no_whitespace() -> None:
+    fields = {"version": 2, "stream": "s", "key_id": "k", "prev": "00", "type": "t"}
+    assert (
+        canonical_flat(fields) == b'{"key_id":"k","prev":"00","stream":"s","type":"t","version":2}'
+    )
+
+
+DOMAINS = [ENVELOPE_DOMAIN, CHECKPOINT_DOMAIN, ACTOR_FACT_DOMAIN]
+
+
+def test_domain_prefixes_are_distinct() -> None:
+    assert len(set(DOMAINS)) == len(DOMAINS)
+    # No prefix is a prefix of another: a message under one domain can never
+    # parse as a message under another.
+    for a in DOMAINS:
+        for b in DOMAINS:
+            if a is not b:
+                assert not b.startswith(a)
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_domain_prefix_ends_in_its_only_newline(domain: bytes) -> None:
+    assert isinstance(domain, bytes)
+    assert domain.endswith(b"\n")
+    assert domain.count(b"\n") == 1
+    assert domain.isascii()
+    assert domain.startswith(b"casino-ledger/")
+    assert domain.rstrip(b"\n").rsplit(b"/", 1)[1].startswith(b"v")
+
+
+def test_every_domain_constant_in_the_module_is_covered() -> None:
+    found = {
+        value
+        for name, value in vars(canonical_module).items()
+        if name.endswith("_DOMAIN") and isinstance(value, bytes)
+    }
+    assert found == set(DOMAINS)
