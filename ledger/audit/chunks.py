@@ -61,9 +61,12 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
     wanted = set(spec.checkpoint_sizes)
     sha256 = hashlib.sha256
     position = spec.first_leaf
+    names: dict[object, str] = {}  # row's stream id -> envelope form, parsed once per stream
     try:
         for _, originator_id, version, topic, state in rows:
-            stream = stream_of(originator_id)
+            stream = names.get(originator_id)
+            if stream is None:
+                stream = names[originator_id] = stream_of(originator_id)
             envelope = open_envelope(bytes(state), stream=stream, version=version)
             if (
                 envelope.stream != stream

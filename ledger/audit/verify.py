@@ -15,22 +15,20 @@ links across chunk edges, and Merkle subtrees into the full tree.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from ledger.audit.chunks import (
-    ChunkResult,
     ChunkSpec,
     Problem,
-    init_worker,
     link_problem,
-    verify_chunk,
     verify_chunk_with,
 )
+from ledger.audit.parallel import run_chunks
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring
@@ -99,24 +97,6 @@ def plan_chunks(
     return count, specs
 
 
-def _run_chunks(
-    app: LedgerApplication,
-    keyring: Keyring,
-    specs: list[ChunkSpec],
-    workers: int,
-) -> Iterator[ChunkResult]:
-    if workers <= 1 or len(specs) <= 1:
-        signer_check = SignerCheck(keyring)
-        for spec in specs:
-            yield verify_chunk_with(app.tables, signer_check, spec)
-        return
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(
-        workers, initializer=init_worker, initargs=(app.store_url, keyring.to_json())
-    ) as pool:
-        yield from pool.imap(verify_chunk, specs)
-
-
 def verify_store(
     app: LedgerApplication,
     keyring: Keyring,
@@ -153,25 +133,34 @@ def verify_store(
     problems: list[Problem] = []
     heads: dict[str, tuple[int, bytes]] = {}
     tree = CompactRange(0)
-    for result in _run_chunks(app, keyring, specs, report.workers):
-        if result.problem:
-            problems.append(result.problem)
-            break  # later chunks cannot be merged past a broken one
-        for stream, (position, version, prev_hash) in result.firsts.items():
-            problem = link_problem(stream, position, version, prev_hash, heads.get(stream))
-            if problem:
-                problems.append(problem)
-        heads.update(result.lasts)
-        for size, partial in result.at_size.items():
-            whole = tree.copy()
-            whole.extend(partial)
-            if whole.root() != expected_roots[size]:
-                problems.append(_root_mismatch(app, size, result.spec.first_leaf))
-        tree.extend(result.leaves)
-        if problems:
-            break
-        if progress:
-            progress(result.count)
+    signer_check = SignerCheck(keyring)
+    results = run_chunks(
+        specs,
+        lambda spec: verify_chunk_with(app.tables, signer_check, spec),
+        store=app.store_url,
+        keyring_json=keyring.to_json(),
+        processes=report.workers,
+    )
+    with closing(results):  # stops the workers even when the merge stops early
+        for result in results:
+            if result.problem:
+                problems.append(result.problem)
+                break  # later chunks cannot be merged past a broken one
+            for stream, (position, version, prev_hash) in result.firsts.items():
+                problem = link_problem(stream, position, version, prev_hash, heads.get(stream))
+                if problem:
+                    problems.append(problem)
+            heads.update(result.lasts)
+            for size, partial in result.at_size.items():
+                whole = tree.copy()
+                whole.extend(partial)
+                if whole.root() != expected_roots[size]:
+                    problems.append(_root_mismatch(app, size, result.spec.first_leaf))
+            tree.extend(result.leaves)
+            if problems:
+                break
+            if progress:
+                progress(result.count)
 
     missing = [size for size in expected_roots if size > count]
     if missing and not problems:

@@ -84,12 +84,14 @@ class MerkleLogTables:
     def rows_after(self, after_id: int, limit: int) -> list[Row]:
         with self.recorder.read() as cursor:
             cursor.execute(self._rows_after, (after_id, limit))
-            return [tuple(r) for r in cursor.fetchall()]
+            rows: list[Row] = cursor.fetchall()
+            return rows
 
     def rows_between(self, after_id: int, last_id: int) -> list[Row]:
         with self.recorder.read() as cursor:
             cursor.execute(self._rows_between, (after_id, last_id))
-            return [tuple(r) for r in cursor.fetchall()]
+            rows: list[Row] = cursor.fetchall()
+            return rows
 
     def row_by_id(self, notification_id: int) -> Row | None:
         with self.recorder.read() as cursor:

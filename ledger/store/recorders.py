@@ -79,6 +79,7 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
     @contextmanager
     def read(self) -> Iterator[Cursor]:
         with self.datastore.transaction(commit=False) as cursor:
+            cursor.sqlite_cursor.row_factory = None  # plain tuples: verify reads millions
             yield cursor
 
     @contextmanager

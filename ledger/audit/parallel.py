@@ -1,0 +1,105 @@
+"""Run verification chunks on every core, the calling process included.
+
+Chunks are claimed from a shared counter, so a fast process takes more of
+them and a worker that is slow to start costs nothing: the caller works
+meanwhile. Results come back in log order, as the merge needs them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import traceback
+from collections.abc import Callable, Generator, Sequence
+from multiprocessing.sharedctypes import Synchronized
+from typing import Any
+
+from ledger.audit.chunks import ChunkResult, ChunkSpec, init_worker, verify_chunk
+
+_POLL_SECONDS = 1.0
+
+
+def _claim(counter: Synchronized[int], total: int) -> int | None:
+    with counter.get_lock():
+        index = counter.value
+        if index >= total:
+            return None
+        counter.value = index + 1
+        return index
+
+
+def _worker_main(
+    store: str,
+    keyring_json: str,
+    specs: Sequence[ChunkSpec],
+    counter: Synchronized[int],
+    results: Any,
+) -> None:
+    try:
+        init_worker(store, keyring_json)
+        while (index := _claim(counter, len(specs))) is not None:
+            results.put((index, verify_chunk(specs[index])))
+    except BaseException:  # report every failure; the caller raises it
+        results.put((-1, traceback.format_exc(limit=5)))
+
+
+def run_chunks(
+    specs: Sequence[ChunkSpec],
+    run_here: Callable[[ChunkSpec], ChunkResult],
+    *,
+    store: str,
+    keyring_json: str,
+    processes: int,
+) -> Generator[ChunkResult, None, None]:
+    """Yield each chunk's result in order, using `processes` processes in all."""
+    if processes <= 1 or len(specs) <= 1:
+        for spec in specs:
+            yield run_here(spec)
+        return
+    context = multiprocessing.get_context("spawn")
+    counter: Synchronized[int] = context.Value("q", 0)
+    results = context.Queue()
+    workers = [
+        context.Process(
+            target=_worker_main,
+            args=(store, keyring_json, specs, counter, results),
+            daemon=True,
+        )
+        for _ in range(processes - 1)
+    ]
+    for worker in workers:
+        worker.start()
+    finished: dict[int, ChunkResult] = {}
+    next_index = 0
+    try:
+        while next_index < len(specs):
+            if next_index in finished:
+                yield finished.pop(next_index)
+                next_index += 1
+                continue
+            index = _claim(counter, len(specs))
+            if index is not None:
+                finished[index] = run_here(specs[index])
+            else:
+                index, result = _receive(results, workers)
+                finished[index] = result
+    finally:
+        with counter.get_lock():
+            counter.value = len(specs)  # nothing more to claim: workers wind down
+        for worker in workers:
+            worker.terminate()
+            worker.join()
+        results.close()
+
+
+def _receive(results: Any, workers: list[Any]) -> tuple[int, ChunkResult]:
+    while True:
+        try:
+            index, result = results.get(timeout=_POLL_SECONDS)
+        except queue.Empty:
+            if not any(worker.is_alive() for worker in workers):
+                raise RuntimeError("every verification worker stopped early") from None
+            continue
+        if index < 0:
+            raise RuntimeError(f"a verification worker failed:\n{result}")
+        return index, result
