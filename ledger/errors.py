@@ -37,3 +37,18 @@ class VerificationError(LedgerError):
     def __init__(self, message: str, *, where: str | None = None) -> None:
         self.where = where
         super().__init__(f"{where}: {message}" if where else message)
+
+
+class InvalidCommandError(LedgerError):
+    """A command that cannot be carried out: bad amount, wrong state, unknown id.
+
+    Nothing is recorded when it is raised.
+    """
+
+
+class NotFoundError(InvalidCommandError):
+    """An account, round or table that does not exist."""
+
+
+class ConflictError(LedgerError):
+    """Concurrent writers kept conflicting; the command was not carried out."""

@@ -1,0 +1,320 @@
+"""The casino's Python API: commands from outside, each idempotent by request id.
+
+Every command loads what it touches, lets the aggregates decide (refusing bad
+input before anything is recorded), and saves every aggregate it changed in
+one atomic save together with the request's record. A concurrent writer makes
+that save conflict; the command is then retried from fresh state, and a
+retry of a request already done returns the first result and records nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+from uuid import UUID, uuid4
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+
+from ledger.crypto.actor import sign_fact
+from ledger.crypto.canonical import canonical
+from ledger.crypto.keys import Role
+from ledger.crypto.signing import Signer
+from ledger.domain.account import HOUSE, PLAYER, Account
+from ledger.domain.game_table import GameTable
+from ledger.domain.money import check_currency
+from ledger.domain.request import Request, request_uuid
+from ledger.domain.round import BetResult, Limits, Round, check_limits, operator_fact
+from ledger.errors import ConflictError, InvalidCommandError, NotFoundError
+from ledger.store.application import LedgerApplication
+from ledger.variants.api import Variant
+
+A = TypeVar("A", bound=Aggregate)
+Result = Any  # JSON-safe: it is stored with the request
+MAX_REQUEST_ID = 200
+
+
+class Casino:
+    """Accounts, tables and rounds on a sealed ledger."""
+
+    def __init__(
+        self,
+        app: LedgerApplication,
+        variants: Mapping[str, Variant],
+        *,
+        max_attempts: int = 50,
+    ) -> None:
+        self.app = app
+        self.variants = variants
+        self.max_attempts = max_attempts
+
+    # Plumbing.
+    def _get(self, cls: type[A], aggregate_id: UUID | str, what: str) -> A:
+        try:
+            key = aggregate_id if isinstance(aggregate_id, UUID) else UUID(str(aggregate_id))
+            found: Aggregate = self.app.repository.get(key)
+        except (AggregateNotFoundError, ValueError):
+            raise NotFoundError(f"unknown {what} {aggregate_id}") from None
+        if not isinstance(found, cls):
+            raise NotFoundError(f"unknown {what} {aggregate_id}")
+        return found
+
+    def account(self, account_id: UUID | str) -> Account:
+        return self._get(Account, account_id, "account")
+
+    def round(self, round_id: UUID | str) -> Round:
+        return self._get(Round, round_id, "round")
+
+    def table(self, table_id: UUID | str) -> GameTable:
+        return self._get(GameTable, table_id, "table")
+
+    def variant(self, variant_id: str) -> Variant:
+        try:
+            return self.variants[variant_id]
+        except KeyError:
+            raise NotFoundError(f"unknown variant {variant_id!r}") from None
+
+    def _run(
+        self,
+        command: str,
+        request_id: str,
+        args: dict[str, Any],
+        body: Callable[[], tuple[Result, list[Aggregate]]],
+    ) -> Result:
+        if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID:
+            raise InvalidCommandError(f"a request id is 1..{MAX_REQUEST_ID} characters")
+        fingerprint = hashlib.sha256(canonical({"command": command, "args": args})).hexdigest()
+        for attempt in range(self.max_attempts):
+            done = self._done(request_id, command, fingerprint)
+            if done is not None:
+                return done.result
+            result, changed = body()
+            record = Request(
+                request_id=request_id, command=command, fingerprint=fingerprint, result=result
+            )
+            try:
+                self.app.save(*changed, record)
+            except IntegrityError:
+                # Someone else wrote one of these streams first: start again
+                # from what they wrote (jittered, so racers spread out).
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
+                continue
+            return result
+        raise ConflictError(f"{command}: still conflicting after {self.max_attempts} attempts")
+
+    def _done(self, request_id: str, command: str, fingerprint: str) -> Request | None:
+        try:
+            found: Aggregate = self.app.repository.get(request_uuid(request_id))
+        except AggregateNotFoundError:
+            return None
+        assert isinstance(found, Request)
+        if found.fingerprint != fingerprint:
+            raise InvalidCommandError(
+                f"request id {request_id!r} was already used for a different {found.command}"
+            )
+        return found
+
+    # Accounts.
+    def open_account(
+        self, *, request_id: str, owner: str, currency: str, kind: str = PLAYER
+    ) -> str:
+        def body() -> tuple[Result, list[Aggregate]]:
+            account = Account.open(kind, owner, currency)
+            return str(account.id), [account]
+
+        args = {"owner": owner, "currency": currency, "kind": kind}
+        return str(self._run("open_account", request_id, args, body))
+
+    def deposit(self, *, request_id: str, account_id: str, amount: int) -> int:
+        def body() -> tuple[Result, list[Aggregate]]:
+            account = self.account(account_id)
+            account.deposit(amount, request_id)
+            return account.balance, [account]
+
+        args = {"account_id": str(account_id), "amount": amount}
+        return int(self._run("deposit", request_id, args, body))
+
+    def withdraw(self, *, request_id: str, account_id: str, amount: int) -> int:
+        def body() -> tuple[Result, list[Aggregate]]:
+            account = self.account(account_id)
+            account.withdraw(amount, request_id)
+            return account.balance, [account]
+
+        args = {"account_id": str(account_id), "amount": amount}
+        return int(self._run("withdraw", request_id, args, body))
+
+    def close_account(self, *, request_id: str, account_id: str, reason: str) -> None:
+        def body() -> tuple[Result, list[Aggregate]]:
+            account = self.account(account_id)
+            account.close(reason)
+            return None, [account]
+
+        self._run("close_account", request_id, {"account_id": str(account_id)}, body)
+
+    # Tables and rounds.
+    def open_table(
+        self, *, request_id: str, name: str, variant: str, currency: str, limits: Limits
+    ) -> str:
+        def body() -> tuple[Result, list[Aggregate]]:
+            self.variant(variant)
+            house = Account.open(HOUSE, f"house of table {name}", check_currency(currency))
+            table = GameTable(
+                name=name,
+                variant=variant,
+                currency=currency,
+                limits=check_limits(limits),
+                house_account=house.id,
+            )
+            return str(table.id), [house, table]
+
+        args = {"name": name, "variant": variant, "currency": currency, "limits": dict(limits)}
+        return str(self._run("open_table", request_id, args, body))
+
+    def open_round(self, *, request_id: str, table_id: str, dealer: str) -> str:
+        def body() -> tuple[Result, list[Aggregate]]:
+            table = self.table(table_id)
+            variant = self.variant(table.variant)
+            game_round = Round(
+                table_id=table.id,
+                variant=variant.id,
+                variant_version=variant.version,
+                rules_hash=variant.rules_hash,
+                currency=table.currency,
+                limits=table.limits,
+                house_account=table.house_account,
+                dealer=dealer,
+            )
+            return str(game_round.id), [game_round]
+
+        args = {"table_id": str(table_id), "dealer": dealer}
+        return str(self._run("open_round", request_id, args, body))
+
+    def place_bet(
+        self, *, request_id: str, round_id: str, account_id: str, bet: dict[str, Any], stake: int
+    ) -> str:
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            account = self.account(account_id)
+            account.check_currency(game_round.currency)
+            canonical_bet = self._variant_of(game_round).validate_bet(bet)
+            bet_id = str(uuid4())
+            amount = game_round.place_bet(bet_id, str(account.id), canonical_bet, stake, request_id)
+            account.debit(amount, game_round.id, f"stake {bet_id}")
+            return bet_id, [game_round, account]
+
+        args = {
+            "round_id": str(round_id),
+            "account_id": str(account_id),
+            "bet": bet,
+            "stake": stake,
+        }
+        return str(self._run("place_bet", request_id, args, body))
+
+    def withdraw_bet(self, *, request_id: str, round_id: str, bet_id: str) -> None:
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            record = game_round.withdraw_bet(bet_id, request_id)
+            account = self.account(record["account_id"])
+            account.credit(record["stake"], game_round.id, f"withdrawn {bet_id}")
+            return None, [game_round, account]
+
+        self._run("withdraw_bet", request_id, {"round_id": str(round_id), "bet_id": bet_id}, body)
+
+    def close_betting(self, *, request_id: str, round_id: str) -> None:
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            game_round.close_betting()
+            return None, [game_round]
+
+        self._run("close_betting", request_id, {"round_id": str(round_id)}, body)
+
+    def record_outcome(
+        self,
+        *,
+        request_id: str,
+        round_id: str,
+        outcome: dict[str, Any],
+        source: dict[str, Any],
+    ) -> None:
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            checked = self._variant_of(game_round).validate_outcome(outcome)
+            game_round.record_outcome(checked, source)
+            return None, [game_round]
+
+        args = {"round_id": str(round_id), "outcome": outcome, "source": source}
+        self._run("record_outcome", request_id, args, body)
+
+    def settle(self, *, request_id: str, round_id: str) -> list[BetResult]:
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            if game_round.outcome is None:
+                game_round.settle({})  # raises with the reason (settled, or no outcome)
+            variant = self._variant_of(game_round)
+            returns = variant.settle(game_round.outcome or {}, game_round.bets)
+            results = game_round.settle(returns)
+            return results, [game_round, *self._pay(game_round, results)]
+
+        return list(self._run("settle", request_id, {"round_id": str(round_id)}, body))
+
+    def void_round(
+        self, *, request_id: str, round_id: str, reason: str, operator: Signer
+    ) -> list[BetResult]:
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            fact = operator_fact("void", game_round.id, reason)
+            signed = sign_fact(operator, fact, Role.OPERATOR)
+            returns = game_round.void(reason, {**signed})
+            return returns, [game_round, *self._pay(game_round, returns)]
+
+        args = {"round_id": str(round_id), "reason": reason}
+        return list(self._run("void_round", request_id, args, body))
+
+    def resume_round(
+        self, *, request_id: str, round_id: str, reason: str, operator: Signer
+    ) -> None:
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            fact = operator_fact("resume", game_round.id, reason)
+            game_round.resume(reason, {**sign_fact(operator, fact, Role.OPERATOR)})
+            return None, [game_round]
+
+        self._run("resume_round", request_id, {"round_id": str(round_id), "reason": reason}, body)
+
+    def _variant_of(self, game_round: Round) -> Variant:
+        """The variant the round opened with, exactly: same version, same rules."""
+        variant = self.variant(game_round.variant)
+        if (variant.version, variant.rules_hash) != (
+            game_round.variant_version,
+            game_round.rules_hash,
+        ):
+            raise InvalidCommandError(
+                f"round {game_round.id} opened with {game_round.variant} "
+                f"{game_round.variant_version} (rules {game_round.rules_hash[:12]}), "
+                f"but {variant.version} (rules {variant.rules_hash[:12]}) is installed"
+            )
+        return variant
+
+    def _pay(self, game_round: Round, results: list[BetResult]) -> list[Account]:
+        """Mirror a settlement or void on every wallet it pays and on the house."""
+        accounts: dict[str, Account] = {}
+        house_net = 0
+        for result in results:
+            if result["returned"]:
+                account = accounts.get(result["account_id"]) or self.account(result["account_id"])
+                accounts[result["account_id"]] = account
+                account.credit(result["returned"], game_round.id, f"return {result['bet_id']}")
+            house_net += result["stake"] - result["returned"]
+        changed = list(accounts.values())
+        if house_net:  # zero for a void: every stake goes back
+            house = self.account(game_round.house_account)
+            if house_net > 0:
+                house.credit(house_net, game_round.id, "round result")
+            else:
+                house.debit(-house_net, game_round.id, "round result")
+            changed.append(house)
+        return changed

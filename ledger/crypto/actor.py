@@ -1,0 +1,43 @@
+"""Facts an actor vouches for (an operator voiding a round, a dealer device
+reporting dice) carry that actor's own signature, besides the node's."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, TypedDict
+
+from ledger.crypto.canonical import ACTOR_FACT_DOMAIN, canonical
+from ledger.crypto.keys import Keyring, Role
+from ledger.crypto.signing import Signer, verify_signature
+from ledger.errors import InvalidCommandError, VerificationError
+
+
+class ActorSignature(TypedDict):
+    key_id: str
+    signature: str  # base64
+
+
+def sign_fact(signer: Signer, fact: dict[str, Any], role: Role) -> ActorSignature:
+    if signer.role is not role:
+        raise InvalidCommandError(f"this needs a {role.value} key, not a {signer.role.value} key")
+    signature = signer.sign(ACTOR_FACT_DOMAIN + canonical(fact))
+    return {"key_id": signer.key_id, "signature": base64.b64encode(signature).decode()}
+
+
+def verify_fact(
+    keyring: Keyring, fact: dict[str, Any], signed: ActorSignature, role: Role, where: str
+) -> None:
+    record = keyring.get(signed["key_id"])
+    if record is None:
+        raise VerificationError("signed by a key not in the keyring", where=where)
+    if record.role is not role:
+        raise VerificationError(
+            f"signed by a {record.role.value} key, not {role.value}", where=where
+        )
+    try:
+        signature = base64.b64decode(signed["signature"], validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise VerificationError("malformed actor signature", where=where) from exc
+    if not verify_signature(record.public_key, ACTOR_FACT_DOMAIN + canonical(fact), signature):
+        raise VerificationError(f"bad {role.value} signature", where=where)

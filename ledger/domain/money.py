@@ -1,0 +1,83 @@
+"""Money: integer minor units of an ISO 4217 currency, moved by balanced postings.
+
+No float ever touches an amount: amounts are `int` (never `bool`), checked on
+the way in, and every movement is a set of postings summing to zero per
+currency (double entry).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Final, TypedDict
+
+import pycountry
+
+from ledger.errors import InvalidCommandError
+
+# Anything above this many minor units is a typo or an attack, not a bet
+# (10^13 cents is a hundred billion in a two-decimal currency).
+MAX_AMOUNT: Final = 10**13
+
+CASHIER: Final = "cashier"  # the outside world: deposits come from it, withdrawals go to it
+
+
+class Posting(TypedDict):
+    """One leg of a movement, as stored (JSON-safe)."""
+
+    account: str
+    amount: int  # minor units; negative = out of the account
+    currency: str
+
+
+def wallet(account_id: object) -> str:
+    return f"wallet:{account_id}"
+
+
+def in_play(round_id: object) -> str:
+    return f"in-play:{round_id}"
+
+
+def cashier(currency: str) -> str:
+    return f"{CASHIER}:{currency}"
+
+
+def check_currency(code: object) -> str:
+    if not isinstance(code, str) or pycountry.currencies.get(alpha_3=code) is None:
+        raise InvalidCommandError(f"{code!r} is not an ISO 4217 currency code")
+    return code
+
+
+def check_amount(value: object, what: str = "amount") -> int:
+    """A positive whole number of minor units, within reason."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidCommandError(f"{what} must be a whole number of minor units, not {value!r}")
+    if value <= 0:
+        raise InvalidCommandError(f"{what} must be positive, not {value}")
+    if value > MAX_AMOUNT:
+        raise InvalidCommandError(f"{what} {value} is larger than the limit {MAX_AMOUNT}")
+    return value
+
+
+def posting(account: str, amount: int, currency: str) -> Posting:
+    return {"account": account, "amount": amount, "currency": currency}
+
+
+def transfer(source: str, target: str, amount: int, currency: str) -> list[Posting]:
+    """Move `amount` from `source` to `target`: two legs summing to zero."""
+    return [posting(source, -amount, currency), posting(target, amount, currency)]
+
+
+def imbalance(postings: Iterable[Posting]) -> dict[str, int]:
+    """Per currency, the sum of the postings (all zero when balanced)."""
+    totals: dict[str, int] = defaultdict(int)
+    for leg in postings:
+        totals[leg["currency"]] += leg["amount"]
+    return {currency: total for currency, total in totals.items() if total}
+
+
+def check_balanced(postings: list[Posting]) -> list[Posting]:
+    off = imbalance(postings)
+    if off:
+        raise InvalidCommandError(f"postings do not balance: {off}")
+    return postings

@@ -1,0 +1,317 @@
+"""A round at a table: bets, the outcome, and its settlement or void.
+
+Game-independent: the variant (a plugin) validates bets and decides each
+bet's return from the recorded facts; the round keeps the money straight.
+Every money movement carries its balanced postings: stakes move from the
+wallet to the round's in-play account, and at settlement from in-play to
+the wallet (returns) or the house (losses), the house paying any winnings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypedDict
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate, event
+
+from ledger.domain.money import Posting, check_amount, check_balanced, in_play, posting, wallet
+from ledger.errors import InvalidCommandError
+
+BETTING = "betting"  # open for bets
+CLOSED = "closed"  # betting closed, awaiting the outcome
+DECIDED = "decided"  # outcome recorded, awaiting settlement
+SETTLED = "settled"
+VOIDED = "voided"
+
+
+class Limits(TypedDict):
+    min_bet: int
+    max_bet: int
+    max_round: int  # one player's total stake in one round
+
+
+class BetRecord(TypedDict):
+    account_id: str
+    bet: dict[str, Any]
+    stake: int
+
+
+class BetResult(TypedDict):
+    bet_id: str
+    account_id: str
+    stake: int
+    returned: int  # paid back to the wallet: 0 (lost), the stake (push), stake + win
+
+
+class OperatorSignature(TypedDict):
+    """An operator's own signature over the fact (see ledger.crypto.actor)."""
+
+    key_id: str
+    signature: str
+
+
+def operator_fact(action: str, round_id: UUID, reason: str) -> dict[str, str]:
+    """What an operator signs to void or resume a round."""
+    return {"action": action, "round": str(round_id), "reason": reason}
+
+
+def check_limits(limits: Limits) -> Limits:
+    for name in ("min_bet", "max_bet", "max_round"):
+        check_amount(limits.get(name), f"limit {name}")
+    if not limits["min_bet"] <= limits["max_bet"] <= limits["max_round"]:
+        raise InvalidCommandError("limits must satisfy min_bet <= max_bet <= max_round")
+    return {k: limits[k] for k in ("min_bet", "max_bet", "max_round")}  # type: ignore[return-value]
+
+
+class Round(Aggregate):
+    class Opened(Aggregate.Created):
+        class_version: ClassVar[int] = 1
+        table_id: UUID
+        variant: str
+        variant_version: str
+        rules_hash: str
+        currency: str
+        limits: Limits
+        house_account: UUID
+        dealer: str
+
+    class BetPlaced(Aggregate.Event):
+        class_version: ClassVar[int] = 1
+        bet_id: str
+        account_id: str
+        bet: dict[str, Any]
+        stake: int
+        request_id: str
+        postings: list[Posting]
+
+    class BetWithdrawn(Aggregate.Event):
+        class_version: ClassVar[int] = 1
+        bet_id: str
+        request_id: str
+        postings: list[Posting]
+
+    class BettingClosed(Aggregate.Event):
+        class_version: ClassVar[int] = 1
+
+    class OutcomeRecorded(Aggregate.Event):
+        class_version: ClassVar[int] = 1
+        outcome: dict[str, Any]
+        source: dict[str, Any]
+
+    class Resumed(Aggregate.Event):
+        class_version: ClassVar[int] = 1
+        reason: str
+        operator: OperatorSignature
+
+    class Voided(Aggregate.Event):
+        class_version: ClassVar[int] = 1
+        reason: str
+        operator: OperatorSignature | None
+        returns: list[BetResult]
+        postings: list[Posting]
+
+    class Settled(Aggregate.Event):
+        class_version: ClassVar[int] = 1
+        results: list[BetResult]
+        postings: list[Posting]
+
+    @event(Opened)
+    def __init__(
+        self,
+        table_id: UUID,
+        variant: str,
+        variant_version: str,
+        rules_hash: str,
+        currency: str,
+        limits: Limits,
+        house_account: UUID,
+        dealer: str,
+    ) -> None:
+        self.table_id = table_id
+        self.variant = variant
+        self.variant_version = variant_version
+        self.rules_hash = rules_hash
+        self.currency = currency
+        self.limits = limits
+        self.house_account = house_account
+        self.dealer = dealer
+        self.status = BETTING
+        self.bets: dict[str, BetRecord] = {}
+        self.outcome: dict[str, Any] | None = None
+        self.results: list[BetResult] = []
+
+    # Bets.
+    def staked_by(self, account_id: str) -> int:
+        return sum(
+            (b["stake"] for b in self.bets.values() if b["account_id"] == account_id), start=0
+        )
+
+    def place_bet(
+        self, bet_id: str, account_id: str, bet: dict[str, Any], stake: Any, request_id: str
+    ) -> int:
+        if self.status != BETTING:
+            raise InvalidCommandError(f"round {self.id} is not taking bets (it is {self.status})")
+        if bet_id in self.bets:
+            raise InvalidCommandError(f"bet {bet_id} is already placed in round {self.id}")
+        amount = check_amount(stake, "stake")
+        limits = self.limits
+        if not limits["min_bet"] <= amount <= limits["max_bet"]:
+            raise InvalidCommandError(
+                f"stake {amount} is outside the table's limits "
+                f"{limits['min_bet']}..{limits['max_bet']}"
+            )
+        if self.staked_by(account_id) + amount > limits["max_round"]:
+            raise InvalidCommandError(
+                f"stake {amount} would take this player's total in the round past "
+                f"{limits['max_round']}"
+            )
+        postings = [
+            posting(wallet(account_id), -amount, self.currency),
+            posting(in_play(self.id), amount, self.currency),
+        ]
+        self._bet_placed(bet_id, account_id, bet, amount, request_id, postings)
+        return amount
+
+    @event(BetPlaced)
+    def _bet_placed(
+        self,
+        bet_id: str,
+        account_id: str,
+        bet: dict[str, Any],
+        stake: int,
+        request_id: str,
+        postings: list[Posting],
+    ) -> None:
+        self.bets[bet_id] = {"account_id": account_id, "bet": bet, "stake": stake}
+
+    def withdraw_bet(self, bet_id: str, request_id: str) -> BetRecord:
+        if self.status != BETTING:
+            raise InvalidCommandError(f"round {self.id} is not taking bets (it is {self.status})")
+        record = self.bets.get(bet_id)
+        if record is None:
+            raise InvalidCommandError(f"no bet {bet_id} in round {self.id}")
+        postings = [
+            posting(in_play(self.id), -record["stake"], self.currency),
+            posting(wallet(record["account_id"]), record["stake"], self.currency),
+        ]
+        self._bet_withdrawn(bet_id, request_id, postings)
+        return record
+
+    @event(BetWithdrawn)
+    def _bet_withdrawn(self, bet_id: str, request_id: str, postings: list[Posting]) -> None:
+        del self.bets[bet_id]
+
+    # The game.
+    def close_betting(self) -> None:
+        if self.status != BETTING:
+            raise InvalidCommandError(f"round {self.id} is not taking bets (it is {self.status})")
+        self._betting_closed()
+
+    @event(BettingClosed)
+    def _betting_closed(self) -> None:
+        self.status = CLOSED
+
+    def record_outcome(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
+        if self.status != CLOSED:
+            raise InvalidCommandError(
+                f"round {self.id} is not awaiting an outcome (it is {self.status})"
+            )
+        self._outcome_recorded(outcome, source)
+
+    @event(OutcomeRecorded)
+    def _outcome_recorded(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
+        self.outcome = outcome
+        self.status = DECIDED
+
+    # Money out.
+    def settle(self, returns: dict[str, int]) -> list[BetResult]:
+        """Settle every bet with the variant's return for it (0, the stake, or more)."""
+        if self.status == SETTLED:
+            raise InvalidCommandError(f"round {self.id} is already settled")
+        if self.status != DECIDED:
+            raise InvalidCommandError(
+                f"round {self.id} has no outcome to settle on (it is {self.status})"
+            )
+        if set(returns) != set(self.bets):
+            raise InvalidCommandError("a settlement must give a return for every bet, once")
+        results: list[BetResult] = []
+        postings: list[Posting] = []
+        for bet_id, record in self.bets.items():
+            returned = returns[bet_id]
+            if isinstance(returned, bool) or not isinstance(returned, int) or returned < 0:
+                raise InvalidCommandError(f"return for bet {bet_id} must be an int >= 0")
+            results.append(
+                {
+                    "bet_id": bet_id,
+                    "account_id": record["account_id"],
+                    "stake": record["stake"],
+                    "returned": returned,
+                }
+            )
+            postings += self._settlement_postings(record, returned)
+        self._settled(results, check_balanced(postings))
+        return results
+
+    def _settlement_postings(self, record: BetRecord, returned: int) -> list[Posting]:
+        stake, currency = record["stake"], self.currency
+        legs = [posting(in_play(self.id), -stake, currency)]
+        if returned:
+            legs.append(posting(wallet(record["account_id"]), returned, currency))
+        if stake != returned:  # the house keeps a loss or pays a win
+            legs.append(posting(wallet(self.house_account), stake - returned, currency))
+        return legs
+
+    @event(Settled)
+    def _settled(self, results: list[BetResult], postings: list[Posting]) -> None:
+        self.results = results
+        self.status = SETTLED
+
+    def void(self, reason: str, operator: OperatorSignature | None) -> list[BetResult]:
+        """Void the round: every stake goes back to its wallet."""
+        if self.status in (SETTLED, VOIDED):
+            raise InvalidCommandError(f"round {self.id} is already {self.status}")
+        if not reason.strip():
+            raise InvalidCommandError("a void needs a reason")
+        returns: list[BetResult] = [
+            {
+                "bet_id": bet_id,
+                "account_id": record["account_id"],
+                "stake": record["stake"],
+                "returned": record["stake"],
+            }
+            for bet_id, record in self.bets.items()
+        ]
+        postings: list[Posting] = []
+        for result in returns:
+            postings += [
+                posting(in_play(self.id), -result["stake"], self.currency),
+                posting(wallet(result["account_id"]), result["stake"], self.currency),
+            ]
+        self._voided(reason, operator, returns, check_balanced(postings))
+        return returns
+
+    @event(Voided)
+    def _voided(
+        self,
+        reason: str,
+        operator: OperatorSignature | None,
+        returns: list[BetResult],
+        postings: list[Posting],
+    ) -> None:
+        self.results = returns
+        self.status = VOIDED
+
+    def resume(self, reason: str, operator: OperatorSignature) -> None:
+        if self.status in (SETTLED, VOIDED):
+            raise InvalidCommandError(f"round {self.id} is already {self.status}")
+        if not reason.strip():
+            raise InvalidCommandError("resuming a round needs a reason")
+        self._resumed(reason, operator)
+
+    @event(Resumed)
+    def _resumed(self, reason: str, operator: OperatorSignature) -> None:
+        pass
+
+    @property
+    def is_open(self) -> bool:
+        return self.status not in (SETTLED, VOIDED)
