@@ -19,6 +19,7 @@ from uuid import UUID, uuid4
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
+from rfc8785 import CanonicalizationError
 
 from ledger.crypto.actor import sign_fact
 from ledger.crypto.canonical import canonical
@@ -87,7 +88,10 @@ class Casino:
     ) -> Result:
         if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID:
             raise InvalidCommandError(f"a request id is 1..{MAX_REQUEST_ID} characters")
-        fingerprint = hashlib.sha256(canonical({"command": command, "args": args})).hexdigest()
+        try:
+            fingerprint = hashlib.sha256(canonical({"command": command, "args": args})).hexdigest()
+        except CanonicalizationError as exc:  # e.g. an int past 2**53, NaN, bytes
+            raise InvalidCommandError(f"{command}: arguments are not plain JSON: {exc}") from None
         for attempt in range(self.max_attempts):
             done = self._done(request_id, command, fingerprint)
             if done is not None:
@@ -199,6 +203,8 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             account = self.account(account_id)
+            if account.kind != PLAYER:
+                raise InvalidCommandError(f"account {account.id} is not a player's wallet")
             account.check_currency(game_round.currency)
             canonical_bet = self._variant_of(game_round).validate_bet(bet)
             bet_id = str(uuid4())

@@ -397,7 +397,7 @@ def test_simulate_then_verify(workdir: Path, capsys: pytest.CaptureFixture[str])
     first = out.splitlines()[0]
     assert first.startswith("OK: ")
     assert f"OK: {recorded} events in " in first
-    assert "at level signatures" in first
+    assert "at level settlement" in first  # the default: everything
 
     out = ok(capsys, "verify", "--level", "integrity")
     first = out.splitlines()[0]

@@ -28,6 +28,7 @@ from ledger.audit.chunks import (
     link_problem,
     verify_chunk_with,
 )
+from ledger.audit.money import check_money
 from ledger.audit.parallel import run_chunks
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck, open_envelope
@@ -43,6 +44,7 @@ CHUNK_LEAVES = 1 << 14
 class Level(StrEnum):
     INTEGRITY = "integrity"
     SIGNATURES = "signatures"
+    SETTLEMENT = "settlement"  # signatures, then the money re-derived from the events
 
     @classmethod
     def parse(cls, text: str) -> Level:
@@ -65,6 +67,7 @@ class VerificationReport:
     trusted_size: int | None = None
     seconds: float = 0.0
     workers: int = 1
+    movements: int | None = None  # money movements re-derived (settlement level)
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -73,6 +76,10 @@ class VerificationReport:
             f"{self.checkpoints} checkpoints verified at level {self.level.value} "
             f"in {self.seconds:.2f} s ({self.workers} worker{'s' if self.workers > 1 else ''})",
         ]
+        if self.movements is not None:
+            lines.append(
+                f"   {self.movements} money movements balanced; every wallet matches its postings"
+            )
         if self.trusted_size is not None:
             lines.append(f"   consistent with the kept checkpoint of size {self.trusted_size}")
         if self.events > self.covered:
@@ -92,7 +99,7 @@ def plan_chunks(
         last_id = highest if end == count else app.tables.id_at_offset(end - 1)
         assert last_id is not None
         inside = tuple(s for s in sizes if first < s <= end)
-        specs.append(ChunkSpec(first, after, last_id, inside, level is Level.SIGNATURES))
+        specs.append(ChunkSpec(first, after, last_id, inside, level is not Level.INTEGRITY))
         first, after = end, last_id
     return count, specs
 
@@ -101,7 +108,7 @@ def verify_store(
     app: LedgerApplication,
     keyring: Keyring,
     *,
-    level: Level = Level.SIGNATURES,
+    level: Level = Level.SETTLEMENT,
     trusted: Checkpoint | None = None,
     workers: int | None = None,
     chunk_leaves: int = CHUNK_LEAVES,
@@ -177,6 +184,8 @@ def verify_store(
         raise min(problems, key=lambda p: p.position).as_error()
 
     _check_proofs(app, checkpoints, trusted)
+    if level is Level.SETTLEMENT:
+        report.movements = check_money(app.tables, app.mapper.transcoder, keyring)
     report.events = count
     report.streams = len(heads)
     report.checkpoints = len(checkpoints)

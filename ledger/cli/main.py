@@ -199,7 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoint.set_defaults(handler=cmd_checkpoint)
 
     verify = commands.add_parser("verify", help="verify the whole store")
-    verify.add_argument("--level", default=Level.SIGNATURES.value, help="integrity | signatures")
+    verify.add_argument(
+        "--level", default=Level.SETTLEMENT.value, help="integrity | signatures | settlement"
+    )
     verify.add_argument("--trusted", metavar="FILE", help="a checkpoint file kept from earlier")
     verify.add_argument("--workers", type=int, help="processes (default: all cores)")
     verify.set_defaults(handler=cmd_verify)

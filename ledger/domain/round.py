@@ -50,7 +50,7 @@ class OperatorSignature(TypedDict):
     signature: str
 
 
-def operator_fact(action: str, round_id: UUID, reason: str) -> dict[str, str]:
+def operator_fact(action: str, round_id: UUID | str, reason: str) -> dict[str, str]:
     """What an operator signs to void or resume a round."""
     return {"action": action, "round": str(round_id), "reason": reason}
 
@@ -270,7 +270,7 @@ class Round(Aggregate):
         """Void the round: every stake goes back to its wallet."""
         if self.status in (SETTLED, VOIDED):
             raise InvalidCommandError(f"round {self.id} is already {self.status}")
-        if not reason.strip():
+        if not isinstance(reason, str) or not reason.strip():
             raise InvalidCommandError("a void needs a reason")
         returns: list[BetResult] = [
             {
@@ -304,7 +304,7 @@ class Round(Aggregate):
     def resume(self, reason: str, operator: OperatorSignature) -> None:
         if self.status in (SETTLED, VOIDED):
             raise InvalidCommandError(f"round {self.id} is already {self.status}")
-        if not reason.strip():
+        if not isinstance(reason, str) or not reason.strip():
             raise InvalidCommandError("resuming a round needs a reason")
         self._resumed(reason, operator)
 

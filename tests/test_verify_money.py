@@ -1,0 +1,121 @@
+"""`ledger verify --level settlement` re-derives the money from the events:
+a node that records wrong money (a bug, or a stolen node key) is caught even
+though every envelope is validly signed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ledger.casino as casino_module
+from ledger.audit.verify import Level, verify_store
+from ledger.casino import Casino
+from ledger.crypto.actor import ActorSignature, sign_fact
+from ledger.crypto.keys import Role
+from ledger.domain.round import Round
+from ledger.errors import VerificationError
+from ledger.node import Node
+from tests.coin_variant import VARIANTS
+from tests.conftest import PASSPHRASE
+
+LIMITS = {"min_bet": 10, "max_bet": 1000, "max_round": 2000}
+
+
+def play(casino: Casino, face: str = "heads") -> tuple[str, str, str]:
+    alice = casino.open_account(request_id="acc-a", owner="alice", currency="EUR")
+    bob = casino.open_account(request_id="acc-b", owner="bob", currency="EUR")
+    casino.deposit(request_id="dep-a", account_id=alice, amount=5000)
+    casino.deposit(request_id="dep-b", account_id=bob, amount=5000)
+    table = casino.open_table(
+        request_id="tab",
+        name="T1",
+        variant="coin",
+        currency="EUR",
+        limits=LIMITS,  # type: ignore[arg-type]
+    )
+    round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
+    casino.place_bet(
+        request_id="b1", round_id=round_id, account_id=alice, bet={"on": "heads"}, stake=300
+    )
+    casino.place_bet(
+        request_id="b2", round_id=round_id, account_id=bob, bet={"on": "tails"}, stake=200
+    )
+    casino.close_betting(request_id="c1", round_id=round_id)
+    casino.record_outcome(request_id="o1", round_id=round_id, outcome={"face": face}, source={})
+    casino.settle(request_id="s1", round_id=round_id)
+    return alice, bob, round_id
+
+
+def test_settlement_level_rederives_the_money(node: Node) -> None:
+    play(Casino(node.app, VARIANTS))
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+    assert report.movements == 5  # two deposits, two bets, one settlement
+    assert "money movements balanced" in report.summary()
+    assert verify_store(node.app, node.keyring, level=Level.SIGNATURES).movements is None
+
+
+def test_postings_that_disagree_with_the_results(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = Round._settlement_postings
+
+    def skimming(self: Round, record: Any, returned: int) -> Any:
+        legs = original(self, record, returned)
+        if returned:  # pay the winner one less, keep it for the house: still balanced
+            legs[1] = {**legs[1], "amount": legs[1]["amount"] - 1}
+            house = f"wallet:{self.house_account}"
+            legs.append({"account": house, "amount": 1, "currency": self.currency})
+        return legs
+
+    monkeypatch.setattr(Round, "_settlement_postings", skimming)
+    play(Casino(node.app, VARIANTS))
+    verify_store(node.app, node.keyring, level=Level.SIGNATURES)  # every signature is fine
+    with pytest.raises(
+        VerificationError, match="postings differ from what the round's results say"
+    ):
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+
+
+def test_a_wallet_credited_more_than_its_postings(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = Casino._pay
+
+    def generous(self: Casino, game_round: Round, results: Any) -> Any:
+        changed = original(self, game_round, results)
+        for account in changed:
+            if account.kind == "player":
+                account.credit(7, game_round.id, "bonus nobody posted")
+        return changed
+
+    monkeypatch.setattr(Casino, "_pay", generous)
+    alice, _, _ = play(Casino(node.app, VARIANTS))
+    with pytest.raises(VerificationError, match=f"account {alice}: balance"):
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+
+
+def test_a_void_signed_with_a_key_that_is_not_an_operator(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    casino = Casino(node.app, VARIANTS)
+    alice, _, first_round = play(casino)
+    node.keys.create("op", Role.OPERATOR, PASSPHRASE)
+    operator = node.keys.signer(Role.OPERATOR, PASSPHRASE)
+    table_id = str(casino.round(first_round).table_id)
+    round_id = casino.open_round(request_id="r2", table_id=table_id, dealer="D1")
+    casino.place_bet(
+        request_id="b3", round_id=round_id, account_id=alice, bet={"on": "heads"}, stake=100
+    )
+    # A buggy or compromised node signs the "operator" fact with its own key.
+    node_signer = node.keys.signer(Role.LEDGER_NODE, PASSPHRASE)
+
+    def forged(_signer: Any, fact: dict[str, Any], _role: Role) -> ActorSignature:
+        return sign_fact(node_signer, fact, Role.LEDGER_NODE)
+
+    monkeypatch.setattr(casino_module, "sign_fact", forged)
+    casino.void_round(
+        request_id="v2", round_id=round_id, reason="dice off the table", operator=operator
+    )
+    with pytest.raises(VerificationError, match="ledger-node key, not operator"):
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
