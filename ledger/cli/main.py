@@ -19,6 +19,7 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 from ledger.audit.verify import Level, verify_store
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
+from ledger.cli.projections import add_projection_commands
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
 from ledger.domain.table import Table
@@ -216,6 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
     consistency = proof.add_parser("consistency", help="prove the log only grew since a checkpoint")
     consistency.add_argument("--since", required=True, metavar="FILE")
     consistency.set_defaults(handler=cmd_proof)
+
+    add_projection_commands(commands, _open)
     return parser
 
 

@@ -107,7 +107,8 @@ class Account(Aggregate):
         self.balance += amount
 
     def withdraw(self, amount: Any, request_id: str) -> None:
-        self._check_open()
+        # A closed wallet may still be paid out: money a round owed it after
+        # it closed (a return, a void refund) must never be stuck there.
         amount = check_amount(amount, "withdrawal")
         if amount > self.balance and self.kind == PLAYER:
             raise InvalidCommandError(
@@ -122,8 +123,13 @@ class Account(Aggregate):
         self.balance -= amount
 
     def debit(self, amount: int, round_id: UUID, reference: str) -> None:
-        """Take money out for a round; a wallet never goes below zero."""
-        self._check_open()
+        """Take money out for a round; a wallet never goes below zero.
+
+        A closed wallet takes no new stakes; a house pays what it owes even
+        when closed (a settlement must never be blocked).
+        """
+        if self.kind == PLAYER:
+            self._check_open()
         if self.kind == PLAYER and amount > self.balance:
             raise InvalidCommandError(
                 f"stake of {amount} is more than the available balance {self.balance} "
@@ -137,6 +143,7 @@ class Account(Aggregate):
 
     @event(Credited)
     def credit(self, amount: int, round_id: UUID, reference: str) -> None:
+        # Allowed on a closed account: what a round owes is always paid.
         self.balance += amount
 
     def close(self, reason: str) -> None:

@@ -87,6 +87,8 @@ class Round(Aggregate):
     class BetWithdrawn(Aggregate.Event):
         class_version: ClassVar[int] = 1
         bet_id: str
+        account_id: str
+        stake: int
         request_id: str
         postings: list[Posting]
 
@@ -194,11 +196,13 @@ class Round(Aggregate):
             posting(in_play(self.id), -record["stake"], self.currency),
             posting(wallet(record["account_id"]), record["stake"], self.currency),
         ]
-        self._bet_withdrawn(bet_id, request_id, postings)
+        self._bet_withdrawn(bet_id, record["account_id"], record["stake"], request_id, postings)
         return record
 
     @event(BetWithdrawn)
-    def _bet_withdrawn(self, bet_id: str, request_id: str, postings: list[Posting]) -> None:
+    def _bet_withdrawn(
+        self, bet_id: str, account_id: str, stake: int, request_id: str, postings: list[Posting]
+    ) -> None:
         del self.bets[bet_id]
 
     # The game.

@@ -1,0 +1,584 @@
+"""Projections: read models rebuilt from the log, on SQLite and PostgreSQL.
+
+A realistic casino day (accounts, deposits, withdrawals, rounds with bets and
+withdrawn bets, settlements, a void, a round left open) is projected; the
+projections must agree with the aggregates, balance per currency, come out
+exactly the same whether caught up in small steps or rebuilt in one go, and
+survive a crash (an exception mid-transaction, or a killed process) without
+counting anything twice.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.casino import Casino
+from ledger.cli.main import main
+from ledger.crypto.keys import Role
+from ledger.crypto.signing import Signer
+from ledger.domain.account import HOUSE, PLAYER
+from ledger.domain.money import cashier, in_play, wallet
+from ledger.domain.round import SETTLED, Limits
+from ledger.domain.table import Table
+from ledger.errors import ConfigError, VerificationError
+from ledger.node import Node, open_node
+from ledger.projections import (
+    Balances,
+    ProjectionRunner,
+    catch_up,
+    default_projections,
+    queries,
+    rebuild,
+)
+from ledger.projections.base import utc_day
+from ledger.projections.sql import Tx
+from tests.attacker import Attacker
+from tests.coin_variant import VARIANTS
+from tests.conftest import PASSPHRASE
+
+LIMITS: Limits = {"min_bet": 10, "max_bet": 1000, "max_round": 2000}
+HEADS = {"on": "heads"}
+TAILS = {"on": "tails"}
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Day:
+    """The ids a casino day created."""
+
+    accounts: dict[str, str] = field(default_factory=dict)
+    tables: dict[str, str] = field(default_factory=dict)
+    rounds: dict[str, str] = field(default_factory=dict)
+    open_round: str = ""
+
+
+def operator(node: Node) -> Signer:
+    if not any(record.name == "op" for record in node.keys.keyring()):
+        node.keys.create("op", Role.OPERATOR, PASSPHRASE)
+    return node.keys.signer(Role.OPERATOR, PASSPHRASE)
+
+
+def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
+    """A day at the casino; `step()` runs after every few commands."""
+    casino = Casino(node.app, VARIANTS)
+    op = operator(node)
+    day = Day()
+    n = iter(range(1000))
+
+    def rid(what: str) -> str:
+        return f"{what}-{next(n)}"
+
+    for owner, currency in (("alice", "EUR"), ("bob", "EUR"), ("carol", "USD"), ("dave", "EUR")):
+        day.accounts[owner] = casino.open_account(
+            request_id=rid("acc"), owner=owner, currency=currency
+        )
+    step()
+    acc = day.accounts
+    casino.deposit(request_id=rid("dep"), account_id=acc["alice"], amount=10_000)
+    casino.deposit(request_id=rid("dep"), account_id=acc["bob"], amount=5_000)
+    casino.deposit(request_id=rid("dep"), account_id=acc["carol"], amount=7_000)
+    step()
+    casino.deposit(request_id=rid("dep"), account_id=acc["dave"], amount=1_000)
+    casino.withdraw(request_id=rid("wd"), account_id=acc["bob"], amount=1_500)
+    casino.withdraw(request_id=rid("wd"), account_id=acc["dave"], amount=1_000)
+    casino.close_account(request_id=rid("close"), account_id=acc["dave"], reason="moved away")
+    step()
+    for name, currency in (("T1", "EUR"), ("T2", "USD"), ("T3", "EUR")):
+        day.tables[name] = casino.open_table(
+            request_id=rid("tab"), name=name, variant="coin", currency=currency, limits=LIMITS
+        )
+    step()
+
+    def round_on(
+        table: str, bets: list[tuple[str, dict[str, str], int]], withdraw: int | None = None
+    ) -> str:
+        round_id = casino.open_round(request_id=rid("open"), table_id=day.tables[table], dealer="D")
+        bet_ids = [
+            casino.place_bet(
+                request_id=rid("bet"), round_id=round_id, account_id=acc[who], bet=bet, stake=stake
+            )
+            for who, bet, stake in bets
+        ]
+        step()
+        if withdraw is not None:
+            casino.withdraw_bet(request_id=rid("wb"), round_id=round_id, bet_id=bet_ids[withdraw])
+        return round_id
+
+    def decide(round_id: str, face: str) -> None:
+        casino.close_betting(request_id=rid("close"), round_id=round_id)
+        casino.record_outcome(
+            request_id=rid("out"), round_id=round_id, outcome={"face": face}, source={"dev": 1}
+        )
+        step()
+        casino.settle(request_id=rid("settle"), round_id=round_id)
+
+    # A win for alice, a loss for bob, a bet withdrawn before the close.
+    r1 = round_on("T1", [("alice", HEADS, 300), ("bob", TAILS, 200), ("alice", TAILS, 100)], 2)
+    decide(r1, "heads")
+    # The coin lands on its edge: every stake pushes.
+    r2 = round_on("T1", [("alice", HEADS, 500), ("bob", HEADS, 400)])
+    decide(r2, "edge")
+    step()
+    # USD: one bet lost, one won, after a resume by the operator.
+    r3 = round_on("T2", [("carol", HEADS, 1000), ("carol", TAILS, 250)])
+    casino.close_betting(request_id=rid("close"), round_id=r3)
+    casino.resume_round(
+        request_id=rid("resume"), round_id=r3, reason="device restarted", operator=op
+    )
+    casino.record_outcome(
+        request_id=rid("out"), round_id=r3, outcome={"face": "tails"}, source={"dev": 2}
+    )
+    casino.settle(request_id=rid("settle"), round_id=r3)
+    step()
+    # A void: every stake goes back.
+    r4 = round_on("T3", [("alice", HEADS, 200), ("bob", TAILS, 300)])
+    casino.close_betting(request_id=rid("close"), round_id=r4)
+    casino.void_round(request_id=rid("void"), round_id=r4, reason="dice fell off", operator=op)
+    step()
+    # A round without bets, settled.
+    r5 = round_on("T3", [])
+    decide(r5, "tails")
+    # Another loss for the player on T1; the house wins.
+    r6 = round_on("T1", [("bob", HEADS, 700), ("alice", HEADS, 50)], 1)
+    decide(r6, "tails")
+    step()
+    # A round left open, bets still in play (the dealer's process died).
+    r7 = round_on("T1", [("bob", TAILS, 100), ("alice", HEADS, 150)])
+    step()
+    day.rounds = {"r1": r1, "r2": r2, "r3": r3, "r4": r4, "r5": r5, "r6": r6, "r7": r7}
+    day.open_round = r7
+    return day
+
+
+def log_end(node: Node) -> int:
+    return int(node.app.recorder.max_notification_id() or 0)
+
+
+# The read models against the aggregates.
+
+
+def test_balances_match_the_aggregates(node: Node) -> None:
+    day = play_day(node)
+    casino = Casino(node.app, VARIANTS)
+    assert catch_up(node.app) == log_end(node)
+
+    by_name = {(b.account, b.currency): b.balance for b in queries.balances(node.app)}
+    house_ids = {name: str(casino.table(t).house_account) for name, t in day.tables.items()}
+    for account_id in [*day.accounts.values(), *house_ids.values()]:
+        account = casino.account(account_id)
+        assert by_name.get((wallet(account_id), account.currency), 0) == account.balance
+    # Double entry: every currency sums to zero, over every kind of ledger account.
+    assert queries.currency_totals(node.app) == {"EUR": 0, "USD": 0}
+    kinds = {name.split(":")[0] for name, _ in by_name}
+    assert kinds == {"wallet", "in-play", "cashier"}
+    # In play: nothing left in a finished round, the open round's stakes in the open one.
+    for key, round_id in day.rounds.items():
+        expected = 250 if key == "r7" else 0
+        assert by_name.get((in_play(round_id), casino.round(round_id).currency), 0) == expected
+    # The cashier paid in what was deposited, less what was withdrawn.
+    assert by_name[(cashier("EUR"), "EUR")] == -(10_000 + 5_000 + 1_000 - 1_500 - 1_000)
+    assert by_name[(cashier("USD"), "USD")] == -7_000
+
+    totals = {t.account_id: t for t in queries.accounts(node.app)}
+    for owner, account_id in day.accounts.items():
+        t = totals[account_id]
+        assert (t.kind, t.owner) == (PLAYER, owner)
+        assert (
+            t.deposits - t.withdrawals - t.staked + t.returned == casino.account(account_id).balance
+        )
+    alice = totals[day.accounts["alice"]]
+    # Staked: 300 (won) + 500 (push) + 200 (voided) + 50 (withdrawn, no) + 150 (open); the
+    # bet of 100 was withdrawn.
+    assert (alice.deposits, alice.withdrawals, alice.staked) == (10_000, 0, 300 + 500 + 200 + 150)
+    assert alice.returned == 600 + 500 + 200
+    dave = totals[day.accounts["dave"]]
+    assert (dave.status, dave.deposits, dave.withdrawals) == ("closed", 1_000, 1_000)
+    assert dave.closed_at is not None
+    for house_id in house_ids.values():
+        assert (totals[house_id].kind, totals[house_id].staked) == (HOUSE, 0)
+
+
+def test_round_summaries(node: Node) -> None:
+    day = play_day(node)
+    catch_up(node.app)
+    casino = Casino(node.app, VARIANTS)
+    summaries = {r.round_id: r for r in queries.rounds(node.app)}
+    assert set(summaries) == set(day.rounds.values())
+    for round_id, summary in summaries.items():
+        game_round = casino.round(round_id)
+        assert summary.status == game_round.status
+        assert summary.table_id == str(game_round.table_id)
+        assert (summary.variant, summary.variant_version) == ("coin", "1.0")
+        assert summary.bets == len(game_round.bets)
+        assert summary.stakes == sum(b["stake"] for b in game_round.bets.values())
+        assert summary.returned == sum(r["returned"] for r in game_round.results)
+        assert summary.opened_at.endswith("+00:00")
+    r1 = summaries[day.rounds["r1"]]
+    r1_counts = (r1.table_name, r1.bets, r1.bets_withdrawn, r1.stakes, r1.returned)
+    assert r1_counts == ("T1", 2, 1, 500, 600)
+    assert r1.opened_at <= (r1.betting_closed_at or "") <= (r1.decided_at or "")
+    assert (r1.decided_at or "") <= (r1.ended_at or "")
+    r4 = summaries[day.rounds["r4"]]
+    assert (r4.status, r4.returned, r4.decided_at) == ("voided", 500, None)
+    r7 = summaries[day.rounds["r7"]]
+    assert (r7.status, r7.ended_at, r7.stakes) == ("betting", None, 250)
+    assert [r.round_id for r in queries.rounds(node.app, open_only=True)] == [day.open_round]
+
+
+def test_house_result_per_table_and_day(node: Node) -> None:
+    day = play_day(node)
+    catch_up(node.app)
+    casino = Casino(node.app, VARIANTS)
+    expected: dict[tuple[str, str, str], int] = defaultdict(int)
+    stakes: dict[tuple[str, str, str], int] = defaultdict(int)
+    for round_id in day.rounds.values():
+        game_round = casino.round(round_id)
+        if game_round.status != SETTLED:
+            continue
+        key = (str(game_round.table_id), utc_day(game_round.modified_on), game_round.currency)
+        expected[key] += sum(r["stake"] - r["returned"] for r in game_round.results)
+        stakes[key] += sum(r["stake"] for r in game_round.results)
+    results = queries.house_results(node.app)
+    assert {(h.table_id, h.day, h.currency): h.result for h in results} == expected
+    assert {(h.table_id, h.day, h.currency): h.stakes for h in results} == stakes
+    for h in results:
+        assert h.result == h.stakes - h.returned
+    # T1: r1 (+200 - 300), r2 (push), r6 (+700 lost by bob, alice's bet withdrawn).
+    by_table: dict[str, int] = defaultdict(int)
+    for h in results:
+        by_table[h.table_id] += h.result
+    assert by_table[day.tables["T1"]] == 200 - 300 + 700
+    assert by_table[day.tables["T2"]] == 1000 - 250
+    assert by_table[day.tables["T3"]] == 0  # a void and a round without bets
+    rounds_t3 = sum(h.rounds for h in results if h.table_id == day.tables["T3"])
+    assert rounds_t3 == 1  # the void is not a settlement
+    # The house's wallet holds exactly its results (no deposits on a house).
+    for name, table_id in day.tables.items():
+        house = casino.account(casino.table(table_id).house_account)
+        assert house.balance == by_table[table_id], name
+
+
+def test_utc_day_of_a_moment_elsewhere() -> None:
+    saigon = timezone(timedelta(hours=7))
+    assert utc_day(datetime(2025, 3, 2, 5, 30, tzinfo=saigon)) == "2025-03-01"
+    assert utc_day(datetime(2025, 3, 1, 23, 59, 59, 999999, tzinfo=UTC)) == "2025-03-01"
+
+
+# Incremental, rebuilt, crashed, raced: always the same tables.
+
+
+def test_incremental_catch_up_equals_a_rebuild(node: Node) -> None:
+    steps = ProjectionRunner(node.app, batch_size=3)
+    positions: list[int] = []
+
+    def step() -> None:
+        steps.catch_up()
+        positions.append(min(steps.positions().values()))
+
+    play_day(node, step)
+    steps.catch_up()
+    assert len(set(positions)) > 10  # really caught up in many small steps
+    incremental = steps.snapshot()
+    assert steps.positions() == dict.fromkeys(("balances", "house", "rounds"), log_end(node))
+
+    one_go = ProjectionRunner(node.app, batch_size=1000)
+    assert one_go.rebuild() == log_end(node)
+    rebuilt = one_go.snapshot()
+    assert rebuilt == incremental
+    assert sum(len(rows) for rows in rebuilt.values()) > 40
+    # One event per batch, from scratch: the same again.
+    assert rebuild(node.app, batch_size=1) == log_end(node)
+    assert one_go.snapshot() == incremental
+
+
+def test_catch_up_twice_changes_nothing(node: Node) -> None:
+    play_day(node)
+    runner = ProjectionRunner(node.app, batch_size=7)
+    runner.catch_up()
+    before = runner.snapshot()
+    assert runner.catch_up() == 0
+    assert ProjectionRunner(node.app).catch_up() == 0
+    assert runner.snapshot() == before
+
+
+class Crash(Exception):
+    pass
+
+
+@pytest.mark.parametrize("after", [20, 61, 150])
+def test_crash_mid_transaction_resumes_without_double_counting(
+    node: Node, monkeypatch: pytest.MonkeyPatch, after: int
+) -> None:
+    play_day(node)
+    end = log_end(node)
+    original = Tx.execute
+    calls = 0
+
+    def crashing(self: Tx, template: str, params: Any = ()) -> None:
+        nonlocal calls
+        calls += 1
+        if calls > after:
+            raise Crash(f"statement {calls}")
+        original(self, template, params)
+
+    monkeypatch.setattr(Tx, "execute", crashing)
+    with pytest.raises(Crash):
+        ProjectionRunner(node.app, batch_size=5).catch_up()
+    monkeypatch.setattr(Tx, "execute", original)
+
+    resumed = ProjectionRunner(node.app, batch_size=5)
+    stopped_at = resumed.positions()
+    assert max(stopped_at.values()) < end  # it did stop part way
+    assert resumed.catch_up() == end - min(stopped_at.values())
+    after_crash = resumed.snapshot()
+    resumed.rebuild()
+    assert resumed.snapshot() == after_crash
+
+
+def test_a_killed_process_resumes_exactly_where_it_stopped(node: Node) -> None:
+    play_day(node)
+    end = log_end(node)
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from ledger.node import open_node
+        from ledger.projections import ProjectionRunner
+        from ledger.projections.sql import Tx
+
+        original = Tx.execute
+        def slow(self, template, params=()):
+            original(self, template, params)
+            time.sleep(0.005)  # long transactions: the kill lands inside one
+        Tx.execute = slow
+        node = open_node(sys.argv[1], sys.argv[2], writable=False)
+        ProjectionRunner(node.app, batch_size=4).catch_up(
+            progress=lambda n: print(n, flush=True)
+        )
+        print("finished", flush=True)
+        """
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, node.app.store_url, str(node.keys.path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert child.stdout is not None
+        committed = [child.stdout.readline() for _ in range(3)]  # three batches committed
+        assert all(line.strip() == "4" for line in committed), committed
+        threading.Event().wait(0.03)  # well inside the next batch's transaction
+        child.send_signal(signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    assert child.returncode == -signal.SIGKILL
+
+    runner = ProjectionRunner(node.app, batch_size=4)
+    stopped_at = runner.positions()
+    assert 12 <= min(stopped_at.values()) < end
+    assert runner.catch_up() == end - min(stopped_at.values())
+    resumed = runner.snapshot()
+    runner.rebuild()
+    assert runner.snapshot() == resumed
+
+
+def test_racing_runners_apply_each_event_once(node: Node) -> None:
+    play_day(node)
+    others = [open_node(node.app.store_url, str(node.keys.path), writable=False) for _ in range(2)]
+    errors: list[BaseException] = []
+
+    def run(app_node: Node) -> None:
+        try:
+            ProjectionRunner(app_node.app, batch_size=2).catch_up()
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(other,)) for other in (node, *others)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    for other in others:
+        other.close()
+    assert not errors, errors
+    runner = ProjectionRunner(node.app)
+    raced = runner.snapshot()
+    assert runner.positions() == dict.fromkeys(("balances", "house", "rounds"), log_end(node))
+    runner.rebuild()
+    assert runner.snapshot() == raced
+
+
+class Stop(Exception):
+    pass
+
+
+def test_a_runner_with_stale_positions_is_overtaken_not_applied(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    play_day(node)
+    first, late = ProjectionRunner(node.app, batch_size=5), ProjectionRunner(node.app, batch_size=5)
+    first.setup()
+    stale = late.positions()  # read before the first runner's batch...
+
+    def stop(_: int) -> None:
+        raise Stop  # ...which commits exactly one batch, the very one `late` will read
+
+    with pytest.raises(Stop):
+        first.catch_up(progress=stop)
+    assert set(first.positions().values()) == {5}
+    reads = iter([stale])
+    fresh = late.positions
+    monkeypatch.setattr(late, "positions", lambda: next(reads, None) or fresh())
+    assert late.catch_up() == log_end(node) - 5  # the stale batch was rolled back, not counted
+    raced = late.snapshot()
+    late.rebuild()
+    assert late.snapshot() == raced
+
+
+def test_a_projection_added_later_starts_from_the_first_event(node: Node) -> None:
+    day = play_day(node)
+    assert catch_up(node.app, [Balances()], batch_size=10) == log_end(node)
+    casino = Casino(node.app, VARIANTS)
+    casino.deposit(request_id="late", account_id=day.accounts["alice"], amount=5)
+    full = ProjectionRunner(node.app, batch_size=10)
+    full.catch_up()
+    both = full.snapshot()
+    full.rebuild()
+    assert full.snapshot() == both
+
+
+def test_rebuild_repairs_edited_rows_and_other_events_are_skipped(node: Node) -> None:
+    # Events no projection reads (a simulated table's dice) only move the positions.
+    table = Table(name="sim", dealer="D9")
+    table.throw_dice([1, 2, 3])
+    node.app.save(table)
+    day = play_day(node)
+    runner = ProjectionRunner(node.app)
+    runner.catch_up()
+    good = runner.snapshot()
+    # Projection tables are not event tables: no trigger stops an edit, or a drop.
+    with runner.sql.write() as tx:
+        tx.execute(
+            "UPDATE {proj_balances} SET balance = balance + 1 WHERE account = %s",
+            (wallet(day.accounts["alice"]),),
+        )
+        tx.execute("DELETE FROM {proj_rounds} WHERE round_id = %s", (day.open_round,))
+    assert runner.snapshot() != good
+    runner.rebuild()
+    assert runner.snapshot() == good
+
+
+def test_a_forged_event_stops_the_projections_before_it(node: Node) -> None:
+    day = play_day(node)
+    runner = ProjectionRunner(node.app, batch_size=1)
+    attacker = Attacker(node.app.store_url)
+    try:
+        deposit_id, _, _, _, state = attacker.row(day.accounts["bob"], 2)  # bob's deposit
+        attacker.set_state(day.accounts["bob"], 2, state[:-2] + b"9" + state[-1:])
+    finally:
+        attacker.close()
+    with pytest.raises(VerificationError):
+        runner.catch_up()
+    assert set(runner.positions().values()) == {deposit_id - 1}
+
+
+def test_runner_settings_are_checked(node: Node) -> None:
+    with pytest.raises(ConfigError):
+        ProjectionRunner(node.app, batch_size=0)
+    with pytest.raises(ConfigError):
+        ProjectionRunner(node.app, [Balances(), Balances()])
+    assert [p.name for p in ProjectionRunner(node.app).projections] == sorted(
+        p.name for p in default_projections()
+    )
+
+
+def test_follow_until_stopped(node: Node) -> None:
+    day = play_day(node)
+    runner = ProjectionRunner(node.app, batch_size=50)
+    polls = iter(range(3))
+    runner.follow(poll_seconds=0.01, stop=lambda: next(polls, None) is None)
+    assert min(runner.positions().values()) == log_end(node)
+    assert [r.round_id for r in queries.rounds(node.app, open_only=True)] == [day.open_round]
+
+
+# The command line: read-only, no passphrase needed.
+
+
+@pytest.fixture
+def cli(
+    node: Node, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[Callable[..., tuple[int, str, str]]]:
+    monkeypatch.delenv("LEDGER_PASSPHRASE", raising=False)  # read-only: never asked
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = main(["--store", node.app.store_url, "--keys", str(node.keys.path), *argv])
+        captured = capsys.readouterr()
+        assert "Traceback" not in captured.err
+        return code, captured.out, captured.err
+
+    yield run
+
+
+def round_ids(out: str) -> list[str]:
+    return [line.split()[0] for line in out.splitlines()[1:] if line.strip()]
+
+
+def test_cli_rounds_open_lists_exactly_the_open_round(
+    node: Node, cli: Callable[..., tuple[int, str, str]]
+) -> None:
+    day = play_day(node)
+    code, _, err = cli("rounds")
+    assert code == 2 and "ledger projections update" in err  # not built yet
+    code, out, _ = cli("projections", "update")
+    assert code == 0 and f"notification {log_end(node)}" in out
+    code, out, err = cli("rounds", "--open")
+    assert (code, err) == (0, "")
+    assert round_ids(out) == [day.open_round]
+    assert "betting" in out and "T1" in out and "250" in out
+    code, out, _ = cli("rounds")
+    assert sorted(round_ids(out)) == sorted(day.rounds.values())
+    # Settle the open round: the projections are behind until updated.
+    casino = Casino(node.app, VARIANTS)
+    casino.void_round(
+        request_id="void-r7", round_id=day.open_round, reason="shift over", operator=operator(node)
+    )
+    code, out, err = cli("rounds", "--open")
+    assert round_ids(out) == [day.open_round] and "run `ledger projections update`" in err
+    cli("projections", "update")
+    code, out, err = cli("rounds", "--open")
+    assert (code, round_ids(out), err) == (0, [], "no open rounds\n")
+
+
+def test_cli_balances_and_rebuild(node: Node, cli: Callable[..., tuple[int, str, str]]) -> None:
+    day = play_day(node)
+    code, out, _ = cli("projections", "rebuild")
+    assert code == 0 and "events/s" in out and f"from {log_end(node)} events" in out
+    code, out, _ = cli("balances")
+    assert code == 0
+    assert "total EUR: 0" in out and "total USD: 0" in out
+    assert cashier("USD") in out and in_play(day.open_round) in out
+    alice_balance = Casino(node.app, VARIANTS).account(day.accounts["alice"]).balance
+    code, out, _ = cli("balances", day.accounts["alice"])
+    assert code == 0
+    assert "owner        alice" in out and f"balance      {alice_balance}" in out
+    code, out, _ = cli("balances", "cashier:EUR")
+    assert code == 0 and out.splitlines()[1].split()[:3] == ["cashier:EUR", "EUR", "-13500"]
+    code, out, _ = cli("balances", day.open_round)
+    assert code == 0 and out.splitlines()[1].split()[2] == "250"
+    code, _, err = cli("balances", "nobody")
+    assert code == 2 and "no ledger account 'nobody'" in err
