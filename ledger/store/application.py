@@ -49,7 +49,14 @@ class LedgerApplication(Application[UUID]):
         self.store_url = store
         self._keyring = keyring
         self._signer = signer
-        settings = environment_for(store, create=create) | (env or {})
+        # A cache of aggregates (fast-forwarded from the store on every get, and
+        # deep-copied out) saves re-reading and re-verifying whole streams: a
+        # wallet's history grows with every round it plays.
+        settings = (
+            {"AGGREGATE_CACHE_MAXSIZE": "10000", "AGGREGATE_CACHE_FASTFORWARD": "y"}
+            | environment_for(store, create=create)
+            | (env or {})
+        )
         try:
             super().__init__(settings)
         except STORE_ERRORS as exc:

@@ -1,0 +1,168 @@
+"""Rounds end to end (open, 10 bets from 10 wallets, close, outcome, settle)
+through the Casino API on the sealed store, vs plain eventsourcing appending
+the same number of events in the same number of saves, in the same run; and
+the projections' rebuild rate over the log the rounds made.
+
+    .venv/bin/python tools/bench_rounds.py [--store sqlite|postgres|both]
+        [--rounds 300] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import _benchlib as bench
+
+NAME = "bench_rounds"
+TARGET = 0.4
+PLAYERS = 10
+LIMITS = {"min_bet": 10, "max_bet": 10_000, "max_round": 10_000}
+
+
+def play_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[int], float]:
+    """(rounds/s, the size of every save, projection rebuild events/s)."""
+    from ledger.casino import Casino
+    from ledger.projections import rebuild
+    from ledger.store.application import LedgerApplication
+    from tests.coin_variant import VARIANTS
+
+    app = LedgerApplication(url, keyring=keys.keyring, signer=keys.node_signer)
+    try:
+        casino = Casino(app, VARIANTS)
+        wallets = []
+        for p in range(PLAYERS):
+            wallet = casino.open_account(request_id=f"acc-{p}", owner=f"p{p}", currency="EUR")
+            casino.deposit(request_id=f"dep-{p}", account_id=wallet, amount=10**9)
+            wallets.append(wallet)
+        table = casino.open_table(
+            request_id="table",
+            name="T1",
+            variant="coin",
+            currency="EUR",
+            limits=LIMITS,  # type: ignore[arg-type]
+        )
+        sizes: list[int] = []
+        save = app.save
+
+        def counting_save(*objs: Any, **kwargs: Any) -> Any:
+            recordings = save(*objs, **kwargs)
+            sizes.append(len(recordings))
+            return recordings
+
+        app.save = counting_save  # type: ignore[method-assign]
+        gc.collect()
+        with bench.progress("rounds", rounds) as advance:
+            started = time.perf_counter()
+            for r in range(rounds):
+                round_id = casino.open_round(request_id=f"r{r}", table_id=table, dealer="D1")
+                for p, wallet in enumerate(wallets):
+                    casino.place_bet(
+                        request_id=f"r{r}-b{p}",
+                        round_id=round_id,
+                        account_id=wallet,
+                        bet={"on": "heads" if (r + p) % 2 else "tails"},
+                        stake=100 + p,
+                    )
+                casino.close_betting(request_id=f"r{r}-c", round_id=round_id)
+                face = "heads" if r % 3 else "tails"
+                casino.record_outcome(
+                    request_id=f"r{r}-o", round_id=round_id, outcome={"face": face}, source={}
+                )
+                casino.settle(request_id=f"r{r}-s", round_id=round_id)
+                advance(1)
+            elapsed = time.perf_counter() - started
+        events, _ = app.tables.event_count()
+        started = time.perf_counter()
+        rebuild(app)
+        rebuild_rate = events / (time.perf_counter() - started)
+    finally:
+        app.close()
+    return rounds / elapsed, sizes, rebuild_rate
+
+
+def plain_appends(url: str, sizes: list[int]) -> float:
+    """Seconds for plain eventsourcing to append saves of exactly these sizes."""
+    from eventsourcing.application import Application
+
+    from ledger.domain.table import Table
+
+    batches = []
+    for size in sizes:
+        table = Table(name="T", dealer="D")
+        for _ in range(size - 1):
+            table.throw_dice([1, 2, 3])
+        batches.append(list(table.collect_events()))
+    app: Application[Any] = Application(env=bench.plain_env(url))
+    try:
+        gc.collect()
+        with bench.progress("plain", len(batches)) as advance:
+            started = time.perf_counter()
+            for batch in batches:
+                app.save(*batch)
+                advance(1)
+            return time.perf_counter() - started
+    finally:
+        app.close()
+
+
+def main() -> int:
+    p = bench.parser(__doc__.splitlines()[0], events=0)
+    p.add_argument("--rounds", type=int, default=300, help="rounds per run (default 300)")
+    args = p.parse_args()
+    print(bench.machine_line())
+    print(f"{args.rounds} rounds of {PLAYERS} bets per run, median of {args.repeats} runs")
+    comparisons, measures = [], []
+    with bench.temp_dir() as workdir:
+        keys = bench.make_keys(workdir)
+        for kind in bench.stores(args.store):
+            c = bench.Comparison(
+                kind,
+                "rounds end to end",
+                "plain appends (same events, same saves)",
+                "Casino rounds",
+                "events/s",
+                TARGET,
+            )
+            m = bench.Measure(kind, "projection rebuild", "events/s", None)
+            for run in range(args.repeats):
+                with bench.fresh_store(kind, workdir) as url:
+                    rate, sizes, rebuild_rate = play_rounds(url, keys, args.rounds)
+                with bench.fresh_store(kind, workdir) as url:
+                    plain_seconds = plain_appends(url, sizes)
+                events = sum(sizes)
+                round_events = events / (args.rounds / rate)
+                c.add(events / plain_seconds, round_events)
+                m.runs.append(rebuild_rate)
+                bench.note(
+                    f"{kind} run {run + 1}: {rate:,.1f} rounds/s ({round_events:,.0f} ev/s), "
+                    f"plain {events / plain_seconds:,.0f} ev/s, rebuild {rebuild_rate:,.0f} ev/s"
+                )
+            per_round = sum(sizes) / args.rounds
+            c.notes.append(
+                f"{per_round:.1f} events and {len(sizes) / args.rounds:.1f} saves per round; "
+                f"median {c.subject_median / per_round:,.1f} rounds/s"
+            )
+            comparisons.append(c)
+            measures.append(m)
+    print()
+    print(bench.comparison_table(comparisons))
+    print()
+    print(bench.measure_table(measures))
+    for c in comparisons:
+        for line in c.notes:
+            print(f"{c.store}: {line}")
+    path = bench.write_results(NAME, args, comparisons, measures)
+    if path:
+        print(f"\nwrote {path.relative_to(bench.TOOLS.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
