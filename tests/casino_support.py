@@ -1,0 +1,56 @@
+"""Helpers shared by the casino tests: a casino on a node, the events it
+recorded (read back through the sealed mapper), and an operator key."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.domain import DomainEventProtocol
+from eventsourcing.persistence import Notification
+
+from ledger.casino import Casino
+from ledger.crypto.keys import Role
+from ledger.crypto.signing import Signer
+from ledger.domain.round import Limits
+from ledger.node import Node
+from ledger.store.application import LedgerApplication
+from tests.coin_variant import VARIANTS
+from tests.conftest import PASSPHRASE
+
+LIMITS: Limits = {"min_bet": 10, "max_bet": 500, "max_round": 800}
+HEADS: dict[str, Any] = {"on": "heads"}
+TAILS: dict[str, Any] = {"on": "tails"}
+
+
+def casino_on(node: Node) -> Casino:
+    return Casino(node.app, VARIANTS)
+
+
+def event_count(app: LedgerApplication) -> int:
+    return app.tables.event_count()[0]
+
+
+def notifications(app: LedgerApplication, after: int = 0) -> list[Notification]:
+    """Every notification after id `after`, in log order."""
+    found: list[Notification] = []
+    while batch := app.recorder.select_notifications(
+        start=after, limit=500, inclusive_of_start=False
+    ):
+        found += batch
+        after = batch[-1].id
+    return found
+
+
+def domain_events(
+    app: LedgerApplication, after: int = 0
+) -> list[tuple[int, DomainEventProtocol[UUID]]]:
+    """(notification id, domain event) for every event after id `after`."""
+    return [(n.id, app.mapper.to_domain_event(n)) for n in notifications(app, after)]
+
+
+def operator_signer(node: Node, name: str = "operator-1") -> Signer:
+    """An operator key in the node's key directory (created on first use)."""
+    if not any(record.name == name for record in node.keys.keyring()):
+        node.keys.create(name, Role.OPERATOR, PASSPHRASE)
+    return node.keys.signer(Role.OPERATOR, PASSPHRASE)

@@ -1,0 +1,351 @@
+"""Bad input to the Casino: each is refused with a `LedgerError` that says
+what is wrong, and nothing is recorded (no event, no balance moves)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from uuid import uuid4
+
+import pytest
+
+from ledger.casino import Casino
+from ledger.errors import InvalidCommandError, LedgerError, NotFoundError
+from ledger.node import Node
+from tests.casino_support import HEADS, LIMITS, TAILS, casino_on, event_count
+
+
+@dataclass
+class World:
+    """A table with rounds in every state, and wallets in every condition."""
+
+    casino: Casino
+    table: str
+    house: str
+    alice: str  # EUR 470: 500 staked in `betting` (per-round max 800), 3 x 10 elsewhere
+    poor: str  # EUR 50
+    dollars: str  # USD 1000
+    closed: str  # EUR, closed
+    betting: str  # a round taking bets
+    closed_round: str  # betting closed, no outcome yet
+    decided: str  # outcome recorded, not settled
+    settled: str
+    bet: str  # alice's bet in `betting`
+
+    def snapshot(self) -> tuple[Any, ...]:
+        accounts = (self.house, self.alice, self.poor, self.dollars, self.closed)
+        rounds = (self.betting, self.closed_round, self.decided, self.settled)
+        return (
+            event_count(self.casino.app),
+            [self.casino.account(a).balance for a in accounts],
+            [(self.casino.round(r).status, dict(self.casino.round(r).bets)) for r in rounds],
+        )
+
+
+@pytest.fixture
+def world(node: Node) -> Iterator[World]:
+    casino = casino_on(node)
+    table = casino.open_table(
+        request_id="table", name="T1", variant="coin", currency="EUR", limits=LIMITS
+    )
+    accounts = {}
+    for owner, currency, amount in [
+        ("alice", "EUR", 1000),
+        ("poor", "EUR", 50),
+        ("dollars", "USD", 1000),
+        ("closed", "EUR", 0),
+    ]:
+        accounts[owner] = casino.open_account(
+            request_id=f"open-{owner}", owner=owner, currency=currency
+        )
+        if amount:
+            casino.deposit(request_id=f"dep-{owner}", account_id=accounts[owner], amount=amount)
+    casino.close_account(request_id="close-acc", account_id=accounts["closed"], reason="left")
+    rounds = [
+        casino.open_round(request_id=f"round-{n}", table_id=table, dealer="D1") for n in range(4)
+    ]
+    for n, round_id in enumerate(rounds[1:], start=1):
+        casino.place_bet(
+            request_id=f"bet-{n}",
+            round_id=round_id,
+            account_id=accounts["alice"],
+            bet=TAILS,
+            stake=10,
+        )
+        casino.close_betting(request_id=f"close-{n}", round_id=round_id)
+    for n, round_id in enumerate(rounds[2:], start=2):
+        casino.record_outcome(
+            request_id=f"outcome-{n}", round_id=round_id, outcome={"face": "heads"}, source={}
+        )
+    casino.settle(request_id="settle-3", round_id=rounds[3])
+    bet = casino.place_bet(
+        request_id="bet-0", round_id=rounds[0], account_id=accounts["alice"], bet=HEADS, stake=500
+    )
+    yield World(
+        casino=casino,
+        table=table,
+        house=str(casino.table(table).house_account),
+        alice=accounts["alice"],
+        poor=accounts["poor"],
+        dollars=accounts["dollars"],
+        closed=accounts["closed"],
+        betting=rounds[0],
+        closed_round=rounds[1],
+        decided=rounds[2],
+        settled=rounds[3],
+        bet=bet,
+    )
+
+
+def bet(w: World, stake: object, *, account: str = "", round_id: str = "", on: Any = HEADS) -> None:
+    w.casino.place_bet(
+        request_id="bad-bet",
+        round_id=round_id or w.betting,
+        account_id=account or w.poor,
+        bet=on,
+        stake=stake,  # type: ignore[arg-type]
+    )
+
+
+def deposit(w: World, amount: object, account: str = "") -> None:
+    w.casino.deposit(request_id="bad-dep", account_id=account or w.alice, amount=amount)  # type: ignore[arg-type]
+
+
+def withdraw(w: World, amount: object, account: str = "") -> None:
+    w.casino.withdraw(request_id="bad-wd", account_id=account or w.alice, amount=amount)  # type: ignore[arg-type]
+
+
+def settle(w: World, round_id: str) -> None:
+    w.casino.settle(request_id="bad-settle", round_id=round_id)
+
+
+def outcome(w: World, face: Any, round_id: str = "") -> None:
+    w.casino.record_outcome(
+        request_id="bad-outcome", round_id=round_id or w.closed_round, outcome=face, source={}
+    )
+
+
+UNKNOWN = str(uuid4())
+WHOLE = "must be a whole number of minor units"
+TOO_BIG = r"arguments are not plain JSON: 100000000000000000000 exceeds"
+
+Case = tuple[Callable[[World], object], type[LedgerError], str]
+CASES: dict[str, Case] = {
+    # Stakes (from `poor`, with room under every limit but the balance).
+    "stake zero": (lambda w: bet(w, 0), InvalidCommandError, "stake must be positive, not 0"),
+    "stake negative": (lambda w: bet(w, -20), InvalidCommandError, "must be positive, not -20"),
+    "stake fractional": (lambda w: bet(w, 1.5), InvalidCommandError, f"{WHOLE}, not 1.5"),
+    "stake bool": (lambda w: bet(w, True), InvalidCommandError, f"{WHOLE}, not True"),
+    "stake string": (lambda w: bet(w, "10"), InvalidCommandError, f"{WHOLE}, not '10'"),
+    "stake None": (lambda w: bet(w, None), InvalidCommandError, f"{WHOLE}, not None"),
+    "stake absurd": (lambda w: bet(w, 10**20), InvalidCommandError, TOO_BIG),
+    "stake past MAX_AMOUNT": (
+        lambda w: bet(w, 10**15),
+        InvalidCommandError,
+        "stake 1000000000000000 is larger than the limit",
+    ),
+    "stake NaN": (lambda w: bet(w, float("nan")), InvalidCommandError, "not plain JSON: nan"),
+    # Deposits and withdrawals.
+    "deposit zero": (lambda w: deposit(w, 0), InvalidCommandError, "deposit must be positive"),
+    "deposit negative": (lambda w: deposit(w, -1), InvalidCommandError, "must be positive, not -1"),
+    "deposit fractional": (lambda w: deposit(w, 1.5), InvalidCommandError, f"{WHOLE}, not 1.5"),
+    "deposit bool": (lambda w: deposit(w, True), InvalidCommandError, f"{WHOLE}, not True"),
+    "deposit string": (lambda w: deposit(w, "10"), InvalidCommandError, f"{WHOLE}, not '10'"),
+    "deposit absurd": (lambda w: deposit(w, 10**20), InvalidCommandError, TOO_BIG),
+    "deposit past MAX_AMOUNT": (
+        lambda w: deposit(w, 10**13 + 1),
+        InvalidCommandError,
+        "larger than the limit 10000000000000",
+    ),
+    "withdraw zero": (lambda w: withdraw(w, 0), InvalidCommandError, "withdrawal must be positive"),
+    "withdraw fractional": (lambda w: withdraw(w, 0.5), InvalidCommandError, f"{WHOLE}, not 0.5"),
+    "withdraw over the balance": (
+        lambda w: withdraw(w, 471),  # alice holds 1000 - 500 - 3 x 10 = 470
+        InvalidCommandError,
+        "withdrawal of 471 is more than the balance 470",
+    ),
+    # Who and where.
+    "wrong currency": (
+        lambda w: bet(w, 20, account=w.dollars),
+        InvalidCommandError,
+        "holds USD, not EUR",
+    ),
+    "unknown account (bet)": (
+        lambda w: bet(w, 20, account=UNKNOWN),
+        NotFoundError,
+        f"unknown account {UNKNOWN}",
+    ),
+    "unknown account (deposit)": (
+        lambda w: deposit(w, 20, account=UNKNOWN),
+        NotFoundError,
+        f"unknown account {UNKNOWN}",
+    ),
+    "malformed account id": (
+        lambda w: deposit(w, 20, account="alice"),
+        NotFoundError,
+        "unknown account alice",
+    ),
+    "a round id as an account": (
+        lambda w: withdraw(w, 20, account=w.betting),
+        NotFoundError,
+        "unknown account",
+    ),
+    "closed account (deposit)": (
+        lambda w: deposit(w, 20, account=w.closed),
+        InvalidCommandError,
+        "is closed",
+    ),
+    "closed account (bet)": (
+        lambda w: bet(w, 20, account=w.closed),
+        InvalidCommandError,
+        "is closed",
+    ),
+    "a bet from the house's bankroll": (
+        lambda w: bet(w, 20, account=w.house),
+        InvalidCommandError,
+        "is not a player's wallet",
+    ),
+    "unknown round (bet)": (
+        lambda w: bet(w, 20, round_id=UNKNOWN),
+        NotFoundError,
+        f"unknown round {UNKNOWN}",
+    ),
+    "unknown round (settle)": (lambda w: settle(w, UNKNOWN), NotFoundError, "unknown round"),
+    "an account id as a round": (lambda w: settle(w, w.alice), NotFoundError, "unknown round"),
+    "unknown table": (
+        lambda w: w.casino.open_round(request_id="bad-round", table_id=UNKNOWN, dealer="D1"),
+        NotFoundError,
+        f"unknown table {UNKNOWN}",
+    ),
+    # The round's state.
+    "a bet after betting closed": (
+        lambda w: bet(w, 20, round_id=w.closed_round),
+        InvalidCommandError,
+        "is not taking bets \\(it is closed\\)",
+    ),
+    "a bet on a settled round": (
+        lambda w: bet(w, 20, round_id=w.settled),
+        InvalidCommandError,
+        "is not taking bets \\(it is settled\\)",
+    ),
+    "settling twice": (lambda w: settle(w, w.settled), InvalidCommandError, "already settled"),
+    "settling before the outcome": (
+        lambda w: settle(w, w.closed_round),
+        InvalidCommandError,
+        "has no outcome to settle on \\(it is closed\\)",
+    ),
+    "settling while betting": (
+        lambda w: settle(w, w.betting),
+        InvalidCommandError,
+        "has no outcome to settle on \\(it is betting\\)",
+    ),
+    "an outcome twice": (
+        lambda w: outcome(w, {"face": "tails"}, w.decided),
+        InvalidCommandError,
+        "is not awaiting an outcome \\(it is decided\\)",
+    ),
+    "an outcome while betting": (
+        lambda w: outcome(w, {"face": "tails"}, w.betting),
+        InvalidCommandError,
+        "is not awaiting an outcome \\(it is betting\\)",
+    ),
+    "withdrawing an unknown bet": (
+        lambda w: w.casino.withdraw_bet(request_id="bad-wb", round_id=w.betting, bet_id="nope"),
+        InvalidCommandError,
+        "no bet nope in round",
+    ),
+    "withdrawing a bet after betting closed": (
+        lambda w: w.casino.withdraw_bet(
+            request_id="bad-wb",
+            round_id=w.closed_round,
+            bet_id=next(iter(w.casino.round(w.closed_round).bets)),
+        ),
+        InvalidCommandError,
+        "is not taking bets",
+    ),
+    # Limits and balance.
+    "over the table max": (
+        lambda w: bet(w, 501, account=w.alice),
+        InvalidCommandError,
+        "stake 501 is outside the table's limits 10..500",
+    ),
+    "under the table min": (
+        lambda w: bet(w, 9),
+        InvalidCommandError,
+        "stake 9 is outside the table's limits 10..500",
+    ),
+    "over the per-round max": (
+        lambda w: bet(w, 301, account=w.alice),  # 500 already staked; max 800
+        InvalidCommandError,
+        "total in the round past 800",
+    ),
+    "over the balance": (
+        lambda w: bet(w, 51),
+        InvalidCommandError,
+        "stake of 51 is more than the available balance 50",
+    ),
+    # The game's own checks.
+    "unknown bet type": (
+        lambda w: bet(w, 20, on={"on": "red"}),
+        InvalidCommandError,
+        "unknown bet \\{'on': 'red'\\}",
+    ),
+    "a bet with extra fields": (
+        lambda w: bet(w, 20, on={"on": "heads", "odds": 100}),
+        InvalidCommandError,
+        "unknown bet",
+    ),
+    "invalid outcome": (
+        lambda w: outcome(w, {"face": "sideways"}),
+        InvalidCommandError,
+        "bad outcome \\{'face': 'sideways'\\}",
+    ),
+    "an empty outcome": (lambda w: outcome(w, {}), InvalidCommandError, "bad outcome \\{\\}"),
+    # Requests and set-up.
+    "an empty request id": (
+        lambda w: w.casino.deposit(request_id="", account_id=w.alice, amount=10),
+        InvalidCommandError,
+        "a request id is 1..200 characters",
+    ),
+    "a request id too long": (
+        lambda w: w.casino.deposit(request_id="r" * 201, account_id=w.alice, amount=10),
+        InvalidCommandError,
+        "a request id is 1..200 characters",
+    ),
+    "not a currency": (
+        lambda w: w.casino.open_account(request_id="bad-open", owner="eve", currency="EURO"),
+        InvalidCommandError,
+        "'EURO' is not an ISO 4217 currency code",
+    ),
+    "limits out of order": (
+        lambda w: w.casino.open_table(
+            request_id="bad-table",
+            name="T2",
+            variant="coin",
+            currency="EUR",
+            limits={"min_bet": 100, "max_bet": 50, "max_round": 800},
+        ),
+        InvalidCommandError,
+        "min_bet <= max_bet <= max_round",
+    ),
+    "unknown variant": (
+        lambda w: w.casino.open_table(
+            request_id="bad-table", name="T2", variant="dice", currency="EUR", limits=LIMITS
+        ),
+        NotFoundError,
+        "unknown variant 'dice'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_bad_input_is_refused_and_records_nothing(world: World, case: str) -> None:
+    call, error, message = CASES[case]
+    before = world.snapshot()
+    with pytest.raises(error, match=message) as refused:
+        call(world)
+    assert isinstance(refused.value, LedgerError)
+    assert world.snapshot() == before
+    # The refusal recorded no request either: the id is still free to use.
+    assert world.casino.deposit(request_id="bad-dep", account_id=world.alice, amount=1) == 471
