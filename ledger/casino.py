@@ -13,6 +13,7 @@ import hashlib
 import random
 import time
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
@@ -220,15 +221,16 @@ class Casino:
         }
         return str(self._run("place_bet", request_id, args, body))
 
-    def withdraw_bet(self, *, request_id: str, round_id: str, bet_id: str) -> None:
+    def withdraw_bet(self, *, request_id: str, round_id: str, account_id: str, bet_id: str) -> None:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
-            record = game_round.withdraw_bet(bet_id, request_id)
-            account = self.account(record["account_id"])
+            account = self.account(account_id)
+            record = game_round.withdraw_bet(bet_id, str(account.id), request_id)
             account.credit(record["stake"], game_round.id, f"withdrawn {bet_id}")
             return None, [game_round, account]
 
-        self._run("withdraw_bet", request_id, {"round_id": str(round_id), "bet_id": bet_id}, body)
+        args = {"round_id": str(round_id), "account_id": str(account_id), "bet_id": bet_id}
+        self._run("withdraw_bet", request_id, args, body)
 
     def close_betting(self, *, request_id: str, round_id: str) -> None:
         def body() -> tuple[Result, list[Aggregate]]:
@@ -273,7 +275,7 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             fact = operator_fact("void", game_round.id, reason)
-            signed = sign_fact(operator, fact, Role.OPERATOR)
+            signed = sign_fact(self._operator(operator), fact, Role.OPERATOR)
             returns = game_round.void(reason, {**signed})
             return returns, [game_round, *self._pay(game_round, returns)]
 
@@ -286,10 +288,22 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             fact = operator_fact("resume", game_round.id, reason)
-            game_round.resume(reason, {**sign_fact(operator, fact, Role.OPERATOR)})
+            signed = sign_fact(self._operator(operator), fact, Role.OPERATOR)
+            game_round.resume(reason, {**signed})
             return None, [game_round]
 
         self._run("resume_round", request_id, {"round_id": str(round_id), "reason": reason}, body)
+
+    def _operator(self, operator: Signer) -> Signer:
+        """An operator key the keyring knows, valid now: else nothing is recorded."""
+        record = self.app.current_keyring().get(operator.key_id)
+        if record is None or record.role is not Role.OPERATOR:
+            raise InvalidCommandError(
+                f"key {operator.key_id[:16]} is not an operator key in the keyring"
+            )
+        if not record.valid_at(datetime.now(UTC)):
+            raise InvalidCommandError(f"operator key {record.name} is not valid now")
+        return operator
 
     def _variant_of(self, game_round: Round) -> Variant:
         """The variant the round opened with, exactly: same version, same rules."""

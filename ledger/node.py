@@ -61,5 +61,11 @@ def open_node(
     directory = keys_dir(keys)
     keyring = directory.keyring()
     signer = directory.signer(Role.LEDGER_NODE, passphrase) if writable else None
-    app = LedgerApplication(store_url(store), keyring=keyring, signer=signer, create=writable)
+    app = LedgerApplication(
+        store_url(store),
+        keyring=keyring,
+        signer=signer,
+        create=writable,
+        keyring_source=directory.keyring,
+    )
     return Node(app, directory, keyring, passphrase)

@@ -251,14 +251,24 @@ CASES: dict[str, Case] = {
         "is not awaiting an outcome \\(it is betting\\)",
     ),
     "withdrawing an unknown bet": (
-        lambda w: w.casino.withdraw_bet(request_id="bad-wb", round_id=w.betting, bet_id="nope"),
+        lambda w: w.casino.withdraw_bet(
+            request_id="bad-wb", round_id=w.betting, account_id=w.alice, bet_id="nope"
+        ),
         InvalidCommandError,
         "no bet nope in round",
+    ),
+    "withdrawing someone else's bet": (
+        lambda w: w.casino.withdraw_bet(
+            request_id="bad-wb", round_id=w.betting, account_id=w.poor, bet_id=w.bet
+        ),
+        InvalidCommandError,
+        "is not account .*'s to withdraw",
     ),
     "withdrawing a bet after betting closed": (
         lambda w: w.casino.withdraw_bet(
             request_id="bad-wb",
             round_id=w.closed_round,
+            account_id=w.alice,
             bet_id=next(iter(w.casino.round(w.closed_round).bets)),
         ),
         InvalidCommandError,

@@ -337,7 +337,10 @@ class MoneyMachine(RuleBasedStateMachine):
             "withdraw_bet",
             game.status == BETTING,
             lambda: self.casino.withdraw_bet(
-                request_id=request_id, round_id=round_id, bet_id=bet_id
+                request_id=request_id,
+                round_id=round_id,
+                account_id=game.bets[bet_id][0],
+                bet_id=bet_id,
             ),
         )
         if done:

@@ -114,7 +114,13 @@ def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
         ]
         step()
         if withdraw is not None:
-            casino.withdraw_bet(request_id=rid("wb"), round_id=round_id, bet_id=bet_ids[withdraw])
+            who = bets[withdraw][0]
+            casino.withdraw_bet(
+                request_id=rid("wb"),
+                round_id=round_id,
+                account_id=acc[who],
+                bet_id=bet_ids[withdraw],
+            )
         return round_id
 
     def decide(round_id: str, face: str) -> None:

@@ -186,12 +186,14 @@ class Round(Aggregate):
     ) -> None:
         self.bets[bet_id] = {"account_id": account_id, "bet": bet, "stake": stake}
 
-    def withdraw_bet(self, bet_id: str, request_id: str) -> BetRecord:
+    def withdraw_bet(self, bet_id: str, account_id: str, request_id: str) -> BetRecord:
         if self.status != BETTING:
             raise InvalidCommandError(f"round {self.id} is not taking bets (it is {self.status})")
         record = self.bets.get(bet_id)
         if record is None:
             raise InvalidCommandError(f"no bet {bet_id} in round {self.id}")
+        if record["account_id"] != account_id:
+            raise InvalidCommandError(f"bet {bet_id} is not account {account_id}'s to withdraw")
         postings = [
             posting(in_play(self.id), -record["stake"], self.currency),
             posting(wallet(record["account_id"]), record["stake"], self.currency),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -45,9 +46,11 @@ class LedgerApplication(Application[UUID]):
         signer: Signer | None = None,
         env: dict[str, str] | None = None,
         create: bool = True,
+        keyring_source: Callable[[], Keyring] | None = None,
     ) -> None:
         self.store_url = store
         self._keyring = keyring
+        self._keyring_source = keyring_source
         self._signer = signer
         # A cache of aggregates (fast-forwarded from the store on every get, and
         # deep-copied out) saves re-reading and re-verifying whole streams: a
@@ -72,6 +75,12 @@ class LedgerApplication(Application[UUID]):
                 raise StoreUnavailableError(
                     f"no ledger in store {describe(store)}: {_first_line(exc)}"
                 ) from exc
+
+    def current_keyring(self) -> Keyring:
+        """The keyring as it is now (keys added since opening included, when the
+        node was opened from a keys directory). Envelopes on read are checked
+        against the keyring the node opened with."""
+        return self._keyring_source() if self._keyring_source else self._keyring
 
     @property
     def sealed_recorder(self) -> SealedRecorder:
