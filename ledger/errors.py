@@ -52,3 +52,12 @@ class NotFoundError(InvalidCommandError):
 
 class ConflictError(LedgerError):
     """Concurrent writers kept conflicting; the command was not carried out."""
+
+
+class PluginError(LedgerError):
+    """A variant plugin raised or returned something invalid; nothing was recorded."""
+
+    def __init__(self, plugin: str, version: str, message: str) -> None:
+        self.plugin = plugin
+        self.version = version
+        super().__init__(f"plugin {plugin} {version}: {message}")

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from ledger.domain.round import BetRecord
 from ledger.errors import InvalidCommandError
+from ledger.plugins import hookimpl
+from ledger.plugins.registry import VariantRegistry
 
 FACES = ("heads", "tails", "edge")
 
@@ -41,3 +43,34 @@ class CoinToss:
 
 
 VARIANTS = {CoinToss.id: CoinToss()}
+
+
+class CoinDefinition(CoinToss):
+    """The coin toss as a plugin declares it (the contract's view)."""
+
+    rules: ClassVar[dict[str, Any]] = {"pays": {"heads": 1, "tails": 1}, "edge": "push"}
+    bets = ("heads", "tails")
+    legal_commands: ClassVar[dict[str, list[str]]] = {
+        "betting": ["place_bet", "withdraw_bet", "close_betting"],
+        "closed": ["record_outcome"],
+    }
+
+    def validate_bet(self, bet: Mapping[str, Any]) -> dict[str, Any]:
+        if "bet" in bet:  # the catalogue form {"bet": id}
+            if set(bet) != {"bet"} or bet["bet"] not in self.bets:
+                raise InvalidCommandError(f"unknown bet {dict(bet)!r}")
+            return {"on": bet["bet"]}
+        return super().validate_bet(bet)
+
+
+class CoinPlugin:
+    """A plugin object registering the coin toss (tests register it directly)."""
+
+    @hookimpl
+    def ledger_register_variants(self, registry: VariantRegistry) -> None:
+        registry.add(CoinDefinition())
+
+
+# Plugin objects as an entry point would name them (module attributes).
+coin_plugin = CoinPlugin()
+other_coin_plugin = CoinPlugin()

@@ -1,0 +1,191 @@
+"""The plugin machinery: discovery, the typed facade, and a misbehaving plugin
+surfacing as one PluginError that names it, with nothing recorded."""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint
+from typing import Any, ClassVar
+
+import pytest
+
+import ledger.plugins.manager as manager_module
+from ledger.casino import Casino
+from ledger.errors import NotFoundError, PluginError
+from ledger.node import Node
+from ledger.plugins import hookimpl
+from ledger.plugins.contract import VariantContract
+from ledger.plugins.manager import get_plugin_manager
+from ledger.plugins.registry import LoadedVariant, VariantRegistry, rules_hash
+from tests.casino_support import event_count
+from tests.coin_variant import CoinDefinition, CoinPlugin
+
+
+class TestCoinPluginContract(VariantContract):
+    plugin: ClassVar[Any] = CoinPlugin()
+    outcomes: ClassVar[list[dict[str, str]]] = [{"face": "heads"}, {"face": "edge"}]
+    invalid_outcomes: ClassVar[list[Any]] = [{"face": "side"}, {}]
+
+
+def coin(version: str = "2.1") -> LoadedVariant:
+    plugins = get_plugin_manager(
+        load_entry_points=False, extra=[("coin-plugin", CoinPlugin(), version)]
+    )
+    return plugins.variant("coin")
+
+
+def test_a_registered_variant_carries_its_provenance() -> None:
+    variant = coin()
+    assert (variant.plugin, variant.version) == ("coin-plugin", "2.1")
+    assert variant.rules_hash == rules_hash(CoinDefinition.rules)
+    with pytest.raises(NotFoundError, match=r"unknown variant 'dice'.*coin"):
+        get_plugin_manager(load_entry_points=False, extra=[("c", CoinPlugin(), "1")]).variant(
+            "dice"
+        )
+
+
+class Broken(CoinDefinition):
+    def __init__(self, fault: str) -> None:
+        self.fault = fault
+
+    def settle(self, outcome: Any, bets: Any) -> Any:
+        if self.fault == "raises":
+            raise ZeroDivisionError("oops")
+        if self.fault == "missing bet":
+            return {}
+        if self.fault == "float":
+            return {bet_id: 1.5 for bet_id in bets}
+        if self.fault == "negative":
+            return {bet_id: -1 for bet_id in bets}
+        return super().settle(outcome, bets)
+
+    def validate_bet(self, bet: Any) -> Any:
+        if self.fault == "bet not a dict":
+            return ["heads"]
+        if self.fault == "bet raises":
+            raise KeyError("on")
+        return super().validate_bet(bet)
+
+
+def broken_plugin(fault: str) -> Any:
+    class Plugin:
+        @hookimpl
+        def ledger_register_variants(self, registry: VariantRegistry) -> None:
+            registry.add(Broken(fault))
+
+    return Plugin()
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("raises", "settle raised ZeroDivisionError"),
+        ("missing bet", "a return for every bet"),
+        ("float", "not an int >= 0"),
+        ("negative", "not an int >= 0"),
+    ],
+)
+def test_a_misbehaving_settlement_is_one_plugin_error_and_records_nothing(
+    node: Node, fault: str, message: str
+) -> None:
+    variants = get_plugin_manager(
+        load_entry_points=False, extra=[("bad-coin", broken_plugin(fault), "0.9")]
+    ).variants()
+    casino = Casino(node.app, variants)
+    alice = casino.open_account(request_id="a", owner="alice", currency="EUR")
+    casino.deposit(request_id="d", account_id=alice, amount=1000)
+    limits = {"min_bet": 1, "max_bet": 500, "max_round": 500}
+    table = casino.open_table(
+        request_id="t", name="T", variant="coin", currency="EUR", limits=limits
+    )  # type: ignore[arg-type]
+    round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
+    casino.place_bet(
+        request_id="b", round_id=round_id, account_id=alice, bet={"on": "heads"}, stake=100
+    )
+    casino.close_betting(request_id="c", round_id=round_id)
+    casino.record_outcome(request_id="o", round_id=round_id, outcome={"face": "heads"}, source={})
+    before = event_count(node.app)
+    with pytest.raises(PluginError, match=f"plugin bad-coin 0.9: .*{message}"):
+        casino.settle(request_id="s", round_id=round_id)
+    assert event_count(node.app) == before
+    assert casino.account(alice).balance == 900
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("bet not a dict", "validate_bet returned list, not a dict"),
+        ("bet raises", "validate_bet raised KeyError"),
+    ],
+)
+def test_a_misbehaving_bet_check_is_one_plugin_error(fault: str, message: str) -> None:
+    variant = get_plugin_manager(
+        load_entry_points=False, extra=[("bad-coin", broken_plugin(fault), "0.9")]
+    ).variant("coin")
+    with pytest.raises(PluginError, match=f"plugin bad-coin 0.9: {message}"):
+        variant.validate_bet({"on": "heads"})
+
+
+def test_a_plugin_that_fails_to_register_is_named() -> None:
+    class Exploding:
+        @hookimpl
+        def ledger_register_variants(self, registry: VariantRegistry) -> None:
+            raise RuntimeError("no config")
+
+    plugins = get_plugin_manager(load_entry_points=False, extra=[("boom", Exploding(), "3.0")])
+    with pytest.raises(PluginError, match=r"plugin boom 3\.0: ledger_register_variants raised"):
+        plugins.variants()
+
+
+def test_two_plugins_cannot_claim_one_variant() -> None:
+    plugins = get_plugin_manager(
+        load_entry_points=False, extra=[("one", CoinPlugin(), "1"), ("two", CoinPlugin(), "2")]
+    )
+    with pytest.raises(PluginError, match="variant coin is already provided by"):
+        plugins.variants()
+
+
+def test_a_hookimpl_that_does_not_fit_the_spec_is_refused() -> None:
+    class Misspelt:
+        @hookimpl
+        def ledger_register_variants(self, registry: VariantRegistry, extra: int) -> None:
+            """Asks for an argument the spec does not have."""
+
+    with pytest.raises(PluginError, match="does not fit the hook specs"):
+        get_plugin_manager(load_entry_points=False, extra=[("misspelt", Misspelt(), "1")])
+
+
+def fake_entry_points(points: list[EntryPoint]) -> Any:
+    return lambda group: [p for p in points if p.group == group]
+
+
+def test_entry_points_with_allow_and_block_lists(monkeypatch: pytest.MonkeyPatch) -> None:
+    points = [
+        EntryPoint("coin", "tests.coin_variant:coin_plugin", "casino_ledger"),
+        EntryPoint("other", "tests.coin_variant:other_coin_plugin", "casino_ledger"),
+        EntryPoint("elsewhere", "tests.coin_variant:coin_plugin", "another_host"),
+    ]
+    monkeypatch.setattr(manager_module, "entry_points", fake_entry_points(points))
+    monkeypatch.setenv("LEDGER_PLUGINS_ALLOW", "coin")
+    assert [p.name for p in get_plugin_manager().plugins] == ["coin"]
+    monkeypatch.delenv("LEDGER_PLUGINS_ALLOW")
+    monkeypatch.setenv("LEDGER_PLUGINS_BLOCK", "other")
+    assert [p.name for p in get_plugin_manager().plugins] == ["coin"]
+    monkeypatch.delenv("LEDGER_PLUGINS_BLOCK")
+    assert sorted(p.name for p in get_plugin_manager().plugins) == ["coin", "other"]
+
+
+def test_an_installed_but_broken_plugin_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    points = [EntryPoint("ghost", "no_such_module_here:Plugin", "casino_ledger")]
+    monkeypatch.setattr(manager_module, "entry_points", fake_entry_points(points))
+    with pytest.raises(PluginError, match="installed but broken: ModuleNotFoundError"):
+        get_plugin_manager()
+
+
+def test_nothing_loads_at_import_time() -> None:
+    import importlib
+
+    import ledger.plugins
+
+    reloaded = importlib.reload(ledger.plugins)
+    assert not hasattr(reloaded, "plugin_manager")
+    assert not hasattr(manager_module, "PLUGINS")
