@@ -95,3 +95,26 @@ def test_every_domain_constant_in_the_module_is_covered() -> None:
         if name.endswith("_DOMAIN") and isinstance(value, bytes)
     }
     assert found == set(DOMAINS)
+
+
+@given(
+    key_id=st.text(alphabet="0123456789abcdef", min_size=64, max_size=64),
+    stream=st.one_of(st.uuids().map(str), st.text(max_size=40)),
+    event_type=st.text(max_size=60),
+    version=st.integers(min_value=1, max_value=2**53 - 1),
+)
+def test_header_bytes_is_the_canonical_encoding(
+    key_id: str, stream: str, event_type: str, version: int
+) -> None:
+    from ledger.crypto.envelope import header_bytes
+
+    digest, prev = "ab" * 32, "cd" * 32
+    fields = {
+        "key_id": key_id,
+        "payload_sha256": digest,
+        "prev": prev,
+        "stream": stream,
+        "type": event_type,
+        "version": version,
+    }
+    assert header_bytes(key_id, digest, prev, stream, event_type, version) == canonical(fields)
