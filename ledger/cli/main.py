@@ -20,6 +20,7 @@ from ledger.audit.verify import Level, verify_store
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.cli.projections import add_projection_commands
+from ledger.cli.variants import add_variant_commands
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
 from ledger.domain.table import Table
@@ -219,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     consistency.set_defaults(handler=cmd_proof)
 
     add_projection_commands(commands, _open)
+    add_variant_commands(commands)
     return parser
 
 

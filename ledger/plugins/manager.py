@@ -53,7 +53,7 @@ class Plugins:
                 info = self._info.get(impl.plugin_name) or PluginInfo(
                     impl.plugin_name, impl.plugin_name, "unversioned"
                 )
-                registry = VariantRegistry(info.name, info.version, found)
+                registry = VariantRegistry(info.distribution, info.version, found)
                 try:
                     impl.function(registry=registry)
                 except PluginError:

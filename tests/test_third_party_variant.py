@@ -1,0 +1,79 @@
+"""An operator adds a variant by installing a package: the Atlantic City Sic
+Bo plugin in tests/plugins/atlantic_city is installed from its own folder (into
+a scratch directory), and the unchanged core lists it, prices it and settles
+with it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+PLUGIN = HERE / "plugins" / "atlantic_city"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(PLUGIN),
+        ],
+        check=True,
+    )
+    return target
+
+
+def ledger(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(HERE.parent)]))
+    return subprocess.run(
+        [sys.executable, "-m", "ledger.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+
+
+def test_the_installed_plugin_is_listed(site: Path) -> None:
+    listed = ledger(site, "variants")
+    assert listed.returncode == 0, listed.stderr
+    line = next(line for line in listed.stdout.splitlines() if line.startswith("atlantic-city"))
+    assert "ledger-atlantic-city-sicbo 0.3.0" in line
+    assert "50 bets" in line
+
+
+def test_its_paytable_has_the_atlantic_city_returns(site: Path) -> None:
+    table = ledger(site, "paytable", "atlantic-city")
+    assert table.returncode == 0, table.stderr
+    rows = {line.split()[0]: line.split() for line in table.stdout.splitlines()[2:]}
+    assert rows["specific_triple:1"][1:3] == ["180:1", "181/216"]
+    assert rows["any_triple"][1:3] == ["30:1", "31/36"]  # 6 of 216 win 31 each
+    assert rows["total:4"][1:3] == ["60:1", "61/72"]  # 3 of 216 win 61 each
+    assert rows["specific_double:2"][1:3] == ["10:1", "22/27"]  # 16 of 216 win 11 each
+
+
+def test_blocking_it_by_environment_hides_it(site: Path) -> None:
+    env_args = ("variants",)
+    os.environ["LEDGER_PLUGINS_BLOCK"] = "atlantic-city"
+    try:
+        listed = ledger(site, *env_args)
+    finally:
+        del os.environ["LEDGER_PLUGINS_BLOCK"]
+    assert listed.returncode == 0
+    assert "atlantic-city" not in listed.stdout
+    assert "taixiu" in listed.stdout
