@@ -19,7 +19,8 @@ A throw's message is
 and each die takes the next stream byte b: b >= 252 is rejected (252 = 6 * 42,
 so each face keeps exactly 42 of the 256 byte values, no modulo bias) and
 otherwise the die is b % 6 + 1. Three dice almost always come from block 0;
-the stream simply continues into block 1 if 30 of its 32 bytes are rejected.
+the stream simply continues into block 1 if 30 or more of its 32 bytes are
+rejected.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from typing import Final
 
 DICE_DOMAIN: Final = b"casino-ledger/dice/v1\n"
 SEED_BYTES: Final = 32
-BLOCK_BYTES: Final = 32  # SHA-256 output
 # Largest multiple of 6 not above 256: bytes from here up are rejected.
 DIE_LIMIT: Final = 252
 

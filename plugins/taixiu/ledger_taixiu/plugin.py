@@ -41,14 +41,14 @@ class DiceVariant:
     def __init__(self, variant_id: str, paytable: Paytable, faults: Mapping[str, Any]) -> None:
         self.id = variant_id
         self.paytable = paytable
-        self.rules = {
+        self.rules: Mapping[str, Any] = {
             "game": "three-dice",
             "paytable": paytable_profile(paytable),
             "faults": dict(faults),
         }
         # After a faulty throw taixiu stays closed (bets locked) while
         # sicbo-void goes back to betting: the state says what is legal.
-        self.legal_commands = {
+        self.legal_commands: Mapping[str, Sequence[str]] = {
             "betting": ["place_bet", "withdraw_bet", "close_betting"],
             "closed": ["record_outcome", "record_fault"],
         }
