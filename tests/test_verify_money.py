@@ -16,7 +16,7 @@ from ledger.crypto.keys import Role
 from ledger.domain.round import Round
 from ledger.errors import VerificationError
 from ledger.node import Node
-from tests.coin_variant import VARIANTS
+from tests.coin_variant import VARIANTS, CoinToss
 from tests.conftest import PASSPHRASE
 
 LIMITS = {"min_bet": 10, "max_bet": 1000, "max_round": 2000}
@@ -119,3 +119,31 @@ def test_a_void_signed_with_a_key_that_is_not_an_operator(
     )
     with pytest.raises(VerificationError, match="ledger-node key, not operator"):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+
+
+def test_every_round_is_resettled_with_its_own_rules(node: Node) -> None:
+    play(Casino(node.app, VARIANTS))
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+    assert report.resettled == 1
+    assert "1 rounds re-settled" in report.summary()
+
+
+def test_a_payout_the_rules_do_not_pay_is_caught(node: Node) -> None:
+    class Generous(CoinToss):
+        def settle(self, outcome: Any, bets: Any) -> dict[str, int]:
+            paid = super().settle(outcome, bets)
+            return {bet_id: amount * 3 // 2 for bet_id, amount in paid.items()}
+
+    play(Casino(node.app, {"coin": Generous()}))  # same id, version and rules hash: a lie
+    verify_store(node.app, node.keyring, level=Level.SETTLEMENT)  # the money still balances
+    with pytest.raises(VerificationError, match=r"returned 900, the rules pay 600"):
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+
+
+def test_resettling_needs_the_rounds_own_variant_version(node: Node) -> None:
+    class Newer(CoinToss):
+        version = "2.0"
+
+    play(Casino(node.app, VARIANTS))
+    with pytest.raises(VerificationError, match=r"cannot re-settle: the round used coin 1\.0"):
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants={"coin": Newer()})

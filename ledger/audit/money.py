@@ -6,7 +6,9 @@ Reads every event's payload (the envelopes were already verified) and checks:
   stakes + returns), equals the sum of the postings on it, and a player's
   wallet never goes below zero, at any point in the log;
 - every settlement's and void's postings are exactly what its results say;
-- every operator's signature on a void or a resume is valid.
+- every operator's signature on a void or a resume is valid;
+- with the variants installed, every settlement is what the round's own
+  variant version and rules pay (see `resettle`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from eventsourcing.persistence import Transcoder
 from eventsourcing.utils import get_topic
 
+from ledger.audit.resettle import Resettler
 from ledger.crypto.actor import verify_fact
 from ledger.crypto.envelope import open_envelope
 from ledger.crypto.keys import Keyring, Role
@@ -87,6 +90,7 @@ def check_money(
     transcoder: Transcoder,
     keyring: Keyring,
     progress: Callable[[int], None] | None = None,
+    resettler: Resettler | None = None,
 ) -> int:
     """Check every money invariant; return the number of movements checked."""
     kinds: dict[str, str] = {}
@@ -96,6 +100,8 @@ def check_money(
     movements = 0
     for position, stream, version, topic, state in _events(tables, transcoder, progress):
         where = f"stream {stream} version {version} (log position {position})"
+        if resettler is not None:
+            resettler.observe(stream, topic, state, where)
         postings = state.get("postings")
         if postings is not None:
             movements += 1

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -30,6 +30,7 @@ from ledger.audit.chunks import (
 )
 from ledger.audit.money import check_money
 from ledger.audit.parallel import run_chunks
+from ledger.audit.resettle import Resettler
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring
@@ -37,6 +38,7 @@ from ledger.crypto.merkle import CompactRange, consistency_proof, verify_consist
 from ledger.errors import ConfigError, VerificationError
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import stream_of
+from ledger.variants.api import Variant
 
 CHUNK_LEAVES = 1 << 14
 
@@ -68,6 +70,7 @@ class VerificationReport:
     seconds: float = 0.0
     workers: int = 1
     movements: int | None = None  # money movements re-derived (settlement level)
+    resettled: int | None = None  # rounds settled again with their own rules
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -80,6 +83,8 @@ class VerificationReport:
             lines.append(
                 f"   {self.movements} money movements balanced; every wallet matches its postings"
             )
+        if self.resettled is not None:
+            lines.append(f"   {self.resettled} rounds re-settled with their own variant and rules")
         if self.trusted_size is not None:
             lines.append(f"   consistent with the kept checkpoint of size {self.trusted_size}")
         if self.events > self.covered:
@@ -114,6 +119,7 @@ def verify_store(
     chunk_leaves: int = CHUNK_LEAVES,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    variants: Mapping[str, Variant] | None = None,
 ) -> VerificationReport:
     """Verify everything; return the report or raise the first `VerificationError`."""
     started = time.perf_counter()
@@ -185,7 +191,11 @@ def verify_store(
 
     _check_proofs(app, checkpoints, trusted)
     if level is Level.SETTLEMENT:
-        report.movements = check_money(app.tables, app.mapper.transcoder, keyring)
+        resettler = Resettler(variants) if variants is not None else None
+        report.movements = check_money(
+            app.tables, app.mapper.transcoder, keyring, resettler=resettler
+        )
+        report.resettled = resettler.resettled if resettler else None
     report.events = count
     report.streams = len(heads)
     report.checkpoints = len(checkpoints)

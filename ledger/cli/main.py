@@ -26,6 +26,7 @@ from ledger.crypto.keys import Role
 from ledger.domain.table import Table
 from ledger.errors import ConfigError, KeyStoreError, LedgerError
 from ledger.node import Node, keys_dir, open_node
+from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import probe_store
 from ledger.store.config import describe, store_url
 
@@ -136,6 +137,7 @@ def _load_trusted(path: str | None) -> Checkpoint | None:
 def cmd_verify(args: argparse.Namespace) -> int:
     level = Level.parse(args.level)
     trusted = _load_trusted(args.trusted)
+    variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
     node = _open(args, writable=False)
     try:
         with progress_bar("verifying") as (advance, set_total):
@@ -147,6 +149,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 progress=advance,
                 on_total=set_total,
+                variants=variants,
             )
     finally:
         node.close()
