@@ -207,7 +207,9 @@ class Casino:
             if account.kind != PLAYER:
                 raise InvalidCommandError(f"account {account.id} is not a player's wallet")
             account.check_currency(game_round.currency)
-            canonical_bet = self._variant_of(game_round).validate_bet(bet)
+            variant = self._variant_of(game_round)
+            self._check_legal(variant, game_round, "place_bet")
+            canonical_bet = variant.validate_bet(bet)
             bet_id = str(uuid4())
             amount = game_round.place_bet(bet_id, str(account.id), canonical_bet, stake, request_id)
             account.debit(amount, game_round.id, f"stake {bet_id}")
@@ -224,6 +226,7 @@ class Casino:
     def withdraw_bet(self, *, request_id: str, round_id: str, account_id: str, bet_id: str) -> None:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
+            self._check_legal(self._variant_of(game_round), game_round, "withdraw_bet")
             account = self.account(account_id)
             record = game_round.withdraw_bet(bet_id, str(account.id), request_id)
             account.credit(record["stake"], game_round.id, f"withdrawn {bet_id}")
@@ -235,6 +238,7 @@ class Casino:
     def close_betting(self, *, request_id: str, round_id: str) -> None:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
+            self._check_legal(self._variant_of(game_round), game_round, "close_betting")
             game_round.close_betting()
             return None, [game_round]
 
@@ -250,12 +254,39 @@ class Casino:
     ) -> None:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
-            checked = self._variant_of(game_round).validate_outcome(outcome)
+            variant = self._variant_of(game_round)
+            self._check_legal(variant, game_round, "record_outcome")
+            checked = variant.validate_outcome(outcome)
             game_round.record_outcome(checked, source)
             return None, [game_round]
 
         args = {"round_id": str(round_id), "outcome": outcome, "source": source}
         self._run("record_outcome", request_id, args, body)
+
+    def record_fault(
+        self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A faulty throw, then what the variant's fault policy says: throw
+        again with bets locked, reopen betting, or void the round after too
+        many (every stake returned), all in one save."""
+
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            variant = self._variant_of(game_round)
+            self._check_legal(variant, game_round, "record_fault")
+            faults = game_round.record_fault(reason, source)
+            policy = _fault_policy(variant)
+            if policy["void_after"] and faults >= policy["void_after"]:
+                returns = game_round.void(f"{faults} faulty throws: {reason}", None)
+                changed = [game_round, *self._pay(game_round, returns)]
+                return {"faults": faults, "then": "voided"}, changed
+            if policy["after_fault"] == "reopen-betting":
+                game_round.reopen_betting(f"faulty throw: {reason}")
+                return {"faults": faults, "then": "betting reopened"}, [game_round]
+            return {"faults": faults, "then": "throw again"}, [game_round]
+
+        args = {"round_id": str(round_id), "reason": reason, "source": source}
+        return dict(self._run("record_fault", request_id, args, body))
 
     def settle(self, *, request_id: str, round_id: str) -> list[BetResult]:
         def body() -> tuple[Result, list[Aggregate]]:
@@ -305,6 +336,15 @@ class Casino:
             raise InvalidCommandError(f"operator key {record.name} is not valid now")
         return operator
 
+    def _check_legal(self, variant: Variant, game_round: Round, command: str) -> None:
+        """The variant says which commands are legal in which round state."""
+        legal = getattr(variant, "legal_commands", None)
+        if legal is not None and command not in legal.get(game_round.status, ()):
+            raise InvalidCommandError(
+                f"the {variant.id} rules do not allow {command} while round "
+                f"{game_round.id} is {game_round.status}"
+            )
+
     def _variant_of(self, game_round: Round) -> Variant:
         """The variant the round opened with, exactly: same version, same rules."""
         variant = self.variant(game_round.variant)
@@ -338,3 +378,13 @@ class Casino:
                 house.debit(-house_net, game_round.id, "round result")
             changed.append(house)
         return changed
+
+
+def _fault_policy(variant: Variant) -> dict[str, Any]:
+    """The variant's fault policy (rules profile `faults`): by default, throw again."""
+    rules = getattr(variant, "rules", None) or {}
+    policy = rules.get("faults") or {}
+    return {
+        "after_fault": policy.get("after_fault", "rethrow"),
+        "void_after": policy.get("void_after"),
+    }

@@ -100,6 +100,19 @@ class Round(Aggregate):
         outcome: dict[str, Any]
         source: dict[str, Any]
 
+    class FaultRecorded(Aggregate.Event):
+        """A faulty throw (cocked, stacked, not flat, too few bounces): recorded,
+        never settled."""
+
+        class_version: ClassVar[int] = 1
+        reason: str
+        source: dict[str, Any]
+        faults: int  # faulty throws in this round so far, this one included
+
+    class BettingReopened(Aggregate.Event):
+        class_version: ClassVar[int] = 1
+        reason: str
+
     class Resumed(Aggregate.Event):
         class_version: ClassVar[int] = 1
         reason: str
@@ -141,6 +154,7 @@ class Round(Aggregate):
         self.bets: dict[str, BetRecord] = {}
         self.outcome: dict[str, Any] | None = None
         self.results: list[BetResult] = []
+        self.faults = 0
 
     # Bets.
     def staked_by(self, account_id: str) -> int:
@@ -228,6 +242,30 @@ class Round(Aggregate):
     def _outcome_recorded(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
         self.outcome = outcome
         self.status = DECIDED
+
+    def record_fault(self, reason: str, source: dict[str, Any]) -> int:
+        """A faulty throw; returns how many this round has had."""
+        if self.status != CLOSED:
+            raise InvalidCommandError(
+                f"round {self.id} is not awaiting a throw (it is {self.status})"
+            )
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidCommandError("a faulty throw needs a reason")
+        self._fault_recorded(reason, source, self.faults + 1)
+        return self.faults
+
+    @event(FaultRecorded)
+    def _fault_recorded(self, reason: str, source: dict[str, Any], faults: int) -> None:
+        self.faults = faults
+
+    def reopen_betting(self, reason: str) -> None:
+        if self.status != CLOSED:
+            raise InvalidCommandError(f"round {self.id} is not closed (it is {self.status})")
+        self._betting_reopened(reason)
+
+    @event(BettingReopened)
+    def _betting_reopened(self, reason: str) -> None:
+        self.status = BETTING
 
     # Money out.
     def settle(self, returns: dict[str, int]) -> list[BetResult]:

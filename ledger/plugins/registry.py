@@ -37,6 +37,10 @@ class LoadedVariant:
     def rules(self) -> Mapping[str, Any]:
         return self.definition.rules
 
+    @property
+    def legal_commands(self) -> Mapping[str, Any]:
+        return self.definition.legal_commands
+
     def _fail(self, message: str) -> PluginError:
         return PluginError(self.plugin, self.version, message)
 

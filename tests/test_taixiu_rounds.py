@@ -1,0 +1,192 @@
+"""The installed Tài Xỉu plugin through the casino: settlement by the seed's
+paytable, and each profile's faulty-dice policy (RULES.md §1.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ledger.audit.verify import Level, verify_store
+from ledger.casino import Casino
+from ledger.domain.round import BETTING, CLOSED, SETTLED, VOIDED
+from ledger.errors import InvalidCommandError
+from ledger.node import Node
+from ledger.plugins.manager import get_plugin_manager
+from tests.casino_support import event_count
+
+LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
+
+
+@pytest.fixture
+def variants() -> Any:
+    found = get_plugin_manager().variants()
+    assert {"taixiu", "sicbo-void"} <= set(found), "the taixiu plugin is not installed"
+    return found
+
+
+def table_with_players(casino: Casino, variant: str) -> tuple[str, list[str]]:
+    players = []
+    for name in ("an", "binh"):
+        account = casino.open_account(request_id=f"acc-{name}", owner=name, currency="VND")
+        casino.deposit(request_id=f"dep-{name}", account_id=account, amount=100_000)
+        players.append(account)
+    table = casino.open_table(
+        request_id="table", name="TX1", variant=variant, currency="VND", limits=LIMITS
+    )
+    return table, players
+
+
+def test_a_taixiu_round_pays_the_seed_paytable(node: Node, variants: Any) -> None:
+    casino = Casino(node.app, variants)
+    table, (an, binh) = table_with_players(casino, "taixiu")
+    round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
+    bets = [
+        (an, "small", 1_000),  # 1-2-3 is small: 1:1
+        (an, "single:2", 500),  # one 2: 1:1
+        (binh, "big", 1_000),  # loses
+        (binh, "combination:1-3", 200),  # 5:1
+        (binh, "total:6", 100),  # 14:1
+        (an, "any_triple", 100),  # loses
+    ]
+    for i, (who, bet, stake) in enumerate(bets):
+        casino.place_bet(
+            request_id=f"b{i}", round_id=round_id, account_id=who, bet={"bet": bet}, stake=stake
+        )
+    casino.close_betting(request_id="c", round_id=round_id)
+    casino.record_outcome(
+        request_id="o", round_id=round_id, outcome={"dice": [3, 1, 2]}, source={"kind": "test"}
+    )
+    casino.settle(request_id="s", round_id=round_id)
+    returned = sorted(r["returned"] for r in casino.round(round_id).results)
+    assert returned == sorted([2_000, 1_000, 0, 1_200, 1_500, 0])
+    assert casino.account(an).balance == 100_000 - 1_600 + 3_000
+    assert casino.account(binh).balance == 100_000 - 1_300 + 2_700
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=variants)
+    assert report.resettled == 1
+
+
+def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, variants: Any) -> None:
+    casino = Casino(node.app, variants)
+    table, (an, binh) = table_with_players(casino, "taixiu")
+    round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
+    bet = casino.place_bet(
+        request_id="b1", round_id=round_id, account_id=an, bet={"bet": "big"}, stake=2_000
+    )
+    casino.place_bet(
+        request_id="b2", round_id=round_id, account_id=binh, bet={"bet": "small"}, stake=3_000
+    )
+    casino.close_betting(request_id="c", round_id=round_id)
+    first = casino.record_fault(
+        request_id="f1", round_id=round_id, reason="die not flat", source={"kind": "device"}
+    )
+    assert first == {"faults": 1, "then": "throw again"}
+    assert casino.round(round_id).status == CLOSED
+    count = event_count(node.app)
+    with pytest.raises(
+        InvalidCommandError, match=r"do not allow withdraw_bet while round .* is closed"
+    ):
+        casino.withdraw_bet(request_id="w", round_id=round_id, account_id=an, bet_id=bet)
+    with pytest.raises(InvalidCommandError, match="do not allow place_bet"):
+        casino.place_bet(
+            request_id="b3", round_id=round_id, account_id=an, bet={"bet": "small"}, stake=100
+        )
+    assert event_count(node.app) == count
+    second = casino.record_fault(
+        request_id="f2", round_id=round_id, reason="dice stacked", source={"kind": "device"}
+    )
+    assert second == {"faults": 2, "then": "voided"}
+    assert casino.round(round_id).status == VOIDED
+    assert [casino.account(a).balance for a in (an, binh)] == [100_000, 100_000]
+    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=variants)
+
+
+def test_sicbo_void_reopens_betting_and_voids_after_three_faults(node: Node, variants: Any) -> None:
+    casino = Casino(node.app, variants)
+    table, (an, binh) = table_with_players(casino, "sicbo-void")
+    round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
+    bet = casino.place_bet(
+        request_id="b1", round_id=round_id, account_id=an, bet={"bet": "big"}, stake=2_000
+    )
+    casino.close_betting(request_id="c1", round_id=round_id)
+    assert (
+        casino.record_fault(request_id="f1", round_id=round_id, reason="one bounce", source={})[
+            "then"
+        ]
+        == "betting reopened"
+    )
+    assert casino.round(round_id).status == BETTING
+    casino.withdraw_bet(request_id="w1", round_id=round_id, account_id=an, bet_id=bet)
+    casino.place_bet(
+        request_id="b2",
+        round_id=round_id,
+        account_id=binh,
+        bet={"bet": "specific_triple:6"},
+        stake=100,
+    )
+    for n in (2, 3):
+        casino.close_betting(request_id=f"c{n}", round_id=round_id)
+        outcome = casino.record_fault(
+            request_id=f"f{n}", round_id=round_id, reason="cocked", source={}
+        )
+        assert outcome["faults"] == n
+    assert outcome["then"] == "voided"
+    assert [casino.account(a).balance for a in (an, binh)] == [100_000, 100_000]
+
+
+def test_a_good_throw_after_a_fault_settles(node: Node, variants: Any) -> None:
+    casino = Casino(node.app, variants)
+    table, (an, _) = table_with_players(casino, "taixiu")
+    round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
+    casino.place_bet(
+        request_id="b1",
+        round_id=round_id,
+        account_id=an,
+        bet={"bet": "specific_triple:6"},
+        stake=100,
+    )
+    casino.close_betting(request_id="c", round_id=round_id)
+    casino.record_fault(request_id="f1", round_id=round_id, reason="not flat", source={})
+    casino.record_outcome(request_id="o", round_id=round_id, outcome={"dice": [6, 6, 6]}, source={})
+    casino.settle(request_id="s", round_id=round_id)
+    assert casino.round(round_id).status == SETTLED
+    assert casino.account(an).balance == 100_000 - 100 + 15_100
+
+
+@pytest.mark.parametrize(
+    "dice", [[0, 1, 2], [1, 2, 7], [1, 2], [1, 2, 3, 4], [1.0, 2, 3], [True, 2, 3], "123"]
+)
+def test_bad_dice_are_refused_and_record_nothing(node: Node, variants: Any, dice: Any) -> None:
+    casino = Casino(node.app, variants)
+    table, (an, _) = table_with_players(casino, "taixiu")
+    round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
+    casino.place_bet(
+        request_id="b1", round_id=round_id, account_id=an, bet={"bet": "big"}, stake=100
+    )
+    casino.close_betting(request_id="c", round_id=round_id)
+    count = event_count(node.app)
+    with pytest.raises(InvalidCommandError):
+        casino.record_outcome(request_id="o", round_id=round_id, outcome={"dice": dice}, source={})
+    assert event_count(node.app) == count
+
+
+def test_a_throw_for_a_round_not_awaiting_one_is_refused(node: Node, variants: Any) -> None:
+    casino = Casino(node.app, variants)
+    table, (an, _) = table_with_players(casino, "taixiu")
+    round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
+    count = event_count(node.app)
+    with pytest.raises(InvalidCommandError, match="do not allow record_outcome while round"):
+        casino.record_outcome(
+            request_id="o", round_id=round_id, outcome={"dice": [1, 2, 3]}, source={}
+        )
+    with pytest.raises(InvalidCommandError, match="do not allow record_fault while round"):
+        casino.record_fault(request_id="f", round_id=round_id, reason="x", source={})
+    with pytest.raises(InvalidCommandError, match="unknown bet"):
+        casino.place_bet(
+            request_id="b",
+            round_id=round_id,
+            account_id=an,
+            bet={"bet": "total:3"},
+            stake=100,
+        )
+    assert event_count(node.app) == count
