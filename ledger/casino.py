@@ -30,7 +30,14 @@ from ledger.domain.account import HOUSE, PLAYER, Account
 from ledger.domain.game_table import GameTable
 from ledger.domain.money import check_currency
 from ledger.domain.request import Request, request_uuid
-from ledger.domain.round import BetResult, Limits, Round, check_limits, operator_fact
+from ledger.domain.round import (
+    BetResult,
+    Limits,
+    Round,
+    check_limits,
+    correction_fact,
+    operator_fact,
+)
 from ledger.errors import ConflictError, InvalidCommandError, NotFoundError
 from ledger.store.application import LedgerApplication
 from ledger.variants.api import Variant
@@ -300,6 +307,47 @@ class Casino:
 
         return list(self._run("settle", request_id, {"round_id": str(round_id)}, body))
 
+    def correct(
+        self,
+        *,
+        request_id: str,
+        round_id: str,
+        outcome: dict[str, Any],
+        reason: str,
+        operator: Signer,
+    ) -> list[BetResult]:
+        """An operator corrects a settled round's outcome (signed with an operator
+        key): the settlement is reversed with compensating postings and the round
+        settled again, every wallet and the house adjusted, in one save. A wallet
+        that can no longer cover what it must give back stops the correction."""
+
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            variant = self._variant_of(game_round)
+            right = variant.validate_outcome(outcome)
+            if game_round.status != "settled":
+                raise InvalidCommandError(
+                    f"only a settled round can be corrected ({game_round.status})"
+                )
+            before = {r["bet_id"]: r["returned"] for r in game_round.results}
+            fact = correction_fact(game_round.id, game_round.outcome or {}, right, reason)
+            signed = sign_fact(self._operator(operator), fact, Role.OPERATOR)
+            returns = variant.settle(right, game_round.bets)
+            results = game_round.correct(right, returns, reason, {**signed})
+            deltas: list[BetResult] = [
+                {
+                    "bet_id": r["bet_id"],
+                    "account_id": r["account_id"],
+                    "stake": before[r["bet_id"]],  # what the first settlement returned
+                    "returned": r["returned"],
+                }
+                for r in results
+            ]
+            return results, [game_round, *self._pay(game_round, deltas, label="correction")]
+
+        args = {"round_id": str(round_id), "outcome": outcome, "reason": reason}
+        return list(self._run("correct", request_id, args, body))
+
     def void_round(
         self, *, request_id: str, round_id: str, reason: str, operator: Signer
     ) -> list[BetResult]:
@@ -359,23 +407,39 @@ class Casino:
             )
         return variant
 
-    def _pay(self, game_round: Round, results: list[BetResult]) -> list[Account]:
-        """Mirror a settlement or void on every wallet it pays and on the house."""
+    def _pay(
+        self, game_round: Round, results: list[BetResult], label: str = "return"
+    ) -> list[Account]:
+        """Mirror a settlement, void or correction on every wallet and the house.
+
+        Each result moves `returned - stake` to the wallet beyond its stake: for a
+        settlement or void `stake` is what the bet put in play; for a correction
+        it is what the first settlement returned, so only the difference moves.
+        """
         accounts: dict[str, Account] = {}
         house_net = 0
         for result in results:
-            if result["returned"]:
+            change = (
+                result["returned"]
+                if label != "correction"
+                else (result["returned"] - result["stake"])
+            )
+            if change:
                 account = accounts.get(result["account_id"]) or self.account(result["account_id"])
                 accounts[result["account_id"]] = account
-                account.credit(result["returned"], game_round.id, f"return {result['bet_id']}")
+                reference = f"{label} {result['bet_id']}"
+                if change > 0:
+                    account.credit(change, game_round.id, reference)
+                else:
+                    account.debit(-change, game_round.id, reference)
             house_net += result["stake"] - result["returned"]
         changed = list(accounts.values())
         if house_net:  # zero for a void: every stake goes back
             house = self.account(game_round.house_account)
             if house_net > 0:
-                house.credit(house_net, game_round.id, "round result")
+                house.credit(house_net, game_round.id, f"round {label}")
             else:
-                house.debit(-house_net, game_round.id, "round result")
+                house.debit(-house_net, game_round.id, f"round {label}")
             changed.append(house)
         return changed
 

@@ -190,3 +190,68 @@ def test_a_throw_for_a_round_not_awaiting_one_is_refused(node: Node, variants: A
             stake=100,
         )
     assert event_count(node.app) == count
+
+
+def settled_round(casino: Casino, players: list[str], table: str, dice: list[int]) -> str:
+    an, binh = players
+    round_id = casino.open_round(request_id="r-c", table_id=table, dealer="D1")
+    casino.place_bet(
+        request_id="bc1", round_id=round_id, account_id=an, bet={"bet": "small"}, stake=1_000
+    )
+    casino.place_bet(
+        request_id="bc2", round_id=round_id, account_id=binh, bet={"bet": "big"}, stake=2_000
+    )
+    casino.close_betting(request_id="cc", round_id=round_id)
+    casino.record_outcome(request_id="oc", round_id=round_id, outcome={"dice": dice}, source={})
+    casino.settle(request_id="sc", round_id=round_id)
+    return round_id
+
+
+def test_a_correction_reverses_and_resettles(node: Node, variants: Any) -> None:
+    from ledger.crypto.keys import Role
+    from tests.conftest import PASSPHRASE
+
+    casino = Casino(node.app, variants)
+    table, players = table_with_players(casino, "taixiu")
+    an, binh = players
+    round_id = settled_round(casino, players, table, [1, 2, 3])  # recorded wrongly: small wins
+    assert [casino.account(a).balance for a in players] == [101_000, 98_000]
+    node.keys.create("op", Role.OPERATOR, PASSPHRASE)
+    operator = node.keys.signer(Role.OPERATOR, PASSPHRASE)
+    results = casino.correct(
+        request_id="fix",
+        round_id=round_id,
+        outcome={"dice": [4, 5, 6]},
+        reason="the camera shows 4-5-6",
+        operator=operator,
+    )
+    assert {r["returned"] for r in results} == {0, 4_000}
+    assert [casino.account(a).balance for a in players] == [99_000, 102_000]
+    game = casino.round(round_id)
+    assert game.outcome == {"dice": [4, 5, 6]} and game.status == SETTLED
+    house = casino.account(casino.table(table).house_account)
+    assert house.balance == 1_000 - 2_000  # now takes the small stake, pays the big win
+    keyring = node.keys.keyring()  # with the operator key made after the node opened
+    report = verify_store(node.app, keyring, level=Level.SETTLEMENT, variants=variants)
+    assert report.resettled == 2  # the settlement and its correction, each re-derived
+
+
+def test_a_correction_needs_an_operator_key(node: Node, variants: Any) -> None:
+    from ledger.crypto.keys import Role
+    from tests.conftest import PASSPHRASE
+
+    casino = Casino(node.app, variants)
+    table, players = table_with_players(casino, "taixiu")
+    round_id = settled_round(casino, players, table, [1, 2, 3])
+    node.keys.create("dealer", Role.DEALER_DEVICE, PASSPHRASE)
+    dealer = node.keys.signer(Role.DEALER_DEVICE, PASSPHRASE)
+    count = event_count(node.app)
+    with pytest.raises(InvalidCommandError, match="is not an operator key"):
+        casino.correct(
+            request_id="fix",
+            round_id=round_id,
+            outcome={"dice": [4, 5, 6]},
+            reason="x",
+            operator=dealer,
+        )
+    assert event_count(node.app) == count

@@ -26,7 +26,7 @@ from ledger.crypto.envelope import open_envelope
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.account import PLAYER, Account
 from ledger.domain.money import imbalance, in_play, posting, wallet
-from ledger.domain.round import Round, operator_fact
+from ledger.domain.round import Round, correction_fact, operator_fact
 from ledger.errors import VerificationError
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 
@@ -43,6 +43,7 @@ _ROUND_OPENED = get_topic(Round.Opened)
 _SETTLED = get_topic(Round.Settled)
 _VOIDED = get_topic(Round.Voided)
 _RESUMED = get_topic(Round.Resumed)
+_CORRECTED = get_topic(Round.Corrected)
 
 
 def _events(
@@ -97,6 +98,7 @@ def check_money(
     mirrored: dict[str, int] = defaultdict(int)  # account id -> balance its events give
     posted: dict[str, int] = defaultdict(int)  # ledger account name -> sum of postings
     rounds: dict[str, tuple[str, str]] = {}  # round id -> (house account id, currency)
+    in_force: dict[str, list[dict[str, Any]]] = {}  # round id -> settlement postings in force
     movements = 0
     for position, stream, version, topic, state in _events(tables, transcoder, progress):
         where = f"stream {stream} version {version} (log position {position})"
@@ -120,20 +122,33 @@ def check_money(
                 )
         elif topic == _ROUND_OPENED:
             rounds[stream] = (str(state["house_account"]), state["currency"])
-        elif topic in (_SETTLED, _VOIDED):
+        elif topic in (_SETTLED, _VOIDED, _CORRECTED):
             house, currency = rounds[stream]
-            if topic == _SETTLED:
-                expected = expected_settlement_postings(stream, house, currency, state["results"])
-                results = state["results"]
-            else:
-                expected = expected_void_postings(stream, currency, state["returns"])
+            if topic == _VOIDED:
                 results = state["returns"]
+                expected = expected_void_postings(stream, currency, results)
+            else:
+                results = state["results"]
+                expected = expected_settlement_postings(stream, house, currency, results)
+                if topic == _CORRECTED:
+                    reversal = [
+                        {**leg, "amount": -leg["amount"]} for leg in in_force.get(stream, [])
+                    ]
+                    in_force[stream] = expected
+                    expected = reversal + expected
+                else:
+                    in_force[stream] = expected
             if postings != expected:
                 raise VerificationError(
                     "postings differ from what the round's results say", where=where
                 )
             if any(r["returned"] < 0 for r in results):
                 raise VerificationError("a negative return", where=where)
+        if topic == _CORRECTED:
+            fact = correction_fact(
+                stream, state["wrong_outcome"], state["right_outcome"], state["reason"]
+            )
+            verify_fact(keyring, fact, state["operator"], Role.OPERATOR, where)
         if topic in (_VOIDED, _RESUMED) and state.get("operator") is not None:
             action = "void" if topic == _VOIDED else "resume"
             fact = operator_fact(action, stream, state["reason"])

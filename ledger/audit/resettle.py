@@ -18,6 +18,7 @@ _WITHDRAWN = get_topic(Round.BetWithdrawn)
 _OUTCOME = get_topic(Round.OutcomeRecorded)
 _SETTLED = get_topic(Round.Settled)
 _VOIDED = get_topic(Round.Voided)
+_CORRECTED = get_topic(Round.Corrected)
 
 
 class Resettler:
@@ -54,8 +55,15 @@ class Resettler:
         elif topic == _VOIDED:
             del self.rounds[stream]
         elif topic == _SETTLED:
+            self._check(game, state["results"], where)  # kept: a correction may follow
+        elif topic == _CORRECTED:
+            if state["wrong_outcome"] != game["outcome"]:
+                raise VerificationError(
+                    "the correction names a wrong outcome that was not the one recorded",
+                    where=where,
+                )
+            game["outcome"] = state["right_outcome"]
             self._check(game, state["results"], where)
-            del self.rounds[stream]
 
     def _variant(self, game: dict[str, Any], where: str) -> Variant:
         variant = self.variants.get(game["variant"])

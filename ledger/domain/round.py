@@ -55,6 +55,19 @@ def operator_fact(action: str, round_id: UUID | str, reason: str) -> dict[str, s
     return {"action": action, "round": str(round_id), "reason": reason}
 
 
+def correction_fact(
+    round_id: UUID | str, wrong: dict[str, Any], right: dict[str, Any], reason: str
+) -> dict[str, Any]:
+    """What an operator signs to correct a settled round's outcome."""
+    return {
+        "action": "correct",
+        "round": str(round_id),
+        "reason": reason,
+        "wrong": wrong,
+        "right": right,
+    }
+
+
 def check_limits(limits: Limits) -> Limits:
     for name in ("min_bet", "max_bet", "max_round"):
         check_amount(limits.get(name), f"limit {name}")
@@ -113,6 +126,20 @@ class Round(Aggregate):
         class_version: ClassVar[int] = 1
         reason: str
 
+    class Corrected(Aggregate.Event):
+        """A settled result recorded wrongly, corrected by an operator: the first
+        settlement is reversed with compensating postings and the round is
+        settled again on the right outcome. Nothing is edited."""
+
+        class_version: ClassVar[int] = 1
+        wrong_outcome: dict[str, Any]
+        right_outcome: dict[str, Any]
+        reason: str
+        operator: OperatorSignature
+        reversed_results: list[BetResult]
+        results: list[BetResult]
+        postings: list[Posting]
+
     class Resumed(Aggregate.Event):
         class_version: ClassVar[int] = 1
         reason: str
@@ -155,6 +182,7 @@ class Round(Aggregate):
         self.outcome: dict[str, Any] | None = None
         self.results: list[BetResult] = []
         self.faults = 0
+        self.settlement_postings: list[Posting] = []
 
     # Bets.
     def staked_by(self, account_id: str) -> int:
@@ -276,10 +304,17 @@ class Round(Aggregate):
             raise InvalidCommandError(
                 f"round {self.id} has no outcome to settle on (it is {self.status})"
             )
+        results = self._results_for(returns)
+        postings: list[Posting] = []
+        for result in results:
+            postings += self._settlement_postings(self.bets[result["bet_id"]], result["returned"])
+        self._settled(results, check_balanced(postings))
+        return results
+
+    def _results_for(self, returns: dict[str, int]) -> list[BetResult]:
         if set(returns) != set(self.bets):
             raise InvalidCommandError("a settlement must give a return for every bet, once")
         results: list[BetResult] = []
-        postings: list[Posting] = []
         for bet_id, record in self.bets.items():
             returned = returns[bet_id]
             if isinstance(returned, bool) or not isinstance(returned, int) or returned < 0:
@@ -292,8 +327,6 @@ class Round(Aggregate):
                     "returned": returned,
                 }
             )
-            postings += self._settlement_postings(record, returned)
-        self._settled(results, check_balanced(postings))
         return results
 
     def _settlement_postings(self, record: BetRecord, returned: int) -> list[Posting]:
@@ -308,7 +341,56 @@ class Round(Aggregate):
     @event(Settled)
     def _settled(self, results: list[BetResult], postings: list[Posting]) -> None:
         self.results = results
+        self.settlement_postings = postings
         self.status = SETTLED
+
+    def correct(
+        self,
+        right_outcome: dict[str, Any],
+        returns: dict[str, int],
+        reason: str,
+        operator: OperatorSignature,
+    ) -> list[BetResult]:
+        """Reverse the settlement and settle again on `right_outcome`."""
+        if self.status != SETTLED:
+            raise InvalidCommandError(f"only a settled round can be corrected ({self.status})")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidCommandError("a correction needs a reason")
+        if right_outcome == self.outcome:
+            raise InvalidCommandError("the corrected outcome is the one already recorded")
+        results = self._results_for(returns)
+        postings = [{**leg, "amount": -leg["amount"]} for leg in self.settlement_postings]
+        new_postings: list[Posting] = []
+        for result in results:
+            new_postings += self._settlement_postings(
+                self.bets[result["bet_id"]], result["returned"]
+            )
+        self._corrected(
+            self.outcome or {},
+            right_outcome,
+            reason,
+            operator,
+            self.results,
+            results,
+            check_balanced(postings + new_postings),  # type: ignore[arg-type]
+        )
+        return results
+
+    @event(Corrected)
+    def _corrected(
+        self,
+        wrong_outcome: dict[str, Any],
+        right_outcome: dict[str, Any],
+        reason: str,
+        operator: OperatorSignature,
+        reversed_results: list[BetResult],
+        results: list[BetResult],
+        postings: list[Posting],
+    ) -> None:
+        self.outcome = right_outcome
+        self.results = results
+        # The first legs reverse the settlement in force; the rest replace it.
+        self.settlement_postings = postings[len(self.settlement_postings) :]
 
     def void(self, reason: str, operator: OperatorSignature | None) -> list[BetResult]:
         """Void the round: every stake goes back to its wallet."""
