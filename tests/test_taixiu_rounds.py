@@ -213,7 +213,6 @@ def test_a_correction_reverses_and_resettles(node: Node, variants: Any) -> None:
 
     casino = Casino(node.app, variants)
     table, players = table_with_players(casino, "taixiu")
-    an, binh = players
     round_id = settled_round(casino, players, table, [1, 2, 3])  # recorded wrongly: small wins
     assert [casino.account(a).balance for a in players] == [101_000, 98_000]
     node.keys.create("op", Role.OPERATOR, PASSPHRASE)

@@ -453,8 +453,13 @@ def chart(name: str, comparisons: list[Comparison], measures: list[Measure]) -> 
     panels = len(comparisons) + (1 if measures else 0)
     if not panels:
         return None
-    fig, axes = plt.subplots(1, panels, figsize=(3.6 * panels, 4.2), squeeze=False)
-    for ax, c in zip(axes[0], comparisons, strict=False):
+    columns = min(panels, 4)
+    rows = -(-panels // columns)
+    fig, grid = plt.subplots(rows, columns, figsize=(3.8 * columns, 4.0 * rows), squeeze=False)
+    axes = [ax for row in grid for ax in row]
+    for ax in axes[panels:]:
+        ax.set_visible(False)
+    for ax, c in zip(axes, comparisons, strict=False):
         bars = ax.bar(
             [c.baseline, c.subject],
             [c.baseline_median, c.subject_median],
@@ -467,22 +472,34 @@ def chart(name: str, comparisons: list[Comparison], measures: list[Measure]) -> 
         ax.tick_params(axis="x", labelsize=7, rotation=12)
         ax.tick_params(axis="y", labelsize=7)
     if measures:
-        ax = axes[0][-1]
-        labels = [f"{m.store}\n{m.metric}" for m in measures]
+        ax = axes[panels - 1]
+        labels = [m.store for m in measures]
         bars = ax.bar(labels, [m.median for m in measures], color="#66c2a5")
         ax.bar_label(bars, labels=[_fmt(m.median) for m in measures], fontsize=8)
         for m in measures:
             if m.limit is not None:
                 ax.axhline(m.limit, color="red", linestyle="--", linewidth=1)
-        ax.set_title("limits (red: target)", fontsize=9)
+        ax.set_title(f"{measures[0].metric}\n(red: limit)", fontsize=9)
         ax.set_ylabel(measures[0].unit, fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
-    fig.suptitle(f"{name} — {cpu_model()}, {cores()} cores", fontsize=9)
+    fig.suptitle(f"{name}: {cpu_model()}, {cores()} cores", fontsize=9)
     fig.tight_layout()
     path = RESULTS / f"{name}.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def replot(name: str) -> Path | None:
+    """Redraw results/<name>.png from results/<name>.json."""
+    data = json.loads((RESULTS / f"{name}.json").read_text())
+    fields = {f for f in Comparison.__dataclass_fields__}
+    comparisons = [
+        Comparison(**{k: v for k, v in c.items() if k in fields}) for c in data["comparisons"]
+    ]
+    mfields = {f for f in Measure.__dataclass_fields__}
+    measures = [Measure(**{k: v for k, v in m.items() if k in mfields}) for m in data["measures"]]
+    return chart(name, comparisons, measures)
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

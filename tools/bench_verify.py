@@ -11,10 +11,13 @@ reused by every run. Each run then measures, in alternating order:
 (b') the same, against the bare loop run at once in `cores` processes (each
     on its share of the chunks): what the cores deliver together on a shared
     machine, where they may not scale to `cores` x one core.
+(b1) verify_store(level=SIGNATURES, workers=1) vs the bare loop on one core:
+    the ledger's own overhead, free of how well this machine's cores scale.
 (c) verify_store(level=INTEGRITY, workers=cores) events/s
     vs the store's raw read rate: MerkleLogTables.rows_between over the same
     chunk ranges verify_store plans, in one process, rows not decoded.
                                                                target >= 0.5x
+(c1) verify_store(level=INTEGRITY, workers=1) vs the same raw read.
 (d) peak memory of `ledger verify --level signatures --workers cores` run in
     a subprocess: the sum of every process's own RSS high-water mark (VmHWM:
     main + workers + multiprocessing's helper), and the process tree's summed
@@ -110,8 +113,10 @@ def verify_rate(url: str, keys: bench.Keys, level: Any, n: int, workers: int) ->
             elapsed = time.perf_counter() - started
     finally:
         app.close()
-    if report.events != n or report.workers != workers:
-        raise SystemExit(f"verify saw {report.events} events with {report.workers} workers")
+    if report.events != n:
+        raise SystemExit(f"verify saw {report.events} events, expected {n}")
+    if report.workers != workers:
+        bench.note(f"verify used {report.workers} of {workers} workers ({n:,} events)")
     return n / elapsed
 
 
@@ -379,6 +384,14 @@ def main() -> int:
                     kind, "(b') verify signatures", f"bare Ed25519 in {workers} processes",
                     f"verify_store x{workers}", "events/s", TARGET_SIGNATURES,
                 )  # fmt: skip
+                sig_one = bench.Comparison(
+                    kind, "(b1) verify signatures, 1 process", "bare Ed25519, 1 core",
+                    "verify_store x1", "events/s", None,
+                )  # fmt: skip
+                integrity_one = bench.Comparison(
+                    kind, "(c1) verify integrity, 1 process", "raw read (rows_between)",
+                    "verify_store x1", "events/s", None,
+                )  # fmt: skip
                 sig = bench.Comparison(
                     kind, "(b) verify signatures", f"bare Ed25519 x{workers} cores",
                     f"verify_store x{workers}", "events/s", TARGET_SIGNATURES,
@@ -402,6 +415,8 @@ def main() -> int:
                             full = verify_rate(url, keys, Level.SIGNATURES, args.events, workers)
                             bare = bare_verify_rate(triples, workers)
                         parallel = parallel_bare_rate(url, keys, ranges, workers)
+                        one = verify_rate(url, keys, Level.SIGNATURES, args.events, 1)
+                        sig_one.add(bare / workers, one)
                         sig.add(bare, full)
                         scaled.add(parallel, full)
                         bench.note(
@@ -415,7 +430,9 @@ def main() -> int:
                         else:
                             full = verify_rate(url, keys, Level.INTEGRITY, args.events, workers)
                             raw = raw_read_rate(url, keys, ranges, args.events)
+                        one = verify_rate(url, keys, Level.INTEGRITY, args.events, 1)
                         integrity.add(raw, full)
+                        integrity_one.add(raw, one)
                         bench.note(f"  (c) raw {raw:,.0f}/s  verify {full:,.0f}/s")
                     if "d" in parts:
                         used = verify_memory(url, keys, args.events, workers)
@@ -426,7 +443,9 @@ def main() -> int:
                             f", sampled {used['sampled_tree_peak_mb']:.0f})"
                         )
                 del triples
-                comparisons += [c for c in (sig, scaled, integrity) if c.baseline_runs]
+                comparisons += [
+                    c for c in (sig, scaled, sig_one, integrity, integrity_one) if c.baseline_runs
+                ]
                 if memory.runs:
                     measures.append(memory)
     print()
@@ -447,7 +466,7 @@ def main() -> int:
         print(bench.measure_table(measures))
         for m in measures:
             for i, used in enumerate(m.details["runs"], 1):
-                others = " + ".join(f"{mb:.0f}" for mb in used["descendant_hwm_mb"])
+                others = " + ".join(f"{mb:.0f}" for mb in used["descendant_hwm_mb"]) or "0"
                 print(
                     f"  {m.store} run {i}: VmHWM main {used['main_hwm_mb']:.0f} MB + "
                     f"descendants {others} MB = {used['bound_mb']:.0f} MB; sampled "
