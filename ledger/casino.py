@@ -22,7 +22,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 from rfc8785 import CanonicalizationError
 
-from ledger.crypto.actor import sign_fact
+from ledger.crypto.actor import sign_fact, verify_fact
 from ledger.crypto.canonical import canonical
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
@@ -36,9 +36,12 @@ from ledger.domain.round import (
     Round,
     check_limits,
     correction_fact,
+    fault_fact,
     operator_fact,
+    throw_fact,
 )
-from ledger.errors import ConflictError, InvalidCommandError, NotFoundError
+from ledger.errors import ConflictError, InvalidCommandError, NotFoundError, VerificationError
+from ledger.rng.server import RngServer
 from ledger.store.application import LedgerApplication
 from ledger.variants.api import Variant
 
@@ -199,8 +202,12 @@ class Casino:
                 limits=table.limits,
                 house_account=table.house_account,
                 dealer=dealer,
+                dice_seed=table.active_seed,
             )
-            return str(game_round.id), [game_round]
+            if table.active_seed is None:
+                return str(game_round.id), [game_round]
+            table.round_opened()
+            return str(game_round.id), [game_round, table]
 
         args = {"table_id": str(table_id), "dealer": dealer}
         return str(self._run("open_round", request_id, args, body))
@@ -264,11 +271,78 @@ class Casino:
             variant = self._variant_of(game_round)
             self._check_legal(variant, game_round, "record_outcome")
             checked = variant.validate_outcome(outcome)
+            self._check_source(
+                game_round, source, throw_fact(game_round.id, game_round.throws, checked)
+            )
             game_round.record_outcome(checked, source)
             return None, [game_round]
 
         args = {"round_id": str(round_id), "outcome": outcome, "source": source}
         self._run("record_outcome", request_id, args, body)
+
+    # Provably fair dice (RNG tables).
+    def commit_seed(self, *, request_id: str, table_id: str, rng: RngServer) -> str:
+        """Commit the table to a new secret seed (its SHA-256, in a signed event)
+        before any round throws from it."""
+
+        def body() -> tuple[Result, list[Aggregate]]:
+            table = self.table(table_id)
+            if table.active_seed is not None:
+                table.commit_seed(table.active_seed, "")  # raises: retire it first
+            seed_id, committed = rng.new_seed()
+            table.commit_seed(seed_id, committed)
+            return seed_id, [table]
+
+        return str(self._run("commit_seed", request_id, {"table_id": str(table_id)}, body))
+
+    def retire_seed(self, *, request_id: str, table_id: str, rng: RngServer) -> str:
+        """Reveal the table's seed, so anyone can recompute every throw made with it."""
+
+        def body() -> tuple[Result, list[Aggregate]]:
+            table = self.table(table_id)
+            if table.active_seed is None:
+                raise InvalidCommandError(f"table {table.name} has no seed in use")
+            seed_id = table.active_seed
+            table.reveal_seed(seed_id, rng.seed(seed_id).hex())
+            return seed_id, [table]
+
+        return str(self._run("retire_seed", request_id, {"table_id": str(table_id)}, body))
+
+    def throw_dice(self, *, request_id: str, round_id: str, rng: RngServer) -> dict[str, Any]:
+        """Throw from the round's committed seed and record the outcome."""
+
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            if game_round.dice_seed is None:
+                raise InvalidCommandError(
+                    f"round {game_round.id} has no RNG seed: a physical table"
+                )
+            variant = self._variant_of(game_round)
+            self._check_legal(variant, game_round, "record_outcome")
+            counter = game_round.throws
+            dice = rng.throw(game_round.dice_seed, str(game_round.id), counter)
+            outcome = variant.validate_outcome({"dice": list(dice)})
+            source = {"kind": "rng", "seed_id": game_round.dice_seed, "counter": counter}
+            game_round.record_outcome(outcome, source)
+            return outcome, [game_round]
+
+        return dict(self._run("throw_dice", request_id, {"round_id": str(round_id)}, body))
+
+    def _check_source(
+        self, game_round: Round, source: dict[str, Any], fact: dict[str, Any]
+    ) -> None:
+        """A dealer device's report must carry its own valid signature."""
+        if not isinstance(source, dict):
+            raise InvalidCommandError("a throw's source is an object")
+        if source.get("kind") == "rng":
+            raise InvalidCommandError("RNG throws are made by throw_dice, not reported")
+        if source.get("kind") != "device":
+            return
+        signed = {"key_id": source.get("key_id", ""), "signature": source.get("signature", "")}
+        try:
+            verify_fact(self.app.current_keyring(), fact, signed, Role.DEALER_DEVICE, "report")  # type: ignore[arg-type]
+        except VerificationError as exc:
+            raise InvalidCommandError(f"dealer device report refused: {exc}") from None
 
     def record_fault(
         self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
@@ -281,11 +355,14 @@ class Casino:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
             self._check_legal(variant, game_round, "record_fault")
+            self._check_source(
+                game_round, source, fault_fact(game_round.id, game_round.throws, reason)
+            )
             faults = game_round.record_fault(reason, source)
             policy = _fault_policy(variant)
             if policy["void_after"] and faults >= policy["void_after"]:
                 returns = game_round.void(f"{faults} faulty throws: {reason}", None)
-                changed = [game_round, *self._pay(game_round, returns)]
+                changed = [game_round, *self._pay(game_round, returns), *self._ended(game_round)]
                 return {"faults": faults, "then": "voided"}, changed
             if policy["after_fault"] == "reopen-betting":
                 game_round.reopen_betting(f"faulty throw: {reason}")
@@ -303,7 +380,7 @@ class Casino:
             variant = self._variant_of(game_round)
             returns = variant.settle(game_round.outcome or {}, game_round.bets)
             results = game_round.settle(returns)
-            return results, [game_round, *self._pay(game_round, results)]
+            return results, [game_round, *self._pay(game_round, results), *self._ended(game_round)]
 
         return list(self._run("settle", request_id, {"round_id": str(round_id)}, body))
 
@@ -356,7 +433,7 @@ class Casino:
             fact = operator_fact("void", game_round.id, reason)
             signed = sign_fact(self._operator(operator), fact, Role.OPERATOR)
             returns = game_round.void(reason, {**signed})
-            return returns, [game_round, *self._pay(game_round, returns)]
+            return returns, [game_round, *self._pay(game_round, returns), *self._ended(game_round)]
 
         args = {"round_id": str(round_id), "reason": reason}
         return list(self._run("void_round", request_id, args, body))
@@ -406,6 +483,14 @@ class Casino:
                 f"but {variant.version} (rules {variant.rules_hash[:12]}) is installed"
             )
         return variant
+
+    def _ended(self, game_round: Round) -> list[Aggregate]:
+        """An RNG table counts one round fewer in play."""
+        if game_round.dice_seed is None:
+            return []
+        table = self.table(game_round.table_id)
+        table.round_ended()
+        return [table]
 
     def _pay(
         self, game_round: Round, results: list[BetResult], label: str = "return"

@@ -20,6 +20,7 @@ from typing import Any
 from eventsourcing.persistence import Transcoder
 from eventsourcing.utils import get_topic
 
+from ledger.audit.dice import DiceAudit
 from ledger.audit.resettle import Resettler
 from ledger.crypto.actor import verify_fact
 from ledger.crypto.envelope import open_envelope
@@ -92,6 +93,7 @@ def check_money(
     keyring: Keyring,
     progress: Callable[[int], None] | None = None,
     resettler: Resettler | None = None,
+    dice: DiceAudit | None = None,
 ) -> int:
     """Check every money invariant; return the number of movements checked."""
     kinds: dict[str, str] = {}
@@ -104,6 +106,8 @@ def check_money(
         where = f"stream {stream} version {version} (log position {position})"
         if resettler is not None:
             resettler.observe(stream, topic, state, where)
+        if dice is not None:
+            dice.observe(stream, topic, state, where)
         postings = state.get("postings")
         if postings is not None:
             movements += 1

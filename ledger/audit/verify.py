@@ -28,6 +28,7 @@ from ledger.audit.chunks import (
     link_problem,
     verify_chunk_with,
 )
+from ledger.audit.dice import DiceAudit
 from ledger.audit.money import check_money
 from ledger.audit.parallel import run_chunks
 from ledger.audit.resettle import Resettler
@@ -71,6 +72,9 @@ class VerificationReport:
     workers: int = 1
     movements: int | None = None  # money movements re-derived (settlement level)
     resettled: int | None = None  # rounds settled again with their own rules
+    rng_throws: int = 0  # RNG throws recomputed from revealed seeds
+    rng_pending: int = 0  # RNG throws whose seed is not revealed yet
+    device_reports: int = 0  # dealer device reports whose signature verified
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -85,6 +89,12 @@ class VerificationReport:
             )
         if self.resettled is not None:
             lines.append(f"   {self.resettled} rounds re-settled with their own variant and rules")
+        if self.rng_throws or self.rng_pending or self.device_reports:
+            lines.append(
+                f"   {self.rng_throws} RNG throws recomputed from revealed seeds "
+                f"({self.rng_pending} await their seed's reveal); "
+                f"{self.device_reports} dealer device reports verified"
+            )
         if self.trusted_size is not None:
             lines.append(f"   consistent with the kept checkpoint of size {self.trusted_size}")
         if self.events > self.covered:
@@ -192,10 +202,13 @@ def verify_store(
     _check_proofs(app, checkpoints, trusted)
     if level is Level.SETTLEMENT:
         resettler = Resettler(variants) if variants is not None else None
+        dice = DiceAudit(keyring)
         report.movements = check_money(
-            app.tables, app.mapper.transcoder, keyring, resettler=resettler
+            app.tables, app.mapper.transcoder, keyring, resettler=resettler, dice=dice
         )
         report.resettled = resettler.resettled if resettler else None
+        report.rng_throws, report.rng_pending = dice.finish()
+        report.device_reports = dice.device_reports
     report.events = count
     report.streams = len(heads)
     report.checkpoints = len(checkpoints)

@@ -55,6 +55,16 @@ def operator_fact(action: str, round_id: UUID | str, reason: str) -> dict[str, s
     return {"action": action, "round": str(round_id), "reason": reason}
 
 
+def throw_fact(round_id: UUID | str, throw: int, outcome: dict[str, Any]) -> dict[str, Any]:
+    """What a dealer device signs when it reports a throw."""
+    return {"action": "throw", "round": str(round_id), "throw": throw, "outcome": outcome}
+
+
+def fault_fact(round_id: UUID | str, throw: int, reason: str) -> dict[str, Any]:
+    """What a dealer device signs when it reports a faulty throw."""
+    return {"action": "fault", "round": str(round_id), "throw": throw, "reason": reason}
+
+
 def correction_fact(
     round_id: UUID | str, wrong: dict[str, Any], right: dict[str, Any], reason: str
 ) -> dict[str, Any]:
@@ -87,6 +97,7 @@ class Round(Aggregate):
         limits: Limits
         house_account: UUID
         dealer: str
+        dice_seed: str | None  # the committed RNG seed its throws come from, if any
 
     class BetPlaced(Aggregate.Event):
         class_version: ClassVar[int] = 1
@@ -168,8 +179,11 @@ class Round(Aggregate):
         limits: Limits,
         house_account: UUID,
         dealer: str,
+        dice_seed: str | None = None,
     ) -> None:
         self.table_id = table_id
+        self.dice_seed = dice_seed
+        self.throws = 0  # throws so far, faulty or not: the next throw's counter
         self.variant = variant
         self.variant_version = variant_version
         self.rules_hash = rules_hash
@@ -268,6 +282,7 @@ class Round(Aggregate):
 
     @event(OutcomeRecorded)
     def _outcome_recorded(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
+        self.throws += 1
         self.outcome = outcome
         self.status = DECIDED
 
@@ -284,6 +299,7 @@ class Round(Aggregate):
 
     @event(FaultRecorded)
     def _fault_recorded(self, reason: str, source: dict[str, Any], faults: int) -> None:
+        self.throws += 1
         self.faults = faults
 
     def reopen_betting(self, reason: str) -> None:
