@@ -189,3 +189,20 @@ def test_nothing_loads_at_import_time() -> None:
     reloaded = importlib.reload(ledger.plugins)
     assert not hasattr(reloaded, "plugin_manager")
     assert not hasattr(manager_module, "PLUGINS")
+
+
+def test_the_shipped_plugin_is_discovered_and_priced(capsys: pytest.CaptureFixture[str]) -> None:
+    from ledger.cli.main import main
+
+    assert main(["variants"]) == 0
+    listed = capsys.readouterr().out
+    assert "taixiu" in listed and "sicbo-void" in listed and "casino-ledger-taixiu" in listed
+    assert main(["paytable", "taixiu"]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[2:]}
+    assert len(rows) == 50
+    assert rows["small"][1:3] == ["1:1", "35/36"]
+    assert rows["specific_triple:4"][1:3] == ["150:1", "151/216"]
+    assert rows["total:4"][1:3] == ["50:1", "17/24"]
+    assert rows["combination:2-5"][1:3] == ["5:1", "5/6"]
+    assert main(["paytable", "no-such-game"]) == 2
+    assert "unknown variant 'no-such-game'" in capsys.readouterr().err
