@@ -106,9 +106,9 @@ def refused(
     return line, out
 
 
-def make_store(capsys: pytest.CaptureFixture[str], *global_args: str, events: int = 20) -> int:
-    """`ledger simulate` into a store; return the number of events it recorded."""
-    out = ok(capsys, *global_args, "simulate", "--events", str(events))
+def make_store(capsys: pytest.CaptureFixture[str], *global_args: str, rounds: int = 3) -> int:
+    """`ledger simulate` (a small session) into a store; return the number of events it recorded."""
+    out = ok(capsys, *global_args, "simulate", "--rounds", str(rounds), "--players", "4")
     match = re.search(r"^recorded (\d+) sealed events", out, re.MULTILINE)
     assert match, out
     return int(match.group(1))
@@ -126,7 +126,7 @@ def test_wrong_passphrase(
 ) -> None:
     make_store(capsys)
     monkeypatch.setenv("LEDGER_PASSPHRASE", "wrong")
-    line, out = refused(capsys, workdir, "simulate", "--events", "20")
+    line, out = refused(capsys, workdir, "simulate", "--rounds", "2")
     assert out == ""
     assert "ledger-node.pem" in line
     assert "wrong passphrase" in line
@@ -135,7 +135,7 @@ def test_wrong_passphrase(
 def test_missing_ledger_node_key_file(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     make_store(capsys)
     (workdir / "keys" / "ledger-node.pem").unlink()
-    line, out = refused(capsys, workdir, "simulate", "--events", "20")
+    line, out = refused(capsys, workdir, "simulate", "--rounds", "2")
     assert out == ""
     assert "no valid ledger-node private key" in line
 
@@ -145,7 +145,7 @@ def test_missing_checkpoint_key_file_fails_before_recording(
 ) -> None:
     make_store(capsys)
     (workdir / "keys" / "checkpoint.pem").unlink()
-    line, _ = refused(capsys, workdir, "simulate", "--events", "20")
+    line, _ = refused(capsys, workdir, "simulate", "--rounds", "2")
     assert "no valid checkpoint private key" in line
 
 
@@ -160,7 +160,7 @@ def test_malformed_key_file(
 ) -> None:
     make_store(capsys)
     (workdir / "keys" / f"{name}.pem").write_bytes(garbage)
-    line, _ = refused(capsys, workdir, "simulate", "--events", "20")
+    line, _ = refused(capsys, workdir, "simulate", "--rounds", "2")
     assert f"{name}.pem" in line
     assert "malformed key file" in line
 
@@ -170,7 +170,7 @@ def test_key_file_that_is_a_directory(workdir: Path, capsys: pytest.CaptureFixtu
     pem = workdir / "keys" / "ledger-node.pem"
     pem.unlink()
     pem.mkdir()
-    line, _ = refused(capsys, workdir, "simulate", "--events", "20")
+    line, _ = refused(capsys, workdir, "simulate", "--rounds", "2")
     assert "ledger-node.pem" in line
 
 
@@ -202,7 +202,7 @@ _FORMAT = "casino-ledger/keyring/v1"
         "entry-missing-fields",
     ],
 )
-@pytest.mark.parametrize("command", [["simulate", "--events", "20"], ["verify"]])
+@pytest.mark.parametrize("command", [["simulate", "--rounds", "2"], ["verify"]])
 def test_malformed_keyring(
     content: bytes, command: list[str], workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -230,7 +230,7 @@ def test_keyring_that_is_a_directory(workdir: Path, capsys: pytest.CaptureFixtur
     keyring = workdir / "keys" / "keyring.json"
     keyring.unlink()
     keyring.mkdir()
-    line, _ = refused(capsys, workdir, "simulate", "--events", "20")
+    line, _ = refused(capsys, workdir, "simulate", "--rounds", "2")
     assert "keyring" in line
 
 
@@ -239,7 +239,7 @@ def test_no_passphrase_on_a_fresh_directory(
 ) -> None:
     monkeypatch.delenv("LEDGER_PASSPHRASE")
     assert not sys.stdin.isatty()
-    line, out = refused(capsys, workdir, "simulate", "--events", "20")
+    line, out = refused(capsys, workdir, "simulate", "--rounds", "2")
     assert out == ""
     assert "LEDGER_PASSPHRASE" in line
     assert list(workdir.iterdir()) == []
@@ -250,7 +250,7 @@ def test_no_passphrase_with_existing_keys(
 ) -> None:
     make_store(capsys)
     monkeypatch.delenv("LEDGER_PASSPHRASE")
-    line, _ = refused(capsys, workdir, "simulate", "--events", "20")
+    line, _ = refused(capsys, workdir, "simulate", "--rounds", "2")
     assert "LEDGER_PASSPHRASE" in line
 
 
@@ -265,7 +265,7 @@ def test_unreachable_postgres(workdir: Path, capsys: pytest.CaptureFixture[str])
     assert "127.0.0.1:1" in line
 
 
-@pytest.mark.parametrize("command", [["verify"], ["simulate", "--events", "20"]])
+@pytest.mark.parametrize("command", [["verify"], ["simulate", "--rounds", "2"]])
 def test_sqlite_store_in_a_missing_directory(
     command: list[str], workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -279,7 +279,7 @@ def test_sqlite_store_in_a_missing_directory_on_a_fresh_directory(
 ) -> None:
     # No keys yet: simulate must not create them for a store it cannot open.
     line, out = refused(
-        capsys, workdir, "--store", "sqlite:///no/such/dir/ledger.db", "simulate", "--events", "5"
+        capsys, workdir, "--store", "sqlite:///no/such/dir/ledger.db", "simulate", "--rounds", "2"
     )
     assert out == ""
     assert "does not exist" in line
@@ -310,7 +310,7 @@ def test_verify_on_a_postgres_schema_without_a_ledger(
         drop_pg_schema(schema)
 
 
-@pytest.mark.parametrize("command", [["verify"], ["simulate", "--events", "20"]])
+@pytest.mark.parametrize("command", [["verify"], ["simulate", "--rounds", "2"]])
 def test_bad_store_url_scheme(
     command: list[str], workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -323,7 +323,7 @@ def test_bad_store_url_scheme(
 def test_bad_store_url_scheme_on_a_fresh_directory(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    line, out = refused(capsys, workdir, "--store", "mysql://x", "simulate", "--events", "5")
+    line, out = refused(capsys, workdir, "--store", "mysql://x", "simulate", "--rounds", "2")
     assert out == ""
     assert "unknown store URL" in line
     assert list(workdir.iterdir()) == []
@@ -345,7 +345,7 @@ def test_store_sealed_by_keys_missing_from_the_keyring(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     make_store(capsys)
-    make_store(capsys, "--keys", "other", "--store", "sqlite:///other.db", events=10)
+    make_store(capsys, "--keys", "other", "--store", "sqlite:///other.db", rounds=2)
     store_checkpoint_key = keyring_entries(workdir / "keys")["checkpoint"]["key_id"]
 
     line, out = refused(capsys, workdir, "--keys", "other", "verify", code=1)
@@ -365,7 +365,7 @@ def test_events_sealed_by_a_ledger_node_key_missing_from_the_keyring(
     level: str, workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     make_store(capsys)
-    make_store(capsys, "--keys", "other", "--store", "sqlite:///other.db", events=10)
+    make_store(capsys, "--keys", "other", "--store", "sqlite:///other.db", rounds=2)
     # Trust the store's checkpoint key, but not the key that sealed its events.
     mine = keyring_entries(workdir / "keys")
     other_path = workdir / "other" / "keyring.json"
@@ -387,7 +387,7 @@ def test_events_sealed_by_a_ledger_node_key_missing_from_the_keyring(
 
 
 def test_simulate_then_verify(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    recorded = make_store(capsys, events=50)
+    recorded = make_store(capsys, rounds=6)
     assert recorded >= 50
     assert row_counts(workdir)["ledger.db"]["stored_events"] == recorded
     assert row_counts(workdir)["ledger.db"]["ledger_merkle_leaves"] == recorded
@@ -412,7 +412,7 @@ def test_simulate_then_verify(workdir: Path, capsys: pytest.CaptureFixture[str])
 @pytest.mark.parametrize(
     ("setup", "argv", "code", "needle"),
     [
-        ("wrong-passphrase", ["simulate", "--events", "5"], 2, "wrong passphrase"),
+        ("wrong-passphrase", ["simulate", "--rounds", "2"], 2, "wrong passphrase"),
         ("bad-keyring", ["verify"], 2, "keyring"),
         ("none", ["--store", UNREACHABLE_PG, "verify"], 2, "cannot open store"),
         ("none", ["verify", "--level", "bogus"], 2, "unknown verify level"),
@@ -426,7 +426,7 @@ def test_error_contract_in_a_real_process(
     workdir: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    make_store(capsys, events=5)
+    make_store(capsys, rounds=2)
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
     env["LEDGER_PASSPHRASE"] = "wrong" if setup == "wrong-passphrase" else RIGHT
     if setup == "bad-keyring":
@@ -453,7 +453,7 @@ def test_unreachable_postgres_on_a_fresh_directory(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # No keys yet: simulate must not create them for a store it cannot reach.
-    line, out = refused(capsys, workdir, "--store", UNREACHABLE_PG, "simulate", "--events", "5")
+    line, out = refused(capsys, workdir, "--store", UNREACHABLE_PG, "simulate", "--rounds", "2")
     assert out == ""
     assert "cannot open store" in line
     assert list(workdir.iterdir()) == []

@@ -78,7 +78,10 @@ def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, var
     )
     casino.close_betting(request_id="c", round_id=round_id)
     first = casino.record_fault(
-        request_id="f1", round_id=round_id, reason="die not flat", source={"kind": "dealer-terminal"}
+        request_id="f1",
+        round_id=round_id,
+        reason="die not flat",
+        source={"kind": "dealer-terminal"},
     )
     assert first == {"faults": 1, "then": "throw again"}
     assert casino.round(round_id).status == CLOSED
@@ -93,7 +96,10 @@ def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, var
         )
     assert event_count(node.app) == count
     second = casino.record_fault(
-        request_id="f2", round_id=round_id, reason="dice stacked", source={"kind": "dealer-terminal"}
+        request_id="f2",
+        round_id=round_id,
+        reason="dice stacked",
+        source={"kind": "dealer-terminal"},
     )
     assert second == {"faults": 2, "then": "voided"}
     assert casino.round(round_id).status == VOIDED

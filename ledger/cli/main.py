@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import random
+import secrets
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +23,6 @@ from ledger.cli.projections import add_projection_commands
 from ledger.cli.variants import add_variant_commands
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
-from ledger.domain.table import Table
 from ledger.errors import ConfigError, KeyStoreError, LedgerError
 from ledger.node import Node, keys_dir, open_node
 from ledger.plugins.manager import get_plugin_manager
@@ -61,6 +60,30 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    """A casino session on the store, then checkpoint, projections, verify and a summary."""
+    from ledger.casino import Casino
+    from ledger.projections import ProjectionRunner
+    from ledger.simulation import (
+        SessionConfig,
+        check_config,
+        default_tables,
+        dice_source,
+        parse_seed,
+        run_session,
+        summary_lines,
+    )
+
+    # Bad input fails first: before keys are made or the store is touched.
+    config = SessionConfig(
+        tables=default_tables(args.tables),
+        players=args.players,
+        rounds=args.rounds,
+        fault_rate=args.fault_rate,
+        seed=secrets.randbelow(2**32) if args.seed is None else args.seed,
+    )
+    variants = get_plugin_manager().variants()
+    check_config(config, variants)
+    dice = dice_source(None if args.dice_seed is None else parse_seed(args.dice_seed))
     directory = keys_dir(args.keys)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made
     if not directory.has_node_keys():
@@ -68,31 +91,34 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         for record in directory.create_node_keys(passphrase):
             print(f"created {record.role.value} key {record.name} in {directory.path}")
     node = _open(args, writable=True)
-    rng = random.Random(args.seed)
     try:
         # Load the checkpoint key before recording: a missing or unreadable
         # key must fail before anything touches the store.
         checkpointer = node.checkpointer()
-        recorded = 0
-        with progress_bar("recording") as (advance, set_total):
-            set_total(args.events)
-            tables: list[Table] = []
-            while recorded < args.events:
-                if len(tables) < args.tables:
-                    tables.append(Table(name=f"T{len(tables) + 1}", dealer=f"D{rng.randint(1, 9)}"))
-                table = rng.choice(tables)
-                for _ in range(9):
-                    table.throw_dice([rng.randint(1, 6) for _ in range(3)])
-                recordings = node.app.save(table)
-                recorded += len(recordings)
-                advance(len(recordings))
+        before, _ = node.app.tables.event_count()
+        with progress_bar("playing", unit="round") as (advance, set_total):
+            set_total(config.rounds)
+            result = run_session(Casino(node.app, variants), variants, config, dice, advance)
+        recorded = node.app.tables.event_count()[0] - before
         with progress_bar("checkpointing") as (advance, _):
             checkpoint = checkpointer.catch_up(progress=advance)
         print(f"recorded {recorded} sealed events in {describe(node.app.store_url)}")
         if checkpoint:
             print(f"checkpoint: size {checkpoint.size}, root {checkpoint.root.hex()}")
+        runner = ProjectionRunner(node.app)
+        with progress_bar("projecting") as (advance, _):
+            runner.catch_up(progress=advance)
+        print(f"projections up to date at notification {min(runner.positions().values())}")
+        print("\n".join(summary_lines(result)))
         with progress_bar("verifying") as (advance, set_total):
-            report = verify_store(node.app, node.keyring, progress=advance, on_total=set_total)
+            report = verify_store(
+                node.app,
+                node.keyring,
+                level=Level.SETTLEMENT,
+                variants=variants,
+                progress=advance,
+                on_total=set_total,
+            )
         print(report.summary())
     finally:
         node.close()
@@ -192,10 +218,19 @@ def build_parser() -> argparse.ArgumentParser:
     create.set_defaults(handler=cmd_keys_create)
     keys.add_parser("list", help="list the keyring").set_defaults(handler=cmd_keys_list)
 
-    simulate = commands.add_parser("simulate", help="record sealed events, checkpoint, verify")
-    simulate.add_argument("--events", type=int, default=5000)
-    simulate.add_argument("--tables", type=int, default=8)
-    simulate.add_argument("--seed", type=int)
+    simulate = commands.add_parser(
+        "simulate", help="play a casino session on the store, checkpoint, verify, summarise"
+    )
+    simulate.add_argument("--rounds", type=int, default=300, help="rounds dealt (default 300)")
+    simulate.add_argument("--players", type=int, default=40, help="players seated (default 40)")
+    simulate.add_argument("--tables", type=int, default=4, help="tables (default 4)")
+    simulate.add_argument(
+        "--fault-rate", type=int, default=3, metavar="PERCENT", help="faulty throws (default 3)"
+    )
+    simulate.add_argument("--seed", type=int, help="seed of the players' choices (not the dice)")
+    simulate.add_argument(
+        "--dice-seed", metavar="HEX", help="a fixed 32-byte dice seed (tests and replays)"
+    )
     simulate.set_defaults(handler=cmd_simulate)
 
     checkpoint = commands.add_parser("checkpoint", help="extend the Merkle log, sign a checkpoint")

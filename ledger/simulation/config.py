@@ -1,0 +1,71 @@
+"""What a session plays: its tables, players, rounds and fault rate."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ledger.domain.round import Limits
+from ledger.errors import ConfigError
+
+CURRENCY: Final = "VND"  # no minor unit: amounts are whole đồng
+CHIP: Final = 10_000  # the smallest chip: every stake is a multiple of it
+
+# (variant, table-name prefix): tables alternate between the two profiles.
+VARIANTS: Final = (("taixiu", "TX"), ("sicbo-void", "SB"))
+# Limit tiers (min bet, max bet, one player's max per round): the first table
+# of each variant is a standard table, the next a high-limit one.
+TIERS: Final = ((10_000, 5_000_000, 10_000_000), (100_000, 50_000_000, 100_000_000))
+MAX_TABLES: Final = 26
+MAX_PLAYERS: Final = 10_000
+MAX_ROUNDS: Final = 1_000_000
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    name: str
+    variant: str
+    limits: Limits
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    tables: tuple[TableSpec, ...]
+    players: int = 40
+    rounds: int = 300
+    fault_rate: int = 3  # percent of throws that are faulty
+    seed: int = 0  # the players' and dealers' choices (random.Random), not the dice
+    currency: str = CURRENCY
+
+
+def default_tables(count: int) -> tuple[TableSpec, ...]:
+    """`count` tables: TX-1, SB-1 (standard limits), TX-2, SB-2 (high limits), TX-3, ..."""
+    if not 1 <= count <= MAX_TABLES:
+        raise ConfigError(f"--tables must be 1..{MAX_TABLES}, not {count}")
+    tables = []
+    for index in range(count):
+        variant, prefix = VARIANTS[index % len(VARIANTS)]
+        number = index // len(VARIANTS)
+        min_bet, max_bet, max_round = TIERS[number % len(TIERS)]
+        limits: Limits = {"min_bet": min_bet, "max_bet": max_bet, "max_round": max_round}
+        tables.append(TableSpec(f"{prefix}-{number + 1}", variant, limits))
+    return tuple(tables)
+
+
+def check_config(config: SessionConfig, variants: Mapping[str, Any]) -> None:
+    """Refuse a session that cannot be played, before anything is recorded."""
+    if not 1 <= config.players <= MAX_PLAYERS:
+        raise ConfigError(f"--players must be 1..{MAX_PLAYERS}, not {config.players}")
+    if not 1 <= config.rounds <= MAX_ROUNDS:
+        raise ConfigError(f"--rounds must be 1..{MAX_ROUNDS}, not {config.rounds}")
+    if not 0 <= config.fault_rate <= 100:
+        raise ConfigError(f"--fault-rate is a percentage 0..100, not {config.fault_rate}")
+    for table in config.tables:
+        variant = variants.get(table.variant)
+        if variant is None:
+            known = ", ".join(sorted(variants)) or "none installed"
+            raise ConfigError(f"table {table.name} needs variant {table.variant!r} ({known})")
+        game = (getattr(variant, "rules", None) or {}).get("game")
+        if game != "three-dice":
+            raise ConfigError(f"simulate plays three-dice variants; {table.variant} is {game!r}")

@@ -1,0 +1,69 @@
+"""Where the session's dice come from: the one place to swap the source.
+
+The tables are RNG tables (ledger.casino's `commit_seed`, `throw_dice`,
+`retire_seed`): each commits to a secret seed before its rounds open, every
+throw is `ledger.rng.dice.throw(seed, round id, throw counter)`, and the seed
+is revealed when retired, so `ledger verify` recomputes every throw.
+
+`dice_source` gives the RNG that holds those seeds. Each committed seed is
+derived from one secret session seed (drawn from `secrets`, or given with
+`--dice-seed` for tests and replays) by HMAC-SHA256, so revealing a table's
+seed reveals nothing about the session seed or any seed not yet revealed,
+and a fixed session seed gives the same seeds in the same order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import Final
+
+from ledger.errors import ConfigError, InvalidCommandError
+from ledger.rng.dice import SEED_BYTES, commitment
+from ledger.rng.server import RngServer
+
+DERIVE_DOMAIN: Final = b"casino-ledger/simulation/seed/v1\n"
+
+
+class SessionRng(RngServer):
+    """An RNG server whose seeds are derived, in turn, from one session seed."""
+
+    def __init__(self, session_seed: bytes) -> None:
+        super().__init__()
+        if len(session_seed) != SEED_BYTES:
+            raise ConfigError(f"a session seed is {SEED_BYTES} bytes")
+        self._session_seed = session_seed
+        self._derived: dict[str, bytes] = {}
+
+    def new_seed(self) -> tuple[str, str]:
+        number = str(len(self._derived)).encode("ascii")
+        seed = hmac.digest(self._session_seed, DERIVE_DOMAIN + number, "sha256")
+        committed = commitment(seed)
+        seed_id = hashlib.sha256(b"seed-id\n" + committed.encode()).hexdigest()[:16]
+        self._derived[seed_id] = seed
+        return seed_id, committed
+
+    def seed(self, seed_id: str) -> bytes:
+        try:
+            return self._derived[seed_id]
+        except KeyError:
+            raise InvalidCommandError(f"this RNG does not hold seed {seed_id}") from None
+
+
+def parse_seed(text: str) -> bytes:
+    """A session seed given as hex: exactly 32 bytes, else ConfigError."""
+    try:
+        seed = bytes.fromhex(text)
+    except ValueError:
+        seed = b""
+    if len(seed) != SEED_BYTES:
+        raise ConfigError(
+            f"--dice-seed is {SEED_BYTES} bytes written as {2 * SEED_BYTES} hex digits"
+        )
+    return seed
+
+
+def dice_source(session_seed: bytes | None = None) -> RngServer:
+    """The session's RNG: seeds derived from a fresh secret session seed unless given one."""
+    return SessionRng(secrets.token_bytes(SEED_BYTES) if session_seed is None else session_seed)

@@ -1,0 +1,95 @@
+"""The session's summary, printed from integers and exact fractions only."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ledger.simulation.families import FAMILIES
+from ledger.simulation.session import SessionResult
+from ledger.simulation.tally import Stakes
+
+EXACT_WIDTH = 9  # show a theoretical return as a fraction when it is this short
+
+
+def percent(value: Fraction, places: int = 2) -> str:
+    """`value` as a percentage, rounded half away from zero, by integer arithmetic."""
+    scale = 100 * 10**places
+    magnitude = abs(value)
+    scaled = (2 * magnitude.numerator * scale + magnitude.denominator) // (
+        2 * magnitude.denominator
+    )
+    sign = "-" if value < 0 and scaled else ""
+    whole, part = divmod(scaled, 10**places)
+    return f"{sign}{whole}.{part:0{places}d}%" if places else f"{sign}{whole}%"
+
+
+def _ratio(part: int, whole: int) -> str:
+    return percent(Fraction(part, whole)) if whole else "-"
+
+
+def _exact(value: Fraction) -> str:
+    text = f"{value.numerator}/{value.denominator}"
+    return text if len(text) <= EXACT_WIDTH else "mix"
+
+
+def summary_lines(result: SessionResult) -> list[str]:
+    config, tally = result.config, result.tally
+    currency = config.currency
+    total = tally.total
+    settled_bets = total.bets
+    lines = [
+        f"session: {len(config.tables)} tables, {config.players} players, {config.rounds} rounds"
+        f" in {currency}, fault rate {config.fault_rate}% per throw, seed {config.seed}",
+        f"dice: RNG tables, {tally.seeds_committed} seeds committed before use and "
+        f"{tally.seeds_revealed} revealed (a new seed at every dealer shift)",
+        f"players: {tally.players_seated} seated, {tally.players_joined} joined, "
+        f"{tally.players_left} left, top-ups {tally.top_ups}; deposited {tally.deposited:,}, "
+        f"cashed out {tally.withdrawn:,} {currency}",
+        f"rounds: {tally.rounds_settled + tally.rounds_voided} ({tally.rounds_settled} settled, "
+        f"{tally.rounds_voided} voided); faulty throws: {tally.faults} "
+        f"({sum(t.reopened for t in tally.tables.values())} reopened betting)",
+        f"bets: {tally.bets_placed:,} placed, {tally.bets_withdrawn:,} withdrawn, "
+        f"{tally.bets_voided:,} voided, {settled_bets:,} settled",
+        f"turnover: {total.staked:,} {currency}; returned {total.returned:,}; "
+        f"house result {total.house:+,} {currency} (hold {_ratio(total.house, total.staked)})",
+        "",
+        f"{'table':<6} {'variant':<11} {'limits: min/max/round':<29} {'rounds':>6} {'voided':>6} "
+        f"{'faults':>6} {'bets':>6} {'turnover':>15} {'house result':>14} {'hold':>8}",
+    ]
+    for table in tally.tables.values():
+        limits = table.spec.limits
+        stakes = table.settled
+        limit_text = f"{limits['min_bet']:,}/{limits['max_bet']:,}/{limits['max_round']:,}"
+        lines.append(
+            f"{table.spec.name:<6} {table.spec.variant:<11} {limit_text:<29} "
+            f"{table.rounds:>6} {table.rounds_voided:>6} {table.faults:>6} {stakes.bets:>6,} "
+            f"{stakes.staked:>15,} {stakes.house:>+14,} {_ratio(stakes.house, stakes.staked):>8}"
+        )
+    lines.append(
+        f"{'all':<6} {'':<11} {'':<29} {tally.rounds_settled + tally.rounds_voided:>6} "
+        f"{tally.rounds_voided:>6} {tally.faults:>6} {total.bets:>6,} {total.staked:>15,} "
+        f"{total.house:>+14,} {_ratio(total.house, total.staked):>8}"
+    )
+    lines += [
+        "",
+        f"{'bet family':<16} {'bets':>6} {'staked':>15} {'returned':>15} {'observed':>9} "
+        f"{'theory':>9} {'exact':>9}",
+    ]
+    for family in FAMILIES:
+        lines.append(_family_line(family, tally.families[family]))
+    lines.append(_family_line("all", total))
+    lines.append(
+        "(return = returned / staked on settled bets; theory = the paytable's exact return "
+        "for the same stakes)"
+    )
+    return lines
+
+
+def _family_line(name: str, stakes: Stakes) -> str:
+    observed, theory = stakes.observed_return, stakes.theoretical_return
+    return (
+        f"{name:<16} {stakes.bets:>6,} {stakes.staked:>15,} {stakes.returned:>15,} "
+        f"{percent(observed) if observed is not None else '-':>9} "
+        f"{percent(theory) if theory is not None else '-':>9} "
+        f"{_exact(theory) if theory is not None else '-':>9}"
+    )

@@ -1,0 +1,310 @@
+"""A casino session: tables open, players sit down, rounds are dealt, the dice decide.
+
+Every command goes through the casino's API (ledger.casino), so the session
+records exactly what a real floor would: wallets and deposits, bets and
+withdrawn bets, faulty throws and what the variant's fault policy made of
+them, outcomes, settlements and voids, top-ups and players cashing out.
+
+Rounds are dealt at the tables in turn. Every choice (who bets what, how
+much, which throws are faulty) comes from `random.Random(config.seed)`; the
+dice come only from the RNG (see `dice_source`): each table commits to a seed
+when it opens and again at every dealer shift, retiring (revealing) the old
+one, and retires its last seed when the session ends, so every throw can be
+recomputed by `ledger verify`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ledger.casino import Casino
+from ledger.plugins.paytable import paytable
+from ledger.plugins.registry import LoadedVariant
+from ledger.rng.server import RngServer
+from ledger.simulation import behaviour
+from ledger.simulation.behaviour import chance
+from ledger.simulation.config import SessionConfig, TableSpec, check_config
+from ledger.simulation.families import by_family, family_of
+from ledger.simulation.players import Cashier, Player
+from ledger.simulation.request_ids import RequestIds
+from ledger.simulation.tally import TableTally, Tally
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class Table:
+    spec: TableSpec
+    table_id: str
+    dealer: str
+    dealt: int = 0  # rounds dealt so far
+
+
+@dataclass
+class Bet:
+    player: Player
+    bet: str
+    family: str
+    stake: int
+
+
+@dataclass
+class Betting:
+    """One round's standing bets and what each player has staked in it."""
+
+    round_id: str
+    bets: dict[str, Bet] = field(default_factory=dict)
+    staked: dict[str, int] = field(default_factory=dict)  # account id -> stake total
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    config: SessionConfig
+    tally: Tally
+
+
+class Session:
+    def __init__(
+        self,
+        casino: Casino,
+        variants: Mapping[str, LoadedVariant],
+        config: SessionConfig,
+        dice: RngServer,
+    ) -> None:
+        check_config(config, variants)
+        self.casino = casino
+        self.config = config
+        self.dice = dice
+        self.choices = random.Random(config.seed)
+        self.ids = RequestIds()
+        self.tally = Tally()
+        self.cashier = Cashier(casino, self.ids, self.tally, config.currency)
+        used = {spec.variant: variants[spec.variant] for spec in config.tables}
+        self.catalogues = {vid: by_family(v.definition.bets) for vid, v in used.items()}
+        # Each bet's exact theoretical return, as `ledger paytable` prints it.
+        self.returns: dict[str, dict[str, Fraction]] = {
+            vid: {line.bet: line.theoretical_return for line in paytable(v)}
+            for vid, v in used.items()
+        }
+        self.dealers = [f"D{n:02d}" for n in range(1, 2 * len(config.tables) + 1)]
+        self.tables: list[Table] = []
+        self.players: list[Player] = []
+
+    def run(self, progress: Progress | None = None) -> SessionResult:
+        self.open_tables()
+        for _ in range(self.config.players):
+            self.seat_newcomer()
+        self.tally.players_seated = len(self.players)
+        for number in range(self.config.rounds):
+            table = self.tables[number % len(self.tables)]
+            self.play_round(table)
+            self.between_rounds(table)
+            if progress is not None:
+                progress(1)
+        for table in self.tables:
+            self.retire_seed(table)
+        return SessionResult(self.config, self.tally)
+
+    # The floor.
+    def open_tables(self) -> None:
+        for spec, dealer in zip(self.config.tables, self.dealers, strict=False):
+            table_id = self.casino.open_table(
+                request_id=self.ids.next("table"),
+                name=spec.name,
+                variant=spec.variant,
+                currency=self.config.currency,
+                limits=spec.limits,
+            )
+            table = Table(spec, table_id, dealer)
+            self.tables.append(table)
+            self.tally.tables[spec.name] = TableTally(spec)
+            self.commit_seed(table)
+
+    def commit_seed(self, table: Table) -> None:
+        self.casino.commit_seed(
+            request_id=self.ids.next("commit-seed"), table_id=table.table_id, rng=self.dice
+        )
+        self.tally.seeds_committed += 1
+
+    def retire_seed(self, table: Table) -> None:
+        self.casino.retire_seed(
+            request_id=self.ids.next("retire-seed"), table_id=table.table_id, rng=self.dice
+        )
+        self.tally.seeds_revealed += 1
+
+    def seated(self, table: Table) -> list[Player]:
+        return [p for p in self.players if p.table == table.spec.name]
+
+    def suitable(self, unit: int) -> list[Table]:
+        return [t for t in self.tables if t.spec.limits["min_bet"] <= unit]
+
+    def seat_newcomer(self) -> None:
+        """A player whose usual bet suits a table sits at the emptiest such table."""
+        unit = behaviour.pick_unit(self.choices)
+        tables = self.suitable(unit)
+        if not tables:  # every table's minimum is above this bet: play the lowest
+            unit = min(t.spec.limits["min_bet"] for t in self.tables)
+            tables = self.suitable(unit)
+        crowd = {t.spec.name: len(self.seated(t)) for t in tables}
+        emptiest = [t for t in tables if crowd[t.spec.name] == min(crowd.values())]
+        table = self.choices.choice(emptiest)
+        self.players.append(self.cashier.join(self.choices, unit, table.spec.name))
+
+    def between_rounds(self, table: Table) -> None:
+        """Players who ran low top up or leave; winners may cash out; some move."""
+        for player in self.seated(table):
+            if player.balance < player.unit:
+                if player.top_ups < behaviour.MAX_TOP_UPS and chance(
+                    self.choices, behaviour.TOP_UP_CHANCE
+                ):
+                    self.cashier.top_up(self.choices, player)
+                else:
+                    self.depart(player, "ran out of money")
+            elif player.balance >= 2 * player.deposited and chance(
+                self.choices, behaviour.CASH_OUT_CHANCE
+            ):
+                self.depart(player, "cashed out")
+            elif chance(self.choices, behaviour.MOVE_CHANCE):
+                others = [t for t in self.suitable(player.unit) if t is not table]
+                if others:
+                    player.table = self.choices.choice(others).spec.name
+
+    def depart(self, player: Player, reason: str) -> None:
+        self.cashier.leave(player, reason)
+        self.players.remove(player)
+        if chance(self.choices, behaviour.REPLACE_CHANCE):
+            self.seat_newcomer()
+            self.tally.players_joined += 1
+
+    # A round.
+    def play_round(self, table: Table) -> None:
+        if table.dealt and table.dealt % behaviour.DEALER_SHIFT == 0:
+            # A new dealer, and a new seed: the last one is revealed.
+            dealing = {t.dealer for t in self.tables}
+            table.dealer = self.choices.choice([d for d in self.dealers if d not in dealing])
+            self.retire_seed(table)
+            self.commit_seed(table)
+        table.dealt += 1
+        tally = self.tally.tables[table.spec.name]
+        round_id = self.casino.open_round(
+            request_id=self.ids.next("round"), table_id=table.table_id, dealer=table.dealer
+        )
+        betting = Betting(round_id)
+        self.take_bets(table, betting, reopened=False)
+        self.close(betting)
+        throws = 0
+        while True:
+            counter, throws = throws, throws + 1
+            if chance(self.choices, self.config.fault_rate):
+                tally.faults += 1
+                after = self.casino.record_fault(
+                    request_id=self.ids.next("fault"),
+                    round_id=round_id,
+                    reason=self.choices.choice(behaviour.FAULT_REASONS),
+                    source={"kind": "simulated", "throw": counter},
+                )
+                then = after["then"]
+                if then == "voided":
+                    self.refund(table, betting)
+                    return
+                if then == "betting reopened":
+                    tally.reopened += 1
+                    self.take_bets(table, betting, reopened=True)
+                    self.close(betting)
+                elif then != "throw again":
+                    raise RuntimeError(f"unexpected answer to a faulty throw: {after}")
+                continue
+            self.settle(table, betting)
+            return
+
+    def take_bets(self, table: Table, betting: Betting, *, reopened: bool) -> None:
+        rng = self.choices
+        for player in self.seated(table):
+            if reopened:  # after a faulty throw: some take bets back, a few add one
+                for bet_id, bet in list(betting.bets.items()):
+                    if bet.player is player and chance(rng, behaviour.REOPENED_WITHDRAW_CHANCE):
+                        self.withdraw(betting, bet_id)
+                count = int(chance(rng, behaviour.REOPENED_BET_CHANCE))
+            else:
+                count = behaviour.pick_bet_count(rng) if chance(rng, behaviour.PLAY_CHANCE) else 0
+            for _ in range(count):
+                self.place(table, betting, player)
+        if not reopened:  # second thoughts before the dealer closes betting
+            for bet_id in list(betting.bets):
+                if chance(rng, behaviour.WITHDRAW_CHANCE):
+                    self.withdraw(betting, bet_id)
+
+    def place(self, table: Table, betting: Betting, player: Player) -> None:
+        bet = behaviour.pick_bet(self.choices, self.catalogues[table.spec.variant])
+        family = family_of(bet)
+        limits = table.spec.limits
+        room = limits["max_round"] - betting.staked.get(player.account_id, 0)
+        stake = behaviour.pick_stake(
+            self.choices, player.unit, family, limits, room, player.balance
+        )
+        if stake is None:
+            return
+        bet_id = self.casino.place_bet(
+            request_id=self.ids.next("bet"),
+            round_id=betting.round_id,
+            account_id=player.account_id,
+            bet={"bet": bet},
+            stake=stake,
+        )
+        player.balance -= stake
+        betting.staked[player.account_id] = betting.staked.get(player.account_id, 0) + stake
+        betting.bets[bet_id] = Bet(player, bet, family, stake)
+        self.tally.bets_placed += 1
+
+    def withdraw(self, betting: Betting, bet_id: str) -> None:
+        bet = betting.bets.pop(bet_id)
+        self.casino.withdraw_bet(
+            request_id=self.ids.next("withdraw-bet"),
+            round_id=betting.round_id,
+            account_id=bet.player.account_id,
+            bet_id=bet_id,
+        )
+        bet.player.balance += bet.stake
+        betting.staked[bet.player.account_id] -= bet.stake
+        self.tally.bets_withdrawn += 1
+
+    def close(self, betting: Betting) -> None:
+        self.casino.close_betting(request_id=self.ids.next("close"), round_id=betting.round_id)
+
+    def settle(self, table: Table, betting: Betting) -> None:
+        self.casino.throw_dice(
+            request_id=self.ids.next("throw"), round_id=betting.round_id, rng=self.dice
+        )
+        results = self.casino.settle(request_id=self.ids.next("settle"), round_id=betting.round_id)
+        returns = self.returns[table.spec.variant]
+        for result in results:
+            bet = betting.bets[result["bet_id"]]
+            if result["stake"] != bet.stake:
+                raise RuntimeError(f"bet {result['bet_id']} settled on {result['stake']}")
+            bet.player.balance += result["returned"]
+            self.tally.settled(
+                table.spec.name, bet.family, bet.stake, result["returned"], returns[bet.bet]
+            )
+        if len(results) != len(betting.bets):
+            raise RuntimeError(f"round {betting.round_id} settled {len(results)} bets")
+        self.tally.tables[table.spec.name].rounds_settled += 1
+
+    def refund(self, table: Table, betting: Betting) -> None:
+        """A voided round: every standing stake went back to its wallet."""
+        for bet in betting.bets.values():
+            bet.player.balance += bet.stake
+            self.tally.voided(table.spec.name, bet.stake)
+        self.tally.tables[table.spec.name].rounds_voided += 1
+
+
+def run_session(
+    casino: Casino,
+    variants: Mapping[str, LoadedVariant],
+    config: SessionConfig,
+    dice: RngServer,
+    progress: Progress | None = None,
+) -> SessionResult:
+    return Session(casino, variants, config, dice).run(progress)

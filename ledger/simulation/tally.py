@@ -1,0 +1,112 @@
+"""What a session did, counted in integers as it happens.
+
+Stakes and returns are whole minor units; `expected` is the exact amount the
+paytable would return on average for the same stakes (each stake times its
+bet's theoretical return, a `Fraction`), so an observed return can be set
+beside the theoretical one without a float.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ledger.simulation.config import TableSpec
+from ledger.simulation.families import FAMILIES
+
+
+@dataclass
+class Stakes:
+    """Settled bets: how many, staked, returned, and the paytable's expectation."""
+
+    bets: int = 0
+    staked: int = 0
+    returned: int = 0
+    expected: Fraction = field(default_factory=Fraction)
+
+    def add(self, stake: int, returned: int, theoretical: Fraction) -> None:
+        self.bets += 1
+        self.staked += stake
+        self.returned += returned
+        self.expected += stake * theoretical
+
+    def merge(self, other: Stakes) -> None:
+        self.bets += other.bets
+        self.staked += other.staked
+        self.returned += other.returned
+        self.expected += other.expected
+
+    @property
+    def house(self) -> int:
+        """The house's result: stakes kept less winnings paid (negative: it lost)."""
+        return self.staked - self.returned
+
+    @property
+    def observed_return(self) -> Fraction | None:
+        return Fraction(self.returned, self.staked) if self.staked else None
+
+    @property
+    def theoretical_return(self) -> Fraction | None:
+        """The paytable's return for this mix of bets (stake-weighted)."""
+        return self.expected / self.staked if self.staked else None
+
+
+@dataclass
+class TableTally:
+    spec: TableSpec
+    rounds_settled: int = 0
+    rounds_voided: int = 0
+    faults: int = 0
+    reopened: int = 0  # faulty throws after which betting reopened
+    voided_stakes: int = 0  # stakes handed back by voided rounds
+    settled: Stakes = field(default_factory=Stakes)
+
+    @property
+    def rounds(self) -> int:
+        return self.rounds_settled + self.rounds_voided
+
+
+@dataclass
+class Tally:
+    tables: dict[str, TableTally] = field(default_factory=dict)
+    families: dict[str, Stakes] = field(
+        default_factory=lambda: {family: Stakes() for family in FAMILIES}
+    )
+    bets_placed: int = 0
+    bets_withdrawn: int = 0
+    bets_voided: int = 0  # standing in a round that was voided
+    players_seated: int = 0  # at the start
+    players_joined: int = 0  # later
+    players_left: int = 0
+    top_ups: int = 0
+    seeds_committed: int = 0
+    seeds_revealed: int = 0
+    deposited: int = 0
+    withdrawn: int = 0  # cashed out by players who left
+
+    def settled(self, table: str, family: str, stake: int, returned: int, theory: Fraction) -> None:
+        self.tables[table].settled.add(stake, returned, theory)
+        self.families[family].add(stake, returned, theory)
+
+    def voided(self, table: str, stake: int) -> None:
+        self.bets_voided += 1
+        self.tables[table].voided_stakes += stake
+
+    @property
+    def total(self) -> Stakes:
+        whole = Stakes()
+        for table in self.tables.values():
+            whole.merge(table.settled)
+        return whole
+
+    @property
+    def rounds_settled(self) -> int:
+        return sum(t.rounds_settled for t in self.tables.values())
+
+    @property
+    def rounds_voided(self) -> int:
+        return sum(t.rounds_voided for t in self.tables.values())
+
+    @property
+    def faults(self) -> int:
+        return sum(t.faults for t in self.tables.values())

@@ -1,0 +1,333 @@
+"""`ledger simulate`: a casino session recorded, verified and summarised.
+
+Every number the summary prints is checked against the store: per bet family
+and per table, stakes and returns re-derived from the recorded events, and
+the projections' house results and round statuses.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import re
+import sys
+import uuid
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from ledger.casino import Casino
+from ledger.cli.main import main
+from ledger.crypto.keystore import KeyDirectory
+from ledger.domain.game_table import GameTable
+from ledger.domain.round import Round
+from ledger.node import Node, open_node
+from ledger.plugins.manager import get_plugin_manager
+from ledger.projections import ProjectionRunner, queries
+from ledger.simulation import (
+    SessionConfig,
+    default_tables,
+    dice_source,
+    parse_seed,
+    percent,
+    run_session,
+)
+from ledger.simulation.families import FAMILIES, family_of
+from ledger.simulation.session import Session
+from tests.casino_support import domain_events
+from tests.conftest import PASSPHRASE
+
+DICE_SEED = "5e" * 32
+
+
+@dataclass
+class Totals:
+    bets: int = 0
+    staked: int = 0
+    returned: int = 0
+
+
+@dataclass
+class TableLine:
+    rounds: int
+    voided: int
+    faults: int
+    bets: int
+    turnover: int
+    house: int
+
+
+def number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def simulate(capsys: pytest.CaptureFixture[str], store: str, keys: Path, *argv: str) -> str:
+    code = main(["--store", store, "--keys", str(keys), "simulate", *argv])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, ""), err
+    return out
+
+
+def section(out: str, header: str) -> list[str]:
+    """The lines of the table whose header starts with `header`, up to a blank line."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header)) + 1
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+def printed_families(out: str) -> dict[str, Totals]:
+    found = {}
+    for line in section(out, "bet family"):
+        match = re.match(r"^(.+?)\s{2,}([\d,]+)\s+([\d,]+)\s+([\d,]+)\s", line)
+        if match:
+            found[match[1]] = Totals(number(match[2]), number(match[3]), number(match[4]))
+    return found
+
+
+def printed_tables(out: str) -> dict[str, TableLine]:
+    found = {}
+    for line in section(out, "table "):
+        fields = line.split()
+        if fields[0] == "all":
+            continue
+        rounds, voided, faults, bets, turnover, house = (number(f) for f in fields[3:9])
+        found[fields[0]] = TableLine(rounds, voided, faults, bets, turnover, house)
+    return found
+
+
+def summary_block(out: str) -> list[str]:
+    """The session's summary: everything from `session:` to the returns' footnote."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("session: "))
+    end = next(i for i, line in enumerate(lines) if line.startswith("(return = "))
+    return lines[start : end + 1]
+
+
+@dataclass
+class FromEvents:
+    families: dict[str, Totals]
+    tables: dict[str, TableLine]
+
+
+def from_events(node: Node) -> FromEvents:
+    """Per family and per table, re-derived from the recorded events alone."""
+    names: dict[str, str] = {}
+    table_of: dict[str, str] = {}
+    bet_of: dict[tuple[str, str], str] = {}
+    families = {family: Totals() for family in FAMILIES}
+    tables: dict[str, TableLine] = defaultdict(lambda: TableLine(0, 0, 0, 0, 0, 0))
+    for _, event in domain_events(node.app):
+        stream = str(event.originator_id)
+        if isinstance(event, GameTable.Opened):
+            names[stream] = event.name
+        elif isinstance(event, Round.Opened):
+            table_of[stream] = names[str(event.table_id)]
+        elif isinstance(event, Round.BetPlaced):
+            bet_of[stream, event.bet_id] = event.bet["bet"]
+        elif isinstance(event, Round.FaultRecorded):
+            tables[table_of[stream]].faults += 1
+        elif isinstance(event, Round.Voided):
+            tables[table_of[stream]].rounds += 1
+            tables[table_of[stream]].voided += 1
+        elif isinstance(event, Round.Settled):
+            table = tables[table_of[stream]]
+            table.rounds += 1
+            for result in event.results:
+                family = families[family_of(bet_of[stream, result["bet_id"]])]
+                family.bets += 1
+                family.staked += result["stake"]
+                family.returned += result["returned"]
+                table.bets += 1
+                table.turnover += result["stake"]
+                table.house += result["stake"] - result["returned"]
+    return FromEvents(families, dict(tables))
+
+
+def check_against_the_store(out: str, store: str, keys: Path) -> None:
+    node = open_node(store, str(keys), writable=False)
+    try:
+        # The printed per-family and per-table numbers are the events'.
+        derived = from_events(node)
+        families = printed_families(out)
+        for family in FAMILIES:
+            assert families[family] == derived.families[family], family
+        assert families["all"] == Totals(
+            sum(t.bets for t in derived.families.values()),
+            sum(t.staked for t in derived.families.values()),
+            sum(t.returned for t in derived.families.values()),
+        )
+        tables = printed_tables(out)
+        assert set(tables) == {"TX-1", "SB-1", "TX-2", "SB-2"}
+        assert tables == derived.tables
+        assert sum(t.staked for t in families.values()) > 0
+
+        # And the projections' (brought up to date by simulate itself).
+        assert not ProjectionRunner(node.app).status().behind
+        table_names = {r.table_id: r.table_name for r in queries.rounds(node.app)}
+        house: dict[str, Counter[str]] = defaultdict(Counter)
+        for row in queries.house_results(node.app):
+            house[str(table_names[row.table_id])].update(
+                {"rounds": row.rounds, "bets": row.bets, "stakes": row.stakes, "result": row.result}
+            )
+        statuses = Counter((r.table_name, r.status) for r in queries.rounds(node.app))
+        for name, line in tables.items():
+            assert house[name]["rounds"] == line.rounds - line.voided
+            assert house[name]["bets"] == line.bets
+            assert house[name]["stakes"] == line.turnover
+            assert house[name]["result"] == line.house
+            assert statuses[name, "voided"] == line.voided
+            assert statuses[name, "settled"] == line.rounds - line.voided
+    finally:
+        node.close()
+
+
+@pytest.fixture
+def passphrase(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+
+
+# The CLI, on SQLite and PostgreSQL.
+
+
+@pytest.mark.usefixtures("passphrase")
+def test_a_session_verifies_and_its_summary_is_the_stores(
+    store_url: str, keys: KeyDirectory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = simulate(capsys, store_url, keys.path, "--rounds", "30", "--seed", "11")
+    assert re.search(r"^recorded \d+ sealed events in ", out, re.MULTILINE)
+    rounds = re.search(r"^rounds: 30 \((\d+) settled, (\d+) voided\)", out, re.MULTILINE)
+    assert rounds, out
+    settled = int(rounds[1])
+    assert re.search(r"^OK: \d+ events in .* at level settlement", out, re.MULTILINE)
+    assert f"   {settled} rounds re-settled with their own variant and rules" in out
+    assert f"   {settled} RNG throws recomputed from revealed seeds (0 await" in out
+    check_against_the_store(out, store_url, keys.path)
+
+
+@pytest.mark.usefixtures("passphrase")
+def test_a_high_fault_rate_reopens_betting_and_voids_rounds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = f"sqlite:///{tmp_path / 'ledger.db'}"
+    out = simulate(
+        capsys, store, tmp_path / "keys", "--rounds", "30", "--seed", "3", "--fault-rate", "60"
+    )
+    faults = re.search(
+        r"^rounds: 30 \(\d+ settled, (\d+) voided\); faulty throws: (\d+) "
+        r"\((\d+) reopened betting\)",
+        out,
+        re.MULTILINE,
+    )
+    assert faults, out
+    voided, thrown_bad, reopened = int(faults[1]), int(faults[2]), int(faults[3])
+    assert voided > 0 and thrown_bad > voided and reopened > 0
+    tables = printed_tables(out)
+    # Both profiles' policies happened: taixiu voids on the second fault,
+    # sicbo-void reopens betting and voids on the third.
+    assert any(line.voided for name, line in tables.items() if name.startswith("TX"))
+    assert any(line.voided for name, line in tables.items() if name.startswith("SB"))
+    assert "OK: " in out
+    check_against_the_store(out, store, tmp_path / "keys")
+
+
+@pytest.mark.usefixtures("passphrase")
+def test_fixed_seeds_give_the_same_session_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # RNG throws are bound to the round's ledger id (a random UUID), so the
+    # ids are made reproducible here too; then --seed and --dice-seed fix the rest.
+    outputs = []
+    for run in ("one", "two"):
+        ids = random.Random(0)
+        monkeypatch.setattr(
+            "eventsourcing.domain.uuid4", lambda ids=ids: uuid.UUID(int=ids.getrandbits(128))
+        )
+        store = f"sqlite:///{tmp_path / f'{run}.db'}"
+        argv = ("--rounds", "20", "--seed", "99", "--dice-seed", DICE_SEED, "--fault-rate", "20")
+        outputs.append(simulate(capsys, store, tmp_path / "keys", *argv))
+    first, second = outputs
+    assert summary_block(first) == summary_block(second)
+    recorded = [re.search(r"^recorded \d+ sealed events", out, re.MULTILINE) for out in outputs]
+    assert recorded[0] and recorded[1] and recorded[0][0] == recorded[1][0]
+    assert "seed 99" in summary_block(first)[0]
+
+
+@pytest.mark.usefixtures("passphrase")
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--rounds", "0"], "--rounds must be"),
+        (["--players", "0"], "--players must be"),
+        (["--tables", "0"], "--tables must be"),
+        (["--fault-rate", "101"], "--fault-rate is a percentage"),
+        (["--fault-rate", "-1"], "--fault-rate is a percentage"),
+        (["--dice-seed", "not hex"], "--dice-seed is 32 bytes"),
+        (["--dice-seed", "ab" * 31], "--dice-seed is 32 bytes"),
+    ],
+)
+def test_bad_session_settings_write_nothing(
+    argv: list[str],
+    needle: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code = main(["simulate", *argv])
+    out, err = capsys.readouterr()
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("ledger: error: "), err
+    assert needle in err
+    assert list(tmp_path.iterdir()) == []  # no keys, no store
+
+
+# The Python API.
+
+
+def test_the_players_wallets_are_what_the_session_thinks(node: Node) -> None:
+    variants = get_plugin_manager().variants()
+    config = SessionConfig(tables=default_tables(2), players=8, rounds=16, fault_rate=10, seed=4)
+    session = Session(
+        Casino(node.app, variants), variants, config, dice_source(parse_seed(DICE_SEED))
+    )
+    result = session.run()
+    casino = Casino(node.app, variants)
+    assert session.players
+    for player in session.players:
+        assert casino.account(player.account_id).balance == player.balance
+    tally = result.tally
+    assert tally.rounds_settled + tally.rounds_voided == 16
+    assert tally.bets_placed == (tally.total.bets + tally.bets_withdrawn + tally.bets_voided)
+
+
+def test_run_session_is_the_session(node: Node) -> None:
+    variants = get_plugin_manager().variants()
+    config = SessionConfig(tables=default_tables(1), players=3, rounds=2, seed=1)
+    result = run_session(Casino(node.app, variants), variants, config, dice_source())
+    assert result.tally.rounds_settled + result.tally.rounds_voided == 2
+    assert result.tally.seeds_committed == result.tally.seeds_revealed == 1
+
+
+@pytest.mark.parametrize(
+    ("numerator", "denominator", "text"),
+    [
+        (35, 36, "97.22%"),
+        (199, 216, "92.13%"),
+        (1, 3, "33.33%"),
+        (2, 3, "66.67%"),
+        (1, 200000, "0.00%"),
+        (-1, 200, "-0.50%"),
+        (-1, 300000, "0.00%"),
+        (102, 100, "102.00%"),
+    ],
+)
+def test_percent_rounds_half_away_from_zero_in_integers(
+    numerator: int, denominator: int, text: str
+) -> None:
+    assert percent(Fraction(numerator, denominator)) == text
