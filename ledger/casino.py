@@ -22,7 +22,7 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 from rfc8785 import CanonicalizationError
 
-from ledger.crypto.actor import sign_fact, verify_fact
+from ledger.crypto.actor import actor_signature, sign_fact, verify_fact
 from ledger.crypto.canonical import canonical
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
@@ -338,9 +338,9 @@ class Casino:
             raise InvalidCommandError("RNG throws are made by throw_dice, not reported")
         if source.get("kind") != "device":
             return
-        signed = {"key_id": source.get("key_id", ""), "signature": source.get("signature", "")}
+        signed = actor_signature(source)
         try:
-            verify_fact(self.app.current_keyring(), fact, signed, Role.DEALER_DEVICE, "report")  # type: ignore[arg-type]
+            verify_fact(self.app.current_keyring(), fact, signed, Role.DEALER_DEVICE, "report")
         except VerificationError as exc:
             raise InvalidCommandError(f"dealer device report refused: {exc}") from None
 

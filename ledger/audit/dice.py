@@ -9,7 +9,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from ledger.crypto.actor import verify_fact
+from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round, fault_fact, throw_fact
@@ -55,11 +55,7 @@ class DiceAudit:
                     if topic == _OUTCOME
                     else fault_fact(stream, counter, state["reason"])
                 )
-                signed = {
-                    "key_id": source.get("key_id", ""),
-                    "signature": source.get("signature", ""),
-                }
-                verify_fact(self.keyring, fact, signed, Role.DEALER_DEVICE, where)  # type: ignore[arg-type]
+                verify_fact(self.keyring, fact, actor_signature(source), Role.DEALER_DEVICE, where)
                 self.device_reports += 1
             elif source.get("kind") == "rng":
                 if topic == _FAULT or source.get("counter") != counter:

@@ -25,6 +25,11 @@ def sign_fact(signer: Signer, fact: dict[str, Any], role: Role) -> ActorSignatur
     return {"key_id": signer.key_id, "signature": base64.b64encode(signature).decode()}
 
 
+def actor_signature(source: dict[str, Any]) -> ActorSignature:
+    """The signature fields of a reported fact's source (empty when absent)."""
+    return {"key_id": str(source.get("key_id", "")), "signature": str(source.get("signature", ""))}
+
+
 def verify_fact(
     keyring: Keyring, fact: dict[str, Any], signed: ActorSignature, role: Role, where: str
 ) -> None:
