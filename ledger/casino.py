@@ -287,8 +287,7 @@ class Casino:
 
         def body() -> tuple[Result, list[Aggregate]]:
             table = self.table(table_id)
-            if table.active_seed is not None:
-                table.commit_seed(table.active_seed, "")  # raises: retire it first
+            table.check_no_seed_in_use()  # before the RNG makes a seed nobody will use
             seed_id, committed = rng.new_seed()
             table.commit_seed(seed_id, committed)
             return seed_id, [table]
@@ -375,8 +374,7 @@ class Casino:
     def settle(self, *, request_id: str, round_id: str) -> list[BetResult]:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
-            if game_round.outcome is None:
-                game_round.settle({})  # raises with the reason (settled, or no outcome)
+            game_round.check_settleable()
             variant = self._variant_of(game_round)
             returns = variant.settle(game_round.outcome or {}, game_round.bets)
             results = game_round.settle(returns)

@@ -141,3 +141,14 @@ def test_device_reports_are_signed_by_the_device(node: Node, casino: Casino) -> 
     casino.settle(request_id="s", round_id=round_id)
     report = verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT)
     assert report.device_reports == 2
+
+
+def test_a_second_seed_waits_for_the_first_to_be_retired(casino: Casino) -> None:
+    rng = RngServer()
+    table, _ = setup_table(casino)
+    first = casino.commit_seed(request_id="commit-1", table_id=table, rng=rng)
+    with pytest.raises(InvalidCommandError, match=f"already has seed {first} in use"):
+        casino.commit_seed(request_id="commit-2", table_id=table, rng=rng)
+    assert len(rng._seeds) == 1  # no seed was made for the refused commitment
+    casino.retire_seed(request_id="retire-1", table_id=table, rng=rng)
+    assert casino.commit_seed(request_id="commit-3", table_id=table, rng=rng) != first

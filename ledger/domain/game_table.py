@@ -63,11 +63,14 @@ class GameTable(Aggregate):
     def _rounds_in_play(self, rounds_in_play: int) -> None:
         self.rounds_in_play = rounds_in_play
 
-    def commit_seed(self, seed_id: str, commitment: str) -> None:
+    def check_no_seed_in_use(self) -> None:
         if self.active_seed is not None:
             raise InvalidCommandError(
                 f"table {self.name} already has seed {self.active_seed} in use: retire it first"
             )
+
+    def commit_seed(self, seed_id: str, commitment: str) -> None:
+        self.check_no_seed_in_use()
         if seed_id in self.commitments:
             raise InvalidCommandError(f"seed {seed_id} was already committed")
         self._seed_committed(seed_id, commitment)

@@ -312,14 +312,18 @@ class Round(Aggregate):
         self.status = BETTING
 
     # Money out.
-    def settle(self, returns: dict[str, int]) -> list[BetResult]:
-        """Settle every bet with the variant's return for it (0, the stake, or more)."""
+    def check_settleable(self) -> None:
+        """Raise unless the round has an outcome and no settlement yet."""
         if self.status == SETTLED:
             raise InvalidCommandError(f"round {self.id} is already settled")
         if self.status != DECIDED:
             raise InvalidCommandError(
                 f"round {self.id} has no outcome to settle on (it is {self.status})"
             )
+
+    def settle(self, returns: dict[str, int]) -> list[BetResult]:
+        """Settle every bet with the variant's return for it (0, the stake, or more)."""
+        self.check_settleable()
         results = self._results_for(returns)
         postings: list[Posting] = []
         for result in results:
