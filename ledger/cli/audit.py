@@ -1,0 +1,119 @@
+"""`ledger checkpoint`, `ledger verify`, `ledger proof`: the auditor's commands."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ledger.audit.verify import Level, verify_store
+from ledger.cli.common import open_from_args
+from ledger.cli.passphrase import read_passphrase
+from ledger.cli.progress import progress_bar
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.errors import ConfigError
+from ledger.plugins.manager import get_plugin_manager
+
+
+def cmd_checkpoint(args: argparse.Namespace) -> int:
+    node = open_from_args(args, writable=False)
+    try:
+        node.passphrase = read_passphrase()
+        checkpointer = node.checkpointer()
+        if args.follow:
+            print("following the log (Ctrl-C to stop)", file=sys.stderr)
+            with contextlib.suppress(KeyboardInterrupt):
+                checkpointer.follow()
+        with progress_bar("checkpointing") as (advance, _):
+            checkpointer.catch_up(progress=advance)
+        latest = node.app.tables.latest_checkpoint()
+        if latest is None:
+            print("the log is empty: nothing to checkpoint")
+            return 0
+        note = latest.to_note()
+        if args.export:
+            Path(args.export).write_text(note)
+            print(f"wrote checkpoint of size {latest.size} to {args.export}")
+        else:
+            print(note, end="")
+    finally:
+        node.close()
+    return 0
+
+
+def _load_trusted(path: str | None) -> Checkpoint | None:
+    if path is None:
+        return None
+    try:
+        return Checkpoint.from_note(Path(path).read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read kept checkpoint {path}: {exc.strerror}") from exc
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    level = Level.parse(args.level)
+    trusted = _load_trusted(args.trusted)
+    variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
+    node = open_from_args(args, writable=False)
+    try:
+        with progress_bar("verifying") as (advance, set_total):
+            report = verify_store(
+                node.app,
+                node.keyring,
+                level=level,
+                trusted=trusted,
+                workers=args.workers,
+                progress=advance,
+                on_total=set_total,
+                variants=variants,
+            )
+    finally:
+        node.close()
+    print(report.summary())
+    return 0
+
+
+def cmd_proof(args: argparse.Namespace) -> int:
+    from ledger.audit.proofs import consistency_from, inclusion_of
+
+    node = open_from_args(args, writable=False)
+    try:
+        if args.kind == "inclusion":
+            result = inclusion_of(node.app, args.stream, args.version)
+        else:
+            trusted = _load_trusted(args.since)
+            assert trusted is not None
+            result = consistency_from(node.app, trusted)
+    finally:
+        node.close()
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def add_audit_commands(commands: Any) -> None:
+    checkpoint = commands.add_parser("checkpoint", help="extend the Merkle log, sign a checkpoint")
+    checkpoint.add_argument("--export", metavar="FILE", help="write the newest checkpoint here")
+    checkpoint.add_argument("--follow", action="store_true", help="keep following the log")
+    checkpoint.set_defaults(handler=cmd_checkpoint)
+
+    verify = commands.add_parser("verify", help="verify the whole store")
+    verify.add_argument(
+        "--level", default=Level.SETTLEMENT.value, help="integrity | signatures | settlement"
+    )
+    verify.add_argument("--trusted", metavar="FILE", help="a checkpoint file kept from earlier")
+    verify.add_argument("--workers", type=int, help="processes (default: all cores)")
+    verify.set_defaults(handler=cmd_verify)
+
+    proof = commands.add_parser("proof", help="inclusion or consistency proofs").add_subparsers(
+        dest="kind", required=True
+    )
+    inclusion = proof.add_parser("inclusion", help="prove an event is in the log")
+    inclusion.add_argument("stream")
+    inclusion.add_argument("version", type=int)
+    inclusion.set_defaults(handler=cmd_proof)
+    consistency = proof.add_parser("consistency", help="prove the log only grew since a checkpoint")
+    consistency.add_argument("--since", required=True, metavar="FILE")
+    consistency.set_defaults(handler=cmd_proof)

@@ -1,0 +1,19 @@
+"""What every `ledger` command shares: opening the node, reading a passphrase."""
+
+from __future__ import annotations
+
+import argparse
+
+from ledger.cli.passphrase import read_passphrase
+from ledger.node import Node, keys_dir, open_node
+
+
+def passphrase_for(args: argparse.Namespace, *, confirm: bool = False) -> bytes | None:
+    return None if getattr(args, "unencrypted", False) else read_passphrase(confirm=confirm)
+
+
+def open_from_args(args: argparse.Namespace, *, writable: bool) -> Node:
+    directory = keys_dir(args.keys)
+    directory.keyring()  # fail on missing keys before asking for a passphrase
+    passphrase = read_passphrase() if writable else None
+    return open_node(args.store, args.keys, passphrase=passphrase, writable=writable)

@@ -1,0 +1,100 @@
+"""`ledger simulate`: a casino session on the store, then checkpoint,
+projections, verify and a summary."""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+from typing import Any
+
+from ledger.audit.verify import Level, verify_store
+from ledger.cli.common import open_from_args
+from ledger.cli.passphrase import read_passphrase
+from ledger.cli.progress import progress_bar
+from ledger.node import keys_dir
+from ledger.plugins.manager import get_plugin_manager
+from ledger.store.application import probe_store
+from ledger.store.config import describe, store_url
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """A casino session on the store, then checkpoint, projections, verify and a summary."""
+    from ledger.casino import Casino
+    from ledger.projections import ProjectionRunner
+    from ledger.simulation import (
+        SessionConfig,
+        check_config,
+        default_tables,
+        dice_source,
+        parse_seed,
+        run_session,
+        summary_lines,
+    )
+
+    # Bad input fails first: before keys are made or the store is touched.
+    config = SessionConfig(
+        tables=default_tables(args.tables),
+        players=args.players,
+        rounds=args.rounds,
+        fault_rate=args.fault_rate,
+        seed=secrets.randbelow(2**32) if args.seed is None else args.seed,
+    )
+    variants = get_plugin_manager().variants()
+    check_config(config, variants)
+    dice = dice_source(None if args.dice_seed is None else parse_seed(args.dice_seed))
+    directory = keys_dir(args.keys)
+    probe_store(store_url(args.store))  # an unusable store fails before keys are made
+    if not directory.has_node_keys():
+        passphrase = read_passphrase(confirm=True)
+        for record in directory.create_node_keys(passphrase):
+            print(f"created {record.role.value} key {record.name} in {directory.path}")
+    node = open_from_args(args, writable=True)
+    try:
+        # Load the checkpoint key before recording: a missing or unreadable
+        # key must fail before anything touches the store.
+        checkpointer = node.checkpointer()
+        before, _ = node.app.tables.event_count()
+        with progress_bar("playing", unit="round") as (advance, set_total):
+            set_total(config.rounds)
+            result = run_session(Casino(node.app, variants), variants, config, dice, advance)
+        recorded = node.app.tables.event_count()[0] - before
+        with progress_bar("checkpointing") as (advance, _):
+            checkpoint = checkpointer.catch_up(progress=advance)
+        print(f"recorded {recorded} sealed events in {describe(node.app.store_url)}")
+        if checkpoint:
+            print(f"checkpoint: size {checkpoint.size}, root {checkpoint.root.hex()}")
+        runner = ProjectionRunner(node.app)
+        with progress_bar("projecting") as (advance, _):
+            runner.catch_up(progress=advance)
+        print(f"projections up to date at notification {min(runner.positions().values())}")
+        print("\n".join(summary_lines(result)))
+        with progress_bar("verifying") as (advance, set_total):
+            report = verify_store(
+                node.app,
+                node.keyring,
+                level=Level.SETTLEMENT,
+                variants=variants,
+                progress=advance,
+                on_total=set_total,
+            )
+        print(report.summary())
+    finally:
+        node.close()
+    return 0
+
+
+def add_simulate_command(commands: Any) -> None:
+    simulate = commands.add_parser(
+        "simulate", help="play a casino session on the store, checkpoint, verify, summarise"
+    )
+    simulate.add_argument("--rounds", type=int, default=300, help="rounds dealt (default 300)")
+    simulate.add_argument("--players", type=int, default=40, help="players seated (default 40)")
+    simulate.add_argument("--tables", type=int, default=4, help="tables (default 4)")
+    simulate.add_argument(
+        "--fault-rate", type=int, default=3, metavar="PERCENT", help="faulty throws (default 3)"
+    )
+    simulate.add_argument("--seed", type=int, help="seed of the players' choices (not the dice)")
+    simulate.add_argument(
+        "--dice-seed", metavar="HEX", help="a fixed 32-byte dice seed (tests and replays)"
+    )
+    simulate.set_defaults(handler=cmd_simulate)
