@@ -29,6 +29,7 @@ from ledger.crypto.signing import Signer
 from ledger.domain.account import HOUSE, PLAYER, Account
 from ledger.domain.game_table import GameTable
 from ledger.domain.money import check_currency
+from ledger.domain.names import check_name
 from ledger.domain.request import Request, request_uuid
 from ledger.domain.round import (
     BetResult,
@@ -176,11 +177,14 @@ class Casino:
     ) -> str:
         def body() -> tuple[Result, list[Aggregate]]:
             self.variant(variant)
-            house = Account.open(HOUSE, f"house of table {name}", check_currency(currency))
+            code = check_currency(currency)  # one spelling for the table and its house
+            house = Account.open(
+                HOUSE, f"house of table {check_name(name, 'table name', limit=100)}", code
+            )
             table = GameTable(
                 name=name,
                 variant=variant,
-                currency=currency,
+                currency=code,
                 limits=check_limits(limits),
                 house_account=house.id,
             )

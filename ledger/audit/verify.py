@@ -58,6 +58,10 @@ class Level(StrEnum):
             raise ConfigError(f"unknown verify level {text!r}: choose one of {choices}") from None
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 @dataclass
 class VerificationReport:
     """What was verified (TUF's `VerificationResult` idea): counts, not just a yes."""
@@ -79,8 +83,8 @@ class VerificationReport:
 
     def summary(self) -> str:
         lines = [
-            f"OK: {self.events} events in {self.streams} streams, "
-            f"{self.checkpoints} checkpoints verified at level {self.level.value} "
+            f"OK: {_n(self.events, 'event')} in {_n(self.streams, 'stream')}, "
+            f"{_n(self.checkpoints, 'checkpoint')} verified at level {self.level.value} "
             f"in {self.seconds:.2f} s ({self.workers} worker{'s' if self.workers > 1 else ''})",
         ]
         if self.movements is not None:

@@ -10,15 +10,28 @@ from pathlib import Path
 from typing import Any
 
 from ledger.audit.verify import Level, verify_store
+from ledger.cli.args import MAX_INT64, int_range, uuid_text
 from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.errors import ConfigError
+from ledger.errors import ConfigError, LedgerError
 from ledger.plugins.manager import get_plugin_manager
 
 
+def check_export_path(given: str | None) -> None:
+    """Refuse an export target that cannot be written, before anything is signed."""
+    if given is None:
+        return
+    path = Path(given)
+    if path.is_dir():
+        raise ConfigError(f"--export {given} is a directory: name a file")
+    if not path.parent.is_dir():
+        raise ConfigError(f"--export {given}: directory {path.parent} does not exist")
+
+
 def cmd_checkpoint(args: argparse.Namespace) -> int:
+    check_export_path(args.export)
     node = open_from_args(args, writable=False)
     try:
         node.passphrase = read_passphrase()
@@ -48,15 +61,19 @@ def _load_trusted(path: str | None) -> Checkpoint | None:
     if path is None:
         return None
     try:
-        return Checkpoint.from_note(Path(path).read_text())
+        text = Path(path).read_bytes().decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read kept checkpoint {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not a checkpoint note (not UTF-8 text)") from None
+    return Checkpoint.from_note(text)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     level = Level.parse(args.level)
     trusted = _load_trusted(args.trusted)
-    variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
+    plugins = get_plugin_manager() if level is Level.SETTLEMENT else None
+    variants = plugins.variants() if plugins else None
     node = open_from_args(args, writable=False)
     try:
         with progress_bar("verifying") as (advance, set_total):
@@ -70,10 +87,24 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 on_total=set_total,
                 variants=variants,
             )
+    except LedgerError as exc:
+        if plugins and plugins.skipped and _missing_variant(exc):
+            # Not a failed check: this machine was told not to load what a round needs.
+            raise ConfigError(
+                f"could not check: {exc}; not loaded here (LEDGER_PLUGINS_ALLOW/"
+                f"LEDGER_PLUGINS_BLOCK): {', '.join(plugins.skipped)}"
+            ) from exc
+        raise
     finally:
         node.close()
     print(report.summary())
     return 0
+
+
+def _missing_variant(exc: LedgerError) -> bool:
+    """A re-settle that found no installed variant for a round (not a tampered round)."""
+    text = str(exc)
+    return "installed: none" in text or "not installed" in text
 
 
 def cmd_proof(args: argparse.Namespace) -> int:
@@ -104,15 +135,17 @@ def add_audit_commands(commands: Any) -> None:
         "--level", default=Level.SETTLEMENT.value, help="integrity | signatures | settlement"
     )
     verify.add_argument("--trusted", metavar="FILE", help="a checkpoint file kept from earlier")
-    verify.add_argument("--workers", type=int, help="processes (default: all cores)")
+    verify.add_argument(
+        "--workers", type=int_range(1, 256), help="processes, 1..256 (default: all cores)"
+    )
     verify.set_defaults(handler=cmd_verify)
 
     proof = commands.add_parser("proof", help="inclusion or consistency proofs").add_subparsers(
         dest="kind", required=True
     )
     inclusion = proof.add_parser("inclusion", help="prove an event is in the log")
-    inclusion.add_argument("stream")
-    inclusion.add_argument("version", type=int)
+    inclusion.add_argument("stream", type=uuid_text, help="the stream (aggregate) id")
+    inclusion.add_argument("version", type=int_range(1, MAX_INT64), help="the event's version")
     inclusion.set_defaults(handler=cmd_proof)
     consistency = proof.add_parser("consistency", help="prove the log only grew since a checkpoint")
     consistency.add_argument("--since", required=True, metavar="FILE")

@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 
 from ledger.cli.passphrase import read_passphrase
+from ledger.errors import ConfigError
 from ledger.node import Node, keys_dir, open_node
+
+
+def check_keys_path(given: str | None) -> None:
+    """The keys directory may be missing (simulate creates it), never a file."""
+    path = keys_dir(given).path
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"keys directory {path} is a file, not a directory")
 
 
 def passphrase_for(args: argparse.Namespace, *, confirm: bool = False) -> bytes | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ledger.cli.args import int_range
 from ledger.cli.common import passphrase_for
 from ledger.crypto.keys import Role
 from ledger.errors import KeyStoreError
@@ -36,7 +37,11 @@ def add_key_commands(commands: Any) -> None:
     create = keys.add_parser("create", help="create a key pair with a role")
     create.add_argument("name")
     create.add_argument("--role", required=True, choices=[r.value for r in Role])
-    create.add_argument("--valid-days", type=int, help="validity period (default: no expiry)")
+    create.add_argument(
+        "--valid-days",
+        type=int_range(1, 36_500),
+        help="validity period, 1..36500 days (default: no expiry)",
+    )
     create.add_argument("--unencrypted", action="store_true", help="write the key unencrypted")
     create.add_argument("--yes-unencrypted", action="store_true", help=argparse.SUPPRESS)
     create.set_defaults(handler=cmd_keys_create)

@@ -2,6 +2,8 @@
 
 Every `LedgerError` becomes one line on stderr and a non-zero exit code
 (1: verification failed; 2: bad input or setup); nothing else is caught.
+A reader that closes stdout early (`ledger ... | head`) ends no command: the
+rest of the output goes nowhere and the exit code is still the command's.
 """
 
 from __future__ import annotations
@@ -9,20 +11,29 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from eventsourcing.persistence import InterfaceError, OperationalError
 
 from ledger.cli.audit import add_audit_commands
-from ledger.cli.common import open_from_args
+from ledger.cli.common import check_keys_path, open_from_args
 from ledger.cli.keys import add_key_commands
+from ledger.cli.output import tolerate_closed_stdout
 from ledger.cli.projections import add_projection_commands
 from ledger.cli.simulate import add_simulate_command
 from ledger.cli.variants import add_variant_commands
 from ledger.errors import LedgerError
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one `ledger: error:` line (exit 2) like every other."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"ledger: error: {self.prog}: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ledger", description=__doc__.splitlines()[0])
+    parser = Parser(prog="ledger", description=__doc__.splitlines()[0])
     parser.add_argument("--store", help="store URL (default: $LEDGER_STORE or sqlite:///ledger.db)")
     parser.add_argument("--keys", help="keys directory (default: $LEDGER_KEYS or ./keys)")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -36,7 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    with tolerate_closed_stdout():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
+        check_keys_path(args.keys)
         code: int = args.handler(args)
     except LedgerError as exc:
         print(f"ledger: error: {exc}", file=sys.stderr)

@@ -8,6 +8,7 @@ import secrets
 from typing import Any
 
 from ledger.audit.verify import Level, verify_store
+from ledger.cli.args import MAX_INT64, int_range
 from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
@@ -93,7 +94,11 @@ def add_simulate_command(commands: Any) -> None:
     simulate.add_argument(
         "--fault-rate", type=int, default=3, metavar="PERCENT", help="faulty throws (default 3)"
     )
-    simulate.add_argument("--seed", type=int, help="seed of the players' choices (not the dice)")
+    simulate.add_argument(
+        "--seed",
+        type=int_range(0, MAX_INT64),
+        help="seed of the players' choices (not the dice), 0..2**63-1",
+    )
     simulate.add_argument(
         "--dice-seed", metavar="HEX", help="a fixed 32-byte dice seed (tests and replays)"
     )

@@ -183,7 +183,9 @@ def read_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
     try:
         key = serialization.load_pem_private_key(pem, passphrase if encrypted else None)
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        reason = "wrong passphrase" if encrypted else "malformed key file"
+        # Only a decrypt failure means a wrong passphrase; a cut or garbled file is corrupt.
+        wrong = encrypted and "incorrect password" in str(exc).lower()
+        reason = "wrong passphrase" if wrong else "malformed key file (corrupt or truncated)"
         raise KeyStoreError(f"cannot read {path}: {reason}") from exc
     if not isinstance(key, Ed25519PrivateKey):
         raise KeyStoreError(f"{path} does not hold an Ed25519 key")

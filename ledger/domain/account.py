@@ -20,6 +20,7 @@ from ledger.domain.money import (
     transfer,
     wallet,
 )
+from ledger.domain.names import check_name
 from ledger.errors import InvalidCommandError
 
 PLAYER = "player"
@@ -80,9 +81,7 @@ class Account(Aggregate):
     def open(cls, kind: str, owner: str, currency: str) -> Account:
         if kind not in (PLAYER, HOUSE):
             raise InvalidCommandError(f"account kind must be {PLAYER!r} or {HOUSE!r}")
-        if not isinstance(owner, str) or not owner.strip():
-            raise InvalidCommandError("an account needs an owner")
-        return cls(kind=kind, owner=owner, currency=check_currency(currency))
+        return cls(kind=kind, owner=check_name(owner, "owner"), currency=check_currency(currency))
 
     @property
     def ledger_name(self) -> str:

@@ -43,9 +43,15 @@ def cashier(currency: str) -> str:
 
 
 def check_currency(code: object) -> str:
-    if not isinstance(code, str) or pycountry.currencies.get(alpha_3=code) is None:
+    """The ISO 4217 code in its canonical upper case ('eur' -> 'EUR'), else refused.
+
+    pycountry matches case-insensitively: returning its own spelling keeps one
+    cashier account and one balance per currency, however the code was typed.
+    """
+    found = pycountry.currencies.get(alpha_3=code) if isinstance(code, str) else None
+    if found is None or not isinstance(code, str) or len(code) != 3:
         raise InvalidCommandError(f"{code!r} is not an ISO 4217 currency code")
-    return code
+    return str(found.alpha_3)
 
 
 def check_amount(value: object, what: str = "amount") -> int:

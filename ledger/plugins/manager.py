@@ -11,7 +11,7 @@ from typing import Any
 
 import pluggy
 
-from ledger.errors import PluginError
+from ledger.errors import ConfigError, PluginError
 from ledger.plugins import ENTRY_POINT_GROUP, PROJECT_NAME, spec
 from ledger.plugins.registry import LoadedVariant, VariantRegistry
 
@@ -36,8 +36,15 @@ class PluginInfo:
 class Plugins:
     """The core's only view of the plugins: one typed method per hook."""
 
-    def __init__(self, manager: pluggy.PluginManager, info: dict[str, PluginInfo]) -> None:
+    def __init__(
+        self,
+        manager: pluggy.PluginManager,
+        info: dict[str, PluginInfo],
+        skipped: list[str] | None = None,
+    ) -> None:
         self._manager = manager
+        # Installed entry points left unloaded by the allow/block lists.
+        self.skipped = skipped or []
         self._info = info
         self._variants: dict[str, LoadedVariant] | None = None
 
@@ -83,10 +90,21 @@ def get_plugin_manager(
     manager = pluggy.PluginManager(PROJECT_NAME)
     manager.add_hookspecs(spec)
     info: dict[str, PluginInfo] = {}
+    skipped: list[str] = []
     allow, block = _names(ALLOW_ENV), _names(BLOCK_ENV)
     if load_entry_points:
-        for point in entry_points(group=ENTRY_POINT_GROUP):
+        points = list(entry_points(group=ENTRY_POINT_GROUP))
+        missing = sorted((allow or set()) - {point.name for point in points})
+        if missing:
+            # A typo here would silently load nothing: say so instead.
+            installed = ", ".join(sorted(p.name for p in points)) or "none"
+            raise ConfigError(
+                f"{ALLOW_ENV} names {', '.join(missing)}, which is not installed "
+                f"(installed: {installed})"
+            )
+        for point in points:
             if (allow is not None and point.name not in allow) or (block and point.name in block):
+                skipped.append(point.name)
                 continue
             distribution = point.dist.name if point.dist else point.name
             version = point.dist.version if point.dist else "unversioned"
@@ -101,7 +119,7 @@ def get_plugin_manager(
     for name, plugin, version in extra:
         _register(manager, name, plugin, name, version)
         info[name] = PluginInfo(name, name, version)
-    return Plugins(manager, info)
+    return Plugins(manager, info, skipped)
 
 
 def _register(

@@ -8,9 +8,11 @@ from typing import Any
 from uuid import UUID
 
 import psycopg
+import psycopg.sql
 import psycopg_pool
 from eventsourcing.application import Application
 from eventsourcing.persistence import EventStore, InfrastructureFactoryError, PersistenceError
+from eventsourcing.utils import Environment
 
 from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
@@ -32,10 +34,29 @@ STORE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+# The PostgreSQL events table is named after the environment's name
+# (`ledger_events`); stores written so far use that name, so it stays.
+TABLE_PREFIX = "ledger"
+
+
+class StoreEnvironment(Environment):
+    """Exactly the settings the store URL gave, looked up by their plain names.
+
+    eventsourcing's own Environment also reads every `<APP NAME>_<SETTING>` and
+    plain `SQLITE_DBNAME`/`POSTGRES_*` variable of the process, so a stray
+    `LEDGER_SQLITE_DBNAME` would redirect a store given by URL. Here nothing
+    but the URL (and the caller's explicit overrides) decides.
+    """
+
+    def create_keys(self, key: str) -> list[str]:
+        return [key]
+
+
 class LedgerApplication(Application[UUID]):
     """Stores sealed events in the store named by `store` (a URL)."""
 
-    name = "Ledger"
+    # A name whose environment prefix no user setting (LEDGER_*) uses.
+    name = "CasinoLedgerStore"
     is_snapshotting_enabled = False
 
     def __init__(
@@ -55,6 +76,7 @@ class LedgerApplication(Application[UUID]):
         # A cache of aggregates (fast-forwarded from the store on every get, and
         # deep-copied out) saves re-reading and re-verifying whole streams: a
         # wallet's history grows with every round it plays.
+        probe_store(store, create=create, make_schema=create)
         settings = (
             {"AGGREGATE_CACHE_MAXSIZE": "10000", "AGGREGATE_CACHE_FASTFORWARD": "y"}
             | environment_for(store, create=create)
@@ -75,6 +97,10 @@ class LedgerApplication(Application[UUID]):
                 raise StoreUnavailableError(
                     f"no ledger in store {describe(store)}: {_first_line(exc)}"
                 ) from exc
+
+    def construct_env(self, name: str, env: Any = None) -> Environment:
+        # Never os.environ: the URL's settings win over every variable.
+        return StoreEnvironment(TABLE_PREFIX, dict(env or {}))
 
     def current_keyring(self) -> Keyring:
         """The keyring as it is now (keys added since opening included, when the
@@ -112,20 +138,43 @@ class LedgerApplication(Application[UUID]):
         self.close()
 
 
-def probe_store(store: str) -> None:
-    """Fail now, with one clear line, if `store` is malformed or unreachable."""
-    settings = environment_for(store)
+def probe_store(store: str, *, create: bool = True, make_schema: bool = False) -> None:
+    """Fail now, with one clear line, if `store` is malformed or unreachable.
+
+    On PostgreSQL this is a direct connection, so a missing database or server
+    is named at once (the pool would wait out its timeout and say less). A
+    `?schema=` that does not exist is refused unless `create` (writers create
+    it when they open it, as they create the tables; readers never create anything).
+    """
+    settings = environment_for(store, create=create)
     if settings["PERSISTENCE_MODULE"] != "eventsourcing.postgres":
-        return  # SQLite: environment_for already checked the directory
+        return  # SQLite: environment_for already checked the directory and file
+    schema = settings["POSTGRES_SCHEMA"]
     try:
-        psycopg.connect(
+        with psycopg.connect(
             host=settings["POSTGRES_HOST"],
             port=settings["POSTGRES_PORT"],
             user=settings["POSTGRES_USER"],
             password=settings["POSTGRES_PASSWORD"] or None,
             dbname=settings["POSTGRES_DBNAME"],
             connect_timeout=int(settings["POSTGRES_CONNECT_TIMEOUT"]),
-        ).close()
+            autocommit=True,
+        ) as connection:
+            found = connection.execute(
+                "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)
+            ).fetchone()
+            if found is None and not create:
+                raise ConfigError(
+                    f"schema {schema!r} does not exist in store {describe(store)}: "
+                    "a writer (`ledger simulate`) creates it, or check the URL"
+                )
+            if found is None and make_schema:
+                # The name passed config.py's identifier check; quoted all the same.
+                connection.execute(
+                    psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                        psycopg.sql.Identifier(schema)
+                    )
+                )
     except psycopg.Error as exc:
         raise StoreUnavailableError(
             f"cannot open store {describe(store)}: {_first_line(exc)}"

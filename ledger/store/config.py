@@ -1,13 +1,15 @@
 """One setting picks the store: a URL, from `--store` or `LEDGER_STORE`.
 
 ``sqlite:///path/to/file.db`` (the default: ``ledger.db`` in the working
-directory) or ``postgresql://user[:password]@host[:port]/dbname[?schema=name]``.
+directory) or ``postgresql://user[:password]@host[:port]/dbname[?schema=name]`` (a
+schema name is letters, digits and ``_``; writers create it, readers need it).
 It becomes eventsourcing's own environment-style settings.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -16,6 +18,8 @@ from ledger.errors import ConfigError
 STORE_ENV = "LEDGER_STORE"
 DEFAULT_STORE = "sqlite:///ledger.db"
 _RECORDERS = "ledger.store.recorders"
+# A plain PostgreSQL identifier: it is spliced into DDL (triggers, functions).
+_SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 
 
 def store_url(given: str | None = None) -> str:
@@ -66,7 +70,18 @@ def environment_for(url: str, *, create: bool = True) -> dict[str, str]:
             port = parts.port or 5432
         except ValueError as exc:
             raise ConfigError(f"bad port in store URL {describe(url)!r}") from exc
-        query = parse_qs(parts.query)
+        query = parse_qs(parts.query, keep_blank_values=True)
+        unknown = sorted(set(query) - {"schema"})
+        if unknown:
+            raise ConfigError(
+                f"unknown store URL option {unknown[0]!r} in {describe(url)!r}: only ?schema=NAME"
+            )
+        schema = query.get("schema", ["public"])
+        if len(schema) != 1 or not _SCHEMA.fullmatch(schema[0]):
+            raise ConfigError(
+                f"bad schema name {'&'.join(schema)!r} in store URL: letters, digits and _ only "
+                "(up to 63, not starting with a digit)"
+            )
         return {
             "PERSISTENCE_MODULE": "eventsourcing.postgres",
             "POSTGRES_DBNAME": dbname,
@@ -74,7 +89,7 @@ def environment_for(url: str, *, create: bool = True) -> dict[str, str]:
             "POSTGRES_PORT": str(port),
             "POSTGRES_USER": unquote(parts.username or "postgres"),
             "POSTGRES_PASSWORD": unquote(parts.password or ""),
-            "POSTGRES_SCHEMA": query.get("schema", ["public"])[0],
+            "POSTGRES_SCHEMA": schema[0],
             "POSTGRES_CONNECT_TIMEOUT": "5",
             "POSTGRES_LOCK_TIMEOUT": "10",
             "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:SealedPostgresApplicationRecorder",

@@ -1,0 +1,37 @@
+"""Argument types that refuse out-of-range values before a command runs.
+
+Each raises argparse.ArgumentTypeError, which the parser turns into one
+`ledger: error:` line and exit code 2 (see ledger.cli.main.Parser).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from uuid import UUID
+
+MAX_INT64 = 2**63 - 1  # the stores' integer columns and the seed's documented range
+
+
+def int_range(low: int, high: int) -> Callable[[str], int]:
+    """An int in low..high (inclusive)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be {low}..{high}, not {value}")
+        return value
+
+    parse.__name__ = "int"  # what argparse names in its own messages
+    return parse
+
+
+def uuid_text(text: str) -> str:
+    """A stream or round id: a UUID, in its canonical lower-case form."""
+    try:
+        return str(UUID(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a UUID") from None
