@@ -1,0 +1,399 @@
+"""What a new user typed (issue 8, items 3-5): one line, the documented exit code,
+no traceback, and nothing written.
+
+One table drives the CLI (in process, as `ledger` would run it) over a copy of a
+small store on SQLite, or over a small store in its own PostgreSQL schema; each
+row asserts the exit code, the one `ledger: error:` line and what it names, that
+no file in the working directory changed and that no store's row counts moved.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sqlite3
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+from ledger.casino import Casino
+from ledger.cli.main import main
+from ledger.errors import InvalidCommandError
+from ledger.node import Node, open_node
+from ledger.plugins.manager import get_plugin_manager
+from tests.conftest import PG_DSN, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
+from tests.test_cli_bad_input import RIGHT, assert_one_error_line, snapshot
+
+TABLES = ("ledger_merkle_leaves", "ledger_merkle_nodes", "ledger_checkpoints")
+ROUNDS = ("simulate", "--rounds", "2", "--players", "3", "--tables", "1")
+
+
+def store_rows(url: str) -> dict[str, int]:
+    """Rows per ledger table of a store, read behind the ledger's back."""
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        path = Path(parts.path[1:])
+        if not path.exists():
+            return {}
+        # In a copy: even a read-only connection makes -wal/-shm files beside it.
+        with tempfile.TemporaryDirectory() as scratch:
+            for part in path.parent.glob(f"{path.name}*"):
+                shutil.copy2(part, Path(scratch) / part.name)
+            connection = sqlite3.connect(Path(scratch) / path.name)
+            try:
+                return {
+                    table: connection.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+                    for table in ("stored_events", *TABLES)
+                }
+            finally:
+                connection.close()
+    schema = parts.query.removeprefix("schema=")
+    with psycopg.connect(PG_DSN) as connection:
+        return {
+            table: connection.execute(f'SELECT COUNT(*) FROM "{schema}".{table}').fetchone()[0]
+            for table in ("ledger_events", *TABLES)
+        }
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    argv: tuple[str, ...]
+    needles: tuple[str, ...]  # each must appear in the error line
+    code: int = 2
+    env: dict[str, str] = field(default_factory=dict)
+    prepare: Callable[[Path], None] | None = None
+    postgres: bool = False  # run against the PostgreSQL store ({pg} in argv)
+    absent: tuple[str, ...] = ()  # must not appear in the error line
+
+
+def random_bytes(name: str) -> Callable[[Path], None]:
+    return lambda root: (root / name).write_bytes(bytes(range(256)) * 3)
+
+
+def truncate_key(root: Path) -> None:
+    pem = root / "keys" / "ledger-node.pem"
+    pem.write_bytes(pem.read_bytes()[:120])
+
+
+def missing_database() -> str:
+    return urlsplit(PG_URL)._replace(path=f"/no_such_db_{uuid.uuid4().hex[:8]}").geturl()
+
+
+CASES = [
+    # Item 3: tracebacks.
+    Case(
+        "trusted-random-bytes",
+        ("verify", "--trusted", "rnd.bin"),
+        ("rnd.bin", "not a checkpoint"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "since-random-bytes",
+        ("proof", "consistency", "--since", "rnd.bin"),
+        ("rnd.bin", "not a checkpoint"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case("trusted-missing-file", ("verify", "--trusted", "kept.txt"), ("kept.txt",)),
+    Case("trusted-is-a-directory", ("verify", "--trusted", "keys"), ("keys",)),
+    Case(
+        "keys-is-a-file-simulate",
+        ("--keys", "rnd.bin", *ROUNDS),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "keys-is-a-file-create",
+        ("--keys", "rnd.bin", "keys", "create", "op", "--role", "operator"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "keys-is-a-file-verify",
+        ("--keys", "rnd.bin", "verify"),
+        ("rnd.bin",),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "export-to-missing-directory",
+        ("checkpoint", "--export", "nodir/kept.txt"),
+        ("nodir", "does not exist"),
+    ),
+    Case("export-onto-a-directory", ("checkpoint", "--export", "keys"), ("keys", "directory")),
+    Case(
+        "proof-stream-not-a-uuid-sqlite",
+        ("proof", "inclusion", "not-a-uuid", "1"),
+        ("not-a-uuid", "not a UUID"),
+    ),
+    Case(
+        "proof-stream-not-a-uuid-postgres",
+        ("--store", "{pg}", "proof", "inclusion", "not-a-uuid", "1"),
+        ("not a UUID",),
+        postgres=True,
+    ),
+    Case(
+        "proof-huge-version-sqlite",
+        ("proof", "inclusion", str(uuid.UUID(int=1)), "100000000000000000000"),
+        ("100000000000000000000",),
+    ),
+    Case(
+        "proof-huge-version-postgres",
+        ("--store", "{pg}", "proof", "inclusion", str(uuid.UUID(int=1)), str(10**20)),
+        (str(10**20),),
+        postgres=True,
+    ),
+    Case("proof-version-zero", ("proof", "inclusion", str(uuid.UUID(int=1)), "0"), ("version",)),
+    # Item 4: wrong messages.
+    Case(
+        "truncated-key-file",
+        ROUNDS,
+        ("ledger-node.pem", "corrupt"),
+        prepare=truncate_key,
+        absent=("wrong passphrase",),
+    ),
+    Case("workers-zero", ("verify", "--workers", "0"), ("--workers", "not 0")),
+    Case("workers-negative", ("verify", "--workers", "-3"), ("--workers", "not -3")),
+    Case("workers-not-a-number", ("verify", "--workers", "many"), ("--workers", "many")),
+    Case(
+        "valid-days-zero",
+        ("keys", "create", "op", "--role", "operator", "--valid-days", "0"),
+        ("--valid-days", "not 0"),
+    ),
+    Case(
+        "valid-days-negative",
+        ("keys", "create", "op", "--role", "operator", "--valid-days", "-5"),
+        ("--valid-days", "not -5"),
+    ),
+    Case(
+        "plugins-allow-unknown",
+        ("variants",),
+        ("LEDGER_PLUGINS_ALLOW", "nonexistent"),
+        env={"LEDGER_PLUGINS_ALLOW": "nonexistent"},
+    ),
+    Case(
+        "plugins-allow-unknown-verify",
+        ("verify",),
+        ("nonexistent",),
+        env={"LEDGER_PLUGINS_ALLOW": "nonexistent"},
+    ),
+    Case(
+        "plugins-block-what-a-round-needs",
+        ("verify",),
+        ("could not check", "taixiu"),
+        env={"LEDGER_PLUGINS_BLOCK": "taixiu"},
+    ),
+    Case(
+        "postgres-missing-database-verify",
+        ("--store", "{nodb}", "verify"),
+        ("database", "does not exist"),
+        postgres=True,
+    ),
+    Case(
+        "postgres-missing-database-simulate",
+        ("--store", "{nodb}", *ROUNDS),
+        ("database", "does not exist"),
+        postgres=True,
+    ),
+    Case(
+        "postgres-schema-with-sql",
+        ("--store", PG_URL + "?schema=no;such", "verify"),
+        ("bad schema name", "no;such"),
+    ),
+    Case(
+        "postgres-schema-quoted", ("--store", PG_URL + '?schema=a"b', *ROUNDS), ("bad schema name",)
+    ),
+    Case(
+        "postgres-schema-missing-verify",
+        ("--store", PG_URL + "?schema=no_such_schema_x", "verify"),
+        ("schema 'no_such_schema_x' does not exist",),
+        postgres=True,
+    ),
+    Case(
+        "postgres-unknown-url-option",
+        ("--store", PG_URL + "?sslmode=disable", "verify"),
+        ("sslmode",),
+    ),
+    # Item 5: input that wrote what it should not.
+    Case("seed-negative", (*ROUNDS, "--seed", "-1"), ("--seed", "not -1")),
+    Case("seed-huge", (*ROUNDS, "--seed", str(2**64)), ("--seed", str(2**64))),
+    # Found by trying.
+    Case("no-command", (), ("required",)),
+    Case("unknown-command", ("frobnicate",), ("frobnicate",)),
+    Case("rounds-not-a-number", ("simulate", "--rounds", "ten"), ("--rounds", "ten")),
+    Case("rounds-zero", ("simulate", "--rounds", "0"), ("--rounds",)),
+    Case(
+        "store-not-a-database",
+        ("--store", "sqlite:///rnd.bin", "verify"),
+        ("rnd.bin",),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "store-bad-port",
+        ("--store", "postgresql://postgres@127.0.0.1:99999/test", "verify"),
+        ("port",),
+    ),
+    Case("balances-unknown-account", ("balances", "nobody"), ("nobody",)),
+    Case("paytable-unknown-variant", ("paytable", "roulette"), ("roulette",)),
+    Case("void-round-not-a-uuid", ("rounds", "void", "nope", "--reason", "x"), ("not a UUID",)),
+    Case(
+        "void-unknown-round",
+        ("rounds", "void", str(uuid.UUID(int=7)), "--reason", "x"),
+        ("operator",),
+    ),
+    Case("resume-without-reason", ("rounds", "resume", str(uuid.UUID(int=7))), ("--reason",)),
+]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A working directory with keys and a small SQLite store, made once."""
+    root = tmp_path_factory.mktemp("template")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        patch.setenv("LEDGER_PASSPHRASE", RIGHT)
+        assert main(list(ROUNDS)) == 0
+    yield root
+
+
+@pytest.fixture(scope="module")
+def pg_store(template: Path) -> Iterator[str]:
+    """A small store in a PostgreSQL schema of its own, sealed by the template's keys."""
+    require_postgres()
+    schema = new_pg_schema()
+    url = f"{PG_URL}?schema={schema}"
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(template)
+            patch.setenv("LEDGER_PASSPHRASE", RIGHT)
+            assert main(["--store", url, *ROUNDS]) == 0
+        yield url
+    finally:
+        drop_pg_schema(schema)
+
+
+@pytest.fixture
+def workdir(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "work"
+    shutil.copytree(template, root)
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("LEDGER_PASSPHRASE", RIGHT)
+    for name in list(os.environ):
+        if name.startswith("LEDGER_") and name != "LEDGER_PASSPHRASE":
+            monkeypatch.delenv(name)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # never a prompt
+    return root
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_one_line_and_writes_nothing(
+    case: Case,
+    workdir: Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pg = request.getfixturevalue("pg_store") if case.postgres else None
+    argv = [a.replace("{pg}", pg or "").replace("{nodb}", missing_database()) for a in case.argv]
+    if case.prepare:
+        case.prepare(workdir)
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value)
+    stores = ["sqlite:///ledger.db", *([pg] if pg else [])]
+    files, rows = snapshot(workdir), {url: store_rows(url) for url in stores}
+    capsys.readouterr()  # what the fixtures printed
+    assert all(counts[next(iter(counts))] > 0 for counts in rows.values())
+
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's own exit, through Parser.error
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+
+    line = assert_one_error_line(err)
+    assert code == case.code, err
+    for needle in case.needles:
+        assert needle in line, line
+    for needle in case.absent:
+        assert needle not in line, line
+    assert out == ""
+    assert snapshot(workdir) == files
+    assert {url: store_rows(url) for url in stores} == rows
+
+
+# Item 5 through the Python API: canonical currencies, bounded owner names.
+
+
+@pytest.fixture
+def casino(node: Node) -> Casino:
+    return Casino(node.app, get_plugin_manager().variants())
+
+
+def test_a_lower_case_currency_is_the_same_currency(casino: Casino) -> None:
+    lower = casino.open_account(request_id="a-1", owner="alice", currency="eur")
+    upper = casino.open_account(request_id="a-2", owner="bob", currency="EUR")
+    casino.deposit(request_id="d-1", account_id=lower, amount=500)
+    casino.deposit(request_id="d-2", account_id=upper, amount=700)
+    assert casino.account(lower).currency == casino.account(upper).currency == "EUR"
+    table = casino.open_table(
+        request_id="t-1",
+        name="T1",
+        variant="taixiu",
+        currency="eur",
+        limits={"min_bet": 100, "max_bet": 1_000, "max_round": 5_000},
+    )
+    assert casino.table(table).currency == "EUR"
+    assert casino.account(str(casino.table(table).house_account)).currency == "EUR"
+
+
+@pytest.mark.parametrize(
+    "owner",
+    ["x" * 1_000_000, "x" * 201, "ali\x00ce", "alice\nbob", "\x1b[31mred", "a\u202eb", "", "   "],
+    ids=["megabyte", "201-chars", "nul", "newline", "escape", "bidi-override", "empty", "spaces"],
+)
+def test_owner_names_are_bounded_and_printable(casino: Casino, node: Node, owner: str) -> None:
+    before = node.app.tables.event_count()
+    with pytest.raises(InvalidCommandError, match="owner"):
+        casino.open_account(request_id="a-1", owner=owner, currency="EUR")
+    assert node.app.tables.event_count() == before
+    # The limit itself is fine, and so is any printable script.
+    casino.open_account(request_id="a-2", owner="x" * 200, currency="EUR")
+    casino.open_account(request_id="a-3", owner="Nguyễn Văn Ánh", currency="VND")
+
+
+@pytest.mark.parametrize("name", ["x" * 101, "T\n1"], ids=["long", "newline"])
+def test_table_names_are_bounded_too(casino: Casino, node: Node, name: str) -> None:
+    before = node.app.tables.event_count()
+    with pytest.raises(InvalidCommandError, match="table name"):
+        casino.open_table(
+            request_id="t-1",
+            name=name,
+            variant="taixiu",
+            currency="EUR",
+            limits={"min_bet": 100, "max_bet": 1_000, "max_round": 5_000},
+        )
+    assert node.app.tables.event_count() == before
+
+
+def test_one_checkpoint_is_singular(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert ", 1 checkpoint verified" in first, first
+
+
+def test_open_node_is_not_redirected(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A sanity check of the fixture the table relies on: the copy is a working store.
+    node = open_node("sqlite:///ledger.db", "keys", writable=False)
+    try:
+        assert (
+            node.app.tables.event_count()[0] == store_rows("sqlite:///ledger.db")["stored_events"]
+        )
+    finally:
+        node.close()

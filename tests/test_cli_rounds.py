@@ -1,0 +1,157 @@
+"""`ledger rounds void|resume`: an operator ends or resumes an interrupted round
+from the command line, and `ledger rounds --open` finds such rounds right after
+a crash (it catches the projections up first)."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from ledger.casino import Casino
+from ledger.cli.main import main
+from ledger.node import open_node
+from ledger.plugins.manager import get_plugin_manager
+from tests.test_cli_bad_input import RIGHT, assert_one_error_line, snapshot
+from tests.test_cli_new_user import store_rows
+
+LIMITS = {"min_bet": 100, "max_bet": 10_000, "max_round": 20_000}
+
+
+@pytest.fixture
+def workdir(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keys and a small store (both backends: `store_url` is parametrised)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LEDGER_PASSPHRASE", RIGHT)
+    monkeypatch.delenv("LEDGER_KEYS", raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setenv("LEDGER_STORE", store_url)
+    assert main(["simulate", "--rounds", "2", "--players", "2", "--tables", "1"]) == 0
+    return tmp_path
+
+
+def interrupted_rounds(count: int) -> list[str]:
+    """Rounds a process opened, took bets on and closed, then died: left open."""
+    node = open_node(None, "keys", passphrase=RIGHT.encode())
+    try:
+        casino = Casino(node.app, get_plugin_manager().variants())
+        player = casino.open_account(request_id="acc", owner="Alice", currency="EUR")
+        casino.deposit(request_id="dep", account_id=player, amount=50_000)
+        table = casino.open_table(
+            request_id="t", name="Crash", variant="taixiu", currency="EUR", limits=LIMITS
+        )
+        rounds = []
+        for n in range(count):
+            round_id = casino.open_round(request_id=f"r{n}", table_id=table, dealer="D1")
+            casino.place_bet(
+                request_id=f"b{n}",
+                round_id=round_id,
+                account_id=player,
+                bet={"bet": "big"},
+                stake=1_000,
+            )
+            casino.close_betting(request_id=f"c{n}", round_id=round_id)
+            rounds.append(round_id)
+        return rounds
+    finally:
+        node.close()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def open_listed(capsys: pytest.CaptureFixture[str]) -> set[str]:
+    code, out, err = run(capsys, "rounds", "--open")
+    assert code == 0, err
+    return {line.split()[0] for line in out.splitlines()[1:]}
+
+
+def test_void_and_resume_from_the_command_line(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    to_void, to_resume = interrupted_rounds(2)
+    # Straight after the crash, without `ledger projections update`.
+    assert open_listed(capsys) == {to_void, to_resume}
+
+    assert run(capsys, "keys", "create", "floor-op", "--role", "operator")[0] == 0
+    code, out, err = run(capsys, "rounds", "void", to_void, "--reason", "shoe dropped")
+    assert (code, err) == (0, ""), err
+    assert f"voided round {to_void}: 1 stake returned (1000 minor units)" in out
+    code, out, err = run(capsys, "rounds", "resume", to_resume, "--reason", "power back")
+    assert (code, err) == (0, ""), err
+    assert f"resumed round {to_resume}" in out
+
+    # The void is recorded (the round leaves the open list); the resumed round
+    # is open again, as it should be, until it is settled.
+    assert open_listed(capsys) == {to_resume}
+    code, out, _ = run(capsys, "balances")
+    assert code == 0
+    code, out, err = run(capsys, "verify")
+    assert code == 0, err
+    assert out.startswith("OK: ")
+
+
+def test_refusals_record_nothing(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (round_id,) = interrupted_rounds(1)
+    store = os.environ["LEDGER_STORE"]
+
+    def refused(*argv: str, needle: str) -> None:
+        files, rows = snapshot(workdir / "keys"), store_rows(store)
+        code, out, err = run(capsys, *argv)
+        line = assert_one_error_line(err)
+        assert code == 2, err
+        assert needle in line, line
+        assert out == ""
+        assert snapshot(workdir / "keys") == files
+        assert store_rows(store) == rows
+
+    refused("rounds", "void", round_id, "--reason", "x", needle="no operator key")
+    assert run(capsys, "keys", "create", "op-a", "--role", "operator")[0] == 0
+    assert run(capsys, "keys", "create", "op-b", "--role", "operator")[0] == 0
+    refused("rounds", "void", round_id, "--reason", "x", needle="several operator keys")
+    refused("rounds", "void", round_id, "--reason", "x", "--operator-key", "op-c", needle="'op-c'")
+    refused(
+        "rounds",
+        "void",
+        round_id,
+        "--reason",
+        "x",
+        "--operator-key",
+        "ledger-node",
+        needle="no operator key 'ledger-node'",
+    )
+    refused(
+        "rounds",
+        "void",
+        round_id,
+        "--reason",
+        "a\nb",
+        "--operator-key",
+        "op-a",
+        needle="control character",
+    )
+    refused(
+        "rounds", "void", round_id, "--reason", " ", "--operator-key", "op-a", needle="--reason"
+    )
+    assert (
+        run(capsys, "rounds", "void", round_id, "--reason", "x", "--operator-key", "op-a")[0] == 0
+    )
+    refused(
+        "rounds",
+        "void",
+        round_id,
+        "--reason",
+        "again",
+        "--operator-key",
+        "op-b",
+        needle="already voided",
+    )
+    refused(
+        "rounds", "resume", round_id, "--reason", "again", "--operator-key", "op-b", needle="voided"
+    )
