@@ -10,6 +10,7 @@ no file in the working directory changed and that no store's row counts moved.
 from __future__ import annotations
 
 import io
+import json
 import os
 import shutil
 import sqlite3
@@ -26,6 +27,7 @@ import pytest
 
 from ledger.casino import Casino
 from ledger.cli.main import main
+from ledger.domain.currency import format_major, minor_unit_exponent
 from ledger.errors import InvalidCommandError
 from ledger.node import Node, open_node
 from ledger.plugins.manager import get_plugin_manager
@@ -397,3 +399,28 @@ def test_open_node_is_not_redirected(workdir: Path, monkeypatch: pytest.MonkeyPa
         )
     finally:
         node.close()
+
+
+# Item 10 on the CLI (the units themselves: tests/test_cli_balances.py).
+
+
+def test_balances_show_owners_and_major_units(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["balances"]) == 0
+    text = capsys.readouterr().out
+    assert main(["balances", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    rows = document["balances"]
+    # The simulation plays in VND (exponent 0): the same integers, with separators.
+    players = [r for r in rows if r["owner"] and r["owner"].startswith("player-")]
+    assert players
+    for row in rows:
+        assert isinstance(row["balance"], int)
+        assert row["minor_unit_exponent"] == minor_unit_exponent(row["currency"])
+        line = next(ln for ln in text.splitlines() if ln.startswith(row["account"] + " "))
+        assert format_major(row["balance"], row["currency"]) in line.split()
+        if row["owner"]:
+            assert row["owner"] in line
+    assert document["totals"] == dict.fromkeys(document["totals"], 0)
+    assert all(f"total {cur}: 0 " in text for cur in document["totals"])

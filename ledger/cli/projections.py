@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -19,6 +21,7 @@ from uuid import UUID
 
 from ledger.cli.progress import progress_bar
 from ledger.cli.rounds import add_round_actions
+from ledger.domain.currency import format_major, minor_unit_exponent
 from ledger.domain.money import in_play, wallet
 from ledger.errors import NotFoundError
 from ledger.node import Node
@@ -43,6 +46,9 @@ def add_projection_commands(commands: Any, opener: Opener) -> None:
     balances = commands.add_parser("balances", help="balances from the postings (projection)")
     balances.add_argument(
         "account", nargs="?", help="an account id, or a ledger account name (cashier:EUR)"
+    )
+    balances.add_argument(
+        "--json", action="store_true", help="JSON with raw integer minor units (for programs)"
     )
     balances.set_defaults(handler=partial(cmd_balances, opener))
 
@@ -108,22 +114,28 @@ def _reader(opener: Opener, args: argparse.Namespace) -> Node:
 def cmd_balances(opener: Opener, args: argparse.Namespace) -> int:
     node = _reader(opener, args)
     try:
+        owners = {wallet(a.account_id): a.owner for a in queries.accounts(node.app)}
         if args.account is None:
-            _print_balances(queries.balances(node.app))
-            for currency, total in queries.currency_totals(node.app).items():
-                print(f"total {currency}: {total}")
+            rows = queries.balances(node.app)
+            totals = queries.currency_totals(node.app)
+            if args.json:
+                _print_json(rows, owners, totals)
+                return 0
+            _print_balances(rows, owners)
+            for currency, total in totals.items():
+                print(f"total {currency}: {format_major(total, currency)} (zero when balanced)")
             return 0
-        _print_account(node, args.account)
+        _print_account(node, args.account, owners, as_json=args.json)
     finally:
         node.close()
     return 0
 
 
-def _print_account(node: Node, name: str) -> None:
+def _print_account(node: Node, name: str, owners: dict[str, str], *, as_json: bool) -> None:
     """One account: a ledger account name as is, else an account id (or a round's)."""
     rows = queries.balances(node.app, name)
     if rows:
-        _print_balances(rows)
+        _print_json(rows, owners) if as_json else _print_balances(rows, owners)
         return
     try:
         account_id = str(UUID(name))
@@ -134,26 +146,56 @@ def _print_account(node: Node, name: str) -> None:
         rows = queries.balances(node.app, in_play(account_id))
         if not rows:
             raise NotFoundError(f"no account or round {account_id} in the projections")
-        _print_balances(rows)
+        _print_json(rows, owners) if as_json else _print_balances(rows, owners)
         return
     totals = found[0]
     balance = sum(r.balance for r in queries.balances(node.app, wallet(account_id)))
+    if as_json:
+        print(json.dumps({**dataclasses.asdict(totals), "balance": balance}, indent=2))
+        return
+    money = partial(format_major, currency=totals.currency)
     print(f"account      {totals.account_id}")
     print(f"kind         {totals.kind}")
     print(f"owner        {totals.owner}")
     print(f"status       {totals.status}")
     print(f"currency     {totals.currency}")
-    print(f"balance      {balance}")
-    print(f"deposits     {totals.deposits}")
-    print(f"withdrawals  {totals.withdrawals}")
-    print(f"staked       {totals.staked}")
-    print(f"returned     {totals.returned}")
+    print(f"balance      {money(balance)}")
+    print(f"deposits     {money(totals.deposits)}")
+    print(f"withdrawals  {money(totals.withdrawals)}")
+    print(f"staked       {money(totals.staked)}")
+    print(f"returned     {money(totals.returned)}")
 
 
-def _print_balances(rows: list[queries.Balance]) -> None:
-    print(f"{'ACCOUNT':<48} {'CURRENCY':<8} {'BALANCE':>16} {'POSTINGS':>9}")
+def _print_balances(rows: list[queries.Balance], owners: dict[str, str]) -> None:
+    """Major units with the currency's ISO 4217 exponent (2 for EUR, 0 for VND)."""
+    print(f"{'ACCOUNT':<48} {'OWNER':<24} {'CUR':<3} {'BALANCE':>20} {'POSTINGS':>8}")
     for row in rows:
-        print(f"{row.account:<48} {row.currency:<8} {row.balance:>16} {row.postings:>9}")
+        owner = owners.get(row.account, "")
+        owner = owner if len(owner) <= 24 else owner[:23] + "…"
+        amount = format_major(row.balance, row.currency)
+        print(f"{row.account:<48} {owner:<24} {row.currency:<3} {amount:>20} {row.postings:>8}")
+
+
+def _print_json(
+    rows: list[queries.Balance], owners: dict[str, str], totals: dict[str, int] | None = None
+) -> None:
+    """Raw integer minor units, the exponent beside them: nothing rounded, nothing parsed."""
+    document: dict[str, Any] = {
+        "balances": [
+            {
+                "account": row.account,
+                "owner": owners.get(row.account),
+                "currency": row.currency,
+                "minor_unit_exponent": minor_unit_exponent(row.currency),
+                "balance": row.balance,
+                "postings": row.postings,
+            }
+            for row in rows
+        ]
+    }
+    if totals is not None:
+        document["totals"] = totals
+    print(json.dumps(document, indent=2))
 
 
 def cmd_rounds(opener: Opener, args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ledger.domain.percent import percent
 from ledger.plugins.manager import get_plugin_manager
 from ledger.plugins.paytable import paytable
 
@@ -29,15 +30,9 @@ def cmd_paytable(args: argparse.Namespace) -> int:
         exact = line.theoretical_return
         print(
             f"{line.bet:<20} {line.pays:<18} {f'{exact.numerator}/{exact.denominator}':>16} "
-            f"{_percent(exact):>10}"
+            f"{percent(exact):>10}"
         )
     return 0
-
-
-def _percent(value: Any) -> str:
-    # Display only: an exact Fraction rounded to 4 decimals of a percent, via ints.
-    scaled = value.numerator * 10**6 // value.denominator
-    return f"{scaled // 10**4}.{scaled % 10**4:04d}%"
 
 
 def add_variant_commands(commands: Any) -> None:

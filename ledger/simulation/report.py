@@ -4,23 +4,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ledger.domain.percent import percent
 from ledger.simulation.families import FAMILIES
 from ledger.simulation.session import SessionResult
 from ledger.simulation.tally import Stakes
 
 EXACT_WIDTH = 9  # show a theoretical return as a fraction when it is this short
-
-
-def percent(value: Fraction, places: int = 2) -> str:
-    """`value` as a percentage, rounded half away from zero, by integer arithmetic."""
-    scale = 100 * 10**places
-    magnitude = abs(value)
-    scaled = (2 * magnitude.numerator * scale + magnitude.denominator) // (
-        2 * magnitude.denominator
-    )
-    sign = "-" if value < 0 and scaled else ""
-    whole, part = divmod(scaled, 10**places)
-    return f"{sign}{whole}.{part:0{places}d}%" if places else f"{sign}{whole}%"
 
 
 def _ratio(part: int, whole: int) -> str:
