@@ -21,6 +21,10 @@ PG_DSN = os.environ.get("LEDGER_TEST_PG_DSN", "host=127.0.0.1 port=5432 user=pos
 PG_URL = os.environ.get("LEDGER_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 PASSPHRASE = b"correct horse battery staple"
 
+# No progress lines on the captured stderr of a slow run (tests assert it is
+# empty); tests/test_cli_progress.py turns them on where it checks them.
+os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
+
 
 def require_postgres() -> None:
     """PostgreSQL is part of the suite everywhere: unreachable means failed, never skipped.

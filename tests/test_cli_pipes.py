@@ -21,6 +21,7 @@ def ledger_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
     env["LEDGER_PASSPHRASE"] = RIGHT
     env["PYTHONUNBUFFERED"] = "1"  # every print reaches the pipe at once
+    env["LEDGER_PROGRESS_INTERVAL"] = "off"  # stderr holds errors only, however slow the run
     return env
 
 

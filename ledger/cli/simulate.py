@@ -55,7 +55,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         # key must fail before anything touches the store.
         checkpointer = node.checkpointer()
         before, _ = node.app.tables.event_count()
-        with progress_bar("playing", unit="round") as (advance, set_total):
+
+        def events() -> str:
+            return f"{node.app.tables.event_count()[0] - before:,} events"
+
+        with progress_bar("playing", unit="round", detail=events) as (advance, set_total):
             set_total(config.rounds)
             result = run_session(Casino(node.app, variants), variants, config, dice, advance)
         recorded = node.app.tables.event_count()[0] - before
