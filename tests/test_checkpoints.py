@@ -16,12 +16,12 @@ from ledger.crypto.envelope import open_envelope
 from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.merkle import hash_leaf, root_of
 from ledger.crypto.signing import InMemorySigner
-from ledger.domain.table import Table
 from ledger.errors import VerificationError
 from ledger.node import Node
 from ledger.store.merkle_log import stream_of
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE
+from tests.demo_table import Table
 
 
 def record(node: Node, events: int) -> None:

@@ -32,7 +32,6 @@ from ledger.crypto.signing import Signer
 from ledger.domain.account import HOUSE, PLAYER
 from ledger.domain.money import cashier, in_play, wallet
 from ledger.domain.round import SETTLED, Limits
-from ledger.domain.table import Table
 from ledger.errors import ConfigError, VerificationError
 from ledger.node import Node, open_node
 from ledger.projections import (
@@ -48,6 +47,7 @@ from ledger.projections.sql import Tx
 from tests.attacker import Attacker
 from tests.coin_variant import VARIANTS
 from tests.conftest import PASSPHRASE
+from tests.demo_table import Table
 
 LIMITS: Limits = {"min_bet": 10, "max_bet": 1000, "max_round": 2000}
 HEADS = {"on": "heads"}

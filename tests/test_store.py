@@ -11,11 +11,11 @@ from ledger.crypto.canonical import ENVELOPE_DOMAIN
 from ledger.crypto.envelope import GENESIS_HASH, MAGIC, open_envelope
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import verify_signature
-from ledger.domain.table import Table
 from ledger.errors import VerificationError
 from ledger.node import Node, open_node
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE
+from tests.demo_table import Table
 
 
 def test_every_stored_event_is_a_signed_envelope(node: Node) -> None:

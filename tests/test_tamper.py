@@ -13,9 +13,9 @@ from ledger.cli.main import main
 from ledger.crypto.envelope import open_envelope, seal
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import InMemorySigner
-from ledger.domain.table import Table
 from ledger.node import Node
 from tests.attacker import Attacker
+from tests.demo_table import Table
 
 
 def record(node: Node, tables: int = 3, saves: int = 2) -> list[str]:
@@ -46,7 +46,7 @@ def flip_payload_byte(attacker: Attacker, streams: list[str]) -> tuple[str, int]
 
 
 def change_event_type(attacker: Attacker, streams: list[str]) -> tuple[str, int]:
-    attacker.set_topic(streams[0], 5, "ledger.domain.table:Table.Closed")
+    attacker.set_topic(streams[0], 5, "tests.demo_table:Table.Closed")
     return streams[0], 5
 
 

@@ -48,7 +48,7 @@ def make_pairs(n: int) -> tuple[bytes, list[tuple[bytes, bytes]]]:
                 "payload_sha256": hashlib.sha256(i.to_bytes(8, "big")).hexdigest(),
                 "prev": prev.hex(),
                 "stream": "0b6f3c1e-8a4d-4f5e-9c1a-%012x" % (i // 10),
-                "type": "ledger.domain.table:Table.DiceThrown",
+                "type": "tests.demo_table:Table.DiceThrown",
                 "version": i % 10 + 1,
             }
         )

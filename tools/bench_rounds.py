@@ -97,7 +97,7 @@ def plain_appends(url: str, sizes: list[int]) -> float:
     """Seconds for plain eventsourcing to append saves of exactly these sizes."""
     from eventsourcing.application import Application
 
-    from ledger.domain.table import Table
+    from tests.demo_table import Table
 
     batches = []
     for size in sizes:

@@ -1,5 +1,6 @@
-"""A minimal table aggregate: the stream `ledger simulate` records until the
-game issues bring rounds and wallets."""
+"""A minimal aggregate for the store, tamper and checkpoint tests and the
+benchmarks (tools/_benchlib.py): plain events with no game behind them, so a
+test can write a stream of any length. Not part of the shipped package."""
 
 from __future__ import annotations
 
