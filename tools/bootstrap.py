@@ -2,18 +2,25 @@
 """Set up the project on a machine that has only Python, then run one job.
 
     python3 tools/bootstrap.py simulate [ARGS]   # set up, then `ledger simulate`
-    python3 tools/bootstrap.py test [ARGS]       # set up, then the whole test suite (pytest)
+    python3 tools/bootstrap.py test [ARGS]       # set up, start PostgreSQL if needed, run pytest
     python3 tools/bootstrap.py setup             # set up only
 
 Setting up = a virtualenv in .venv with the core package, its development
 tools and every variant plugin under plugins/, installed editable. It is
 redone only when a pyproject.toml changed since the last time.
+
+The suite needs a PostgreSQL server: by default a database `test` on
+127.0.0.1:5432 that the user `postgres` reaches without a password (trust);
+LEDGER_TEST_PG_DSN and LEDGER_TEST_PG_URL point the tests elsewhere. When
+they are not set and a local Debian/Ubuntu cluster is installed but down,
+`test` starts it (pg_ctlcluster), as CI does.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -62,6 +69,23 @@ def setup() -> Path:
     return python
 
 
+def start_postgres() -> None:
+    """Start the local cluster if it is installed, down, and the tests would use it."""
+    if os.environ.get("LEDGER_TEST_PG_DSN") or not shutil.which("pg_isready"):
+        return
+    ready = ["pg_isready", "-q", "-h", "127.0.0.1", "-p", "5432"]
+    if subprocess.run(ready, check=False).returncode == 0:
+        return
+    clusters = Path("/etc/postgresql")
+    if not shutil.which("pg_ctlcluster") or not clusters.is_dir():
+        print("bootstrap: PostgreSQL is not running on 127.0.0.1:5432", file=sys.stderr)
+        return
+    for version in sorted(p.name for p in clusters.iterdir()):
+        print(f"bootstrap: starting PostgreSQL {version}/main", file=sys.stderr)
+        start = ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"]
+        subprocess.run(start, check=False)
+
+
 def main(argv: list[str]) -> int:
     job, *rest = argv or ["setup"]
     python = setup()
@@ -70,6 +94,7 @@ def main(argv: list[str]) -> int:
     if job == "simulate":
         command = [str(VENV / "bin" / "ledger"), "simulate", *rest]
     elif job == "test":
+        start_postgres()
         command = [str(python), "-m", "pytest", *rest]
     else:
         print(f"bootstrap: unknown job {job!r} (simulate, test or setup)", file=sys.stderr)

@@ -1,6 +1,6 @@
-"""What the core needs from a game variant (plugins implement it; issue #4
-wires discovery through pluggy). Everything crossing this seam is plain
-JSON-safe data: a stored event never points into plugin code."""
+"""What the core needs from a game variant. Plugins implement it and are found
+through pluggy entry points (ledger/plugins/manager.py). Everything crossing
+this seam is plain JSON-safe data: a stored event never points into plugin code."""
 
 from __future__ import annotations
 
