@@ -55,7 +55,7 @@ class _PipeSafe:
 def tolerate_closed_stdout() -> Iterator[None]:
     original = sys.stdout
     safe = _PipeSafe(original)
-    sys.stdout = safe  # type: ignore[assignment]
+    sys.stdout = safe
     try:
         yield
         safe.flush()

@@ -11,9 +11,10 @@
 
 from __future__ import annotations
 
+from ledger.domain.percent import percent
 from ledger.simulation.config import SessionConfig, TableSpec, check_config, default_tables
 from ledger.simulation.dice_source import SessionRng, dice_source, parse_seed
-from ledger.simulation.report import percent, summary_lines
+from ledger.simulation.report import summary_lines
 from ledger.simulation.session import SessionResult, run_session
 
 __all__ = [
