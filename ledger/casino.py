@@ -271,6 +271,7 @@ class Casino:
             variant = self._variant_of(game_round)
             self._check_legal(variant, game_round, "record_outcome")
             checked = variant.validate_outcome(outcome)
+            game_round.check_awaiting_throw()
             self._check_source(
                 game_round, source, throw_fact(game_round.id, game_round.throws, checked)
             )
@@ -321,8 +322,7 @@ class Casino:
             counter = game_round.throws
             dice = rng.throw(game_round.dice_seed, str(game_round.id), counter)
             outcome = variant.validate_outcome({"dice": list(dice)})
-            source = {"kind": "rng", "seed_id": game_round.dice_seed, "counter": counter}
-            game_round.record_outcome(outcome, source)
+            game_round.record_outcome(outcome, game_round.rng_source())
             return outcome, [game_round]
 
         return dict(self._run("throw_dice", request_id, {"round_id": str(round_id)}, body))
@@ -330,18 +330,29 @@ class Casino:
     def _check_source(
         self, game_round: Round, source: dict[str, Any], fact: dict[str, Any]
     ) -> None:
-        """A dealer device's report must carry its own valid signature."""
+        """Who may state an outcome or a fault (RULES.md §1.4): on an RNG round
+        nobody (throw_dice computes it); on a physical round only a dealer
+        device, with its own `dealer-device` key, valid now. Anything else is
+        refused before a thing is recorded."""
         if not isinstance(source, dict):
             raise InvalidCommandError("a throw's source is an object")
         if source.get("kind") == "rng":
             raise InvalidCommandError("RNG throws are made by throw_dice, not reported")
-        if source.get("kind") != "device":
-            return
+        # Refuses every source on an RNG round, and any but a device's elsewhere.
+        game_round.check_source(
+            source, "a faulty throw" if fact["action"] == "fault" else "an outcome"
+        )
         signed = actor_signature(source)
+        keyring = self.app.current_keyring()
         try:
-            verify_fact(self.app.current_keyring(), fact, signed, Role.DEALER_DEVICE, "report")
+            verify_fact(keyring, fact, signed, Role.DEALER_DEVICE, "report")
         except VerificationError as exc:
             raise InvalidCommandError(f"dealer device report refused: {exc}") from None
+        record = keyring.get(signed["key_id"])
+        if record is None or not record.valid_at(datetime.now(UTC)):
+            raise InvalidCommandError(
+                f"dealer device report refused: key {signed['key_id'][:16]} is not valid now"
+            )
 
     def record_fault(
         self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
@@ -354,6 +365,7 @@ class Casino:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
             self._check_legal(variant, game_round, "record_fault")
+            game_round.check_awaiting_throw("a throw")
             self._check_source(
                 game_round, source, fault_fact(game_round.id, game_round.throws, reason)
             )

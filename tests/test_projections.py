@@ -46,6 +46,7 @@ from ledger.projections import (
 from ledger.projections.base import utc_day
 from ledger.projections.sql import Tx
 from tests.attacker import Attacker
+from tests.casino_support import seen
 from tests.coin_variant import VARIANTS
 from tests.conftest import PASSPHRASE
 
@@ -126,7 +127,10 @@ def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
     def decide(round_id: str, face: str) -> None:
         casino.close_betting(request_id=rid("close"), round_id=round_id)
         casino.record_outcome(
-            request_id=rid("out"), round_id=round_id, outcome={"face": face}, source={"dev": 1}
+            request_id=rid("out"),
+            round_id=round_id,
+            outcome={"face": face},
+            source=seen(node, casino, round_id, {"face": face}),
         )
         step()
         casino.settle(request_id=rid("settle"), round_id=round_id)
@@ -145,7 +149,10 @@ def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
         request_id=rid("resume"), round_id=r3, reason="device restarted", operator=op
     )
     casino.record_outcome(
-        request_id=rid("out"), round_id=r3, outcome={"face": "tails"}, source={"dev": 2}
+        request_id=rid("out"),
+        round_id=r3,
+        outcome={"face": "tails"},
+        source=seen(node, casino, r3, {"face": "tails"}),
     )
     casino.settle(request_id=rid("settle"), round_id=r3)
     step()

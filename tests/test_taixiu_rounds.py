@@ -13,7 +13,7 @@ from ledger.domain.round import BETTING, CLOSED, SETTLED, VOIDED
 from ledger.errors import InvalidCommandError
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager
-from tests.casino_support import event_count
+from tests.casino_support import event_count, seen, seen_faulty
 
 LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
 
@@ -55,7 +55,10 @@ def test_a_taixiu_round_pays_the_seed_paytable(node: Node, variants: Any) -> Non
         )
     casino.close_betting(request_id="c", round_id=round_id)
     casino.record_outcome(
-        request_id="o", round_id=round_id, outcome={"dice": [3, 1, 2]}, source={"kind": "test"}
+        request_id="o",
+        round_id=round_id,
+        outcome={"dice": [3, 1, 2]},
+        source=seen(node, casino, round_id, {"dice": [3, 1, 2]}),
     )
     casino.settle(request_id="s", round_id=round_id)
     returned = sorted(r["returned"] for r in casino.round(round_id).results)
@@ -81,7 +84,7 @@ def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, var
         request_id="f1",
         round_id=round_id,
         reason="die not flat",
-        source={"kind": "dealer-terminal"},
+        source=seen_faulty(node, casino, round_id, "die not flat"),
     )
     assert first == {"faults": 1, "then": "throw again"}
     assert casino.round(round_id).status == CLOSED
@@ -99,7 +102,7 @@ def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, var
         request_id="f2",
         round_id=round_id,
         reason="dice stacked",
-        source={"kind": "dealer-terminal"},
+        source=seen_faulty(node, casino, round_id, "dice stacked"),
     )
     assert second == {"faults": 2, "then": "voided"}
     assert casino.round(round_id).status == VOIDED
@@ -116,9 +119,12 @@ def test_sicbo_void_reopens_betting_and_voids_after_three_faults(node: Node, var
     )
     casino.close_betting(request_id="c1", round_id=round_id)
     assert (
-        casino.record_fault(request_id="f1", round_id=round_id, reason="one bounce", source={})[
-            "then"
-        ]
+        casino.record_fault(
+            request_id="f1",
+            round_id=round_id,
+            reason="one bounce",
+            source=seen_faulty(node, casino, round_id, "one bounce"),
+        )["then"]
         == "betting reopened"
     )
     assert casino.round(round_id).status == BETTING
@@ -133,7 +139,10 @@ def test_sicbo_void_reopens_betting_and_voids_after_three_faults(node: Node, var
     for n in (2, 3):
         casino.close_betting(request_id=f"c{n}", round_id=round_id)
         outcome = casino.record_fault(
-            request_id=f"f{n}", round_id=round_id, reason="cocked", source={}
+            request_id=f"f{n}",
+            round_id=round_id,
+            reason="cocked",
+            source=seen_faulty(node, casino, round_id, "cocked"),
         )
         assert outcome["faults"] == n
     assert outcome["then"] == "voided"
@@ -152,8 +161,18 @@ def test_a_good_throw_after_a_fault_settles(node: Node, variants: Any) -> None:
         stake=100,
     )
     casino.close_betting(request_id="c", round_id=round_id)
-    casino.record_fault(request_id="f1", round_id=round_id, reason="not flat", source={})
-    casino.record_outcome(request_id="o", round_id=round_id, outcome={"dice": [6, 6, 6]}, source={})
+    casino.record_fault(
+        request_id="f1",
+        round_id=round_id,
+        reason="not flat",
+        source=seen_faulty(node, casino, round_id, "not flat"),
+    )
+    casino.record_outcome(
+        request_id="o",
+        round_id=round_id,
+        outcome={"dice": [6, 6, 6]},
+        source=seen(node, casino, round_id, {"dice": [6, 6, 6]}),
+    )
     casino.settle(request_id="s", round_id=round_id)
     assert casino.round(round_id).status == SETTLED
     assert casino.account(an).balance == 100_000 - 100 + 15_100
@@ -172,7 +191,12 @@ def test_bad_dice_are_refused_and_record_nothing(node: Node, variants: Any, dice
     casino.close_betting(request_id="c", round_id=round_id)
     count = event_count(node.app)
     with pytest.raises(InvalidCommandError):
-        casino.record_outcome(request_id="o", round_id=round_id, outcome={"dice": dice}, source={})
+        casino.record_outcome(
+            request_id="o",
+            round_id=round_id,
+            outcome={"dice": dice},
+            source=seen(node, casino, round_id, {"dice": [1, 2, 3]}),
+        )
     assert event_count(node.app) == count
 
 
@@ -198,7 +222,9 @@ def test_a_throw_for_a_round_not_awaiting_one_is_refused(node: Node, variants: A
     assert event_count(node.app) == count
 
 
-def settled_round(casino: Casino, players: list[str], table: str, dice: list[int]) -> str:
+def settled_round(
+    node: Node, casino: Casino, players: list[str], table: str, dice: list[int]
+) -> str:
     an, binh = players
     round_id = casino.open_round(request_id="r-c", table_id=table, dealer="D1")
     casino.place_bet(
@@ -208,7 +234,12 @@ def settled_round(casino: Casino, players: list[str], table: str, dice: list[int
         request_id="bc2", round_id=round_id, account_id=binh, bet={"bet": "big"}, stake=2_000
     )
     casino.close_betting(request_id="cc", round_id=round_id)
-    casino.record_outcome(request_id="oc", round_id=round_id, outcome={"dice": dice}, source={})
+    casino.record_outcome(
+        request_id="oc",
+        round_id=round_id,
+        outcome={"dice": dice},
+        source=seen(node, casino, round_id, {"dice": dice}),
+    )
     casino.settle(request_id="sc", round_id=round_id)
     return round_id
 
@@ -219,7 +250,9 @@ def test_a_correction_reverses_and_resettles(node: Node, variants: Any) -> None:
 
     casino = Casino(node.app, variants)
     table, players = table_with_players(casino, "taixiu")
-    round_id = settled_round(casino, players, table, [1, 2, 3])  # recorded wrongly: small wins
+    round_id = settled_round(
+        node, casino, players, table, [1, 2, 3]
+    )  # recorded wrongly: small wins
     assert [casino.account(a).balance for a in players] == [101_000, 98_000]
     node.keys.create("op", Role.OPERATOR, PASSPHRASE)
     operator = node.keys.signer(Role.OPERATOR, PASSPHRASE)
@@ -247,7 +280,7 @@ def test_a_correction_needs_an_operator_key(node: Node, variants: Any) -> None:
 
     casino = Casino(node.app, variants)
     table, players = table_with_players(casino, "taixiu")
-    round_id = settled_round(casino, players, table, [1, 2, 3])
+    round_id = settled_round(node, casino, players, table, [1, 2, 3])
     node.keys.create("dealer", Role.DEALER_DEVICE, PASSPHRASE)
     dealer = node.keys.signer(Role.DEALER_DEVICE, PASSPHRASE)
     count = event_count(node.app)

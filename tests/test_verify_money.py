@@ -16,13 +16,14 @@ from ledger.crypto.keys import Role
 from ledger.domain.round import Round
 from ledger.errors import VerificationError
 from ledger.node import Node
+from tests.casino_support import seen
 from tests.coin_variant import VARIANTS, CoinToss
 from tests.conftest import PASSPHRASE
 
 LIMITS = {"min_bet": 10, "max_bet": 1000, "max_round": 2000}
 
 
-def play(casino: Casino, face: str = "heads") -> tuple[str, str, str]:
+def play(node: Node, casino: Casino, face: str = "heads") -> tuple[str, str, str]:
     alice = casino.open_account(request_id="acc-a", owner="alice", currency="EUR")
     bob = casino.open_account(request_id="acc-b", owner="bob", currency="EUR")
     casino.deposit(request_id="dep-a", account_id=alice, amount=5000)
@@ -42,13 +43,18 @@ def play(casino: Casino, face: str = "heads") -> tuple[str, str, str]:
         request_id="b2", round_id=round_id, account_id=bob, bet={"on": "tails"}, stake=200
     )
     casino.close_betting(request_id="c1", round_id=round_id)
-    casino.record_outcome(request_id="o1", round_id=round_id, outcome={"face": face}, source={})
+    casino.record_outcome(
+        request_id="o1",
+        round_id=round_id,
+        outcome={"face": face},
+        source=seen(node, casino, round_id, {"face": face}),
+    )
     casino.settle(request_id="s1", round_id=round_id)
     return alice, bob, round_id
 
 
 def test_settlement_level_rederives_the_money(node: Node) -> None:
-    play(Casino(node.app, VARIANTS))
+    play(node, Casino(node.app, VARIANTS))
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
     assert report.movements == 5  # two deposits, two bets, one settlement
     assert "money movements balanced" in report.summary()
@@ -69,7 +75,7 @@ def test_postings_that_disagree_with_the_results(
         return legs
 
     monkeypatch.setattr(Round, "_settlement_postings", skimming)
-    play(Casino(node.app, VARIANTS))
+    play(node, Casino(node.app, VARIANTS))
     verify_store(node.app, node.keyring, level=Level.SIGNATURES)  # every signature is fine
     with pytest.raises(
         VerificationError, match="postings differ from what the round's results say"
@@ -90,7 +96,7 @@ def test_a_wallet_credited_more_than_its_postings(
         return changed
 
     monkeypatch.setattr(Casino, "_pay", generous)
-    alice, _, _ = play(Casino(node.app, VARIANTS))
+    alice, _, _ = play(node, Casino(node.app, VARIANTS))
     with pytest.raises(VerificationError, match=f"account {alice}: balance"):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
 
@@ -99,7 +105,7 @@ def test_a_void_signed_with_a_key_that_is_not_an_operator(
     node: Node, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     casino = Casino(node.app, VARIANTS)
-    alice, _, first_round = play(casino)
+    alice, _, first_round = play(node, casino)
     node.keys.create("op", Role.OPERATOR, PASSPHRASE)
     operator = node.keys.signer(Role.OPERATOR, PASSPHRASE)
     table_id = str(casino.round(first_round).table_id)
@@ -122,7 +128,7 @@ def test_a_void_signed_with_a_key_that_is_not_an_operator(
 
 
 def test_every_round_is_resettled_with_its_own_rules(node: Node) -> None:
-    play(Casino(node.app, VARIANTS))
+    play(node, Casino(node.app, VARIANTS))
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
     assert report.resettled == 1
     assert "1 rounds re-settled" in report.summary()
@@ -134,7 +140,7 @@ def test_a_payout_the_rules_do_not_pay_is_caught(node: Node) -> None:
             paid = super().settle(outcome, bets)
             return {bet_id: amount * 3 // 2 for bet_id, amount in paid.items()}
 
-    play(Casino(node.app, {"coin": Generous()}))  # same id, version and rules hash: a lie
+    play(node, Casino(node.app, {"coin": Generous()}))  # same id, version and rules hash: a lie
     verify_store(node.app, node.keyring, level=Level.SETTLEMENT)  # the money still balances
     with pytest.raises(VerificationError, match=r"returned 900, the rules pay 600"):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
@@ -144,6 +150,6 @@ def test_resettling_needs_the_rounds_own_variant_version(node: Node) -> None:
     class Newer(CoinToss):
         version = "2.0"
 
-    play(Casino(node.app, VARIANTS))
+    play(node, Casino(node.app, VARIANTS))
     with pytest.raises(VerificationError, match=r"cannot re-settle: the round used coin 1\.0"):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants={"coin": Newer()})
