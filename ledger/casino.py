@@ -27,6 +27,7 @@ from ledger.crypto.canonical import canonical
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.domain.account import HOUSE, PLAYER, Account
+from ledger.domain.faults import FaultPolicy
 from ledger.domain.game_table import GameTable
 from ledger.domain.money import check_currency
 from ledger.domain.request import Request, request_uuid
@@ -370,12 +371,12 @@ class Casino:
                 game_round, source, fault_fact(game_round.id, game_round.throws, reason)
             )
             faults = game_round.record_fault(reason, source)
-            policy = _fault_policy(variant)
-            if policy["void_after"] and faults >= policy["void_after"]:
+            policy = FaultPolicy.of(getattr(variant, "rules", None))
+            if policy.voids_at(faults):
                 returns = game_round.void(f"{faults} faulty throws: {reason}", None)
                 changed = [game_round, *self._pay(game_round, returns), *self._ended(game_round)]
                 return {"faults": faults, "then": "voided"}, changed
-            if policy["after_fault"] == "reopen-betting":
+            if policy.reopens_betting:
                 game_round.reopen_betting(f"faulty throw: {reason}")
                 return {"faults": faults, "then": "betting reopened"}, [game_round]
             return {"faults": faults, "then": "throw again"}, [game_round]
@@ -537,13 +538,3 @@ class Casino:
                 house.debit(-house_net, game_round.id, f"round {label}")
             changed.append(house)
         return changed
-
-
-def _fault_policy(variant: Variant) -> dict[str, Any]:
-    """The variant's fault policy (rules profile `faults`): by default, throw again."""
-    rules = getattr(variant, "rules", None) or {}
-    policy = rules.get("faults") or {}
-    return {
-        "after_fault": policy.get("after_fault", "rethrow"),
-        "void_after": policy.get("void_after"),
-    }

@@ -60,7 +60,7 @@ def test_rng_throws_are_committed_recomputed_and_revealed(
     assert casino.retire_seed(request_id="retire", table_id=table, rng=rng) == seed_id
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
     assert (report.rng_throws, report.rng_pending) == (1, 0)
-    assert "1 RNG throws recomputed" in report.summary()
+    assert "1 RNG throws recomputed from their round's committed seed" in report.summary()
     assert RngServer(tmp_path / "seeds").seed(seed_id) == rng.seed(seed_id)  # kept on disk
 
 
@@ -83,7 +83,10 @@ def test_a_node_that_lies_about_an_rng_throw_is_caught(
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     casino.settle(request_id="s", round_id=round_id)
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
-    with pytest.raises(VerificationError, match="RNG throw 0 is not what seed"):
+    with pytest.raises(
+        VerificationError,
+        match=rf"round {round_id}: RNG throw 0 is not what the round's committed seed",
+    ):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
 
 

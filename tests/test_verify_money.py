@@ -14,7 +14,7 @@ from ledger.casino import Casino
 from ledger.crypto.actor import ActorSignature, sign_fact
 from ledger.crypto.keys import Role
 from ledger.domain.round import Round
-from ledger.errors import VerificationError
+from ledger.errors import CannotCheckError, VerificationError
 from ledger.node import Node
 from tests.casino_support import seen
 from tests.coin_variant import VARIANTS, CoinToss
@@ -55,7 +55,7 @@ def play(node: Node, casino: Casino, face: str = "heads") -> tuple[str, str, str
 
 def test_settlement_level_rederives_the_money(node: Node) -> None:
     play(node, Casino(node.app, VARIANTS))
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
     assert report.movements == 5  # two deposits, two bets, one settlement
     assert "money movements balanced" in report.summary()
     assert verify_store(node.app, node.keyring, level=Level.SIGNATURES).movements is None
@@ -80,7 +80,7 @@ def test_postings_that_disagree_with_the_results(
     with pytest.raises(
         VerificationError, match="postings differ from what the round's results say"
     ):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
 
 
 def test_a_wallet_credited_more_than_its_postings(
@@ -98,7 +98,7 @@ def test_a_wallet_credited_more_than_its_postings(
     monkeypatch.setattr(Casino, "_pay", generous)
     alice, _, _ = play(node, Casino(node.app, VARIANTS))
     with pytest.raises(VerificationError, match=f"account {alice}: balance"):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
 
 
 def test_a_void_signed_with_a_key_that_is_not_an_operator(
@@ -124,14 +124,14 @@ def test_a_void_signed_with_a_key_that_is_not_an_operator(
         request_id="v2", round_id=round_id, reason="dice off the table", operator=operator
     )
     with pytest.raises(VerificationError, match="ledger-node key, not operator"):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
 
 
 def test_every_round_is_resettled_with_its_own_rules(node: Node) -> None:
     play(node, Casino(node.app, VARIANTS))
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
     assert report.resettled == 1
-    assert "1 rounds re-settled" in report.summary()
+    assert "1 settlements re-settled with their own variant and rules (2 bets)" in report.summary()
 
 
 def test_a_payout_the_rules_do_not_pay_is_caught(node: Node) -> None:
@@ -141,7 +141,8 @@ def test_a_payout_the_rules_do_not_pay_is_caught(node: Node) -> None:
             return {bet_id: amount * 3 // 2 for bet_id, amount in paid.items()}
 
     play(node, Casino(node.app, {"coin": Generous()}))  # same id, version and rules hash: a lie
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT)  # the money still balances
+    # The money still balances: only re-settling with the real rules catches it.
+    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants={"coin": Generous()})
     with pytest.raises(VerificationError, match=r"returned 900, the rules pay 600"):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
 
@@ -150,6 +151,6 @@ def test_resettling_needs_the_rounds_own_variant_version(node: Node) -> None:
     class Newer(CoinToss):
         version = "2.0"
 
-    play(node, Casino(node.app, VARIANTS))
-    with pytest.raises(VerificationError, match=r"cannot re-settle: the round used coin 1\.0"):
+    _, _, round_id = play(node, Casino(node.app, VARIANTS))
+    with pytest.raises(CannotCheckError, match=rf"cannot re-settle round {round_id}: .*coin 1\.0"):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants={"coin": Newer()})

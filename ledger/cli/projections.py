@@ -1,9 +1,9 @@
 """`ledger projections rebuild|update`, `ledger balances`, `ledger rounds`.
 
 None of these signs anything, so all open the node read-only (no signing key,
-no passphrase, nothing created in the event store): they write only the proj_
-tables, and `balances` and `rounds` bring those up to date before reading them.
-(`ledger rounds void|resume` sign and record: see ledger/cli/rounds.py.)
+no passphrase, nothing created in the event store): `projections` writes only
+its own proj_ tables; `balances` and `rounds` only read them, and say on
+stderr when they are behind the log.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 from uuid import UUID
 
 from ledger.cli.progress import progress_bar
-from ledger.cli.rounds import add_round_actions
 from ledger.domain.money import in_play, wallet
 from ledger.errors import NotFoundError
 from ledger.node import Node
@@ -51,7 +50,6 @@ def add_projection_commands(commands: Any, opener: Opener) -> None:
         "--open", action="store_true", help="only rounds neither settled nor voided"
     )
     rounds.set_defaults(handler=partial(cmd_rounds, opener))
-    add_round_actions(rounds)
 
 
 def cmd_projections_rebuild(opener: Opener, args: argparse.Namespace) -> int:
@@ -90,18 +88,21 @@ def cmd_projections_update(opener: Opener, args: argparse.Namespace) -> int:
 
 
 def _reader(opener: Opener, args: argparse.Namespace) -> Node:
-    """Open the store and bring the projections up to date first, so a listing
-    right after a crash shows the rounds it interrupted. Catching up writes only
-    the proj_ tables (never an event), and only when the log moved on."""
     node = opener(args, writable=False)
     try:
         runner = ProjectionRunner(node.app)
-        if not runner.is_built() or runner.status().behind:
-            with progress_bar("projecting") as (advance, _):
-                runner.catch_up(progress=advance)
+        runner.require_built()
+        status = runner.status()
     except BaseException:
         node.close()
         raise
+    if status.behind:
+        at = min(status.positions.values(), default=0)
+        print(
+            f"ledger: note: projections at notification {at}, the log at {status.log_end}: "
+            "run `ledger projections update`",
+            file=sys.stderr,
+        )
     return node
 
 
