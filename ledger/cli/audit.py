@@ -70,9 +70,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 on_total=set_total,
                 variants=variants,
             )
+        projections = None
+        if args.projections:  # only once the events themselves are verified
+            from ledger.audit.projections import verify_projections
+
+            projections = verify_projections(node.app)
     finally:
         node.close()
     print(report.summary())
+    if projections is not None:
+        print(projections.summary())
     return 0
 
 
@@ -105,6 +112,11 @@ def add_audit_commands(commands: Any) -> None:
     )
     verify.add_argument("--trusted", metavar="FILE", help="a checkpoint file kept from earlier")
     verify.add_argument("--workers", type=int, help="processes (default: all cores)")
+    verify.add_argument(
+        "--projections",
+        action="store_true",
+        help="also rebuild every read model from the events and compare the stored proj_ rows",
+    )
     verify.set_defaults(handler=cmd_verify)
 
     proof = commands.add_parser("proof", help="inclusion or consistency proofs").add_subparsers(
