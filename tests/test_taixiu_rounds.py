@@ -9,8 +9,10 @@ import pytest
 
 from ledger.audit.verify import Level, verify_store
 from ledger.casino import Casino
+from ledger.cli.main import main
+from ledger.domain.faults import FaultPolicy
 from ledger.domain.round import BETTING, CLOSED, SETTLED, VOIDED
-from ledger.errors import InvalidCommandError
+from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager
 from tests.casino_support import event_count, seen, seen_faulty
@@ -293,3 +295,162 @@ def test_a_correction_needs_an_operator_key(node: Node, variants: Any) -> None:
             operator=dealer,
         )
     assert event_count(node.app) == count
+
+
+# Fault policies re-derived by verify from the events and the round's own rules
+# data: a buggy node that breaks them, with valid signatures, is caught.
+
+
+def faulty_round(node: Node, casino: Casino, variant: str, faults: int) -> tuple[str, list[str]]:
+    table, players = table_with_players(casino, variant)
+    round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
+    casino.place_bet(
+        request_id="b1", round_id=round_id, account_id=players[0], bet={"bet": "big"}, stake=500
+    )
+    for n in range(faults):
+        if casino.round(round_id).status == BETTING:
+            casino.close_betting(request_id=f"c{n}", round_id=round_id)
+        casino.record_fault(
+            request_id=f"f{n}",
+            round_id=round_id,
+            reason="cocked",
+            source=seen_faulty(node, casino, round_id, "cocked"),
+        )
+    return round_id, players
+
+
+def policy_broken(node: Node, variants: Any, *needles: str) -> None:
+    with pytest.raises(VerificationError) as caught:
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=variants)
+    for needle in needles:
+        assert needle in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(("variant", "faults"), [("taixiu", 2), ("sicbo-void", 3)])
+def test_verify_rederives_the_fault_policy(
+    node: Node, variants: Any, variant: str, faults: int
+) -> None:
+    casino = Casino(node.app, variants)
+    round_id, _ = faulty_round(node, casino, variant, faults)
+    assert casino.round(round_id).status == VOIDED
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=variants)
+    assert report.settlement is not None
+    assert (report.settlement.rounds, report.settlement.faults) == (1, faults)
+    assert report.settlement.device_reports == faults
+    assert f"1 rounds re-derived (step order, voids, fault policy: {faults} faulty throws)" in (
+        report.summary()
+    )
+
+
+def test_attack_taixiu_reopens_betting_after_a_fault(
+    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    casino = Casino(node.app, variants)
+    monkeypatch.setattr(FaultPolicy, "reopens_betting", property(lambda self: True))
+    round_id, (an, _) = faulty_round(node, casino, "taixiu", 1)
+    assert casino.round(round_id).status == BETTING  # the node reopened it
+    casino.place_bet(
+        request_id="late", round_id=round_id, account_id=an, bet={"bet": "small"}, stake=100
+    )
+    monkeypatch.undo()
+    policy_broken(
+        node,
+        variants,
+        f"round {round_id} (taixiu): betting reopened after a faulty throw",
+        "bets stay locked after a faulty throw",
+    )
+
+
+def test_attack_sicbo_void_voids_after_two_faults(
+    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    casino = Casino(node.app, variants)
+    monkeypatch.setattr(FaultPolicy, "voids_at", lambda self, faults: faults >= 2)
+    round_id, _ = faulty_round(node, casino, "sicbo-void", 2)
+    assert casino.round(round_id).status == VOIDED
+    monkeypatch.undo()
+    policy_broken(
+        node,
+        variants,
+        f"round {round_id} (sicbo-void): voided without an operator's signature after 2 faulty",
+        "void after 3",
+    )
+
+
+def test_attack_taixiu_throws_a_third_time(
+    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    casino = Casino(node.app, variants)
+    monkeypatch.setattr(FaultPolicy, "voids_at", lambda self, faults: False)
+    round_id, _ = faulty_round(node, casino, "taixiu", 2)
+    casino.record_outcome(
+        request_id="o",
+        round_id=round_id,
+        outcome={"dice": [4, 5, 6]},
+        source=seen(node, casino, round_id, {"dice": [4, 5, 6]}),
+    )
+    monkeypatch.undo()
+    policy_broken(node, variants, f"round {round_id} (taixiu): an outcome after 2 faulty throws")
+
+
+def test_attack_sicbo_void_throws_again_without_reopening(
+    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    casino = Casino(node.app, variants)
+    monkeypatch.setattr(FaultPolicy, "reopens_betting", property(lambda self: False))
+    round_id, _ = faulty_round(node, casino, "sicbo-void", 1)
+    casino.record_outcome(
+        request_id="o",
+        round_id=round_id,
+        outcome={"dice": [4, 5, 6]},
+        source=seen(node, casino, round_id, {"dice": [4, 5, 6]}),
+    )
+    monkeypatch.undo()
+    policy_broken(
+        node,
+        variants,
+        f"round {round_id} (sicbo-void): an outcome after a faulty throw without betting reopened",
+    )
+
+
+def test_the_policy_comes_from_the_rounds_rules_data_not_its_name(
+    node: Node, variants: Any
+) -> None:
+    casino = Casino(node.app, variants)
+    round_id, _ = faulty_round(node, casino, "taixiu", 1)
+
+    # The same id, version and rules hash, but rules data saying "reopen betting":
+    # verify reads the data of the version it is given, so the honest round fails.
+    class Lying:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+            self.rules = {**real.rules, "faults": {"after_fault": "reopen-betting"}}
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+    lying = {**variants, "taixiu": Lying(variants["taixiu"])}
+    casino.record_outcome(
+        request_id="o",
+        round_id=round_id,
+        outcome={"dice": [4, 5, 6]},
+        source=seen(node, casino, round_id, {"dice": [4, 5, 6]}),
+    )
+    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=variants)
+    policy_broken(node, lying, f"round {round_id} (taixiu): an outcome after a faulty throw")
+
+
+def test_verify_without_the_rounds_plugin_cannot_check(
+    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    casino = Casino(node.app, variants)
+    round_id, _ = faulty_round(node, casino, "taixiu", 2)
+    monkeypatch.setenv("LEDGER_PLUGINS_BLOCK", "taixiu")
+    code = main(["--store", node.app.store_url, "--keys", str(node.keys.path), "verify"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "OK" not in err
+    assert f"cannot re-settle round {round_id}: it opened with taixiu" in err
+    assert "installed: none; plugins blocked by LEDGER_PLUGINS_BLOCK: taixiu" in err
+    monkeypatch.delenv("LEDGER_PLUGINS_BLOCK")
+    assert main(["--store", node.app.store_url, "--keys", str(node.keys.path), "verify"]) == 0
