@@ -29,11 +29,11 @@ LIMITS = {"min_bet": 10, "max_bet": 10_000, "max_round": 10_000}
 def play_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[int], float]:
     """(rounds/s, the size of every save, projection rebuild events/s)."""
     from ledger.casino import Casino
-    from ledger.projections import rebuild
-    from ledger.store.application import LedgerApplication
     from ledger.crypto.keys import Role
     from ledger.crypto.keystore import KeyDirectory
     from ledger.devices import DealerDevice
+    from ledger.projections import rebuild
+    from ledger.store.application import LedgerApplication
     from tests.coin_variant import VARIANTS
 
     # A physical table: every outcome is a dealer device's signed report.
