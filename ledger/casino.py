@@ -267,6 +267,11 @@ class Casino:
         outcome: dict[str, Any],
         source: dict[str, Any],
     ) -> None:
+        """A physical table's outcome, as its dealer device reported it: `source`
+        is the device's signed report (`ledger.devices.throw_report`) of this
+        outcome as the round's next throw. An RNG round refuses it: its dice
+        come only from `throw_dice`."""
+
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
@@ -358,9 +363,11 @@ class Casino:
     def record_fault(
         self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
     ) -> dict[str, Any]:
-        """A faulty throw, then what the variant's fault policy says: throw
-        again with bets locked, reopen betting, or void the round after too
-        many (every stake returned), all in one save."""
+        """A faulty throw at a physical table, as its dealer device reported it
+        (`ledger.devices.fault_report`; an RNG throw is never faulty), then what
+        the variant's fault policy says: throw again with bets locked, reopen
+        betting, or void the round after too many (every stake returned), all
+        in one save."""
 
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
