@@ -424,3 +424,28 @@ def test_unrevealed_rng_throws_are_said_not_checked(node: Node, casino: Casino) 
 
 def honest_rng_source(game_round: Round) -> dict[str, Any]:
     return {"kind": "rng", "seed_id": game_round.dice_seed, "counter": game_round.throws}
+
+
+def test_attack_a_round_thrown_from_a_revealed_seed(
+    node: Node, casino: Casino, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = RngServer()
+    table, player = setup_table(casino)
+    seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
+    casino.retire_seed(request_id="retire", table_id=table, rng=rng)  # everyone knows it now
+    original = Casino.table
+
+    def stale(self: Casino, table_id: Any) -> Any:
+        found = original(self, table_id)
+        found.active_seed = found.active_seed or seed_id  # a node that forgot the reveal
+        return found
+
+    monkeypatch.setattr(Casino, "table", stale)
+    round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
+    casino.place_bet(
+        request_id="b", round_id=round_id, account_id=player, bet={"bet": "big"}, stake=1_000
+    )
+    casino.close_betting(request_id="c", round_id=round_id)
+    casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
+    monkeypatch.undo()
+    verify_fails(node, f"round {round_id} opened on seed {seed_id}, already revealed")
