@@ -27,6 +27,7 @@ from ledger.crypto.canonical import canonical
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.domain.account import HOUSE, PLAYER, Account
+from ledger.domain.faults import FaultPolicy
 from ledger.domain.game_table import GameTable
 from ledger.domain.money import check_currency
 from ledger.domain.names import check_name
@@ -270,11 +271,17 @@ class Casino:
         outcome: dict[str, Any],
         source: dict[str, Any],
     ) -> None:
+        """A physical table's outcome, as its dealer device reported it: `source`
+        is the device's signed report (`ledger.devices.throw_report`) of this
+        outcome as the round's next throw. An RNG round refuses it: its dice
+        come only from `throw_dice`."""
+
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
             self._check_legal(variant, game_round, "record_outcome")
             checked = variant.validate_outcome(outcome)
+            game_round.check_awaiting_throw()
             self._check_source(
                 game_round, source, throw_fact(game_round.id, game_round.throws, checked)
             )
@@ -325,8 +332,7 @@ class Casino:
             counter = game_round.throws
             dice = rng.throw(game_round.dice_seed, str(game_round.id), counter)
             outcome = variant.validate_outcome({"dice": list(dice)})
-            source = {"kind": "rng", "seed_id": game_round.dice_seed, "counter": counter}
-            game_round.record_outcome(outcome, source)
+            game_round.record_outcome(outcome, game_round.rng_source())
             return outcome, [game_round]
 
         return dict(self._run("throw_dice", request_id, {"round_id": str(round_id)}, body))
@@ -334,40 +340,54 @@ class Casino:
     def _check_source(
         self, game_round: Round, source: dict[str, Any], fact: dict[str, Any]
     ) -> None:
-        """A dealer device's report must carry its own valid signature."""
+        """Who may state an outcome or a fault (RULES.md §1.4): on an RNG round
+        nobody (throw_dice computes it); on a physical round only a dealer
+        device, with its own `dealer-device` key, valid now. Anything else is
+        refused before a thing is recorded."""
         if not isinstance(source, dict):
             raise InvalidCommandError("a throw's source is an object")
         if source.get("kind") == "rng":
             raise InvalidCommandError("RNG throws are made by throw_dice, not reported")
-        if source.get("kind") != "device":
-            return
+        # Refuses every source on an RNG round, and any but a device's elsewhere.
+        game_round.check_source(
+            source, "a faulty throw" if fact["action"] == "fault" else "an outcome"
+        )
         signed = actor_signature(source)
+        keyring = self.app.current_keyring()
         try:
-            verify_fact(self.app.current_keyring(), fact, signed, Role.DEALER_DEVICE, "report")
+            verify_fact(keyring, fact, signed, Role.DEALER_DEVICE, "report")
         except VerificationError as exc:
             raise InvalidCommandError(f"dealer device report refused: {exc}") from None
+        record = keyring.get(signed["key_id"])
+        if record is None or not record.valid_at(datetime.now(UTC)):
+            raise InvalidCommandError(
+                f"dealer device report refused: key {signed['key_id'][:16]} is not valid now"
+            )
 
     def record_fault(
         self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
     ) -> dict[str, Any]:
-        """A faulty throw, then what the variant's fault policy says: throw
-        again with bets locked, reopen betting, or void the round after too
-        many (every stake returned), all in one save."""
+        """A faulty throw at a physical table, as its dealer device reported it
+        (`ledger.devices.fault_report`; an RNG throw is never faulty), then what
+        the variant's fault policy says: throw again with bets locked, reopen
+        betting, or void the round after too many (every stake returned), all
+        in one save."""
 
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
             self._check_legal(variant, game_round, "record_fault")
+            game_round.check_awaiting_throw("a throw")
             self._check_source(
                 game_round, source, fault_fact(game_round.id, game_round.throws, reason)
             )
             faults = game_round.record_fault(reason, source)
-            policy = _fault_policy(variant)
-            if policy["void_after"] and faults >= policy["void_after"]:
+            policy = FaultPolicy.of(getattr(variant, "rules", None))
+            if policy.voids_at(faults):
                 returns = game_round.void(f"{faults} faulty throws: {reason}", None)
                 changed = [game_round, *self._pay(game_round, returns), *self._ended(game_round)]
                 return {"faults": faults, "then": "voided"}, changed
-            if policy["after_fault"] == "reopen-betting":
+            if policy.reopens_betting:
                 game_round.reopen_betting(f"faulty throw: {reason}")
                 return {"faults": faults, "then": "betting reopened"}, [game_round]
             return {"faults": faults, "then": "throw again"}, [game_round]
@@ -529,13 +549,3 @@ class Casino:
                 house.debit(-house_net, game_round.id, f"round {label}")
             changed.append(house)
         return changed
-
-
-def _fault_policy(variant: Variant) -> dict[str, Any]:
-    """The variant's fault policy (rules profile `faults`): by default, throw again."""
-    rules = getattr(variant, "rules", None) or {}
-    policy = rules.get("faults") or {}
-    return {
-        "after_fault": policy.get("after_fault", "rethrow"),
-        "void_after": policy.get("void_after"),
-    }

@@ -1,4 +1,10 @@
-"""What a dealer device sends: a throw or a faulty throw, signed with its own key."""
+"""What a dealer device sends: a throw or a faulty throw, signed with its own key.
+
+Only a physical table takes outcomes and faults, and only from such reports
+(RULES.md §1.4). The device signs the fact (round, throw counter, what it
+saw); the casino checks the signature against a `dealer-device` key valid
+now before anything is recorded, and `verify` checks it again.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.domain.round import fault_fact, throw_fact
+from ledger.errors import InvalidCommandError
 
 
 def throw_report(
@@ -22,3 +29,25 @@ def fault_report(signer: Signer, round_id: str, throw: int, reason: str) -> dict
     """The `source` of a faulty physical throw, for `Casino.record_fault`."""
     signed = sign_fact(signer, fault_fact(round_id, throw, reason), Role.DEALER_DEVICE)
     return {"kind": "device", **signed}
+
+
+class DealerDevice:
+    """A device at a physical table (a shaker's camera, a card shoe) holding
+    its own `dealer-device` key: it reports each throw it sees, by counter."""
+
+    def __init__(self, signer: Signer) -> None:
+        if signer.role is not Role.DEALER_DEVICE:
+            raise InvalidCommandError(
+                f"a dealer device signs with a dealer-device key, not a {signer.role.value} key"
+            )
+        self.signer = signer
+
+    @property
+    def key_id(self) -> str:
+        return self.signer.key_id
+
+    def throw(self, round_id: str, throw: int, outcome: dict[str, Any]) -> dict[str, Any]:
+        return throw_report(self.signer, round_id, throw, outcome)
+
+    def fault(self, round_id: str, throw: int, reason: str) -> dict[str, Any]:
+        return fault_report(self.signer, round_id, throw, reason)

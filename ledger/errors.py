@@ -39,6 +39,15 @@ class VerificationError(LedgerError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class CannotCheckError(LedgerError):
+    """A check that could not be made, so no verdict is given (exit 2, never
+    an OK): e.g. `verify --level settlement` when a round's variant, at the
+    version and rules it opened with, is not installed or is blocked."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"could not check: {message}")
+
+
 class InvalidCommandError(LedgerError):
     """A command that cannot be carried out: bad amount, wrong state, unknown id.
 

@@ -12,6 +12,7 @@ from eventsourcing.persistence import Notification
 from ledger.casino import Casino
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
+from ledger.devices import DealerDevice
 from ledger.domain.round import Limits
 from ledger.node import Node
 from ledger.store.application import LedgerApplication
@@ -54,3 +55,28 @@ def operator_signer(node: Node, name: str = "operator-1") -> Signer:
     if not any(record.name == name for record in node.keys.keyring()):
         node.keys.create(name, Role.OPERATOR, PASSPHRASE)
     return node.keys.signer(Role.OPERATOR, PASSPHRASE)
+
+
+_DEVICES: dict[str, DealerDevice] = {}
+
+
+def dealer_device(node: Node, name: str = "dealer-device-1") -> DealerDevice:
+    """A dealer device whose key is in the node's key directory (made on first use)."""
+    found = _DEVICES.get(f"{node.keys.path}/{name}")
+    if found is None:
+        if not any(record.name == name for record in node.keys.keyring()):
+            node.keys.create(name, Role.DEALER_DEVICE, PASSPHRASE)
+            node.keyring = node.keys.keyring()  # verify_store(node.keyring) knows it too
+        found = DealerDevice(node.keys.signer(Role.DEALER_DEVICE, PASSPHRASE))
+        _DEVICES[f"{node.keys.path}/{name}"] = found
+    return found
+
+
+def seen(node: Node, casino: Casino, round_id: str, outcome: dict[str, Any]) -> dict[str, Any]:
+    """A dealer device's signed report of `outcome` as the round's next throw."""
+    return dealer_device(node).throw(round_id, casino.round(round_id).throws, outcome)
+
+
+def seen_faulty(node: Node, casino: Casino, round_id: str, reason: str) -> dict[str, Any]:
+    """A dealer device's signed report of a faulty throw as the round's next throw."""
+    return dealer_device(node).fault(round_id, casino.round(round_id).throws, reason)

@@ -30,6 +30,7 @@ from tests.casino_support import (
     event_count,
     notifications,
     operator_signer,
+    seen,
 )
 from tests.coin_variant import VARIANTS, CoinToss
 from tests.conftest import PASSPHRASE
@@ -80,7 +81,10 @@ def test_a_full_round_settles_exactly(
     assert [casino.account(w).balance for w in wallets] == [850, 800, 700]
     casino.close_betting(request_id="close", round_id=round_id)
     casino.record_outcome(
-        request_id="outcome", round_id=round_id, outcome={"face": face}, source={"dealer": "D1"}
+        request_id="outcome",
+        round_id=round_id,
+        outcome={"face": face},
+        source=seen(node, casino, round_id, {"face": face}),
     )
     results = casino.settle(request_id="settle", round_id=round_id)
 
@@ -118,7 +122,10 @@ def test_a_settlement_is_one_atomic_save(node: Node, monkeypatch: pytest.MonkeyP
         )
     casino.close_betting(request_id="close", round_id=round_id)
     casino.record_outcome(
-        request_id="outcome", round_id=round_id, outcome={"face": "heads"}, source={}
+        request_id="outcome",
+        round_id=round_id,
+        outcome={"face": "heads"},
+        source=seen(node, casino, round_id, {"face": "heads"}),
     )
     before = node.app.tables.event_count()[1]
 
@@ -177,7 +184,10 @@ def test_a_settlement_conflicting_on_one_wallet_records_none_of_it(
         )
     casino.close_betting(request_id="close", round_id=round_id)
     casino.record_outcome(
-        request_id="outcome", round_id=round_id, outcome={"face": "heads"}, source={}
+        request_id="outcome",
+        round_id=round_id,
+        outcome={"face": "heads"},
+        source=seen(node, casino, round_id, {"face": "heads"}),
     )
     before = node.app.tables.event_count()[1]
     other = open_node(store_url, str(node.keys.path), passphrase=PASSPHRASE)
@@ -243,7 +253,10 @@ def test_a_retried_request_returns_the_first_result_and_records_nothing(node: No
     # settle: the same results, paid once.
     casino.close_betting(request_id="close", round_id=round_id)
     casino.record_outcome(
-        request_id="outcome", round_id=round_id, outcome={"face": "heads"}, source={}
+        request_id="outcome",
+        round_id=round_id,
+        outcome={"face": "heads"},
+        source=seen(node, casino, round_id, {"face": "heads"}),
     )
     results = casino.settle(request_id="settle", round_id=round_id)
     count = event_count(node.app)
@@ -294,7 +307,7 @@ def test_a_request_id_reused_with_other_arguments_is_refused(
 
 
 # Interrupted rounds.
-def left_open(casino: Casino, state: str) -> tuple[str, str, list[str]]:
+def left_open(node: Node, casino: Casino, state: str) -> tuple[str, str, list[str]]:
     """A round with bets from two wallets, left in `state` by a node that went away."""
     table, wallets = opened(casino, "alice", "bob")
     round_id = casino.open_round(request_id="round", table_id=table, dealer="D1")
@@ -308,17 +321,34 @@ def left_open(casino: Casino, state: str) -> tuple[str, str, list[str]]:
         casino.close_betting(request_id="close", round_id=round_id)
     if state == DECIDED:
         casino.record_outcome(
-            request_id="outcome", round_id=round_id, outcome={"face": "tails"}, source={}
+            request_id="outcome",
+            round_id=round_id,
+            outcome={"face": "tails"},
+            source=seen(node, casino, round_id, {"face": "tails"}),
         )
     assert casino.round(round_id).status == state
     return table, round_id, wallets
 
 
-@pytest.mark.parametrize("state", [BETTING, CLOSED, DECIDED])
+def test_an_operator_cannot_void_a_round_once_its_outcome_is_recorded(node: Node) -> None:
+    casino = casino_on(node)
+    _, round_id, (alice, bob) = left_open(node, casino, DECIDED)
+    count = event_count(node.app)
+    with pytest.raises(InvalidCommandError, match="has a recorded outcome: it can only be settled"):
+        casino.void_round(
+            request_id="void", round_id=round_id, reason="we lost", operator=operator_signer(node)
+        )
+    assert event_count(node.app) == count
+    assert casino.round(round_id).status == DECIDED
+    casino.settle(request_id="settle", round_id=round_id)
+    assert [casino.account(w).balance for w in (alice, bob)] == [940, 1250]
+
+
+@pytest.mark.parametrize("state", [BETTING, CLOSED])
 def test_an_interrupted_round_is_voided_by_an_operator(
     node: Node, store_url: str, state: str
 ) -> None:
-    table, round_id, (alice, bob) = left_open(casino_on(node), state)
+    table, round_id, (alice, bob) = left_open(node, casino_on(node), state)
     node.close()  # the node went away mid-round; another one takes over
     node.app = open_node(store_url, str(node.keys.path), passphrase=PASSPHRASE).app
     casino = casino_on(node)
@@ -353,7 +383,7 @@ def test_an_interrupted_round_is_voided_by_an_operator(
 
 
 def test_an_interrupted_round_is_resumed_with_a_reason(node: Node, store_url: str) -> None:
-    table, round_id, (alice, bob) = left_open(casino_on(node), CLOSED)
+    table, round_id, (alice, bob) = left_open(node, casino_on(node), CLOSED)
     node.close()
     node.app = open_node(store_url, str(node.keys.path), passphrase=PASSPHRASE).app
     casino = casino_on(node)
@@ -370,7 +400,10 @@ def test_an_interrupted_round_is_resumed_with_a_reason(node: Node, store_url: st
     # The round carries on where it stopped, and settles as usual.
     assert casino.round(round_id).status == CLOSED
     casino.record_outcome(
-        request_id="outcome", round_id=round_id, outcome={"face": "tails"}, source={}
+        request_id="outcome",
+        round_id=round_id,
+        outcome={"face": "tails"},
+        source=seen(node, casino, round_id, {"face": "tails"}),
     )
     casino.settle(request_id="settle", round_id=round_id)
     assert [casino.account(w).balance for w in (alice, bob)] == [940, 1250]
@@ -381,7 +414,7 @@ def test_an_interrupted_round_is_resumed_with_a_reason(node: Node, store_url: st
 @pytest.mark.parametrize("command", ["void_round", "resume_round"])
 def test_void_and_resume_need_an_operator_key(node: Node, role: Role, command: str) -> None:
     casino = casino_on(node)
-    _, round_id, (alice, bob) = left_open(casino, BETTING)
+    _, round_id, (alice, bob) = left_open(node, casino, BETTING)
     if role is Role.DEALER_DEVICE:
         node.keys.create("dealer-1", role, PASSPHRASE)
     signer = node.keys.signer(role, PASSPHRASE)
@@ -401,7 +434,7 @@ def test_an_operator_key_outside_the_keyring_is_refused(node: Node, command: str
     from ledger.crypto.signing import InMemorySigner
 
     casino = casino_on(node)
-    _, round_id, _ = left_open(casino, BETTING)
+    _, round_id, _ = left_open(node, casino, BETTING)
     stranger = InMemorySigner(Ed25519PrivateKey.generate(), Role.OPERATOR)
     count = event_count(node.app)
     with pytest.raises(InvalidCommandError, match="is not an operator key in the keyring"):
@@ -430,7 +463,10 @@ def test_a_round_settles_only_under_the_variant_it_opened_with(
     casino.place_bet(request_id="bet", round_id=round_id, account_id=alice, bet=HEADS, stake=100)
     casino.close_betting(request_id="close", round_id=round_id)
     casino.record_outcome(
-        request_id="outcome", round_id=round_id, outcome={"face": "heads"}, source={}
+        request_id="outcome",
+        round_id=round_id,
+        outcome={"face": "heads"},
+        source=seen(node, casino, round_id, {"face": "heads"}),
     )
     upgraded = Casino(node.app, {"coin": variant()})
     count = event_count(node.app)

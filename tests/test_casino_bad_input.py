@@ -13,7 +13,7 @@ import pytest
 from ledger.casino import Casino
 from ledger.errors import InvalidCommandError, LedgerError, NotFoundError
 from ledger.node import Node
-from tests.casino_support import HEADS, LIMITS, TAILS, casino_on, event_count
+from tests.casino_support import HEADS, LIMITS, TAILS, casino_on, event_count, seen
 
 
 @dataclass
@@ -76,7 +76,10 @@ def world(node: Node) -> Iterator[World]:
         casino.close_betting(request_id=f"close-{n}", round_id=round_id)
     for n, round_id in enumerate(rounds[2:], start=2):
         casino.record_outcome(
-            request_id=f"outcome-{n}", round_id=round_id, outcome={"face": "heads"}, source={}
+            request_id=f"outcome-{n}",
+            round_id=round_id,
+            outcome={"face": "heads"},
+            source=seen(node, casino, round_id, {"face": "heads"}),
         )
     casino.settle(request_id="settle-3", round_id=rounds[3])
     bet = casino.place_bet(

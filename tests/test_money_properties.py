@@ -40,6 +40,7 @@ from ledger.casino import Casino
 from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.signing import Signer
+from ledger.devices import DealerDevice
 from ledger.domain.account import HOUSE, PLAYER, Account
 from ledger.domain.money import MAX_AMOUNT, cashier, imbalance, in_play, posting, wallet
 from ledger.domain.round import (
@@ -96,6 +97,7 @@ class Keys:
     node: Signer
     operator: Signer
     keyring: Keyring
+    device: DealerDevice
 
 
 @dataclass
@@ -126,6 +128,7 @@ class MoneyMachine(RuleBasedStateMachine):
         )
         self.casino = Casino(self.app, VARIANTS)
         self.operator = keys.operator
+        self.device = keys.device
         self.requests = 0
         self.model: dict[str, ModelAccount] = {}
         self.model_rounds: dict[str, ModelRound] = {}
@@ -380,7 +383,12 @@ class MoneyMachine(RuleBasedStateMachine):
             "record_outcome",
             ok,
             lambda: self.casino.record_outcome(
-                request_id=request_id, round_id=round_id, outcome={"face": face}, source={}
+                request_id=request_id,
+                round_id=round_id,
+                outcome={"face": face},
+                source=self.device.throw(
+                    round_id, self.casino.round(round_id).throws, {"face": face}
+                ),
             ),
         )
         if ok:
@@ -418,7 +426,7 @@ class MoneyMachine(RuleBasedStateMachine):
         request_id = self.request()
         _, returns = self.attempt(
             "void",
-            game.status not in (SETTLED, VOIDED),
+            game.status not in (DECIDED, SETTLED, VOIDED),  # never once an outcome stands
             lambda: self.casino.void_round(
                 request_id=request_id, round_id=round_id, reason="void", operator=self.operator
             ),
@@ -533,10 +541,12 @@ def money_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Keys]:
     directory = KeyDirectory(tmp_path_factory.mktemp("money-keys"))
     directory.create_node_keys(PASSPHRASE)
     directory.create("operator", Role.OPERATOR, PASSPHRASE)
+    directory.create("shaker", Role.DEALER_DEVICE, PASSPHRASE)
     yield Keys(
         node=directory.signer(Role.LEDGER_NODE, PASSPHRASE),
         operator=directory.signer(Role.OPERATOR, PASSPHRASE),
         keyring=directory.keyring(),
+        device=DealerDevice(directory.signer(Role.DEALER_DEVICE, PASSPHRASE)),
     )
 
 

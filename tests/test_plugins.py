@@ -16,7 +16,7 @@ from ledger.plugins import hookimpl
 from ledger.plugins.contract import VariantContract
 from ledger.plugins.manager import get_plugin_manager
 from ledger.plugins.registry import LoadedVariant, VariantRegistry, rules_hash
-from tests.casino_support import event_count
+from tests.casino_support import event_count, seen
 from tests.coin_variant import CoinDefinition, CoinPlugin
 
 
@@ -102,7 +102,12 @@ def test_a_misbehaving_settlement_is_one_plugin_error_and_records_nothing(
         request_id="b", round_id=round_id, account_id=alice, bet={"on": "heads"}, stake=100
     )
     casino.close_betting(request_id="c", round_id=round_id)
-    casino.record_outcome(request_id="o", round_id=round_id, outcome={"face": "heads"}, source={})
+    casino.record_outcome(
+        request_id="o",
+        round_id=round_id,
+        outcome={"face": "heads"},
+        source=seen(node, casino, round_id, {"face": "heads"}),
+    )
     before = event_count(node.app)
     with pytest.raises(PluginError, match=f"plugin bad-coin 0.9: .*{message}"):
         casino.settle(request_id="s", round_id=round_id)

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from ledger.audit.projections import verify_projections
 from ledger.casino import Casino
 from ledger.cli.main import main
 from ledger.crypto.keys import Role
@@ -45,6 +46,7 @@ from ledger.projections import (
 from ledger.projections.base import utc_day
 from ledger.projections.sql import Tx
 from tests.attacker import Attacker
+from tests.casino_support import seen
 from tests.coin_variant import VARIANTS
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
@@ -126,7 +128,10 @@ def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
     def decide(round_id: str, face: str) -> None:
         casino.close_betting(request_id=rid("close"), round_id=round_id)
         casino.record_outcome(
-            request_id=rid("out"), round_id=round_id, outcome={"face": face}, source={"dev": 1}
+            request_id=rid("out"),
+            round_id=round_id,
+            outcome={"face": face},
+            source=seen(node, casino, round_id, {"face": face}),
         )
         step()
         casino.settle(request_id=rid("settle"), round_id=round_id)
@@ -145,7 +150,10 @@ def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
         request_id=rid("resume"), round_id=r3, reason="device restarted", operator=op
     )
     casino.record_outcome(
-        request_id=rid("out"), round_id=r3, outcome={"face": "tails"}, source={"dev": 2}
+        request_id=rid("out"),
+        round_id=r3,
+        outcome={"face": "tails"},
+        source=seen(node, casino, r3, {"face": "tails"}),
     )
     casino.settle(request_id=rid("settle"), round_id=r3)
     step()
@@ -586,3 +594,142 @@ def test_cli_balances_and_rebuild(node: Node, cli: Callable[..., tuple[int, str,
     assert code == 0 and out.splitlines()[1].split()[2] == "2.50"
     code, _, err = cli("balances", "nobody")
     assert code == 2 and "no ledger account 'nobody'" in err
+
+
+# Corrections, and `verify --projections`.
+
+
+def corrected_round(node: Node) -> tuple[Casino, dict[str, str], str, str]:
+    """Alice bets heads, Bob tails; recorded heads, settled, then corrected to tails."""
+    casino = Casino(node.app, VARIANTS)
+    who = {}
+    for owner in ("alice", "bob"):
+        who[owner] = casino.open_account(request_id=f"acc-{owner}", owner=owner, currency="EUR")
+        casino.deposit(request_id=f"dep-{owner}", account_id=who[owner], amount=1_000)
+    table = casino.open_table(
+        request_id="tab", name="T1", variant="coin", currency="EUR", limits=LIMITS
+    )
+    round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
+    casino.place_bet(
+        request_id="b1", round_id=round_id, account_id=who["alice"], bet=HEADS, stake=300
+    )
+    casino.place_bet(
+        request_id="b2", round_id=round_id, account_id=who["bob"], bet=TAILS, stake=200
+    )
+    casino.close_betting(request_id="c", round_id=round_id)
+    casino.record_outcome(
+        request_id="o",
+        round_id=round_id,
+        outcome={"face": "heads"},
+        source=seen(node, casino, round_id, {"face": "heads"}),
+    )
+    casino.settle(request_id="s", round_id=round_id)
+    catch_up(node.app)  # the projections saw the first settlement
+    casino.correct(
+        request_id="fix",
+        round_id=round_id,
+        outcome={"face": "tails"},
+        reason="the camera shows tails",
+        operator=operator(node),
+    )
+    return casino, who, table, round_id
+
+
+def test_a_correction_moves_the_read_models_as_it_moves_the_money(node: Node) -> None:
+    casino, who, table, round_id = corrected_round(node)
+    catch_up(node.app)
+    house = str(casino.table(table).house_account)
+    # The wallets: Alice's win taken back, Bob paid; the house won 100 instead of losing 100.
+    assert [casino.account(who[o]).balance for o in ("alice", "bob")] == [700, 1_200]
+    assert casino.account(house).balance == 100
+    by_name = {b.account: b.balance for b in queries.balances(node.app)}
+    for account_id in (*who.values(), house):
+        assert by_name[wallet(account_id)] == casino.account(account_id).balance
+    assert by_name[in_play(round_id)] == 0
+    for totals in queries.accounts(node.app):
+        if totals.kind == PLAYER:
+            balance = totals.deposits - totals.withdrawals - totals.staked + totals.returned
+            assert balance == casino.account(totals.account_id).balance
+    (summary,) = queries.rounds(node.app)
+    assert (summary.status, summary.stakes, summary.returned) == (SETTLED, 500, 400)
+    runner = ProjectionRunner(node.app)
+    with runner.sql.read() as tx:
+        bets = sorted(tx.rows("SELECT account_id, returned FROM {proj_round_bets}"))
+    assert bets == sorted([(who["alice"], 0), (who["bob"], 400)])
+    (result,) = queries.house_results(node.app)
+    assert (result.rounds, result.stakes, result.returned, result.result) == (1, 500, 400, 100)
+    # The same rows whether followed step by step or rebuilt, and they match the events.
+    followed = runner.snapshot()
+    runner.rebuild()
+    assert runner.snapshot() == followed
+    report = verify_projections(node.app)
+    assert report.tables == 7 and report.rows > 0
+    assert "projections match the events" in report.summary()
+    assert "behind" not in report.summary()
+
+
+def test_verify_projections_names_every_edited_row(node: Node) -> None:
+    day = play_day(node)
+    catch_up(node.app)
+    verify_projections(node.app)
+    alice = day.accounts["alice"]
+    attacker = Attacker(node.app.store_url)  # no trigger guards proj_ tables anyway
+    try:
+        attacker.sql(
+            "UPDATE proj_balances SET balance = balance + 5 WHERE account = ?", (wallet(alice),)
+        )
+        attacker.sql("DELETE FROM proj_rounds WHERE round_id = ?", (day.open_round,))
+        attacker.sql("UPDATE proj_house_results SET result = result - 1")
+    finally:
+        attacker.close()
+    with pytest.raises(VerificationError) as caught:
+        verify_projections(node.app)
+    message = str(caught.value)
+    balance = Casino(node.app, VARIANTS).account(alice).balance
+    assert (
+        f"proj_balances {wallet(alice)}/EUR: balance is {balance + 5}, the events say " in message
+    )
+    assert f"proj_rounds {day.open_round}: missing (the events make it)" in message
+    assert "proj_house_results " in message and ": result is " in message
+    houses = len(queries.house_results(node.app))
+    assert message.startswith(f"{2 + houses} differences between the read models and the events")
+    ProjectionRunner(node.app).rebuild()
+    verify_projections(node.app)
+
+
+def test_verify_projections_at_their_own_position(node: Node) -> None:
+    day = play_day(node)
+    runner = ProjectionRunner(node.app)
+    runner.catch_up()
+    Casino(node.app, VARIANTS).void_round(
+        request_id="void-r7", round_id=day.open_round, reason="shift over", operator=operator(node)
+    )
+    # Behind the log: compared where they stand, and said so; not a difference.
+    report = verify_projections(node.app)
+    assert "they are behind the log" in report.summary()
+    # A tracking row moved back claims fewer events than the rows hold: caught.
+    with runner.sql.write() as tx:
+        tx.execute("UPDATE {proj_tracking} SET last_id = 3 WHERE projection = 'rounds'")
+    with pytest.raises(VerificationError, match=r"differences between the read models"):
+        verify_projections(node.app)
+    with runner.sql.write() as tx:
+        tx.execute("UPDATE {proj_tracking} SET last_id = %s", (log_end(node) + 10,))
+    with pytest.raises(VerificationError, match=r"past its end"):
+        verify_projections(node.app)
+
+
+def test_cli_verify_projections(node: Node, cli: Callable[..., tuple[int, str, str]]) -> None:
+    day = play_day(node)
+    code, _, err = cli("verify", "--level", "signatures", "--projections")
+    assert code == 2 and "projections are not built" in err
+    cli("projections", "update")
+    code, out, err = cli("verify", "--level", "signatures", "--projections")
+    assert (code, err) == (0, "") and "OK: projections match the events" in out
+    with ProjectionRunner(node.app).sql.write() as tx:
+        tx.execute(
+            "UPDATE {proj_accounts} SET returned = 0 WHERE account_id = %s",
+            (day.accounts["alice"],),
+        )
+    code, out, err = cli("verify", "--level", "signatures", "--projections")
+    assert code == 1 and err.count("\n") == 1
+    assert f"proj_accounts {day.accounts['alice']}: returned is 0, the events say 1300" in err

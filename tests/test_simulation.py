@@ -24,6 +24,7 @@ from ledger.cli.main import main
 from ledger.crypto.keystore import KeyDirectory
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
+from ledger.errors import ConfigError
 from ledger.node import Node, open_node
 from ledger.plugins.manager import get_plugin_manager
 from ledger.projections import ProjectionRunner, queries
@@ -35,6 +36,7 @@ from ledger.simulation import (
     percent,
     run_session,
 )
+from ledger.simulation.device import simulated_device
 from ledger.simulation.families import FAMILIES, family_of
 from ledger.simulation.session import Session
 from tests.casino_support import domain_events
@@ -52,6 +54,7 @@ class Totals:
 
 @dataclass
 class TableLine:
+    dice: str  # rng or device
     rounds: int
     voided: int
     faults: int
@@ -94,8 +97,8 @@ def printed_tables(out: str) -> dict[str, TableLine]:
         fields = line.split()
         if fields[0] == "all":
             continue
-        rounds, voided, faults, bets, turnover, house = (number(f) for f in fields[3:9])
-        found[fields[0]] = TableLine(rounds, voided, faults, bets, turnover, house)
+        rounds, voided, faults, bets, turnover, house = (number(f) for f in fields[4:10])
+        found[fields[0]] = TableLine(fields[2], rounds, voided, faults, bets, turnover, house)
     return found
 
 
@@ -119,16 +122,23 @@ def from_events(node: Node) -> FromEvents:
     table_of: dict[str, str] = {}
     bet_of: dict[tuple[str, str], str] = {}
     families = {family: Totals() for family in FAMILIES}
-    tables: dict[str, TableLine] = defaultdict(lambda: TableLine(0, 0, 0, 0, 0, 0))
+    tables: dict[str, TableLine] = {}
     for _, event in domain_events(node.app):
         stream = str(event.originator_id)
         if isinstance(event, GameTable.Opened):
             names[stream] = event.name
         elif isinstance(event, Round.Opened):
             table_of[stream] = names[str(event.table_id)]
+            # A round on an RNG table names the committed seed it throws from.
+            dice = "device" if event.dice_seed is None else "rng"
+            line = tables.setdefault(table_of[stream], TableLine(dice, 0, 0, 0, 0, 0, 0))
+            assert line.dice == dice, "a table changed kind mid-session"
+        elif isinstance(event, Round.OutcomeRecorded):
+            assert event.source["kind"] == tables[table_of[stream]].dice
         elif isinstance(event, Round.BetPlaced):
             bet_of[stream, event.bet_id] = event.bet["bet"]
         elif isinstance(event, Round.FaultRecorded):
+            assert event.source["kind"] == tables[table_of[stream]].dice == "device"
             tables[table_of[stream]].faults += 1
         elif isinstance(event, Round.Voided):
             tables[table_of[stream]].rounds += 1
@@ -144,7 +154,7 @@ def from_events(node: Node) -> FromEvents:
                 table.bets += 1
                 table.turnover += result["stake"]
                 table.house += result["stake"] - result["returned"]
-    return FromEvents(families, dict(tables))
+    return FromEvents(families, tables)
 
 
 def check_against_the_store(out: str, store: str, keys: Path) -> None:
@@ -163,6 +173,8 @@ def check_against_the_store(out: str, store: str, keys: Path) -> None:
         tables = printed_tables(out)
         assert set(tables) == {"TX-1", "SB-1", "TX-2", "SB-2"}
         assert tables == derived.tables
+        assert {n for n, t in tables.items() if t.dice == "device"} == {"SB-1", "TX-2"}
+        assert all(t.faults == 0 for t in tables.values() if t.dice == "rng")
         assert sum(t.staked for t in families.values()) > 0
 
         # And the projections' (brought up to date by simulate itself).
@@ -204,8 +216,17 @@ def test_a_session_verifies_and_its_summary_is_the_stores(
     assert rounds, out
     settled = int(rounds[1])
     assert re.search(r"^OK: \d+ events in .* at level settlement", out, re.MULTILINE)
-    assert f"   {settled} rounds re-settled with their own variant and rules" in out
-    assert f"   {settled} RNG throws recomputed from revealed seeds (0 await" in out
+    assert f"; {settled} settlements re-settled with their own variant and rules (" in out
+    tables = printed_tables(out)
+    # Every RNG throw recomputed from its round's seed (all revealed at the end);
+    # every shaken throw and fault reported by the signed dealer device.
+    rng = sum(t.rounds for t in tables.values() if t.dice == "rng")
+    shaken = sum(t.rounds - t.voided + t.faults for t in tables.values() if t.dice == "device")
+    assert rng > 0 and shaken > 0
+    assert f"   {rng} RNG throws recomputed from their round's committed seed; " in out
+    assert f"; {shaken} dealer device reports verified" in out
+    assert "NOT CHECKED" not in out
+    assert f"{shaken} throws reported by a signed dealer device" in out
     check_against_the_store(out, store_url, keys.path)
 
 
@@ -292,9 +313,10 @@ def test_bad_session_settings_write_nothing(
 
 def test_the_players_wallets_are_what_the_session_thinks(node: Node) -> None:
     variants = get_plugin_manager().variants()
-    config = SessionConfig(tables=default_tables(2), players=8, rounds=16, fault_rate=10, seed=4)
+    config = SessionConfig(tables=default_tables(2), players=8, rounds=16, fault_rate=40, seed=4)
+    device = simulated_device(node.keys, PASSPHRASE)
     session = Session(
-        Casino(node.app, variants), variants, config, dice_source(parse_seed(DICE_SEED))
+        Casino(node.app, variants), variants, config, dice_source(parse_seed(DICE_SEED)), device
     )
     result = session.run()
     casino = Casino(node.app, variants)
@@ -304,6 +326,16 @@ def test_the_players_wallets_are_what_the_session_thinks(node: Node) -> None:
     tally = result.tally
     assert tally.rounds_settled + tally.rounds_voided == 16
     assert tally.bets_placed == (tally.total.bets + tally.bets_withdrawn + tally.bets_voided)
+    assert tally.tables["TX-1"].faults == 0 < tally.tables["SB-1"].faults  # only shaken dice
+    assert tally.device_reports == tally.tables["SB-1"].rounds_settled + tally.faults
+
+
+def test_physical_tables_need_a_dealer_device(node: Node) -> None:
+    variants = get_plugin_manager().variants()
+    config = SessionConfig(tables=default_tables(2), players=2, rounds=2, seed=4)
+    with pytest.raises(ConfigError, match="physical tables need a dealer device"):
+        Session(Casino(node.app, variants), variants, config, dice_source())
+    assert node.app.tables.event_count()[0] == 0
 
 
 def test_run_session_is_the_session(node: Node) -> None:

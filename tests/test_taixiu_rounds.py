@@ -9,11 +9,13 @@ import pytest
 
 from ledger.audit.verify import Level, verify_store
 from ledger.casino import Casino
+from ledger.cli.main import main
+from ledger.domain.faults import FaultPolicy
 from ledger.domain.round import BETTING, CLOSED, SETTLED, VOIDED
-from ledger.errors import InvalidCommandError
+from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager
-from tests.casino_support import event_count
+from tests.casino_support import event_count, seen, seen_faulty
 
 LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
 
@@ -55,7 +57,10 @@ def test_a_taixiu_round_pays_the_seed_paytable(node: Node, variants: Any) -> Non
         )
     casino.close_betting(request_id="c", round_id=round_id)
     casino.record_outcome(
-        request_id="o", round_id=round_id, outcome={"dice": [3, 1, 2]}, source={"kind": "test"}
+        request_id="o",
+        round_id=round_id,
+        outcome={"dice": [3, 1, 2]},
+        source=seen(node, casino, round_id, {"dice": [3, 1, 2]}),
     )
     casino.settle(request_id="s", round_id=round_id)
     returned = sorted(r["returned"] for r in casino.round(round_id).results)
@@ -81,7 +86,7 @@ def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, var
         request_id="f1",
         round_id=round_id,
         reason="die not flat",
-        source={"kind": "dealer-terminal"},
+        source=seen_faulty(node, casino, round_id, "die not flat"),
     )
     assert first == {"faults": 1, "then": "throw again"}
     assert casino.round(round_id).status == CLOSED
@@ -99,7 +104,7 @@ def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, var
         request_id="f2",
         round_id=round_id,
         reason="dice stacked",
-        source={"kind": "dealer-terminal"},
+        source=seen_faulty(node, casino, round_id, "dice stacked"),
     )
     assert second == {"faults": 2, "then": "voided"}
     assert casino.round(round_id).status == VOIDED
@@ -116,9 +121,12 @@ def test_sicbo_void_reopens_betting_and_voids_after_three_faults(node: Node, var
     )
     casino.close_betting(request_id="c1", round_id=round_id)
     assert (
-        casino.record_fault(request_id="f1", round_id=round_id, reason="one bounce", source={})[
-            "then"
-        ]
+        casino.record_fault(
+            request_id="f1",
+            round_id=round_id,
+            reason="one bounce",
+            source=seen_faulty(node, casino, round_id, "one bounce"),
+        )["then"]
         == "betting reopened"
     )
     assert casino.round(round_id).status == BETTING
@@ -133,7 +141,10 @@ def test_sicbo_void_reopens_betting_and_voids_after_three_faults(node: Node, var
     for n in (2, 3):
         casino.close_betting(request_id=f"c{n}", round_id=round_id)
         outcome = casino.record_fault(
-            request_id=f"f{n}", round_id=round_id, reason="cocked", source={}
+            request_id=f"f{n}",
+            round_id=round_id,
+            reason="cocked",
+            source=seen_faulty(node, casino, round_id, "cocked"),
         )
         assert outcome["faults"] == n
     assert outcome["then"] == "voided"
@@ -152,8 +163,18 @@ def test_a_good_throw_after_a_fault_settles(node: Node, variants: Any) -> None:
         stake=100,
     )
     casino.close_betting(request_id="c", round_id=round_id)
-    casino.record_fault(request_id="f1", round_id=round_id, reason="not flat", source={})
-    casino.record_outcome(request_id="o", round_id=round_id, outcome={"dice": [6, 6, 6]}, source={})
+    casino.record_fault(
+        request_id="f1",
+        round_id=round_id,
+        reason="not flat",
+        source=seen_faulty(node, casino, round_id, "not flat"),
+    )
+    casino.record_outcome(
+        request_id="o",
+        round_id=round_id,
+        outcome={"dice": [6, 6, 6]},
+        source=seen(node, casino, round_id, {"dice": [6, 6, 6]}),
+    )
     casino.settle(request_id="s", round_id=round_id)
     assert casino.round(round_id).status == SETTLED
     assert casino.account(an).balance == 100_000 - 100 + 15_100
@@ -172,7 +193,12 @@ def test_bad_dice_are_refused_and_record_nothing(node: Node, variants: Any, dice
     casino.close_betting(request_id="c", round_id=round_id)
     count = event_count(node.app)
     with pytest.raises(InvalidCommandError):
-        casino.record_outcome(request_id="o", round_id=round_id, outcome={"dice": dice}, source={})
+        casino.record_outcome(
+            request_id="o",
+            round_id=round_id,
+            outcome={"dice": dice},
+            source=seen(node, casino, round_id, {"dice": [1, 2, 3]}),
+        )
     assert event_count(node.app) == count
 
 
@@ -198,7 +224,9 @@ def test_a_throw_for_a_round_not_awaiting_one_is_refused(node: Node, variants: A
     assert event_count(node.app) == count
 
 
-def settled_round(casino: Casino, players: list[str], table: str, dice: list[int]) -> str:
+def settled_round(
+    node: Node, casino: Casino, players: list[str], table: str, dice: list[int]
+) -> str:
     an, binh = players
     round_id = casino.open_round(request_id="r-c", table_id=table, dealer="D1")
     casino.place_bet(
@@ -208,7 +236,12 @@ def settled_round(casino: Casino, players: list[str], table: str, dice: list[int
         request_id="bc2", round_id=round_id, account_id=binh, bet={"bet": "big"}, stake=2_000
     )
     casino.close_betting(request_id="cc", round_id=round_id)
-    casino.record_outcome(request_id="oc", round_id=round_id, outcome={"dice": dice}, source={})
+    casino.record_outcome(
+        request_id="oc",
+        round_id=round_id,
+        outcome={"dice": dice},
+        source=seen(node, casino, round_id, {"dice": dice}),
+    )
     casino.settle(request_id="sc", round_id=round_id)
     return round_id
 
@@ -219,7 +252,9 @@ def test_a_correction_reverses_and_resettles(node: Node, variants: Any) -> None:
 
     casino = Casino(node.app, variants)
     table, players = table_with_players(casino, "taixiu")
-    round_id = settled_round(casino, players, table, [1, 2, 3])  # recorded wrongly: small wins
+    round_id = settled_round(
+        node, casino, players, table, [1, 2, 3]
+    )  # recorded wrongly: small wins
     assert [casino.account(a).balance for a in players] == [101_000, 98_000]
     node.keys.create("op", Role.OPERATOR, PASSPHRASE)
     operator = node.keys.signer(Role.OPERATOR, PASSPHRASE)
@@ -247,7 +282,7 @@ def test_a_correction_needs_an_operator_key(node: Node, variants: Any) -> None:
 
     casino = Casino(node.app, variants)
     table, players = table_with_players(casino, "taixiu")
-    round_id = settled_round(casino, players, table, [1, 2, 3])
+    round_id = settled_round(node, casino, players, table, [1, 2, 3])
     node.keys.create("dealer", Role.DEALER_DEVICE, PASSPHRASE)
     dealer = node.keys.signer(Role.DEALER_DEVICE, PASSPHRASE)
     count = event_count(node.app)
@@ -260,3 +295,162 @@ def test_a_correction_needs_an_operator_key(node: Node, variants: Any) -> None:
             operator=dealer,
         )
     assert event_count(node.app) == count
+
+
+# Fault policies re-derived by verify from the events and the round's own rules
+# data: a buggy node that breaks them, with valid signatures, is caught.
+
+
+def faulty_round(node: Node, casino: Casino, variant: str, faults: int) -> tuple[str, list[str]]:
+    table, players = table_with_players(casino, variant)
+    round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
+    casino.place_bet(
+        request_id="b1", round_id=round_id, account_id=players[0], bet={"bet": "big"}, stake=500
+    )
+    for n in range(faults):
+        if casino.round(round_id).status == BETTING:
+            casino.close_betting(request_id=f"c{n}", round_id=round_id)
+        casino.record_fault(
+            request_id=f"f{n}",
+            round_id=round_id,
+            reason="cocked",
+            source=seen_faulty(node, casino, round_id, "cocked"),
+        )
+    return round_id, players
+
+
+def policy_broken(node: Node, variants: Any, *needles: str) -> None:
+    with pytest.raises(VerificationError) as caught:
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=variants)
+    for needle in needles:
+        assert needle in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize(("variant", "faults"), [("taixiu", 2), ("sicbo-void", 3)])
+def test_verify_rederives_the_fault_policy(
+    node: Node, variants: Any, variant: str, faults: int
+) -> None:
+    casino = Casino(node.app, variants)
+    round_id, _ = faulty_round(node, casino, variant, faults)
+    assert casino.round(round_id).status == VOIDED
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=variants)
+    assert report.settlement is not None
+    assert (report.settlement.rounds, report.settlement.faults) == (1, faults)
+    assert report.settlement.device_reports == faults
+    assert f"1 rounds re-derived (step order, voids, fault policy: {faults} faulty throws)" in (
+        report.summary()
+    )
+
+
+def test_attack_taixiu_reopens_betting_after_a_fault(
+    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    casino = Casino(node.app, variants)
+    monkeypatch.setattr(FaultPolicy, "reopens_betting", property(lambda self: True))
+    round_id, (an, _) = faulty_round(node, casino, "taixiu", 1)
+    assert casino.round(round_id).status == BETTING  # the node reopened it
+    casino.place_bet(
+        request_id="late", round_id=round_id, account_id=an, bet={"bet": "small"}, stake=100
+    )
+    monkeypatch.undo()
+    policy_broken(
+        node,
+        variants,
+        f"round {round_id} (taixiu): betting reopened after a faulty throw",
+        "bets stay locked after a faulty throw",
+    )
+
+
+def test_attack_sicbo_void_voids_after_two_faults(
+    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    casino = Casino(node.app, variants)
+    monkeypatch.setattr(FaultPolicy, "voids_at", lambda self, faults: faults >= 2)
+    round_id, _ = faulty_round(node, casino, "sicbo-void", 2)
+    assert casino.round(round_id).status == VOIDED
+    monkeypatch.undo()
+    policy_broken(
+        node,
+        variants,
+        f"round {round_id} (sicbo-void): voided without an operator's signature after 2 faulty",
+        "void after 3",
+    )
+
+
+def test_attack_taixiu_throws_a_third_time(
+    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    casino = Casino(node.app, variants)
+    monkeypatch.setattr(FaultPolicy, "voids_at", lambda self, faults: False)
+    round_id, _ = faulty_round(node, casino, "taixiu", 2)
+    casino.record_outcome(
+        request_id="o",
+        round_id=round_id,
+        outcome={"dice": [4, 5, 6]},
+        source=seen(node, casino, round_id, {"dice": [4, 5, 6]}),
+    )
+    monkeypatch.undo()
+    policy_broken(node, variants, f"round {round_id} (taixiu): an outcome after 2 faulty throws")
+
+
+def test_attack_sicbo_void_throws_again_without_reopening(
+    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    casino = Casino(node.app, variants)
+    monkeypatch.setattr(FaultPolicy, "reopens_betting", property(lambda self: False))
+    round_id, _ = faulty_round(node, casino, "sicbo-void", 1)
+    casino.record_outcome(
+        request_id="o",
+        round_id=round_id,
+        outcome={"dice": [4, 5, 6]},
+        source=seen(node, casino, round_id, {"dice": [4, 5, 6]}),
+    )
+    monkeypatch.undo()
+    policy_broken(
+        node,
+        variants,
+        f"round {round_id} (sicbo-void): an outcome after a faulty throw without betting reopened",
+    )
+
+
+def test_the_policy_comes_from_the_rounds_rules_data_not_its_name(
+    node: Node, variants: Any
+) -> None:
+    casino = Casino(node.app, variants)
+    round_id, _ = faulty_round(node, casino, "taixiu", 1)
+
+    # The same id, version and rules hash, but rules data saying "reopen betting":
+    # verify reads the data of the version it is given, so the honest round fails.
+    class Lying:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+            self.rules = {**real.rules, "faults": {"after_fault": "reopen-betting"}}
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+    lying = {**variants, "taixiu": Lying(variants["taixiu"])}
+    casino.record_outcome(
+        request_id="o",
+        round_id=round_id,
+        outcome={"dice": [4, 5, 6]},
+        source=seen(node, casino, round_id, {"dice": [4, 5, 6]}),
+    )
+    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=variants)
+    policy_broken(node, lying, f"round {round_id} (taixiu): an outcome after a faulty throw")
+
+
+def test_verify_without_the_rounds_plugin_cannot_check(
+    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    casino = Casino(node.app, variants)
+    round_id, _ = faulty_round(node, casino, "taixiu", 2)
+    monkeypatch.setenv("LEDGER_PLUGINS_BLOCK", "taixiu")
+    code = main(["--store", node.app.store_url, "--keys", str(node.keys.path), "verify"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and "OK" not in err
+    assert f"cannot re-settle round {round_id}: it opened with taixiu" in err
+    assert "installed: none; plugins blocked by LEDGER_PLUGINS_BLOCK: taixiu" in err
+    monkeypatch.delenv("LEDGER_PLUGINS_BLOCK")
+    assert main(["--store", node.app.store_url, "--keys", str(node.keys.path), "verify"]) == 0

@@ -29,11 +29,19 @@ LIMITS = {"min_bet": 10, "max_bet": 10_000, "max_round": 10_000}
 def play_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[int], float]:
     """(rounds/s, the size of every save, projection rebuild events/s)."""
     from ledger.casino import Casino
+    from ledger.crypto.keys import Role
+    from ledger.crypto.keystore import KeyDirectory
+    from ledger.devices import DealerDevice
     from ledger.projections import rebuild
     from ledger.store.application import LedgerApplication
     from tests.coin_variant import VARIANTS
 
-    app = LedgerApplication(url, keyring=keys.keyring, signer=keys.node_signer)
+    # A physical table: every outcome is a dealer device's signed report.
+    directory = KeyDirectory(keys.path)
+    if not directory.keyring().with_role(Role.DEALER_DEVICE):
+        directory.create("bench-device", Role.DEALER_DEVICE, None)
+    device = DealerDevice(directory.signer(Role.DEALER_DEVICE, None))
+    app = LedgerApplication(url, keyring=directory.keyring(), signer=keys.node_signer)
     try:
         casino = Casino(app, VARIANTS)
         wallets = []
@@ -73,7 +81,10 @@ def play_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[in
                 casino.close_betting(request_id=f"r{r}-c", round_id=round_id)
                 face = "heads" if r % 3 else "tails"
                 casino.record_outcome(
-                    request_id=f"r{r}-o", round_id=round_id, outcome={"face": face}, source={}
+                    request_id=f"r{r}-o",
+                    round_id=round_id,
+                    outcome={"face": face},
+                    source=device.throw(round_id, 0, {"face": face}),
                 )
                 casino.settle(request_id=f"r{r}-s", round_id=round_id)
                 advance(1)

@@ -5,33 +5,29 @@ Reads every event's payload (the envelopes were already verified) and checks:
 - every wallet's balance, as its account saw it (deposits - withdrawals -
   stakes + returns), equals the sum of the postings on it, and a player's
   wallet never goes below zero, at any point in the log;
-- every settlement's and void's postings are exactly what its results say;
-- every operator's signature on a void or a resume is valid;
-- with the variants installed, every settlement is what the round's own
-  variant version and rules pay (see `resettle`).
+- every settlement's, void's and correction's postings are exactly what its
+  results say (a correction also reverses the settlement in force);
+- every operator's signature on a void, a resume or a correction is valid;
+- every wallet and round a posting names has its stream in the log (an
+  attacker who deletes a whole wallet stream leaves postings naming it).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterator
 from typing import Any
 
-from eventsourcing.persistence import Transcoder
 from eventsourcing.utils import get_topic
 
-from ledger.audit.dice import DiceAudit
-from ledger.audit.resettle import Resettler
 from ledger.crypto.actor import verify_fact
-from ledger.crypto.envelope import open_envelope
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.account import PLAYER, Account
 from ledger.domain.money import imbalance, in_play, posting, wallet
 from ledger.domain.round import Round, correction_fact, operator_fact
 from ledger.errors import VerificationError
-from ledger.store.merkle_log import MerkleLogTables, stream_of
 
-READ_BATCH = 5000
+_WALLET, _, _ = wallet("").partition(":")
+_IN_PLAY, _, _ = in_play("").partition(":")
 
 _ACCOUNT_EFFECT: dict[str, int] = {
     get_topic(Account.Deposited): +1,
@@ -45,21 +41,6 @@ _SETTLED = get_topic(Round.Settled)
 _VOIDED = get_topic(Round.Voided)
 _RESUMED = get_topic(Round.Resumed)
 _CORRECTED = get_topic(Round.Corrected)
-
-
-def _events(
-    tables: MerkleLogTables, transcoder: Transcoder, progress: Callable[[int], None] | None
-) -> Iterator[tuple[int, str, int, str, dict[str, Any]]]:
-    position, after = 0, 0
-    while rows := tables.rows_after(after, READ_BATCH):
-        if progress:
-            progress(len(rows))
-        for _, originator_id, version, topic, state in rows:
-            stream = stream_of(originator_id)
-            envelope = open_envelope(bytes(state), stream=stream, version=version)
-            yield position, stream, version, topic, transcoder.decode(envelope.payload)
-            position += 1
-        after = rows[-1][0]
 
 
 def expected_settlement_postings(
@@ -87,81 +68,106 @@ def expected_void_postings(
     return legs  # type: ignore[return-value]
 
 
-def check_money(
-    tables: MerkleLogTables,
-    transcoder: Transcoder,
-    keyring: Keyring,
-    progress: Callable[[int], None] | None = None,
-    resettler: Resettler | None = None,
-    dice: DiceAudit | None = None,
-) -> int:
-    """Check every money invariant; return the number of movements checked."""
-    kinds: dict[str, str] = {}
-    mirrored: dict[str, int] = defaultdict(int)  # account id -> balance its events give
-    posted: dict[str, int] = defaultdict(int)  # ledger account name -> sum of postings
-    rounds: dict[str, tuple[str, str]] = {}  # round id -> (house account id, currency)
-    in_force: dict[str, list[dict[str, Any]]] = {}  # round id -> settlement postings in force
-    movements = 0
-    for position, stream, version, topic, state in _events(tables, transcoder, progress):
-        where = f"stream {stream} version {version} (log position {position})"
-        if resettler is not None:
-            resettler.observe(stream, topic, state, where)
-        if dice is not None:
-            dice.observe(stream, topic, state, where)
+class MoneyAudit:
+    """Follows the log in order; `finish` checks what needs the whole log."""
+
+    def __init__(self, keyring: Keyring) -> None:
+        self.keyring = keyring
+        self.kinds: dict[str, str] = {}  # account id -> kind, from Account.Opened
+        self.mirrored: dict[str, int] = defaultdict(int)  # account id -> balance its events give
+        self.posted: dict[str, int] = defaultdict(int)  # ledger account -> sum of postings
+        self.first_named: dict[str, str] = {}  # ledger account -> where a posting first named it
+        self.rounds: dict[str, tuple[str, str]] = {}  # round id -> (house account, currency)
+        self.in_force: dict[str, list[dict[str, Any]]] = {}  # round -> settlement postings
+        self.movements = 0
+        self.wallets = 0  # wallets whose balance matched their postings
+
+    def observe(self, stream: str, topic: str, state: dict[str, Any], where: str) -> None:
         postings = state.get("postings")
         if postings is not None:
-            movements += 1
-            off = imbalance(postings)
-            if off:
-                raise VerificationError(f"postings do not balance: {off}", where=where)
-            for leg in postings:
-                posted[leg["account"]] += leg["amount"]
+            self._movement(postings, where)
         if topic == _OPENED:
-            kinds[stream] = state["kind"]
+            self.kinds[stream] = state["kind"]
         elif topic in _ACCOUNT_EFFECT:
-            mirrored[stream] += _ACCOUNT_EFFECT[topic] * state["amount"]
-            if kinds.get(stream) == PLAYER and mirrored[stream] < 0:
+            self.mirrored[stream] += _ACCOUNT_EFFECT[topic] * state["amount"]
+            if self.kinds.get(stream) == PLAYER and self.mirrored[stream] < 0:
                 raise VerificationError(
-                    f"wallet balance goes negative ({mirrored[stream]})", where=where
+                    f"wallet balance goes negative ({self.mirrored[stream]})", where=where
                 )
         elif topic == _ROUND_OPENED:
-            rounds[stream] = (str(state["house_account"]), state["currency"])
+            self.rounds[stream] = (str(state["house_account"]), state["currency"])
         elif topic in (_SETTLED, _VOIDED, _CORRECTED):
-            house, currency = rounds[stream]
-            if topic == _VOIDED:
-                results = state["returns"]
-                expected = expected_void_postings(stream, currency, results)
-            else:
-                results = state["results"]
-                expected = expected_settlement_postings(stream, house, currency, results)
-                if topic == _CORRECTED:
-                    reversal = [
-                        {**leg, "amount": -leg["amount"]} for leg in in_force.get(stream, [])
-                    ]
-                    in_force[stream] = expected
-                    expected = reversal + expected
-                else:
-                    in_force[stream] = expected
-            if postings != expected:
-                raise VerificationError(
-                    "postings differ from what the round's results say", where=where
-                )
-            if any(r["returned"] < 0 for r in results):
-                raise VerificationError("a negative return", where=where)
+            self._paid_out(stream, topic, state, postings, where)
         if topic == _CORRECTED:
             fact = correction_fact(
                 stream, state["wrong_outcome"], state["right_outcome"], state["reason"]
             )
-            verify_fact(keyring, fact, state["operator"], Role.OPERATOR, where)
+            verify_fact(self.keyring, fact, state["operator"], Role.OPERATOR, where)
         if topic in (_VOIDED, _RESUMED) and state.get("operator") is not None:
             action = "void" if topic == _VOIDED else "resume"
             fact = operator_fact(action, stream, state["reason"])
-            verify_fact(keyring, fact, state["operator"], Role.OPERATOR, where)
-    for account_id, balance in mirrored.items():
-        if posted[wallet(account_id)] != balance:
+            verify_fact(self.keyring, fact, state["operator"], Role.OPERATOR, where)
+
+    def _movement(self, postings: list[dict[str, Any]], where: str) -> None:
+        self.movements += 1
+        off = imbalance(postings)  # type: ignore[arg-type]
+        if off:
+            raise VerificationError(f"postings do not balance: {off}", where=where)
+        for leg in postings:
+            self.posted[leg["account"]] += leg["amount"]
+            self.first_named.setdefault(leg["account"], where)
+
+    def _paid_out(
+        self,
+        stream: str,
+        topic: str,
+        state: dict[str, Any],
+        postings: list[dict[str, Any]] | None,
+        where: str,
+    ) -> None:
+        if stream not in self.rounds:
+            raise VerificationError(f"round {stream} pays out but never opened", where=where)
+        house, currency = self.rounds[stream]
+        if topic == _VOIDED:
+            results = state["returns"]
+            expected = expected_void_postings(stream, currency, results)
+        else:
+            results = state["results"]
+            expected = expected_settlement_postings(stream, house, currency, results)
+            if topic == _CORRECTED:
+                reversal = [
+                    {**leg, "amount": -leg["amount"]} for leg in self.in_force.get(stream, [])
+                ]
+                self.in_force[stream] = expected
+                expected = reversal + expected
+            else:
+                self.in_force[stream] = expected
+        if postings != expected:
             raise VerificationError(
-                f"balance {balance} from its events differs from its postings "
-                f"{posted[wallet(account_id)]}",
-                where=f"account {account_id}",
+                "postings differ from what the round's results say", where=where
             )
-    return movements
+        if any(r["returned"] < 0 for r in results):
+            raise VerificationError("a negative return", where=where)
+
+    def finish(self) -> None:
+        """Every wallet's events agree with its postings, and every account a
+        posting names exists: a wallet or a round whose whole stream was
+        deleted still has postings naming it elsewhere."""
+        for name, where in self.first_named.items():
+            kind, _, ident = name.partition(":")
+            known = self.kinds if kind == _WALLET else self.rounds if kind == _IN_PLAY else None
+            if known is not None and ident not in known:
+                what = "account" if kind == _WALLET else "round"
+                raise VerificationError(
+                    f"postings name {what} {ident} ({self.posted[name]} posted to {name}, "
+                    f"first at {where}), but its stream is not in the log",
+                    where=f"{what} {ident}",
+                )
+        for account_id, balance in self.mirrored.items():
+            if self.posted[wallet(account_id)] != balance:
+                raise VerificationError(
+                    f"balance {balance} from its events differs from its postings "
+                    f"{self.posted[wallet(account_id)]}",
+                    where=f"account {account_id}",
+                )
+        self.wallets = len(self.mirrored)

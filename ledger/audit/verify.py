@@ -6,6 +6,10 @@ Levels:
   step per stream, the Merkle root recomputed at every stored checkpoint and
   every checkpoint's signature, and the auditor's own kept checkpoint.
 - ``signatures``: all of that plus every envelope's Ed25519 signature.
+- ``settlement``: all of that plus everything the events say, re-derived
+  (money, outcome sources, round rules and fault policies, payouts: see
+  `ledger.audit.settlement`); a round that cannot be re-derived (its variant
+  is not installed) fails with `CannotCheckError`, never an OK.
 
 The log is cut into chunks of 2^k leaves; each chunk is verified on its own
 (in parallel over all cores) and the results are merged in log order: chain
@@ -28,10 +32,9 @@ from ledger.audit.chunks import (
     link_problem,
     verify_chunk_with,
 )
-from ledger.audit.dice import DiceAudit
-from ledger.audit.money import check_money
 from ledger.audit.parallel import run_chunks
-from ledger.audit.resettle import Resettler
+from ledger.audit.round_variants import installed_variants
+from ledger.audit.settlement import SettlementCounts, check_settlement
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring
@@ -74,12 +77,28 @@ class VerificationReport:
     trusted_size: int | None = None
     seconds: float = 0.0
     workers: int = 1
-    movements: int | None = None  # money movements re-derived (settlement level)
-    resettled: int | None = None  # rounds settled again with their own rules
-    rng_throws: int = 0  # RNG throws recomputed from revealed seeds
-    rng_pending: int = 0  # RNG throws whose seed is not revealed yet
-    device_reports: int = 0  # dealer device reports whose signature verified
+    settlement: SettlementCounts | None = None  # what the settlement level re-derived
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def movements(self) -> int | None:
+        return self.settlement.movements if self.settlement else None
+
+    @property
+    def resettled(self) -> int | None:
+        return self.settlement.resettled if self.settlement else None
+
+    @property
+    def rng_throws(self) -> int:
+        return self.settlement.rng_throws if self.settlement else 0
+
+    @property
+    def rng_pending(self) -> int:
+        return self.settlement.rng_pending if self.settlement else 0
+
+    @property
+    def device_reports(self) -> int:
+        return self.settlement.device_reports if self.settlement else 0
 
     def summary(self) -> str:
         lines = [
@@ -87,18 +106,8 @@ class VerificationReport:
             f"{_n(self.checkpoints, 'checkpoint')} verified at level {self.level.value} "
             f"in {self.seconds:.2f} s ({self.workers} worker{'s' if self.workers > 1 else ''})",
         ]
-        if self.movements is not None:
-            lines.append(
-                f"   {self.movements} money movements balanced; every wallet matches its postings"
-            )
-        if self.resettled is not None:
-            lines.append(f"   {self.resettled} rounds re-settled with their own variant and rules")
-        if self.rng_throws or self.rng_pending or self.device_reports:
-            lines.append(
-                f"   {self.rng_throws} RNG throws recomputed from revealed seeds "
-                f"({self.rng_pending} await their seed's reveal); "
-                f"{self.device_reports} dealer device reports verified"
-            )
+        if self.settlement is not None:
+            lines += _settlement_lines(self.settlement)
         if self.trusted_size is not None:
             lines.append(f"   consistent with the kept checkpoint of size {self.trusted_size}")
         if self.events > self.covered:
@@ -106,6 +115,25 @@ class VerificationReport:
                 f"   {self.events - self.covered} newest events are not yet under a checkpoint"
             )
         return "\n".join(lines + [f"   {note}" for note in self.notes])
+
+
+def _settlement_lines(counts: SettlementCounts) -> list[str]:
+    """What the settlement level re-derived, said in counts; what it did not, said too."""
+    lines = [
+        f"   {counts.movements} money movements balanced; {counts.wallets} wallets match "
+        "their postings; every account a posting names exists",
+        f"   {counts.rounds} rounds re-derived (step order, voids, fault policy: "
+        f"{counts.faults} faulty throws); {counts.resettled} settlements re-settled with "
+        f"their own variant and rules ({counts.bets} bets)",
+        f"   {counts.rng_throws} RNG throws recomputed from their round's committed seed; "
+        f"{counts.device_reports} dealer device reports verified",
+    ]
+    if counts.rng_pending:
+        lines.append(
+            f"   NOT CHECKED: {counts.rng_pending} RNG throws whose seed is not revealed yet "
+            "(verify again once it is retired)"
+        )
+    return lines
 
 
 def plan_chunks(
@@ -135,7 +163,9 @@ def verify_store(
     on_total: Callable[[int], None] | None = None,
     variants: Mapping[str, Variant] | None = None,
 ) -> VerificationReport:
-    """Verify everything; return the report or raise the first `VerificationError`."""
+    """Verify everything; return the report or raise the first `VerificationError`
+    (or `CannotCheckError` when the level cannot be fully checked). At level
+    settlement, `variants` defaults to the installed ones."""
     started = time.perf_counter()
     if chunk_leaves & (chunk_leaves - 1):
         raise ValueError("chunk size must be a power of two")
@@ -205,14 +235,12 @@ def verify_store(
 
     _check_proofs(app, checkpoints, trusted)
     if level is Level.SETTLEMENT:
-        resettler = Resettler(variants) if variants is not None else None
-        dice = DiceAudit(keyring)
-        report.movements = check_money(
-            app.tables, app.mapper.transcoder, keyring, resettler=resettler, dice=dice
+        report.settlement = check_settlement(
+            app.tables,
+            app.mapper.transcoder,
+            keyring,
+            installed_variants() if variants is None else variants,
         )
-        report.resettled = resettler.resettled if resettler else None
-        report.rng_throws, report.rng_pending = dice.finish()
-        report.device_reports = dice.device_reports
     report.events = count
     report.streams = len(heads)
     report.checkpoints = len(checkpoints)

@@ -15,7 +15,7 @@ from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.errors import ConfigError, LedgerError
+from ledger.errors import ConfigError
 from ledger.plugins.manager import get_plugin_manager
 
 
@@ -72,8 +72,7 @@ def _load_trusted(path: str | None) -> Checkpoint | None:
 def cmd_verify(args: argparse.Namespace) -> int:
     level = Level.parse(args.level)
     trusted = _load_trusted(args.trusted)
-    plugins = get_plugin_manager() if level is Level.SETTLEMENT else None
-    variants = plugins.variants() if plugins else None
+    variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
     node = open_from_args(args, writable=False)
     try:
         with progress_bar("verifying") as (advance, set_total):
@@ -87,24 +86,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 on_total=set_total,
                 variants=variants,
             )
-    except LedgerError as exc:
-        if plugins and plugins.skipped and _missing_variant(exc):
-            # Not a failed check: this machine was told not to load what a round needs.
-            raise ConfigError(
-                f"could not check: {exc}; not loaded here (LEDGER_PLUGINS_ALLOW/"
-                f"LEDGER_PLUGINS_BLOCK): {', '.join(plugins.skipped)}"
-            ) from exc
-        raise
+        projections = None
+        if args.projections:  # only once the events themselves are verified
+            from ledger.audit.projections import verify_projections
+
+            projections = verify_projections(node.app)
     finally:
         node.close()
     print(report.summary())
+    if projections is not None:
+        print(projections.summary())
     return 0
-
-
-def _missing_variant(exc: LedgerError) -> bool:
-    """A re-settle that found no installed variant for a round (not a tampered round)."""
-    text = str(exc)
-    return "installed: none" in text or "not installed" in text
 
 
 def cmd_proof(args: argparse.Namespace) -> int:
@@ -137,6 +129,11 @@ def add_audit_commands(commands: Any) -> None:
     verify.add_argument("--trusted", metavar="FILE", help="a checkpoint file kept from earlier")
     verify.add_argument(
         "--workers", type=int_range(1, 256), help="processes, 1..256 (default: all cores)"
+    )
+    verify.add_argument(
+        "--projections",
+        action="store_true",
+        help="also rebuild every read model from the events and compare the stored proj_ rows",
     )
     verify.set_defaults(handler=cmd_verify)
 

@@ -12,7 +12,8 @@ from ledger.cli.args import MAX_INT64, int_range
 from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
-from ledger.node import keys_dir
+from ledger.devices import DealerDevice
+from ledger.node import Node, keys_dir
 from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import probe_store
 from ledger.store.config import describe, store_url
@@ -54,6 +55,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         # Load the checkpoint key before recording: a missing or unreadable
         # key must fail before anything touches the store.
         checkpointer = node.checkpointer()
+        device = _dealer_device(node)
         before, _ = node.app.tables.event_count()
 
         def events() -> str:
@@ -61,7 +63,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
         with progress_bar("playing", unit="round", detail=events) as (advance, set_total):
             set_total(config.rounds)
-            result = run_session(Casino(node.app, variants), variants, config, dice, advance)
+            casino = Casino(node.app, variants)
+            result = run_session(casino, variants, config, dice, advance, device)
         recorded = node.app.tables.event_count()[0] - before
         with progress_bar("checkpointing") as (advance, _):
             checkpoint = checkpointer.catch_up(progress=advance)
@@ -88,6 +91,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dealer_device(node: Node) -> DealerDevice:
+    """The physical tables' simulated dealer device, its key made on first use."""
+    from ledger.simulation.device import DEVICE_KEY, simulated_device
+
+    made = not any(record.name == DEVICE_KEY for record in node.keys.keyring())
+    device = simulated_device(node.keys, node.passphrase)
+    if made:
+        print(f"created dealer-device key {DEVICE_KEY} in {node.keys.path}")
+        node.keyring = node.keys.keyring()  # so the verify below knows it
+    return device
+
+
 def add_simulate_command(commands: Any) -> None:
     simulate = commands.add_parser(
         "simulate", help="play a casino session on the store, checkpoint, verify, summarise"
@@ -96,7 +111,11 @@ def add_simulate_command(commands: Any) -> None:
     simulate.add_argument("--players", type=int, default=40, help="players seated (default 40)")
     simulate.add_argument("--tables", type=int, default=4, help="tables (default 4)")
     simulate.add_argument(
-        "--fault-rate", type=int, default=3, metavar="PERCENT", help="faulty throws (default 3)"
+        "--fault-rate",
+        type=int,
+        default=3,
+        metavar="PERCENT",
+        help="faulty throws at physical tables (default 3)",
     )
     simulate.add_argument(
         "--seed",

@@ -273,11 +273,47 @@ class Round(Aggregate):
     def _betting_closed(self) -> None:
         self.status = CLOSED
 
-    def record_outcome(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
+    # Who may state an outcome (RULES.md §1.4): an RNG round's dice come only
+    # from its committed seed, in throw order; a physical round's only from a
+    # dealer device's report (its signature is checked by the casino, which
+    # holds the keyring: the domain knows no crypto).
+    @property
+    def is_rng(self) -> bool:
+        return self.dice_seed is not None
+
+    def rng_source(self) -> dict[str, Any]:
+        """The only source an RNG round's next throw may have."""
+        return {"kind": "rng", "seed_id": self.dice_seed, "counter": self.throws}
+
+    def check_source(self, source: Any, what: str) -> None:
+        if not isinstance(source, dict):
+            raise InvalidCommandError(f"{what}'s source is an object")
+        if self.is_rng:
+            if what == "a faulty throw":
+                raise InvalidCommandError(
+                    f"round {self.id} is on an RNG table: an RNG throw is never faulty "
+                    "(if the RNG malfunctioned, void the round)"
+                )
+            if source != self.rng_source():
+                raise InvalidCommandError(
+                    f"round {self.id} is on an RNG table: its dice come only from seed "
+                    f"{self.dice_seed}, throw {self.throws} (use throw_dice)"
+                )
+        elif source.get("kind") != "device":
+            raise InvalidCommandError(
+                f"round {self.id} is on a physical table: {what} comes only from a "
+                f"dealer device's signed report, not from a {source.get('kind')!r} source"
+            )
+
+    def check_awaiting_throw(self, what: str = "an outcome") -> None:
         if self.status != CLOSED:
             raise InvalidCommandError(
-                f"round {self.id} is not awaiting an outcome (it is {self.status})"
+                f"round {self.id} is not awaiting {what} (it is {self.status})"
             )
+
+    def record_outcome(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
+        self.check_awaiting_throw()
+        self.check_source(source, "an outcome")
         self._outcome_recorded(outcome, source)
 
     @event(OutcomeRecorded)
@@ -288,12 +324,10 @@ class Round(Aggregate):
 
     def record_fault(self, reason: str, source: dict[str, Any]) -> int:
         """A faulty throw; returns how many this round has had."""
-        if self.status != CLOSED:
-            raise InvalidCommandError(
-                f"round {self.id} is not awaiting a throw (it is {self.status})"
-            )
+        self.check_awaiting_throw("a throw")
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidCommandError("a faulty throw needs a reason")
+        self.check_source(source, "a faulty throw")
         self._fault_recorded(reason, source, self.faults + 1)
         return self.faults
 
@@ -372,6 +406,11 @@ class Round(Aggregate):
         operator: OperatorSignature,
     ) -> list[BetResult]:
         """Reverse the settlement and settle again on `right_outcome`."""
+        if self.is_rng:
+            raise InvalidCommandError(
+                f"round {self.id} is on an RNG table: an RNG result is computed, never "
+                "corrected (void the round if the RNG malfunctioned)"
+            )
         if self.status != SETTLED:
             raise InvalidCommandError(f"only a settled round can be corrected ({self.status})")
         if not isinstance(reason, str) or not reason.strip():
@@ -413,9 +452,14 @@ class Round(Aggregate):
         self.settlement_postings = postings[len(self.settlement_postings) :]
 
     def void(self, reason: str, operator: OperatorSignature | None) -> list[BetResult]:
-        """Void the round: every stake goes back to its wallet."""
+        """Void the round: every stake goes back to its wallet. Never once a valid
+        outcome is recorded: the house may not void a round it lost."""
         if self.status in (SETTLED, VOIDED):
             raise InvalidCommandError(f"round {self.id} is already {self.status}")
+        if self.status == DECIDED:
+            raise InvalidCommandError(
+                f"round {self.id} has a recorded outcome: it can only be settled, not voided"
+            )
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidCommandError("a void needs a reason")
         returns: list[BetResult] = [

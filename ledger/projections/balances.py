@@ -9,7 +9,9 @@ balance, so per currency the balances always sum to zero.
 `proj_accounts` keeps, per account aggregate, who holds it and what went
 through it: deposits and withdrawals (from the account's own events), stakes
 (bets placed, less bets withdrawn) and returns (what settlements and voids paid
-back, stakes included). For a player wallet
+back, stakes included; a correction replaces what its round's settlement
+returned with what the right outcome returns, exactly as its compensating
+postings do). For a player wallet
 
     balance = deposits - withdrawals - staked + returned.
 
@@ -56,6 +58,7 @@ class Balances(Projection):
             Round.BetWithdrawn: self.bet_withdrawn,
             Round.Settled: self.paid_out,
             Round.Voided: self.paid_out,
+            Round.Corrected: self.corrected,
         }
 
     # Accounts.
@@ -107,6 +110,15 @@ class Balances(Projection):
         for account_id, returned in _per_account(results).items():
             if returned:
                 _add(tx, "returned", account_id, returned)
+
+    def corrected(self, event: Round.Corrected, tx: Tx) -> None:
+        post(tx, event.postings)  # the reversal of the settlement, then the new one
+        before = _per_account(event.reversed_results)
+        after = _per_account(event.results)
+        for account_id in sorted(before.keys() | after.keys()):
+            change = after.get(account_id, 0) - before.get(account_id, 0)
+            if change:
+                _add(tx, "returned", account_id, change)
 
 
 def post(tx: Tx, postings: Iterable[Posting]) -> None:

@@ -4,6 +4,8 @@
 its status (betting, closed, decided, settled, voided), how many bets stand
 (placed and not withdrawn) and their stakes, what was paid back, and when it
 opened, closed for betting, got its outcome and ended (settled or voided).
+A correction leaves the round settled and sets each bet's return, and the
+round's, to what the right outcome returns.
 `proj_round_bets` has one row per bet, `proj_tables` one per game table.
 
 A round whose status is neither settled nor voided is open: left open by a
@@ -57,6 +59,7 @@ class Rounds(Projection):
             Round.Resumed: self.resumed,
             Round.Settled: self.settled,
             Round.Voided: self.voided,
+            Round.Corrected: self.corrected,
         }
 
     def table_opened(self, event: GameTable.Opened, tx: Tx) -> None:
@@ -142,6 +145,22 @@ class Rounds(Projection):
 
     def voided(self, event: Round.Voided, tx: Tx) -> None:
         self._end(event, tx, VOIDED, event.returns)
+
+    def corrected(self, event: Round.Corrected, tx: Tx) -> None:
+        round_id = str(event.originator_id)
+        for result in event.results:
+            tx.execute(
+                "UPDATE {proj_round_bets} SET returned = %s WHERE round_id = %s AND bet_id = %s",
+                (result["returned"], round_id, result["bet_id"]),
+            )
+        change = sum((int(r["returned"]) for r in event.results), start=0) - sum(
+            (int(r["returned"]) for r in event.reversed_results), start=0
+        )
+        tx.execute(
+            "UPDATE {proj_rounds} SET returned = returned + %s WHERE round_id = %s",
+            (change, round_id),
+        )
+        self._touch(event, tx)
 
     def _end(self, event: Round.Event, tx: Tx, status: str, results: Any) -> None:
         round_id = str(event.originator_id)

@@ -12,7 +12,7 @@ import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 from eventsourcing.persistence import OperationalError
 from psycopg.sql import SQL, Composable, Identifier
@@ -31,6 +31,15 @@ def check_table_name(name: str) -> str:
     if not _SAFE_NAME.match(name):
         raise ConfigError(f"a projection table is named proj_<lowercase>, not {name!r}")
     return name
+
+
+def sqlite_statement(template: str) -> str:
+    names = {check_table_name(name) for name in _NAME.findall(template)}
+    return template.format(**{name: name for name in names}).replace("%s", "?")
+
+
+class Statements(Protocol):
+    def __call__(self, template: str) -> Query: ...
 
 
 class Sql:
@@ -54,9 +63,9 @@ class Sql:
         return found
 
     def _make(self, template: str) -> Query:
-        names = {check_table_name(name) for name in _NAME.findall(template)}
         if self._schema is None:
-            return template.format(**{name: name for name in names}).replace("%s", "?")
+            return sqlite_statement(template)
+        names = {check_table_name(name) for name in _NAME.findall(template)}
         schema = self._schema
         return SQL(template).format(**{name: Identifier(schema, name) for name in names})
 
@@ -108,10 +117,46 @@ class Sql:
         return {str(row[0]) for row in rows}
 
 
+class MemorySql:
+    """The same statements on a private in-memory SQLite database: where
+    `verify --projections` rebuilds every read model from the events alone."""
+
+    dialect = "sqlite"
+
+    def __init__(self) -> None:
+        self.connection = sqlite3.connect(":memory:")
+        self._cache: dict[str, str] = {}
+
+    def __call__(self, template: str) -> str:
+        found = self._cache.get(template)
+        if found is None:
+            found = self._cache[template] = sqlite_statement(template)
+        return found
+
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        cursor = self.connection.cursor()
+        try:
+            yield Tx(self, cursor)
+            self.connection.commit()
+        finally:
+            cursor.close()
+
+    def columns(self, table: str) -> tuple[list[str], list[str]]:
+        """A table's column names, and its primary key's, in order."""
+        info = self.connection.execute(f"PRAGMA table_info({check_table_name(table)})").fetchall()
+        names = [str(row[1]) for row in info]
+        key = [str(row[1]) for row in sorted(info, key=lambda row: row[5]) if row[5]]
+        return names, key
+
+    def close(self) -> None:
+        self.connection.close()
+
+
 class Tx:
     """A cursor inside one transaction, speaking the `Sql` templates."""
 
-    def __init__(self, sql: Sql, cursor: Cursor) -> None:
+    def __init__(self, sql: Statements, cursor: Cursor) -> None:
         self.sql = sql
         self.cursor = cursor
 

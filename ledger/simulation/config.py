@@ -27,6 +27,13 @@ class TableSpec:
     name: str
     variant: str
     limits: Limits
+    # A physical table: dice shaken by the dealer and reported by its dealer
+    # device (signed); else an RNG table (committed seed, recomputable throws).
+    physical: bool = False
+
+    @property
+    def dice(self) -> str:
+        return "device" if self.physical else "rng"
 
 
 @dataclass(frozen=True)
@@ -34,13 +41,16 @@ class SessionConfig:
     tables: tuple[TableSpec, ...]
     players: int = 40
     rounds: int = 300
-    fault_rate: int = 3  # percent of throws that are faulty
+    fault_rate: int = 3  # percent of throws at physical tables that are faulty
     seed: int = 0  # the players' and dealers' choices (random.Random), not the dice
     currency: str = CURRENCY
 
 
 def default_tables(count: int) -> tuple[TableSpec, ...]:
-    """`count` tables: TX-1, SB-1 (standard limits), TX-2, SB-2 (high limits), TX-3, ..."""
+    """`count` tables: TX-1, SB-1 (standard limits), TX-2, SB-2 (high limits), TX-3, ...
+
+    In every four, the middle two are physical (SB-1, TX-2, ...) and the others
+    RNG tables, so a floor of four has both kinds of both variants' tables."""
     if not 1 <= count <= MAX_TABLES:
         raise ConfigError(f"--tables must be 1..{MAX_TABLES}, not {count}")
     tables = []
@@ -49,7 +59,8 @@ def default_tables(count: int) -> tuple[TableSpec, ...]:
         number = index // len(VARIANTS)
         min_bet, max_bet, max_round = TIERS[number % len(TIERS)]
         limits: Limits = {"min_bet": min_bet, "max_bet": max_bet, "max_round": max_round}
-        tables.append(TableSpec(f"{prefix}-{number + 1}", variant, limits))
+        physical = index % 4 in (1, 2)
+        tables.append(TableSpec(f"{prefix}-{number + 1}", variant, limits, physical))
     return tuple(tables)
 
 

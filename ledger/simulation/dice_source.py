@@ -1,6 +1,11 @@
 """Where the session's dice come from: the one place to swap the source.
 
-The tables are RNG tables (ledger.casino's `commit_seed`, `throw_dice`,
+At a physical table the dealer shakes real dice: `SessionRng.shaker` stands
+in for them (a `random.Random` derived from the session seed, so a fixed
+`--dice-seed` replays them too); the table's dealer device reports each
+throw, signed (see `ledger.simulation.device`).
+
+The other tables are RNG tables (ledger.casino's `commit_seed`, `throw_dice`,
 `retire_seed`): each commits to a secret seed before its rounds open, every
 throw is `ledger.rng.dice.throw(seed, round id, throw counter)`, and the seed
 is revealed when retired, so `ledger verify` recomputes every throw.
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import random
 import secrets
 from typing import Final
 
@@ -24,6 +30,7 @@ from ledger.rng.dice import SEED_BYTES, commitment
 from ledger.rng.server import RngServer
 
 DERIVE_DOMAIN: Final = b"casino-ledger/simulation/seed/v1\n"
+SHAKER_DOMAIN: Final = b"casino-ledger/simulation/shaker/v1\n"
 
 
 class SessionRng(RngServer):
@@ -43,6 +50,11 @@ class SessionRng(RngServer):
         seed_id = hashlib.sha256(b"seed-id\n" + committed.encode()).hexdigest()[:16]
         self._derived[seed_id] = seed
         return seed_id, committed
+
+    def shaker(self) -> random.Random:
+        """The physical tables' dice (a simulation of hands, not of an RNG)."""
+        derived = hmac.digest(self._session_seed, SHAKER_DOMAIN, "sha256")
+        return random.Random(int.from_bytes(derived, "big"))
 
     def seed(self, seed_id: str) -> bytes:
         try:

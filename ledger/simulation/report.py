@@ -26,11 +26,14 @@ def summary_lines(result: SessionResult) -> list[str]:
     currency = config.currency
     total = tally.total
     settled_bets = total.bets
+    rng_tables = sum(not spec.physical for spec in config.tables)
     lines = [
         f"session: {len(config.tables)} tables, {config.players} players, {config.rounds} rounds"
-        f" in {currency}, fault rate {config.fault_rate}% per throw, seed {config.seed}",
-        f"dice: RNG tables, {tally.seeds_committed} seeds committed before use and "
-        f"{tally.seeds_revealed} revealed (a new seed at every dealer shift)",
+        f" in {currency}, fault rate {config.fault_rate}% per shaken throw, seed {config.seed}",
+        f"dice: {rng_tables} RNG tables, {tally.seeds_committed} seeds committed before use and "
+        f"{tally.seeds_revealed} revealed (a new seed at every dealer shift); "
+        f"{len(config.tables) - rng_tables} physical tables, {tally.device_reports} throws "
+        "reported by a signed dealer device",
         f"players: {tally.players_seated} seated, {tally.players_joined} joined, "
         f"{tally.players_left} left, top-ups {tally.top_ups}; deposited {tally.deposited:,}, "
         f"cashed out {tally.withdrawn:,} {currency}",
@@ -42,7 +45,8 @@ def summary_lines(result: SessionResult) -> list[str]:
         f"turnover: {total.staked:,} {currency}; returned {total.returned:,}; "
         f"house result {total.house:+,} {currency} (hold {_ratio(total.house, total.staked)})",
         "",
-        f"{'table':<6} {'variant':<11} {'limits: min/max/round':<29} {'rounds':>6} {'voided':>6} "
+        f"{'table':<6} {'variant':<11} {'dice':<6} {'limits: min/max/round':<29} {'rounds':>6} "
+        f"{'voided':>6} "
         f"{'faults':>6} {'bets':>6} {'turnover':>15} {'house result':>14} {'hold':>8}",
     ]
     for table in tally.tables.values():
@@ -50,12 +54,12 @@ def summary_lines(result: SessionResult) -> list[str]:
         stakes = table.settled
         limit_text = f"{limits['min_bet']:,}/{limits['max_bet']:,}/{limits['max_round']:,}"
         lines.append(
-            f"{table.spec.name:<6} {table.spec.variant:<11} {limit_text:<29} "
+            f"{table.spec.name:<6} {table.spec.variant:<11} {table.spec.dice:<6} {limit_text:<29} "
             f"{table.rounds:>6} {table.rounds_voided:>6} {table.faults:>6} {stakes.bets:>6,} "
             f"{stakes.staked:>15,} {stakes.house:>+14,} {_ratio(stakes.house, stakes.staked):>8}"
         )
     lines.append(
-        f"{'all':<6} {'':<11} {'':<29} {tally.rounds_settled + tally.rounds_voided:>6} "
+        f"{'all':<6} {'':<11} {'':<6} {'':<29} {tally.rounds_settled + tally.rounds_voided:>6} "
         f"{tally.rounds_voided:>6} {tally.faults:>6} {total.bets:>6,} {total.staked:>15,} "
         f"{total.house:>+14,} {_ratio(total.house, total.staked):>8}"
     )

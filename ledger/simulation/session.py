@@ -6,11 +6,15 @@ withdrawn bets, faulty throws and what the variant's fault policy made of
 them, outcomes, settlements and voids, top-ups and players cashing out.
 
 Rounds are dealt at the tables in turn. Every choice (who bets what, how
-much, which throws are faulty) comes from `random.Random(config.seed)`; the
-dice come only from the RNG (see `dice_source`): each table commits to a seed
-when it opens and again at every dealer shift, retiring (revealing) the old
-one, and retires its last seed when the session ends, so every throw can be
-recomputed by `ledger verify`.
+much, which throws are faulty) comes from `random.Random(config.seed)`.
+Who states the dice is what RULES.md §1.4 allows, nothing else:
+- at an RNG table only the RNG (see `dice_source`): the table commits to a
+  seed when it opens and again at every dealer shift, retiring (revealing)
+  the old one, and retires its last seed when the session ends, so every
+  throw can be recomputed by `ledger verify`; an RNG throw is never faulty;
+- at a physical table only its dealer device (see `device`): the dealer
+  shakes, and the device reports each throw or faulty throw, signed with its
+  own `dealer-device` key. Faulty throws happen only here.
 """
 
 from __future__ import annotations
@@ -21,12 +25,15 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ledger.casino import Casino
+from ledger.devices import DealerDevice
+from ledger.errors import ConfigError
 from ledger.plugins.paytable import paytable
 from ledger.plugins.registry import LoadedVariant
 from ledger.rng.server import RngServer
 from ledger.simulation import behaviour
 from ledger.simulation.behaviour import chance
 from ledger.simulation.config import SessionConfig, TableSpec, check_config
+from ledger.simulation.dice_source import SessionRng
 from ledger.simulation.families import by_family, family_of
 from ledger.simulation.players import Cashier, Player
 from ledger.simulation.request_ids import RequestIds
@@ -73,11 +80,17 @@ class Session:
         variants: Mapping[str, LoadedVariant],
         config: SessionConfig,
         dice: RngServer,
+        device: DealerDevice | None = None,
     ) -> None:
         check_config(config, variants)
+        if device is None and any(spec.physical for spec in config.tables):
+            raise ConfigError("physical tables need a dealer device to report their dice")
         self.casino = casino
         self.config = config
         self.dice = dice
+        self.device = device
+        # The dice the dealers shake at physical tables.
+        self.shaker = dice.shaker() if isinstance(dice, SessionRng) else random.Random()
         self.choices = random.Random(config.seed)
         self.ids = RequestIds()
         self.tally = Tally()
@@ -105,7 +118,8 @@ class Session:
             if progress is not None:
                 progress(1)
         for table in self.tables:
-            self.retire_seed(table)
+            if not table.spec.physical:
+                self.retire_seed(table)
         return SessionResult(self.config, self.tally)
 
     # The floor.
@@ -121,7 +135,8 @@ class Session:
             table = Table(spec, table_id, dealer)
             self.tables.append(table)
             self.tally.tables[spec.name] = TableTally(spec)
-            self.commit_seed(table)
+            if not spec.physical:
+                self.commit_seed(table)
 
     def commit_seed(self, table: Table) -> None:
         self.casino.commit_seed(
@@ -185,8 +200,9 @@ class Session:
             # A new dealer, and a new seed: the last one is revealed.
             dealing = {t.dealer for t in self.tables}
             table.dealer = self.choices.choice([d for d in self.dealers if d not in dealing])
-            self.retire_seed(table)
-            self.commit_seed(table)
+            if not table.spec.physical:
+                self.retire_seed(table)
+                self.commit_seed(table)
         table.dealt += 1
         tally = self.tally.tables[table.spec.name]
         round_id = self.casino.open_round(
@@ -198,14 +214,17 @@ class Session:
         throws = 0
         while True:
             counter, throws = throws, throws + 1
-            if chance(self.choices, self.config.fault_rate):
+            # Only shaken dice can land badly: an RNG throw is never faulty.
+            if table.spec.physical and chance(self.choices, self.config.fault_rate):
                 tally.faults += 1
+                reason = self.choices.choice(behaviour.FAULT_REASONS)
                 after = self.casino.record_fault(
                     request_id=self.ids.next("fault"),
                     round_id=round_id,
-                    reason=self.choices.choice(behaviour.FAULT_REASONS),
-                    source={"kind": "simulated", "throw": counter},
+                    reason=reason,
+                    source=self.reporter().fault(round_id, counter, reason),
                 )
+                self.tally.device_reports += 1
                 then = after["then"]
                 if then == "voided":
                     self.refund(table, betting)
@@ -217,6 +236,7 @@ class Session:
                 elif then != "throw again":
                     raise RuntimeError(f"unexpected answer to a faulty throw: {after}")
                 continue
+            self.throw(table, betting, counter)
             self.settle(table, betting)
             return
 
@@ -274,10 +294,27 @@ class Session:
     def close(self, betting: Betting) -> None:
         self.casino.close_betting(request_id=self.ids.next("close"), round_id=betting.round_id)
 
-    def settle(self, table: Table, betting: Betting) -> None:
-        self.casino.throw_dice(
-            request_id=self.ids.next("throw"), round_id=betting.round_id, rng=self.dice
+    def reporter(self) -> DealerDevice:
+        assert self.device is not None  # checked when the session was set up
+        return self.device
+
+    def throw(self, table: Table, betting: Betting, counter: int) -> None:
+        """The round's good throw: from its committed seed, or shaken and reported."""
+        if not table.spec.physical:
+            self.casino.throw_dice(
+                request_id=self.ids.next("throw"), round_id=betting.round_id, rng=self.dice
+            )
+            return
+        outcome = {"dice": [self.shaker.randint(1, 6) for _ in range(3)]}
+        self.casino.record_outcome(
+            request_id=self.ids.next("throw"),
+            round_id=betting.round_id,
+            outcome=outcome,
+            source=self.reporter().throw(betting.round_id, counter, outcome),
         )
+        self.tally.device_reports += 1
+
+    def settle(self, table: Table, betting: Betting) -> None:
         results = self.casino.settle(request_id=self.ids.next("settle"), round_id=betting.round_id)
         returns = self.returns[table.spec.variant]
         for result in results:
@@ -306,5 +343,6 @@ def run_session(
     config: SessionConfig,
     dice: RngServer,
     progress: Progress | None = None,
+    device: DealerDevice | None = None,
 ) -> SessionResult:
-    return Session(casino, variants, config, dice).run(progress)
+    return Session(casino, variants, config, dice, device).run(progress)

@@ -81,6 +81,7 @@ class Tally:
     top_ups: int = 0
     seeds_committed: int = 0
     seeds_revealed: int = 0
+    device_reports: int = 0  # throws and faulty throws a dealer device reported, signed
     deposited: int = 0
     withdrawn: int = 0  # cashed out by players who left
 
