@@ -14,8 +14,12 @@ from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.errors import ConfigError
+from ledger.crypto.keys import Keyring
+from ledger.errors import ConfigError, LedgerError
+from ledger.node import keys_dir
 from ledger.plugins.manager import get_plugin_manager
+from ledger.store.application import LedgerApplication
+from ledger.store.config import store_url
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
@@ -53,26 +57,42 @@ def _load_trusted(path: str | None) -> Checkpoint | None:
         raise ConfigError(f"cannot read kept checkpoint {path}: {exc.strerror}") from exc
 
 
+def _verify_keyring(args: argparse.Namespace) -> tuple[Keyring, str]:
+    """The keyring verify trusts: the auditor's own copy (--keyring), else the keys directory's."""
+    if args.keyring:
+        return Keyring.load(Path(args.keyring)), args.keyring
+    directory = keys_dir(args.keys)
+    return directory.keyring(), str(directory.keyring_path)
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     level = Level.parse(args.level)
     trusted = _load_trusted(args.trusted)
-    variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
-    node = open_from_args(args, writable=False)
+    keyring, source = _verify_keyring(args)
+    fingerprint = keyring.fingerprint()
     try:
-        with progress_bar("verifying") as (advance, set_total):
-            report = verify_store(
-                node.app,
-                node.keyring,
-                level=level,
-                trusted=trusted,
-                workers=args.workers,
-                progress=advance,
-                on_total=set_total,
-                variants=variants,
-            )
-    finally:
-        node.close()
+        variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
+        # Read-only, and no keys directory needed: only the public keyring is trusted.
+        app = LedgerApplication(store_url(args.store), keyring=keyring, create=False)
+        try:
+            with progress_bar("verifying") as (advance, set_total):
+                report = verify_store(
+                    app,
+                    keyring,
+                    level=level,
+                    trusted=trusted,
+                    workers=args.workers,
+                    progress=advance,
+                    on_total=set_total,
+                    variants=variants,
+                )
+        finally:
+            app.close()
+    except LedgerError as exc:  # still one line: say which keyring the verdict rests on
+        exc.args = (f"{exc} [keyring {fingerprint}]",)
+        raise
     print(report.summary())
+    print(f"   trusted keyring {fingerprint} ({source})")
     return 0
 
 
@@ -105,6 +125,11 @@ def add_audit_commands(commands: Any) -> None:
     )
     verify.add_argument("--trusted", metavar="FILE", help="a checkpoint file kept from earlier")
     verify.add_argument("--workers", type=int, help="processes (default: all cores)")
+    verify.add_argument(
+        "--keyring",
+        metavar="FILE",
+        help="your own copy of the public keyring (default: the keys directory's)",
+    )
     verify.set_defaults(handler=cmd_verify)
 
     proof = commands.add_parser("proof", help="inclusion or consistency proofs").add_subparsers(

@@ -183,7 +183,13 @@ class KeyDirectory:
             if r.usable_at(now) and self.private_key_path(r.name).exists()
         ]
         if not candidates:
-            raise KeyStoreError(f"no valid {role.value} private key in {self.path}")
+            held = [
+                r.name + (" revoked" if r.revoked_at and r.revoked_at <= now else " expired")
+                for r in self.keyring().with_role(role)
+                if self.private_key_path(r.name).exists()
+            ]
+            unusable = f" ({', '.join(held)})" if held else ""
+            raise KeyStoreError(f"no valid {role.value} private key in {self.path}{unusable}")
         if len(candidates) > 1:
             names = ", ".join(sorted(r.name for r in candidates))
             raise KeyStoreError(
