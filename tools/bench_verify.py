@@ -170,7 +170,7 @@ def signature_triples(
                 stream = stream_of(originator_id)
                 envelope = open_envelope(bytes(state), stream=stream, version=version)
                 public = check.check_signer(envelope, stream=stream, version=version)
-                triples.append((public, ENVELOPE_DOMAIN + envelope.header, envelope.signature))
+                triples.append((public, envelope.signed_message, envelope.signature))
     finally:
         app.close()
     return triples
