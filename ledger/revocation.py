@@ -57,7 +57,10 @@ def revoke_key(
     except AggregateNotFoundError:
         registry = KeyRegistry()
     registry.revoke(
-        key_id=record.key_id, reason=reason, revoked_at=revoked_at, operator=dict(signature)
+        key_id=record.key_id,
+        reason=reason,
+        revoked_at=revoked_at,
+        operator={"key_id": signature["key_id"], "signature": signature["signature"]},
     )
     app.save(registry)
     return keys.mark_revoked(record.key_id, from_micros(revoked_at), reason)

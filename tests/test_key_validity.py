@@ -11,18 +11,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from eventsourcing.utils import get_topic
 
 from ledger.cli.main import main
+from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import KEYRING_FILE, Keyring, Role, read_private_key, to_micros
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.signing import InMemorySigner
-from ledger.domain.key_registry import KEY_REGISTRY_ID
+from ledger.domain.key_registry import KEY_REGISTRY_ID, REVOKED_TOPIC, KeyRegistry
 from ledger.domain.table import Table
 from ledger.errors import KeyStoreError
 from ledger.node import Node, open_node
 from ledger.store.application import LedgerApplication
 from ledger.store.checkpointer import Checkpointer
-from ledger.crypto.envelope import SignerCheck
 from tests.conftest import PASSPHRASE
 
 HOUR = 3600 * 1_000_000
@@ -160,9 +161,7 @@ def rotated(node: Node, capsys: pytest.CaptureFixture[str]) -> Iterator[Node]:
     assert cli(node, capsys, "keys", "use", "ledger-node-2")[0] == 0
     old = keys.keyring().with_role(Role.LEDGER_NODE)
     (revoked,) = [r for r in old if r.name == "ledger-node"]
-    code, output = cli(
-        node, capsys, "keys", "revoke", revoked.key_id, "--reason", "laptop stolen"
-    )
+    code, output = cli(node, capsys, "keys", "revoke", revoked.key_id, "--reason", "laptop stolen")
     assert code == 0, output
     assert "revoked ledger-node key ledger-node" in output
     yield node
@@ -175,7 +174,8 @@ def test_revocation_is_recorded_in_the_log_and_the_keyring(
     assert entry["ledger-node"]["revocation_reason"] == "laptop stolen"
     assert entry["ledger-node"]["revoked_at"]
     row = rotated.app.tables.row_by_stream(str(KEY_REGISTRY_ID), 2)
-    assert row is not None and row[3].endswith("KeyRegistry.KeyRevoked")
+    assert row is not None and row[3] == REVOKED_TOPIC
+    assert get_topic(KeyRegistry.KeyRevoked) == REVOKED_TOPIC  # type: ignore[attr-defined]
     # Events signed before the revocation, under a checkpoint issued before it: trusted.
     code, output = verify(rotated, capsys)
     assert code == 0, output
@@ -298,7 +298,7 @@ def test_a_node_refuses_an_ambiguous_signing_key(
     first = node.keys.choose(Role.LEDGER_NODE)
     node.keys.create("ops", Role.OPERATOR, PASSPHRASE)
     node.keys.create("ledger-node-2", Role.LEDGER_NODE, PASSPHRASE)
-    with pytest.raises(KeyStoreError, match="2 valid ledger-node keys .*ledger keys use NAME"):
+    with pytest.raises(KeyStoreError, match=r"2 valid ledger-node keys .*ledger keys use NAME"):
         open_node(node.app.store_url, str(node.keys.path), passphrase=PASSPHRASE)
     code, output = cli(node, capsys, "keys", "revoke", "ledger-node-2", "--reason", "x")
     assert code == 2 and "LEDGER_NODE_KEY" in one_error_line(output)
@@ -330,8 +330,15 @@ def test_verify_with_the_auditors_own_keyring_and_its_fingerprint(
     fingerprint = Keyring.load(own).fingerprint()
     capsys.readouterr()
     code = main(
-        ["--store", node.app.store_url, "--keys", str(tmp_path / "nowhere"), "verify",
-         "--keyring", str(own)]
+        [
+            "--store",
+            node.app.store_url,
+            "--keys",
+            str(tmp_path / "nowhere"),
+            "verify",
+            "--keyring",
+            str(own),
+        ]
     )
     out, err = capsys.readouterr()
     assert (code, err) == (0, "")

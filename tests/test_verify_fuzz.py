@@ -40,7 +40,9 @@ def record_ledger(store: str, keys: Path) -> int:
 
 def mutate(attacker: Attacker, data: st.DataObject, count: int) -> int:
     """Apply one random mutation; return the log position it must be named at."""
-    rows = attacker.sql(f"SELECT {attacker.id}, state FROM {attacker.events} ORDER BY {attacker.id}")
+    rows = attacker.sql(
+        f"SELECT {attacker.id}, state FROM {attacker.events} ORDER BY {attacker.id}"
+    )
     assert len(rows) == count
     position = data.draw(st.integers(0, count - 1), label="position")
     row_id, state = rows[position][0], bytes(rows[position][1])
@@ -83,9 +85,7 @@ def mutate(attacker: Attacker, data: st.DataObject, count: int) -> int:
     elif kind == "delete":
         attacker.sql(f"DELETE FROM {table} WHERE {key} = ?", (row_id,))
     else:  # swap two rows' envelopes: the earlier one is named
-        other = data.draw(
-            st.integers(0, count - 1).filter(lambda p: p != position), label="other"
-        )
+        other = data.draw(st.integers(0, count - 1).filter(lambda p: p != position), label="other")
         first, second = sorted((position, other))
         states = [bytes(rows[first][1]), bytes(rows[second][1])]
         attacker.sql(f"UPDATE {table} SET state = ? WHERE {key} = ?", (states[1], rows[first][0]))
@@ -94,7 +94,9 @@ def mutate(attacker: Attacker, data: st.DataObject, count: int) -> int:
     return position
 
 
-@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
 @settings(
     max_examples=25,
     deadline=None,

@@ -20,13 +20,12 @@ def checkpoint_times(checkpoints: list[Checkpoint], keyring: Keyring) -> list[tu
         if issued_at.tzinfo is None or issued_at.utcoffset() is None:
             raise VerificationError("its time has no time zone", where=label)
         record = keyring.get(checkpoint.key_id)
-        if record is not None and record.revoked_at is not None:
-            if issued_at >= record.revoked_at:
-                raise VerificationError(
-                    f"signed at {issued_at.isoformat()} by a checkpoint key revoked at "
-                    f"{record.revoked_at.isoformat()}",
-                    where=label,
-                )
+        if record is not None and record.revoked_at and issued_at >= record.revoked_at:
+            raise VerificationError(
+                f"signed at {issued_at.isoformat()} by a checkpoint key revoked at "
+                f"{record.revoked_at.isoformat()}",
+                where=label,
+            )
         micros = to_micros(issued_at)
         earliest[checkpoint.size] = min(micros, earliest.get(checkpoint.size, micros))
     return sorted(earliest.items())

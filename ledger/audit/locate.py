@@ -20,8 +20,9 @@ _SCAN_LIMIT = 1 << 16  # rows read looking for a missing event's successor
 def position_of(tables: MerkleLogTables, notification_id: int) -> int:
     """The log position of the row with this notification id (rows before it)."""
     with tables.recorder.read() as cursor:
-        cursor.execute(tables.recorder.sql("SELECT COUNT(*) FROM {events} WHERE {id} < %s"),
-                       (notification_id,))
+        cursor.execute(
+            tables.recorder.sql("SELECT COUNT(*) FROM {events} WHERE {id} < %s"), (notification_id,)
+        )
         return int(cursor.fetchone()[0])
 
 

@@ -10,20 +10,19 @@ such event (the keyring is the auditor's own trust). The earlier time wins.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from eventsourcing.persistence import Transcoder
-from eventsourcing.utils import get_topic
 
 from ledger.audit.locate import position_of
 from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_envelope, where
 from ledger.crypto.keys import Keyring, Role, from_micros, to_micros
-from ledger.domain.key_registry import KEY_REGISTRY_ID, KeyRegistry, revocation_fact
+from ledger.domain.key_registry import KEY_REGISTRY_ID, REVOKED_TOPIC, revocation_fact
 from ledger.errors import VerificationError
 from ledger.store.merkle_log import MerkleLogTables
 
-_REVOKED = get_topic(KeyRegistry.KeyRevoked)
 _STREAM = str(KEY_REGISTRY_ID)
 
 
@@ -42,14 +41,12 @@ def log_revocations(
             signer_check.check_signature(envelope, stream=_STREAM, version=version)
             if envelope.prev_hash != previous:
                 raise VerificationError("chain broken", where=where(_STREAM, version))
-            if topic == _REVOKED:
+            if topic == REVOKED_TOPIC:
                 key_id, at = _checked_fact(transcoder, envelope.payload, keyring, version)
                 revoked[key_id] = min(at, revoked.get(key_id, at))
         except VerificationError as exc:
             position = position_of(tables, notification_id)
-            raise VerificationError(
-                f"key registry: {exc} (log position {position})"
-            ) from exc
+            raise VerificationError(f"key registry: {exc} (log position {position})") from exc
         previous, version = envelope.entry_hash, version + 1
     return revoked
 
@@ -84,8 +81,6 @@ def _checked_fact(
 
 def merged(keyring: Keyring, from_log: dict[str, int]) -> Keyring:
     """`keyring` with each key's revocation the earlier of the keyring's and the log's."""
-    from dataclasses import replace
-
     records = []
     for record in keyring:
         at = from_log.get(record.key_id)

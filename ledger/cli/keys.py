@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,10 +33,9 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
     keyring = directory.keyring()
     signing: dict[Role, str] = {}
     for role in Role:
-        try:
+        # No mark when no usable private key of the role is here, or the choice is ambiguous.
+        with contextlib.suppress(KeyStoreError):
             signing[role] = directory.choose(role).key_id
-        except KeyStoreError:
-            pass  # no usable private key of that role here, or the choice is ambiguous
     now = datetime.now(UTC)
     for record in keyring:
         until = record.not_after.isoformat() if record.not_after else "no expiry"

@@ -48,7 +48,9 @@ _SIGNATURE_SIZE = 64
 _decode_header = json.JSONDecoder().decode  # str in: skips json.loads' encoding sniffing
 # '{"key_id":"' + 64 + '","payload_sha256":"' + 64 + '","prev":"' + 64 + '","signed_at":'
 SIGNED_AT_OFFSET: Final = 11 + 64 + 20 + 64 + 10 + 64 + 14
-_V2_FIELDS = frozenset(("key_id", "payload_sha256", "prev", "signed_at", "stream", "type", "version"))
+_V2_FIELDS = frozenset(
+    ("key_id", "payload_sha256", "prev", "signed_at", "stream", "type", "version")
+)
 _V1_FIELDS = _V2_FIELDS - {"signed_at"}
 _HEX = frozenset("0123456789abcdef")
 JSON_SAFE_INT: Final = 1 << 53  # RFC 8785 integers are exact below this
@@ -100,7 +102,9 @@ _HEADER = (
     '{"key_id":"%s","payload_sha256":"%s","prev":"%s","signed_at":%d,'
     '"stream":"%s","type":"%s","version":%d}'
 )
-_HEADER_V1 = '{"key_id":"%s","payload_sha256":"%s","prev":"%s","stream":"%s","type":"%s","version":%d}'
+_HEADER_V1 = (
+    '{"key_id":"%s","payload_sha256":"%s","prev":"%s","stream":"%s","type":"%s","version":%d}'
+)
 
 
 def is_plain(text: str) -> bool:
@@ -118,12 +122,12 @@ def header_bytes(
     version: int,
 ) -> bytes:
     """The canonical header bytes for these field values (v1 when `signed_at` is None)."""
-    plain = (
-        is_plain(key_id) and is_plain(stream) and is_plain(event_type) and type(version) is int
-    )
+    plain = is_plain(key_id) and is_plain(stream) and is_plain(event_type) and type(version) is int
     if signed_at is None:
         if plain:
-            return (_HEADER_V1 % (key_id, payload_sha256, prev, stream, event_type, version)).encode()
+            return (
+                _HEADER_V1 % (key_id, payload_sha256, prev, stream, event_type, version)
+            ).encode()
         fields: dict[str, str | int] = {}
     else:
         if plain and type(signed_at) is int:
@@ -210,7 +214,7 @@ def open_envelope(data: bytes, *, stream: object, version: object) -> Envelope:
     except struct.error:
         raise VerificationError("malformed envelope: truncated prefix", where=label) from None
     if magic not in (MAGIC, MAGIC_V1):
-        raise VerificationError("malformed envelope: not a sealed envelope (bad magic)", where=label)
+        raise VerificationError("malformed envelope: bad magic", where=label)
     v2 = magic == MAGIC
     start = _PREFIX.size
     header = data[start : start + header_size]
@@ -285,9 +289,7 @@ class SignerCheck:
         }
         self._other_roles = {r.key_id: r.role for r in keyring if r.role is not Role.LEDGER_NODE}
         # (not_before, not_after, revoked_at) in microseconds, per ledger-node key.
-        self.windows = {
-            r.key_id: r.window_micros() for r in keyring if r.role is Role.LEDGER_NODE
-        }
+        self.windows = {r.key_id: r.window_micros() for r in keyring if r.role is Role.LEDGER_NODE}
 
     def check_validity(self, envelope: Envelope, *, stream: object, version: object) -> None:
         """A v2 envelope's signing time inside its key's validity period.

@@ -15,6 +15,7 @@ from eventsourcing.domain import Aggregate, event
 
 KEY_REGISTRY_ID = uuid5(NAMESPACE_URL, "casino-ledger/key-registry")
 REVOCATION_KIND = "key-revoked"
+REVOKED_TOPIC = "ledger.domain.key_registry:KeyRegistry.KeyRevoked"  # a test holds it to the class
 
 
 def revocation_fact(key_id: str, reason: str, revoked_at: int) -> dict[str, Any]:
@@ -34,8 +35,6 @@ class KeyRegistry(Aggregate):
         self.revoked: dict[str, int] = {}
 
     @event("KeyRevoked")
-    def revoke(
-        self, key_id: str, reason: str, revoked_at: int, operator: dict[str, str]
-    ) -> None:
+    def revoke(self, key_id: str, reason: str, revoked_at: int, operator: dict[str, str]) -> None:
         """`operator` is the operator's signature over `revocation_fact(...)`."""
         self.revoked.setdefault(key_id, revoked_at)
