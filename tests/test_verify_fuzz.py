@@ -138,3 +138,49 @@ def test_any_row_mutation_is_one_line_naming_its_position(
     assert len(lines) == 1, out + err
     found = re.findall(r"\(log position (\d+)\)", lines[0])
     assert found == [str(expected)], lines[0]
+
+
+@pytest.mark.parametrize("leaves_too", [False, True])
+def test_two_events_trading_places_are_located_by_the_stored_leaves(
+    store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], leaves_too: bool
+) -> None:
+    """Every envelope and chain still checks out; only the Merkle root sees the
+    new order. The stored leaves name the first position that moved; when the
+    attacker reorders them too, the message names the range it must lie in."""
+    keys = KeyDirectory(tmp_path / "keys")
+    keys.create_node_keys(PASSPHRASE)
+    record_ledger(store_url, keys.path)
+    attacker = Attacker(store_url)
+    try:
+        columns = "originator_id, originator_version, topic, state"
+        rows = attacker.sql(
+            f"SELECT {attacker.id}, {columns} FROM {attacker.events} ORDER BY {attacker.id}"
+        )
+        (a_id, *a), (b_id, *b) = rows[3], rows[4]  # T0's last of a save, T1's first event
+        assert a[0] != b[0]
+        sets = "originator_id = ?, originator_version = ?, topic = ?, state = ?"
+        update = f"UPDATE {attacker.events} SET {sets} WHERE {attacker.id} = ?"
+        attacker.sql(update, (a[0], -1, a[2], a[3], a_id))  # out of the way of the key
+        attacker.sql(update, (*a, b_id))
+        attacker.sql(update, (*b, a_id))
+        if leaves_too:
+            hashes = attacker.sql(
+                "SELECT leaf_index, leaf_hash FROM ledger_merkle_leaves "
+                "WHERE leaf_index IN (3, 4) ORDER BY leaf_index"
+            )
+            swap = "UPDATE ledger_merkle_leaves SET leaf_hash = ? WHERE leaf_index = ?"
+            attacker.sql(swap, (bytes(hashes[1][1]), 3))
+            attacker.sql(swap, (bytes(hashes[0][1]), 4))
+    finally:
+        attacker.close()
+    capsys.readouterr()
+    code = main(["--store", store_url, "--keys", str(keys.path), "verify", "--workers", "1"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    (line,) = (out + err).strip().splitlines()
+    if leaves_too:
+        assert "an event at a log position from 0 to 15 was changed, removed or inserted" in line
+        assert "(log position 0)" in line
+    else:
+        assert "differs from the event the checkpoint of size 16 signed" in line
+        assert "(log position 3)" in line
