@@ -102,14 +102,15 @@ def test_every_domain_constant_in_the_module_is_covered() -> None:
     stream=st.one_of(st.uuids().map(str), st.text(max_size=40)),
     event_type=st.text(max_size=60),
     version=st.integers(min_value=1, max_value=2**53 - 1),
+    signed_at=st.one_of(st.none(), st.integers(min_value=0, max_value=2**53 - 1)),
 )
 def test_header_bytes_is_the_canonical_encoding(
-    key_id: str, stream: str, event_type: str, version: int
+    key_id: str, stream: str, event_type: str, version: int, signed_at: int | None
 ) -> None:
-    from ledger.crypto.envelope import header_bytes
+    from ledger.crypto.envelope import SIGNED_AT_OFFSET, header_bytes
 
     digest, prev = "ab" * 32, "cd" * 32
-    fields = {
+    fields: dict[str, str | int] = {
         "key_id": key_id,
         "payload_sha256": digest,
         "prev": prev,
@@ -117,4 +118,9 @@ def test_header_bytes_is_the_canonical_encoding(
         "type": event_type,
         "version": version,
     }
-    assert header_bytes(key_id, digest, prev, stream, event_type, version) == canonical(fields)
+    if signed_at is not None:  # v2; v1 headers (None) have no signing time
+        fields["signed_at"] = signed_at
+    header = header_bytes(key_id, digest, prev, signed_at, stream, event_type, version)
+    assert header == canonical(fields)
+    if signed_at is not None:  # the verifier's fast path reads it at a fixed offset
+        assert header[SIGNED_AT_OFFSET:].startswith(b"%d," % signed_at)

@@ -378,7 +378,8 @@ def test_events_sealed_by_a_ledger_node_key_missing_from_the_keyring(
     assert out == ""
     assert re.match(
         r"ledger: error: stream [0-9a-f-]{36} version 1: "
-        rf"signed by key {node_key[:16]}, which is not in the keyring \(log position 0\)$",
+        rf"signed by key {node_key[:16]}, which is not in the keyring \(log position 0\) "
+        r"\[keyring [0-9a-f]{64}\]$",  # the fingerprint of the keyring the verdict rests on
         line,
     ), line
 

@@ -19,6 +19,7 @@ from tests.demo_table import Table
 
 
 def test_every_stored_event_is_a_signed_envelope(node: Node) -> None:
+    node.app.mapper.clock = lambda: 1_767_225_600_123_456  # type: ignore[attr-defined]
     table = Table(name="T1", dealer="D7")
     table.throw_dice([1, 2, 3])
     node.app.save(table)
@@ -35,10 +36,12 @@ def test_every_stored_event_is_a_signed_envelope(node: Node) -> None:
             "key_id": signer_key.key_id,
             "payload_sha256": header["payload_sha256"],
             "prev": previous.hex(),
+            "signed_at": 1_767_225_600_123_456,
             "stream": str(table.id),
             "type": topic,
             "version": stored_version,
         }
+        assert envelope.signed_at == 1_767_225_600_123_456
         assert verify_signature(
             signer_key.public_key, ENVELOPE_DOMAIN + envelope.header, envelope.signature
         )

@@ -10,7 +10,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.cli.main import main
-from ledger.crypto.envelope import open_envelope, seal
+from ledger.crypto.envelope import now_micros, open_envelope, seal
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import InMemorySigner
 from ledger.node import Node
@@ -79,6 +79,7 @@ def forge_with_unknown_key(attacker: Attacker, streams: list[str]) -> tuple[str,
         prev_hash=last.entry_hash,
         payload=last.payload,
         signer=rogue,
+        signed_at=now_micros(),
     )
     attacker.insert(streams[2], 20, topic, forged)
     return streams[2], 20

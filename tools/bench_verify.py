@@ -156,8 +156,7 @@ def raw_read_rate(url: str, keys: bench.Keys, ranges: list[tuple[int, int]], n: 
 def signature_triples(
     url: str, keys: bench.Keys, ranges: list[tuple[int, int]]
 ) -> list[tuple[bytes, bytes, bytes]]:
-    """(public key, ENVELOPE_DOMAIN + header, signature) of every stored event."""
-    from ledger.crypto.canonical import ENVELOPE_DOMAIN
+    """(public key, signed message, signature) of every stored event."""
     from ledger.crypto.envelope import SignerCheck, open_envelope
     from ledger.store.merkle_log import stream_of
 
@@ -170,7 +169,7 @@ def signature_triples(
                 stream = stream_of(originator_id)
                 envelope = open_envelope(bytes(state), stream=stream, version=version)
                 public = check.check_signer(envelope, stream=stream, version=version)
-                triples.append((public, ENVELOPE_DOMAIN + envelope.header, envelope.signature))
+                triples.append((public, envelope.signed_message, envelope.signature))
     finally:
         app.close()
     return triples

@@ -16,19 +16,23 @@ from ledger.crypto.envelope import (
     ENVELOPE_PREFIX,
     GENESIS_HASH,
     MAGIC,
+    SIGNED_AT_OFFSET,
     Envelope,
     SignerCheck,
     check_row,
     header_bytes,
     open_envelope,
+    time_problem,
     where,
 )
-from ledger.crypto.keys import Keyring
+from ledger.crypto.keys import NEVER, Keyring
 from ledger.crypto.merkle import CompactRange, hash_leaf
 from ledger.crypto.signing import verify_signature
 from ledger.errors import VerificationError
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
+
+Window = tuple[int, int, int]  # a key's (not_before, not_after, revoked_at), µs
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,9 @@ class ChunkSpec:
     last_id: int
     checkpoint_sizes: tuple[int, ...]  # sizes s with first_leaf < s <= chunk end
     check_signatures: bool
+    # (size, issued_at µs) of the valid checkpoints covering this chunk's events,
+    # ascending: from the first of size > first_leaf to the first reaching the chunk's end.
+    covering: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass
@@ -67,13 +74,54 @@ class ChunkResult:
         return self.leaves.size
 
 
+def _limits(window: Window, bound: int | None) -> tuple[int, int]:
+    """The signing times [low, high] trusted for one key under one checkpoint bound."""
+    not_before, not_after, revoked_at = window
+    high = not_after - 1
+    if bound is not None and bound < high:
+        high = bound
+    if revoked_at != NEVER and (bound is None or bound >= revoked_at):
+        high = not_before - 1  # nothing this key signed here is trusted
+    return not_before, high
+
+
+class _Cover:
+    """Walks the covering checkpoints forward with the log position."""
+
+    def __init__(
+        self, covering: tuple[tuple[int, int], ...], wanted: set[int], first_leaf: int
+    ) -> None:
+        self._covering = covering
+        self._stops = sorted(wanted | {size for size, _ in covering})
+        self._index = self._stop = 0
+        self.size: int | None = None  # the first covering checkpoint's size and issue time
+        self.bound: int | None = None
+        self.next_change = NEVER  # the next position where a Merkle range or `bound` changes
+        self.advance(first_leaf)
+
+    def advance(self, position: int) -> None:
+        covering, index = self._covering, self._index
+        while index < len(covering) and covering[index][0] <= position:
+            index += 1
+        self._index = index
+        self.size, self.bound = covering[index] if index < len(covering) else (None, None)
+        stops, stop = self._stops, self._stop
+        while stop < len(stops) and stops[stop] <= position:
+            stop += 1
+        self._stop = stop
+        self.next_change = stops[stop] if stop < len(stops) else NEVER
+
+
 def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> ChunkResult:
     """All checks that need only this chunk's rows.
 
     Fast path: once a stream's previous event and the signing key are known,
-    every field of the next header is predictable, so the stored header is
-    checked by rebuilding its canonical bytes and comparing (one comparison
-    instead of parsing and six). Anything else takes the full, explaining path.
+    every field of the next header but its signing time is predictable, and
+    the signing time sits at a fixed offset: the stored header is checked by
+    rebuilding its canonical bytes and comparing (one comparison instead of
+    parsing and seven), and the time by two integer comparisons against the
+    key's window under the covering checkpoint. Anything else takes the full,
+    explaining path.
     """
     result = ChunkResult(spec, CompactRange(spec.first_leaf))
     leaves, firsts, lasts = result.leaves, result.firsts, result.lasts
@@ -81,30 +129,48 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
     sha256 = hashlib.sha256
     unpack = ENVELOPE_PREFIX.unpack_from
     start = ENVELOPE_PREFIX.size
+    at = SIGNED_AT_OFFSET
     position = spec.first_leaf
+    cover = _Cover(spec.covering, wanted, position)
     names: dict[object, str] = {}  # row's stream id -> envelope form, parsed once per stream
     key_id, public_key = "", b""  # the signer of the last event taken on the full path
+    window: Window = (0, 0, 0)
+    low, high = _limits(window, cover.bound)
+    stream, version = "", 0
     try:
         for _, originator_id, version, topic, state in rows:
-            stream = names.get(originator_id)
+            if type(state) is not bytes or type(topic) is not str or type(version) is not int:
+                state = _checked_columns(originator_id, version, topic, state)
+            stream = names.get(originator_id)  # type: ignore[assignment]
             if stream is None:
+                if originator_id is None:
+                    raise VerificationError("stream id column is NULL", where=where("?", version))
                 stream = names[originator_id] = stream_of(originator_id)
-            state = bytes(state)
             last = lasts.get(stream)
             entry_hash = None
             if last is not None and key_id and version == last[0] + 1:
                 magic, size = unpack(state)
                 header_end = start + size
                 header = state[start:header_end]
+                try:
+                    signed_at = int(header[at : header.find(b",", at)])
+                except ValueError:
+                    signed_at = -1  # cannot match: the full path says what is wrong
                 expected = header_bytes(
                     key_id,
                     sha256(state[header_end + 64 :]).hexdigest(),
                     last[1].hex(),
+                    signed_at,
                     stream,
                     topic,
                     version,
                 )
                 if magic == MAGIC and header == expected:
+                    if not low <= signed_at <= high:
+                        raise VerificationError(
+                            time_problem(signed_at, window, cover.bound, cover.size) or "",
+                            where=where(stream, version),
+                        )
                     if spec.check_signatures and not verify_signature(
                         public_key,
                         ENVELOPE_DOMAIN + header,
@@ -116,18 +182,41 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
                     entry_hash = hash_leaf(header)
             if entry_hash is None:
                 envelope, public_key = _full_check(
-                    spec, stream, version, topic, state, last, signer_check, firsts, position
+                    spec, stream, version, topic, state, last, signer_check, firsts, position, cover
                 )
                 key_id, entry_hash = envelope.key_id, envelope.entry_hash
+                window = signer_check.windows[key_id]
+                low, high = _limits(window, cover.bound)
             lasts[stream] = (version, entry_hash)
             leaves.append(entry_hash)
             position += 1
-            if position in wanted:
-                result.at_size[position] = leaves.copy()
-    except (VerificationError, struct.error) as exc:
-        message = str(exc) if isinstance(exc, VerificationError) else "malformed envelope"
-        result.problem = Problem(position, message)
+            if position == cover.next_change:
+                if position in wanted:
+                    result.at_size[position] = leaves.copy()
+                cover.advance(position)
+                low, high = _limits(window, cover.bound)
+    except VerificationError as exc:
+        result.problem = Problem(position, str(exc))
+    except struct.error:
+        result.problem = Problem(position, f"{where(stream, version)}: malformed envelope")
     return result
+
+
+def _checked_columns(originator_id: object, version: object, topic: object, state: object) -> bytes:
+    """A row's columns with the types the ledger wrote, else a clear error."""
+    label = where(stream_of(originator_id) if originator_id is not None else "?", version)
+    if type(version) is not int:
+        kind = "NULL" if version is None else f"a {type(version).__name__}, not an integer"
+        raise VerificationError(f"version column is {kind}", where=label)
+    if type(topic) is not str:
+        kind = "NULL" if topic is None else f"a {type(topic).__name__}, not text"
+        raise VerificationError(f"topic column is {kind}", where=label)
+    if isinstance(state, bytearray | memoryview):
+        return bytes(state)
+    if type(state) is not bytes:
+        kind = "NULL" if state is None else f"a {type(state).__name__}, not bytes"
+        raise VerificationError(f"state column is {kind}", where=label)
+    return state
 
 
 def _full_check(
@@ -140,6 +229,7 @@ def _full_check(
     signer_check: SignerCheck,
     firsts: dict[str, tuple[int, int, bytes]],
     position: int,
+    cover: _Cover,
 ) -> tuple[Envelope, bytes]:
     """Every check, one by one, so a failure says exactly what is wrong.
 
@@ -149,6 +239,20 @@ def _full_check(
     public_key = signer_check.check_signer(envelope, stream=stream, version=version)
     if spec.check_signatures:
         signer_check.check_signature(envelope, stream=stream, version=version)
+    signed_at = envelope.signed_at
+    if signed_at is None:  # v1: no signing time; judged by the checkpoint covering it
+        if cover.bound is None:
+            raise VerificationError(
+                "a v1 envelope (no signing time) that no checkpoint covers: "
+                "its time cannot be judged",
+                where=where(stream, version),
+            )
+        signed_at = cover.bound
+    problem = time_problem(
+        signed_at, signer_check.windows[envelope.key_id], cover.bound, cover.size
+    )
+    if problem:
+        raise VerificationError(problem, where=where(stream, version))
     if last is None:
         firsts[stream] = (position, version, envelope.prev_hash)
     elif version != last[0] + 1:

@@ -32,16 +32,18 @@ from ledger.audit.chunks import (
     link_problem,
     verify_chunk_with,
 )
+from ledger.audit.key_times import checkpoint_times
+from ledger.audit.locate import first_difference, first_removed
 from ledger.audit.parallel import run_chunks
+from ledger.audit.revocations import log_revocations, merged
 from ledger.audit.round_variants import installed_variants
 from ledger.audit.settlement import SettlementCounts, check_settlement
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.envelope import SignerCheck, open_envelope
+from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange, consistency_proof, verify_consistency
 from ledger.errors import ConfigError, VerificationError
 from ledger.store.application import LedgerApplication
-from ledger.store.merkle_log import stream_of
 from ledger.variants.api import Variant
 
 CHUNK_LEAVES = 1 << 14
@@ -137,16 +139,34 @@ def _settlement_lines(counts: SettlementCounts) -> list[str]:
 
 
 def plan_chunks(
-    app: LedgerApplication, sizes: list[int], level: Level, chunk_leaves: int
+    app: LedgerApplication,
+    sizes: list[int],
+    level: Level,
+    chunk_leaves: int,
+    times: list[tuple[int, int]] | None = None,
 ) -> tuple[int, list[ChunkSpec]]:
+    """Cut the log into chunks; `times` are the checkpoints' (size, issued_at µs)."""
     count, highest = app.tables.event_count()
     specs, first, after = [], 0, 0
+    times = times or []
     while first < count:
         end = min(first + chunk_leaves, count)
         last_id = highest if end == count else app.tables.id_at_offset(end - 1)
-        assert last_id is not None
+        if last_id is None:  # rows vanished while planning
+            raise VerificationError(f"the log changed while it was read (log position {end - 1})")
         inside = tuple(s for s in sizes if first < s <= end)
-        specs.append(ChunkSpec(first, after, last_id, inside, level is not Level.INTEGRITY))
+        covering = [t for t in times if t[0] > first]
+        reach = next((i for i, t in enumerate(covering) if t[0] >= end), len(covering) - 1)
+        specs.append(
+            ChunkSpec(
+                first,
+                after,
+                last_id,
+                inside,
+                level is not Level.INTEGRITY,
+                tuple(covering[: reach + 1]),
+            )
+        )
         first, after = end, last_id
     return count, specs
 
@@ -173,17 +193,21 @@ def verify_store(
     report = VerificationReport(level=level, workers=workers)
 
     checkpoints = app.tables.checkpoints()
+    # Revocations: the log's KeyRevoked events and the keyring's, the earlier wins.
+    keyring = merged(keyring, log_revocations(app.tables, app.mapper.transcoder, keyring))
     origin = trusted.origin if trusted else (checkpoints[0].origin if checkpoints else None)
     if trusted is not None:
         trusted.verify(keyring)
         report.trusted_size = trusted.size
     for checkpoint in checkpoints:
         checkpoint.verify(keyring, origin=origin)
+    everyone = checkpoints + ([trusted] if trusted is not None else [])
+    times = checkpoint_times(everyone, keyring)
     expected_roots = {c.size: c.root for c in checkpoints}
     if trusted is not None:
         expected_roots.setdefault(trusted.size, trusted.root)
 
-    count, specs = plan_chunks(app, sorted(expected_roots), level, chunk_leaves)
+    count, specs = plan_chunks(app, sorted(expected_roots), level, chunk_leaves, times)
     if on_total:
         on_total(count)
     report.workers = min(workers, max(1, len(specs)))
@@ -198,6 +222,7 @@ def verify_store(
         keyring_json=keyring.to_json(),
         processes=report.workers,
     )
+    matched = 0  # the largest checkpoint size whose root the events reproduce
     with closing(results):  # stops the workers even when the merge stops early
         for result in results:
             if result.problem:
@@ -208,11 +233,13 @@ def verify_store(
                 if problem:
                     problems.append(problem)
             heads.update(result.lasts)
-            for size, partial in result.at_size.items():
+            for size, partial in sorted(result.at_size.items()):
                 whole = tree.copy()
                 whole.extend(partial)
                 if whole.root() != expected_roots[size]:
-                    problems.append(_root_mismatch(app, size, result.spec.first_leaf))
+                    problems.append(first_difference(app.tables, matched, size))
+                    break
+                matched = size
             tree.extend(result.leaves)
             if problems:
                 break
@@ -231,7 +258,11 @@ def verify_store(
             )
         )
     if problems:
-        raise min(problems, key=lambda p: p.position).as_error()
+        first = min(problems, key=lambda p: p.position)
+        # A removed event shows up later (its stream's next version, a root, the
+        # tail): name the gap itself when the stored leaves show where it was.
+        removed = first_removed(app.tables, matched, first.position + 1)
+        raise (removed if removed and removed.position <= first.position else first).as_error()
 
     _check_proofs(app, checkpoints, trusted)
     if level is Level.SETTLEMENT:
@@ -247,26 +278,6 @@ def verify_store(
     report.covered = max((c.size for c in checkpoints), default=0)
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _root_mismatch(app: LedgerApplication, size: int, from_leaf: int) -> Problem:
-    """Locate the first event that differs from what the checkpointer saw."""
-    reader = app.tables
-    for index, notification_id, stored_hash in reader.leaves(0, size):
-        row = reader.row_by_id(notification_id)
-        if row is None:
-            return Problem(index, f"event {notification_id} under checkpoint {size} is missing")
-        stream = stream_of(row[1])
-        envelope = open_envelope(bytes(row[4]), stream=stream, version=row[2])
-        if envelope.entry_hash != stored_hash:
-            return Problem(
-                index,
-                f"stream {stream} version {row[2]}: differs from the event the checkpoint "
-                f"of size {size} signed",
-            )
-    return Problem(
-        from_leaf, f"the Merkle root of the first {size} events does not match its checkpoint"
-    )
 
 
 def _check_proofs(

@@ -15,8 +15,12 @@ from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.errors import ConfigError
+from ledger.crypto.keys import Keyring
+from ledger.errors import ConfigError, LedgerError
+from ledger.node import keys_dir
 from ledger.plugins.manager import get_plugin_manager
+from ledger.store.application import LedgerApplication
+from ledger.store.config import store_url
 
 
 def check_export_path(given: str | None) -> None:
@@ -69,31 +73,47 @@ def _load_trusted(path: str | None) -> Checkpoint | None:
     return Checkpoint.from_note(text)
 
 
+def _verify_keyring(args: argparse.Namespace) -> tuple[Keyring, str]:
+    """The keyring verify trusts: the auditor's own copy (--keyring), else the keys directory's."""
+    if args.keyring:
+        return Keyring.load(Path(args.keyring)), args.keyring
+    directory = keys_dir(args.keys)
+    return directory.keyring(), str(directory.keyring_path)
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     level = Level.parse(args.level)
     trusted = _load_trusted(args.trusted)
-    variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
-    node = open_from_args(args, writable=False)
+    keyring, source = _verify_keyring(args)
+    fingerprint = keyring.fingerprint()
     try:
-        with progress_bar("verifying") as (advance, set_total):
-            report = verify_store(
-                node.app,
-                node.keyring,
-                level=level,
-                trusted=trusted,
-                workers=args.workers,
-                progress=advance,
-                on_total=set_total,
-                variants=variants,
-            )
-        projections = None
-        if args.projections:  # only once the events themselves are verified
-            from ledger.audit.projections import verify_projections
+        variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
+        # Read-only, and no keys directory needed: only the public keyring is trusted.
+        app = LedgerApplication(store_url(args.store), keyring=keyring, create=False)
+        try:
+            with progress_bar("verifying") as (advance, set_total):
+                report = verify_store(
+                    app,
+                    keyring,
+                    level=level,
+                    trusted=trusted,
+                    workers=args.workers,
+                    progress=advance,
+                    on_total=set_total,
+                    variants=variants,
+                )
+            projections = None
+            if args.projections:  # only once the events themselves are verified
+                from ledger.audit.projections import verify_projections
 
-            projections = verify_projections(node.app)
-    finally:
-        node.close()
+                projections = verify_projections(app)
+        finally:
+            app.close()
+    except LedgerError as exc:  # still one line: say which keyring the verdict rests on
+        exc.args = (f"{exc} [keyring {fingerprint}]",)
+        raise
     print(report.summary())
+    print(f"   trusted keyring {fingerprint} ({source})")
     if projections is not None:
         print(projections.summary())
     return 0
@@ -134,6 +154,11 @@ def add_audit_commands(commands: Any) -> None:
         "--projections",
         action="store_true",
         help="also rebuild every read model from the events and compare the stored proj_ rows",
+    )
+    verify.add_argument(
+        "--keyring",
+        metavar="FILE",
+        help="your own copy of the public keyring (default: the keys directory's)",
     )
     verify.set_defaults(handler=cmd_verify)
 

@@ -20,8 +20,11 @@ def passphrase_for(args: argparse.Namespace, *, confirm: bool = False) -> bytes 
     return None if getattr(args, "unencrypted", False) else read_passphrase(confirm=confirm)
 
 
-def open_from_args(args: argparse.Namespace, *, writable: bool) -> Node:
+def open_from_args(
+    args: argparse.Namespace, *, writable: bool, passphrase: bytes | None = None
+) -> Node:
     directory = keys_dir(args.keys)
     directory.keyring()  # fail on missing keys before asking for a passphrase
-    passphrase = read_passphrase() if writable else None
+    if writable and passphrase is None:
+        passphrase = read_passphrase()
     return open_node(args.store, args.keys, passphrase=passphrase, writable=writable)

@@ -1,15 +1,20 @@
-"""`ledger keys create|list`."""
+"""`ledger keys create|list|use|revoke`."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+from datetime import UTC, datetime
 from typing import Any
 
 from ledger.cli.args import int_range
-from ledger.cli.common import passphrase_for
+from ledger.cli.common import open_from_args, passphrase_for
+from ledger.cli.passphrase import read_passphrase
+from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Role
 from ledger.errors import KeyStoreError
 from ledger.node import keys_dir
+from ledger.revocation import revoke_key
 
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
@@ -24,16 +29,55 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
-    for record in keys_dir(args.keys).keyring():
+    """Every key; `[signs now]` marks the key each role signs with (none when ambiguous)."""
+    directory = keys_dir(args.keys)
+    keyring = directory.keyring()
+    signing: dict[Role, str] = {}
+    for role in Role:
+        # No mark when no usable private key of the role is here, or the choice is ambiguous.
+        with contextlib.suppress(KeyStoreError):
+            signing[role] = directory.choose(role).key_id
+    now = datetime.now(UTC)
+    for record in keyring:
         until = record.not_after.isoformat() if record.not_after else "no expiry"
-        print(f"{record.key_id}  {record.role.value:<13} {record.name}  until {until}")
+        line = f"{record.key_id}  {record.role.value:<13} {record.name}  until {until}"
+        if record.revoked_at is not None:
+            line += f"  revoked {record.revoked_at.isoformat()} ({record.revocation_reason})"
+        elif not record.valid_at(now):
+            line += "  not valid now"
+        if signing.get(record.role) == record.key_id:
+            line += "  [signs now]"
+        print(line)
+    return 0
+
+
+def cmd_keys_use(args: argparse.Namespace) -> int:
+    record = keys_dir(args.keys).use(args.name)
+    print(f"{record.role.value} signing key is now {record.name} ({record.key_id})")
+    return 0
+
+
+def cmd_keys_revoke(args: argparse.Namespace) -> int:
+    directory = keys_dir(args.keys)
+    passphrase = read_passphrase()
+    operator = directory.signer(Role.OPERATOR, passphrase, args.operator_key)
+    node = open_from_args(args, writable=True, passphrase=passphrase)
+    try:
+        record = revoke_key(node.app, directory, args.key, args.reason, operator, now_micros())
+    finally:
+        node.close()
+    assert record.revoked_at is not None
+    print(
+        f"revoked {record.role.value} key {record.name} ({record.key_id}) "
+        f"from {record.revoked_at.isoformat()}: recorded in the log and the keyring"
+    )
     return 0
 
 
 def add_key_commands(commands: Any) -> None:
-    keys = commands.add_parser("keys", help="create and list Ed25519 keys").add_subparsers(
-        dest="keys_command", required=True
-    )
+    keys = commands.add_parser(
+        "keys", help="create, list, choose and revoke Ed25519 keys"
+    ).add_subparsers(dest="keys_command", required=True)
     create = keys.add_parser("create", help="create a key pair with a role")
     create.add_argument("name")
     create.add_argument("--role", required=True, choices=[r.value for r in Role])
@@ -45,4 +89,18 @@ def add_key_commands(commands: Any) -> None:
     create.add_argument("--unencrypted", action="store_true", help="write the key unencrypted")
     create.add_argument("--yes-unencrypted", action="store_true", help=argparse.SUPPRESS)
     create.set_defaults(handler=cmd_keys_create)
-    keys.add_parser("list", help="list the keyring").set_defaults(handler=cmd_keys_list)
+    keys.add_parser("list", help="list the keyring; mark the keys that sign now").set_defaults(
+        handler=cmd_keys_list
+    )
+    use = keys.add_parser(
+        "use", help="sign with this key for its role from now on (env LEDGER_<ROLE>_KEY overrides)"
+    )
+    use.add_argument("name")
+    use.set_defaults(handler=cmd_keys_use)
+    revoke = keys.add_parser(
+        "revoke", help="revoke a key from now: an operator-signed event, and the keyring entry"
+    )
+    revoke.add_argument("key", metavar="KEY_ID", help="key id (or key name)")
+    revoke.add_argument("--reason", required=True, help="why (recorded and signed)")
+    revoke.add_argument("--operator-key", metavar="NAME", help="operator key to sign with")
+    revoke.set_defaults(handler=cmd_keys_revoke)

@@ -14,7 +14,8 @@ from typing import Any, Final
 import rfc8785
 
 # Domain-separation prefixes: one per kind of signed object, versioned.
-ENVELOPE_DOMAIN: Final = b"casino-ledger/event-envelope/v1\n"
+ENVELOPE_DOMAIN_V1: Final = b"casino-ledger/event-envelope/v1\n"  # LSE1 envelopes, read only
+ENVELOPE_DOMAIN: Final = b"casino-ledger/event-envelope/v2\n"  # LSE2: headers carry signed_at
 CHECKPOINT_DOMAIN: Final = b"casino-ledger/checkpoint/v1\n"
 ACTOR_FACT_DOMAIN: Final = b"casino-ledger/actor-fact/v1\n"
 

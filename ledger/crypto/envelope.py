@@ -1,10 +1,25 @@
 """The signed envelope around every stored event.
 
 Stored bytes: ``MAGIC | u16 header length | header | signature(64) | payload``.
-The header is the canonical JSON of exactly the signed fields (stream id,
-version, event type, hash of the previous envelope in the stream, SHA-256 of
-the payload bytes, signing key id); the signature is Ed25519 over
-``ENVELOPE_DOMAIN + header``.
+The header is the canonical JSON (RFC 8785) of exactly the signed fields; the
+signature is Ed25519 over ``domain + header``.
+
+Format versions (the magic says which; both open, only v2 is written):
+
+- **v2** (``LSE2``, domain ``casino-ledger/event-envelope/v2``): fields
+  ``key_id``, ``payload_sha256``, ``prev``, ``signed_at``, ``stream``, ``type``,
+  ``version``. ``signed_at`` is the signing time in integer microseconds since
+  the Unix epoch, UTC (exact in JSON below 2^53). Keys sort in that order and
+  the first three values are 64 hex characters each, so ``signed_at`` always
+  starts at byte `SIGNED_AT_OFFSET` of the header: the verifier's fast path
+  reads it there without parsing JSON.
+- **v1** (``LSE1``, domain ``casino-ledger/event-envelope/v1``, release 0.1):
+  the same fields without ``signed_at``. An old envelope carries no signing
+  time: `ledger verify` judges it by the time of the first checkpoint that
+  covers it, and fails one that no checkpoint covers.
+
+A header must hold exactly its version's fields, with the right JSON types,
+in canonical form: anything else is a malformed envelope.
 
 An envelope's *entry hash* is the RFC 9162 leaf hash of its header: the same
 32 bytes link the next event of the stream to it and make its leaf in the
@@ -16,22 +31,37 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
+import time
 from typing import Final, NamedTuple
 
-from ledger.crypto.canonical import ENVELOPE_DOMAIN, canonical_flat
-from ledger.crypto.keys import Keyring, Role
+from ledger.crypto.canonical import ENVELOPE_DOMAIN, ENVELOPE_DOMAIN_V1, canonical_flat
+from ledger.crypto.keys import NEVER, Keyring, Role, from_micros
 from ledger.crypto.merkle import hash_leaf
 from ledger.crypto.signing import Signer, verify_signature
 from ledger.errors import VerificationError
 
-MAGIC: Final = b"LSE1"
+MAGIC: Final = b"LSE2"
+MAGIC_V1: Final = b"LSE1"  # release 0.1: no signing time; read, never written
 GENESIS_HASH: Final = bytes(32)  # the "previous envelope" of a stream's first event
 ENVELOPE_PREFIX = _PREFIX = struct.Struct(">4sH")
 _SIGNATURE_SIZE = 64
 _decode_header = json.JSONDecoder().decode  # str in: skips json.loads' encoding sniffing
+# '{"key_id":"' + 64 + '","payload_sha256":"' + 64 + '","prev":"' + 64 + '","signed_at":'
+SIGNED_AT_OFFSET: Final = 11 + 64 + 20 + 64 + 10 + 64 + 14
+_V2_FIELDS = frozenset(
+    ("key_id", "payload_sha256", "prev", "signed_at", "stream", "type", "version")
+)
+_V1_FIELDS = _V2_FIELDS - {"signed_at"}
+_HEX = frozenset("0123456789abcdef")
+JSON_SAFE_INT: Final = 1 << 53  # RFC 8785 integers are exact below this
 
 
-def where(stream: object, version: int) -> str:
+def now_micros() -> int:
+    """The signing clock: integer microseconds since the Unix epoch, UTC."""
+    return time.time_ns() // 1000
+
+
+def where(stream: object, version: object) -> str:
     return f"stream {stream} version {version}"
 
 
@@ -39,7 +69,8 @@ class Envelope(NamedTuple):
     """A parsed envelope: the signed header's fields plus the raw parts.
 
     A NamedTuple, not a frozen dataclass: `ledger verify` builds one per
-    event, and tuple construction is several times cheaper.
+    event, and tuple construction is several times cheaper. `signed_at` is
+    None for a v1 envelope (it carries no signing time).
     """
 
     header: bytes
@@ -51,6 +82,7 @@ class Envelope(NamedTuple):
     prev_hash: bytes
     payload_hash: bytes
     key_id: str
+    signed_at: int | None
 
     @property
     def entry_hash(self) -> bytes:
@@ -58,14 +90,21 @@ class Envelope(NamedTuple):
 
     @property
     def signed_message(self) -> bytes:
-        return ENVELOPE_DOMAIN + self.header
+        domain = ENVELOPE_DOMAIN_V1 if self.signed_at is None else ENVELOPE_DOMAIN
+        return domain + self.header
 
 
 # The canonical header (RFC 8785: keys sorted, no whitespace) for values that
 # need no JSON escaping, built directly: sealing and verifying do this once
 # per event. `header_bytes` falls back to the general encoder otherwise, and a
 # property test holds the two to each other.
-_HEADER = '{"key_id":"%s","payload_sha256":"%s","prev":"%s","stream":"%s","type":"%s","version":%d}'
+_HEADER = (
+    '{"key_id":"%s","payload_sha256":"%s","prev":"%s","signed_at":%d,'
+    '"stream":"%s","type":"%s","version":%d}'
+)
+_HEADER_V1 = (
+    '{"key_id":"%s","payload_sha256":"%s","prev":"%s","stream":"%s","type":"%s","version":%d}'
+)
 
 
 def is_plain(text: str) -> bool:
@@ -74,21 +113,37 @@ def is_plain(text: str) -> bool:
 
 
 def header_bytes(
-    key_id: str, payload_sha256: str, prev: str, stream: str, event_type: str, version: int
+    key_id: str,
+    payload_sha256: str,
+    prev: str,
+    signed_at: int | None,
+    stream: str,
+    event_type: str,
+    version: int,
 ) -> bytes:
-    """The canonical header bytes for these field values."""
-    if is_plain(key_id) and is_plain(stream) and is_plain(event_type) and type(version) is int:
-        return (_HEADER % (key_id, payload_sha256, prev, stream, event_type, version)).encode()
-    return canonical_flat(
-        {
-            "key_id": key_id,
-            "payload_sha256": payload_sha256,
-            "prev": prev,
-            "stream": stream,
-            "type": event_type,
-            "version": version,
-        }
-    )
+    """The canonical header bytes for these field values (v1 when `signed_at` is None)."""
+    plain = is_plain(key_id) and is_plain(stream) and is_plain(event_type) and type(version) is int
+    if signed_at is None:
+        if plain:
+            return (
+                _HEADER_V1 % (key_id, payload_sha256, prev, stream, event_type, version)
+            ).encode()
+        fields: dict[str, str | int] = {}
+    else:
+        if plain and type(signed_at) is int:
+            return (
+                _HEADER % (key_id, payload_sha256, prev, signed_at, stream, event_type, version)
+            ).encode()
+        fields = {"signed_at": signed_at}
+    fields |= {
+        "key_id": key_id,
+        "payload_sha256": payload_sha256,
+        "prev": prev,
+        "stream": stream,
+        "type": event_type,
+        "version": version,
+    }
+    return canonical_flat(fields)
 
 
 def seal(
@@ -99,12 +154,17 @@ def seal(
     prev_hash: bytes,
     payload: bytes,
     signer: Signer,
+    signed_at: int,
 ) -> tuple[bytes, bytes]:
-    """Return (stored bytes, entry hash) for one event."""
+    """Return (stored bytes, entry hash) for one event, as a v2 envelope.
+
+    `signed_at` comes from the caller's clock (`now_micros` in production), so
+    tests can sign at chosen times."""
     header = header_bytes(
         signer.key_id,
         hashlib.sha256(payload).hexdigest(),
         prev_hash.hex(),
+        signed_at,
         stream,
         event_type,
         version,
@@ -114,35 +174,88 @@ def seal(
     return stored, hash_leaf(header)
 
 
-def open_envelope(data: bytes, *, stream: object, version: int) -> Envelope:
-    """Parse stored bytes; `stream`/`version` (the row's columns) only name the event."""
+def _is_hex64(value: object) -> bool:
+    return type(value) is str and len(value) == 64 and _HEX.issuperset(value)
+
+
+def _header_problem(fields: object, v2: bool) -> str | None:
+    """What is wrong with a parsed header's fields, or None."""
+    if type(fields) is not dict:
+        return "header is not a JSON object"
+    expected = _V2_FIELDS if v2 else _V1_FIELDS
+    if fields.keys() != expected:
+        odd = sorted(fields.keys() ^ expected)
+        return f"header fields are wrong for format {'v2' if v2 else 'v1'}: {', '.join(odd)}"
+    for name in ("key_id", "payload_sha256", "prev"):
+        if not _is_hex64(fields[name]):
+            return f"header field {name} is not 64 hex digits"
+    for name in ("stream", "type"):
+        if type(fields[name]) is not str:
+            return f"header field {name} is not a string"
+    for name in ("version", "signed_at") if v2 else ("version",):
+        if type(fields[name]) is not int:
+            return f"header field {name} is not an integer"
+        if not 0 <= fields[name] < JSON_SAFE_INT:
+            return f"header field {name} is out of range"
+    return None
+
+
+def open_envelope(data: bytes, *, stream: object, version: object) -> Envelope:
+    """Parse stored bytes; `stream`/`version` (the row's columns) only name the event.
+
+    Every way the bytes can be wrong is a `VerificationError`: a truncated
+    envelope, a header that is not JSON, missing, extra or mistyped fields,
+    a header not in canonical form."""
+    label = where(stream, version)
+    if type(data) is not bytes:
+        raise VerificationError("stored state is not bytes", where=label)
     try:
         magic, header_size = _PREFIX.unpack_from(data)
-        if magic != MAGIC:
-            raise ValueError("not a sealed envelope (bad magic)")
-        start = _PREFIX.size
-        header = data[start : start + header_size]
-        signature = data[start + header_size : start + header_size + _SIGNATURE_SIZE]
-        if len(signature) != _SIGNATURE_SIZE:
-            raise ValueError("truncated envelope")
-        payload = data[start + header_size + _SIGNATURE_SIZE :]
+    except struct.error:
+        raise VerificationError("malformed envelope: truncated prefix", where=label) from None
+    if magic not in (MAGIC, MAGIC_V1):
+        raise VerificationError("malformed envelope: bad magic", where=label)
+    v2 = magic == MAGIC
+    start = _PREFIX.size
+    header = data[start : start + header_size]
+    signature = data[start + header_size : start + header_size + _SIGNATURE_SIZE]
+    if len(header) != header_size or len(signature) != _SIGNATURE_SIZE:
+        raise VerificationError("malformed envelope: truncated envelope", where=label)
+    try:
         fields = _decode_header(header.decode())
-        envelope = Envelope(
-            header,
-            signature,
-            payload,
-            fields["stream"],
-            fields["version"],
-            fields["type"],
-            bytes.fromhex(fields["prev"]),
-            bytes.fromhex(fields["payload_sha256"]),
-            fields["key_id"],
-        )
-    except (struct.error, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise VerificationError(f"malformed envelope: {exc}", where=where(stream, version)) from exc
-    if not isinstance(envelope.version, int) or len(envelope.prev_hash) != 32:
-        raise VerificationError("malformed envelope header", where=where(stream, version))
-    return envelope
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise VerificationError("malformed envelope: header is not JSON", where=label) from None
+    problem = _header_problem(fields, v2)
+    if problem is None:
+        signed_at = fields["signed_at"] if v2 else None
+        try:
+            canonical_header = header_bytes(
+                fields["key_id"],
+                fields["payload_sha256"],
+                fields["prev"],
+                signed_at,
+                fields["stream"],
+                fields["type"],
+                fields["version"],
+            )
+        except (ValueError, UnicodeError):  # e.g. a lone surrogate RFC 8785 cannot encode
+            canonical_header = b""
+        if canonical_header != header:
+            problem = "header is not in canonical form"
+    if problem is not None:
+        raise VerificationError(f"malformed envelope: {problem}", where=label)
+    return Envelope(
+        header,
+        signature,
+        data[start + header_size + _SIGNATURE_SIZE :],
+        fields["stream"],
+        fields["version"],
+        fields["type"],
+        bytes.fromhex(fields["prev"]),
+        bytes.fromhex(fields["payload_sha256"]),
+        fields["key_id"],
+        signed_at,
+    )
 
 
 def check_row(envelope: Envelope, *, stream: str, version: int, topic: str) -> None:
@@ -175,6 +288,20 @@ class SignerCheck:
             if record.role is Role.LEDGER_NODE
         }
         self._other_roles = {r.key_id: r.role for r in keyring if r.role is not Role.LEDGER_NODE}
+        # (not_before, not_after, revoked_at) in microseconds, per ledger-node key.
+        self.windows = {r.key_id: r.window_micros() for r in keyring if r.role is Role.LEDGER_NODE}
+
+    def check_validity(self, envelope: Envelope, *, stream: object, version: object) -> None:
+        """A v2 envelope's signing time inside its key's validity period.
+
+        (What a reader can check alone; `ledger verify` also checks the time
+        against the checkpoints that cover the event, and revocations.)"""
+        window = self.windows.get(envelope.key_id)
+        signed_at = envelope.signed_at
+        if window is not None and signed_at is not None:
+            problem = time_problem(signed_at, window, None, None)
+            if problem:
+                raise VerificationError(problem, where=where(stream, version))
 
     def check_signer(self, envelope: Envelope, *, stream: object, version: int) -> bytes:
         """Return the signer's public key, or raise if it is not a ledger-node key."""
@@ -193,3 +320,42 @@ class SignerCheck:
         public_key = self.check_signer(envelope, stream=stream, version=version)
         if not verify_signature(public_key, envelope.signed_message, envelope.signature):
             raise VerificationError("envelope signature is invalid", where=where(stream, version))
+
+
+def time_problem(
+    signed_at: int,
+    window: tuple[int, int, int],
+    bound: int | None,
+    bound_size: int | None,
+) -> str | None:
+    """Why an event signed at `signed_at` (µs) by a key with `window`
+    (not_before, not_after, revoked_at) is not trusted, or None.
+
+    `bound` is the issue time of the first checkpoint covering the event (of
+    size `bound_size`), None when none covers it. A signing time can be
+    back-dated by whoever holds the key; a checkpoint's cannot be moved under
+    an auditor who kept it, so a revoked key's events are trusted only under a
+    checkpoint issued before the revocation."""
+    not_before, not_after, revoked_at = window
+    if signed_at < not_before:
+        return f"signed at {_iso(signed_at)}, before its key is valid (from {_iso(not_before)})"
+    if signed_at >= not_after:
+        return f"signed at {_iso(signed_at)}, after its key expired ({_iso(not_after)})"
+    if bound is not None and signed_at > bound:
+        return (
+            f"signed at {_iso(signed_at)}, later than the checkpoint of size {bound_size} "
+            f"that covers it was issued ({_iso(bound)})"
+        )
+    if revoked_at != NEVER and (bound is None or bound >= revoked_at):
+        return (
+            f"signed by a key revoked at {_iso(revoked_at)}, and no checkpoint issued "
+            "before the revocation covers it"
+        )
+    return None
+
+
+def _iso(micros: int) -> str:
+    try:
+        return from_micros(micros).isoformat()
+    except OverflowError:
+        return f"{micros} µs since the epoch"

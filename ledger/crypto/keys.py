@@ -1,8 +1,9 @@
 """Ed25519 keys: ids, roles, the keyring of public keys, and key files.
 
 A key id is the SHA-256 of the raw 32-byte public key (hex). Public keys are
-kept forever in a keyring file with their role and validity; private keys
-live in encrypted PKCS#8 PEM files outside the store.
+kept forever in a keyring file with their role, validity and (once revoked)
+revocation time and reason; private keys live in encrypted PKCS#8 PEM files
+outside the store.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from ledger.crypto.canonical import canonical
 from ledger.errors import KeyStoreError
 
 KEYRING_FILE = "keyring.json"
@@ -42,6 +44,20 @@ def key_id_of(raw_public_key: bytes) -> str:
     return hashlib.sha256(raw_public_key).hexdigest()
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+NEVER: int = 1 << 63  # "no end" as a microsecond time: later than any signing time
+
+
+def to_micros(moment: datetime) -> int:
+    """Integer microseconds since the Unix epoch (the envelope's `signed_at` unit), exact."""
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def from_micros(micros: int) -> datetime:
+    return _EPOCH + micros * _MICROSECOND
+
+
 def _parse_time(text: str | None) -> datetime | None:
     if text is None:
         return None
@@ -58,6 +74,8 @@ class PublicKeyRecord:
     public_key: bytes
     not_before: datetime
     not_after: datetime | None = None
+    revoked_at: datetime | None = None
+    revocation_reason: str | None = None
 
     @property
     def key_id(self) -> str:
@@ -66,8 +84,20 @@ class PublicKeyRecord:
     def valid_at(self, moment: datetime) -> bool:
         return self.not_before <= moment and (self.not_after is None or moment < self.not_after)
 
+    def usable_at(self, moment: datetime) -> bool:
+        """Valid and not revoked at `moment`: may sign now."""
+        return self.valid_at(moment) and (self.revoked_at is None or moment < self.revoked_at)
+
+    def window_micros(self) -> tuple[int, int, int]:
+        """(not_before, not_after, revoked_at) in microseconds; `NEVER` for none."""
+        return (
+            to_micros(self.not_before),
+            to_micros(self.not_after) if self.not_after else NEVER,
+            to_micros(self.revoked_at) if self.revoked_at else NEVER,
+        )
+
     def to_json(self) -> dict[str, str | None]:
-        return {
+        data = {
             "key_id": self.key_id,
             "name": self.name,
             "role": self.role.value,
@@ -75,6 +105,10 @@ class PublicKeyRecord:
             "not_before": self.not_before.isoformat(),
             "not_after": self.not_after.isoformat() if self.not_after else None,
         }
+        if self.revoked_at is not None:  # absent, not null, so older keyrings keep their form
+            data["revoked_at"] = self.revoked_at.isoformat()
+            data["revocation_reason"] = self.revocation_reason or ""
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, str | None]) -> PublicKeyRecord:
@@ -86,6 +120,8 @@ class PublicKeyRecord:
                 public_key=raw,
                 not_before=_parse_time(str(data["not_before"])) or datetime.now(UTC),
                 not_after=_parse_time(data.get("not_after")),
+                revoked_at=_parse_time(data.get("revoked_at")),
+                revocation_reason=data.get("revocation_reason"),
             )
         except (KeyError, ValueError, TypeError) as exc:
             raise KeyStoreError(f"malformed keyring entry: {exc}") from exc
@@ -118,6 +154,12 @@ class Keyring:
 
     def with_role(self, role: Role) -> list[PublicKeyRecord]:
         return [r for r in self._by_id.values() if r.role is role]
+
+    def fingerprint(self) -> str:
+        """SHA-256 (hex) of the RFC 8785 form of every record, in key id order:
+        the keyring an auditor trusted, in one line they can compare."""
+        records = [r.to_json() for r in sorted(self._by_id.values(), key=lambda r: r.key_id)]
+        return hashlib.sha256(canonical({"format": KEYRING_FORMAT, "keys": records})).hexdigest()
 
     def to_json(self) -> str:
         keys = [r.to_json() for r in sorted(self._by_id.values(), key=lambda r: r.name)]

@@ -1,8 +1,17 @@
-"""The keys directory: `keyring.json` (public keys) beside `<name>.pem` files."""
+"""The keys directory: `keyring.json` (public keys) beside `<name>.pem` files,
+and `signing.json`: which key signs now for each role (`ledger keys use`).
+
+A node never switches keys on its own: it signs with the key configured for
+the role (``LEDGER_<ROLE>_KEY`` overrides `signing.json`), or with the only
+usable key of the role it holds, and refuses when the choice is ambiguous.
+"""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -24,6 +33,13 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 # The keys a ledger node needs to record and checkpoint; the set-up makes them.
 NODE_KEY_NAMES = {Role.LEDGER_NODE: "ledger-node", Role.CHECKPOINT: "checkpoint"}
+SIGNING_FILE = "signing.json"
+
+
+def key_env(role: Role) -> str:
+    """The environment variable naming the key that signs for `role`, e.g. LEDGER_NODE_KEY."""
+    name = "NODE" if role is Role.LEDGER_NODE else role.value.upper().replace("-", "_")
+    return f"LEDGER_{name}_KEY"
 
 
 class KeyDirectory:
@@ -101,23 +117,107 @@ class KeyDirectory:
             if not existing.with_role(role)
         ]
 
-    def signer(self, role: Role, passphrase: bytes | None) -> InMemorySigner:
-        """A signer for the newest currently valid key of `role` we hold privately."""
+    @property
+    def signing_path(self) -> Path:
+        return self.path / SIGNING_FILE
+
+    def configured(self) -> dict[str, str]:
+        """Role -> key name set with `ledger keys use` (empty when none)."""
+        if not self.signing_path.exists():
+            return {}
+        try:
+            data = json.loads(self.signing_path.read_text())
+        except (OSError, ValueError) as exc:
+            raise KeyStoreError(f"cannot read {self.signing_path}: {exc}") from exc
+        if not isinstance(data, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+        ):
+            raise KeyStoreError(f"{self.signing_path} is not a map of role to key name")
+        return data
+
+    def use(self, name: str) -> PublicKeyRecord:
+        """Make key `name` the one that signs for its role from now on."""
+        record = self._by_name(name)
+        if not self.private_key_path(name).exists():
+            raise KeyStoreError(f"no private key file for {name!r} in {self.path}")
+        self._check_usable(record, datetime.now(UTC))
+        settings = self.configured() | {record.role.value: name}
+        tmp = self.signing_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, self.signing_path)
+        return record
+
+    def _by_name(self, name: str) -> PublicKeyRecord:
+        for record in self.keyring():
+            if record.name == name:
+                return record
+        raise KeyStoreError(f"no key named {name!r} in {self.keyring_path}")
+
+    @staticmethod
+    def _check_usable(record: PublicKeyRecord, now: datetime) -> None:
+        if record.revoked_at is not None and record.revoked_at <= now:
+            raise KeyStoreError(
+                f"key {record.name!r} was revoked at {record.revoked_at.isoformat()}: "
+                f"configure another {record.role.value} key with `ledger keys use NAME`"
+            )
+        if not record.valid_at(now):
+            raise KeyStoreError(
+                f"key {record.name!r} is outside its validity period: "
+                f"configure another {record.role.value} key with `ledger keys use NAME`"
+            )
+
+    def choose(self, role: Role, name: str | None = None) -> PublicKeyRecord:
+        """The key that signs for `role` now: `name`, else the configured one
+        (environment, then `signing.json`), else the only usable one held."""
         now = datetime.now(UTC)
-        candidates = sorted(
-            (
-                r
-                for r in self.keyring().with_role(role)
-                if r.valid_at(now) and self.private_key_path(r.name).exists()
-            ),
-            key=lambda r: r.not_before,
-            reverse=True,
-        )
+        name = name or os.environ.get(key_env(role)) or self.configured().get(role.value)
+        if name:
+            record = self._by_name(name)
+            if record.role is not role:
+                raise KeyStoreError(f"key {name!r} is a {record.role.value} key, not {role.value}")
+            self._check_usable(record, now)
+            return record
+        candidates = [
+            r
+            for r in self.keyring().with_role(role)
+            if r.usable_at(now) and self.private_key_path(r.name).exists()
+        ]
         if not candidates:
-            raise KeyStoreError(f"no valid {role.value} private key in {self.path}")
-        record = candidates[0]
+            held = [
+                r.name + (" revoked" if r.revoked_at and r.revoked_at <= now else " expired")
+                for r in self.keyring().with_role(role)
+                if self.private_key_path(r.name).exists()
+            ]
+            unusable = f" ({', '.join(held)})" if held else ""
+            raise KeyStoreError(f"no valid {role.value} private key in {self.path}{unusable}")
+        if len(candidates) > 1:
+            names = ", ".join(sorted(r.name for r in candidates))
+            raise KeyStoreError(
+                f"{len(candidates)} valid {role.value} keys in {self.path} ({names}): "
+                f"choose one with `ledger keys use NAME` or {key_env(role)}"
+            )
+        return candidates[0]
+
+    def signer(
+        self, role: Role, passphrase: bytes | None, name: str | None = None
+    ) -> InMemorySigner:
+        """A signer for the key `choose(role, name)` picks."""
+        record = self.choose(role, name)
         private_key = read_private_key(self.private_key_path(record.name), passphrase)
         signer = InMemorySigner(private_key, role)
         if signer.key_id != record.key_id:
             raise KeyStoreError(f"{record.name}.pem does not match its keyring entry")
         return signer
+
+    def mark_revoked(self, key_id: str, revoked_at: datetime, reason: str) -> PublicKeyRecord:
+        """Write a revocation into the keyring entry (public copies then carry it)."""
+        keyring = self.keyring()
+        record = keyring.get(key_id)
+        if record is None:
+            raise KeyStoreError(f"no key {key_id} in {self.keyring_path}")
+        if record.revoked_at is not None and record.revoked_at <= revoked_at:
+            return record  # the earlier revocation stands
+        revoked = replace(record, revoked_at=revoked_at, revocation_reason=reason)
+        keyring.add(revoked)
+        keyring.save(self.keyring_path)
+        return revoked

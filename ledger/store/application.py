@@ -68,8 +68,10 @@ class LedgerApplication(Application[UUID]):
         env: dict[str, str] | None = None,
         create: bool = True,
         keyring_source: Callable[[], Keyring] | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.store_url = store
+        self._clock = clock  # signing time in µs (None: the system clock)
         self._keyring = keyring
         self._keyring_source = keyring_source
         self._signer = signer
@@ -118,7 +120,7 @@ class LedgerApplication(Application[UUID]):
             compressor=self.factory.compressor(),
             cipher=self.factory.cipher(),
         )
-        mapper.configure(self._signer, SignerCheck(self._keyring))
+        mapper.configure(self._signer, SignerCheck(self._keyring), self._clock)
         return mapper
 
     def construct_event_store(self) -> EventStore[UUID]:

@@ -27,6 +27,7 @@ from ledger.crypto.envelope import (
     Envelope,
     SignerCheck,
     check_row,
+    now_micros,
     open_envelope,
     seal,
     where,
@@ -44,10 +45,18 @@ class SealingMapper(Mapper[UUID]):
 
     signer: Signer | None = None
     signer_check: SignerCheck | None = None
+    clock: Callable[[], int]
 
-    def configure(self, signer: Signer | None, signer_check: SignerCheck) -> None:
+    def configure(
+        self,
+        signer: Signer | None,
+        signer_check: SignerCheck,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        """`clock` gives the signing time in µs since the epoch (tests inject one)."""
         self.signer = signer
         self.signer_check = signer_check
+        self.clock = clock or now_micros
         # Envelopes this node sealed itself, by entry hash -> signature: reading
         # one back (the aggregate cache fast-forwards after every save) needs no
         # second Ed25519 verify when header and signature are byte-identical to
@@ -62,6 +71,7 @@ class SealingMapper(Mapper[UUID]):
             raise VerificationError("this ledger was opened read-only: no signing key")
         heads: dict[UUID | str, tuple[int, bytes]] = {}
         stored_events = []
+        signed_at = self.clock()  # one signing time per batch: they are signed together
         for event in domain_events:
             plain = super().to_stored_event(event)
             version = plain.originator_version
@@ -78,6 +88,7 @@ class SealingMapper(Mapper[UUID]):
                 prev_hash=previous,
                 payload=plain.state,
                 signer=self.signer,
+                signed_at=signed_at,
             )
             heads[plain.originator_id] = (version, entry_hash)
             self._remember_sealed(entry_hash, state, len(plain.state))
@@ -104,6 +115,7 @@ class SealingMapper(Mapper[UUID]):
             self.signer_check.check_signer(envelope, stream=stream, version=version)
         else:
             self.signer_check.check_signature(envelope, stream=stream, version=version)
+            self.signer_check.check_validity(envelope, stream=stream, version=version)
         return envelope
 
     def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
