@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from eventsourcing.utils import get_topic
-from ledger.domain.table import Table
 
 from ledger.cli.main import main
 from ledger.crypto.envelope import SignerCheck
@@ -25,6 +24,7 @@ from ledger.node import Node, open_node
 from ledger.store.application import LedgerApplication
 from ledger.store.checkpointer import Checkpointer
 from tests.conftest import PASSPHRASE
+from tests.demo_table import Table
 
 HOUR = 3600 * 1_000_000
 

@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from ledger.domain.table import Table
 
 from ledger.cli.main import main
 from ledger.crypto.envelope import MAGIC, MAGIC_V1
@@ -16,6 +15,7 @@ from ledger.crypto.keystore import KeyDirectory
 from ledger.node import open_node
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE
+from tests.demo_table import Table
 
 RELEASE = Path(__file__).parent / "data" / "release-0.1-store"
 

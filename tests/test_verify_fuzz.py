@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from ledger.domain.table import Table
 
 from ledger.cli.main import main
 from ledger.crypto.keystore import KeyDirectory
 from ledger.node import open_node
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
+from tests.demo_table import Table
 
 MUTATIONS = ["flip", "truncate", "null", "retype", "delete", "swap"]
 
