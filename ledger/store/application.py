@@ -10,7 +10,12 @@ from uuid import UUID
 import psycopg
 import psycopg_pool
 from eventsourcing.application import Application
-from eventsourcing.persistence import EventStore, InfrastructureFactoryError, PersistenceError
+from eventsourcing.persistence import (
+    EventStore,
+    InfrastructureFactoryError,
+    PersistenceError,
+    Recording,
+)
 
 from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
@@ -67,6 +72,8 @@ class LedgerApplication(Application[UUID]):
                 f"cannot open store {describe(store)}: {_first_line(exc)}"
             ) from exc
         self.tables = MerkleLogTables(self.sealed_recorder)
+        # Called with the number of events after each committed save (the anchor).
+        self.on_recorded: list[Callable[[int], None]] = []
         if not create:
             try:
                 self.tables.tail()
@@ -81,6 +88,10 @@ class LedgerApplication(Application[UUID]):
         node was opened from a keys directory). Envelopes on read are checked
         against the keyring the node opened with."""
         return self._keyring_source() if self._keyring_source else self._keyring
+
+    def _notify(self, recordings: list[Recording[UUID]]) -> None:
+        for listener in self.on_recorded:
+            listener(len(recordings))
 
     @property
     def sealed_recorder(self) -> SealedRecorder:
