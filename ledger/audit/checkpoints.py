@@ -19,7 +19,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import consistency_proof, verify_consistency
 from ledger.errors import VerificationError
-from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row
+from ledger.store.merkle_log import CheckpointRow, MerkleLogTables, parse_checkpoint_row
 
 
 def _label(checkpoint: Checkpoint) -> str:
@@ -30,9 +30,9 @@ def load_checkpoints(
     tables: MerkleLogTables, keyring: Keyring, trusted: Checkpoint | None
 ) -> list[Checkpoint]:
     """Every stored checkpoint, checked, one per signed size, by size."""
+    rows = sorted(tables.checkpoint_rows(), key=_by_column)  # the first bad row is named
     parsed = sorted(
-        (parse_checkpoint_row(row) for row in tables.checkpoint_rows()),
-        key=lambda c: (c.size, c.issued_at),
+        (parse_checkpoint_row(row) for row in rows), key=lambda c: (c.size, c.issued_at)
     )
     if trusted is not None:
         trusted.verify(keyring)
@@ -53,6 +53,11 @@ def load_checkpoints(
         distinct.append(checkpoint)
     _check_times(distinct)
     return distinct
+
+
+def _by_column(row: CheckpointRow) -> tuple[int, int]:
+    column = row[0]
+    return (0, column) if type(column) is int else (1, 0)
 
 
 def _check_times(checkpoints: list[Checkpoint]) -> None:

@@ -76,9 +76,7 @@ class Checkpoint:
         if checkpoint.size < 0 or len(checkpoint.root) != 32:
             raise VerificationError("malformed checkpoint: negative size or a root not 32 bytes")
         if checkpoint.issued_at.utcoffset() is None:
-            raise VerificationError(
-                f"checkpoint of size {checkpoint.size}: its time has no UTC offset"
-            )
+            raise VerificationError("malformed checkpoint: its time has no UTC offset")
         if checkpoint.to_note() != text:
             raise VerificationError("checkpoint is not in canonical form")
         return checkpoint

@@ -39,7 +39,7 @@ from ledger.store.merkle_log import (
     parse_checkpoint_row,
     stream_of,
 )
-from ledger.store.recorders import Cursor, LeafRow, NodeRow
+from ledger.store.recorders import Cursor, LeafRow, NodeRow, SealedSQLiteApplicationRecorder
 
 DEFAULT_ORIGIN = "casino-ledger"
 RACE_RETRIES = 5
@@ -161,10 +161,10 @@ class Checkpointer:
     def _lock(self, cursor: Cursor) -> None:
         """Serialise checkpointers (and, on SQLite, take the write lock before reading)."""
         recorder = self.tables.recorder
-        if recorder.dialect == "sqlite":
+        if isinstance(recorder, SealedSQLiteApplicationRecorder):
             # A write statement (touching no row) makes SQLite take its write
             # lock now, waiting for it, so what we read next is the latest.
-            cursor.execute(self.tables.recorder.sql("DELETE FROM {checkpoints} WHERE 0 = 1"))
+            cursor.execute(recorder.sql("DELETE FROM {checkpoints} WHERE 0 = 1"))
         else:
             name = f"casino-ledger-checkpointer:{recorder.datastore.schema}"
             cursor.execute(SQL("SELECT pg_advisory_xact_lock(hashtext({}))").format(Literal(name)))
@@ -196,7 +196,10 @@ class Checkpointer:
         keyring = self.keyring
         assert keyring is not None
         newest: Checkpoint | None = None
-        for row in self.tables.checkpoint_rows(size, cursor):
+        rows = self.tables.checkpoint_rows(size, cursor)
+        if not rows and size:
+            rows = self.tables.checkpoint_rows(None, cursor)  # something is wrong: say what
+        for row in rows:
             checkpoint = parse_checkpoint_row(row)
             checkpoint.verify(keyring)
             if checkpoint.origin != self.origin:

@@ -152,16 +152,16 @@ class MerkleLogTables:
 
     def row_by_id(self, notification_id: int, cursor: Cursor | None = None) -> Row | None:
         row = self._one(self._row_by_id, (notification_id,), cursor)
-        return tuple(row) if row else None  # type: ignore[return-value]
+        return tuple(row) if row else None
 
     def row_by_stream(self, stream: str, version: int) -> Row | None:
         row = self._one(self._row_by_stream, (self._key(stream), version), None)
-        return tuple(row) if row else None  # type: ignore[return-value]
+        return tuple(row) if row else None
 
     def last_row(self) -> Row | None:
         """The event with the highest notification id, if any."""
         row = self._one(self._last_row, (), None)
-        return tuple(row) if row else None  # type: ignore[return-value]
+        return tuple(row) if row else None
 
     def event_count(self) -> tuple[int, int]:
         """(number of events, highest notification id or 0)."""
