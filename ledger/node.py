@@ -146,7 +146,7 @@ def open_node(
     try:
         check_store_is_ours(app.tables, keyring, directory.path, origin())
         if settings and settings.enabled and holds_private_key(directory, keyring, Role.CHECKPOINT):
-            node.anchor = Anchor(node._checkpointer(), settings)
+            node.anchor = Anchor(node._checkpointer(), settings, lambda: not app.closing.is_set())
             app.on_recorded.append(node.anchor.recorded)
     except BaseException:
         app.close()

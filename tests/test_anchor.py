@@ -15,6 +15,7 @@ import pytest
 
 from ledger.audit.proofs import newest_checkpoint
 from ledger.cli.main import main
+from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keystore import KeyDirectory
 from ledger.domain.table import Table
 from ledger.errors import ConfigError, VerificationError
@@ -191,3 +192,37 @@ def test_killed_writers_leave_at_most_the_window_unanchored(
         if events > anchored:
             assert f"{events - anchored} newest events are not yet under a checkpoint" in output
     assert bounded > 0, "no kill came late enough for the window to be tested"
+
+
+def test_checkpoint_follow_is_the_service_beside_writers(
+    store_url: str, keys: KeyDirectory
+) -> None:
+    """`ledger checkpoint --follow` anchors what a node without the checkpoint key writes."""
+    (keys.path / "checkpoint.pem").rename(keys.path / "elsewhere.pem.off")
+    writer = open_node(store_url, str(keys.path), passphrase=PASSPHRASE)
+    assert writer.anchor is None
+    service_keys = keys.path.parent / "service-keys"
+    service_keys.mkdir()
+    (service_keys / keys.keyring_path.name).write_bytes(keys.keyring_path.read_bytes())
+    (keys.path / "elsewhere.pem.off").rename(service_keys / "checkpoint.pem")
+    env = dict(os.environ, LEDGER_PASSPHRASE=PASSPHRASE.decode())
+    argv = ["--store", store_url, "--keys", str(service_keys), "checkpoint", "--follow"]
+    service = subprocess.Popen(
+        [sys.executable, "-m", "ledger.cli.main", *argv],
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        save(writer, 5)
+        wait_until_covered(store_url, keys, 5)
+        save(writer, 4)
+        wait_until_covered(store_url, keys, 9)
+    finally:
+        writer.close()
+        service.send_signal(signal.SIGINT)
+        out, err = service.communicate(timeout=60)
+    assert service.returncode == 0, err
+    assert Checkpoint.from_note(out).size == 9  # prints the newest checkpoint on exit

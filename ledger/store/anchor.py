@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ledger.errors import ConfigError, LedgerError
@@ -67,8 +68,14 @@ def _env_number(name: str, default: float, kind: type[float] | type[int]) -> flo
 class Anchor:
     """A background checkpointer driven by this node's writes."""
 
-    def __init__(self, checkpointer: Checkpointer, settings: AnchorSettings) -> None:
+    def __init__(
+        self,
+        checkpointer: Checkpointer,
+        settings: AnchorSettings,
+        store_open: Callable[[], bool] = lambda: True,
+    ) -> None:
         self._checkpointer = checkpointer
+        self._store_open = store_open  # false once the application is closed
         self._settings = settings
         self._wake = threading.Condition()
         self._pending = 0  # events written since the last checkpoint we made
@@ -122,6 +129,8 @@ class Anchor:
                 log.error("anchoring stopped: %s", exc)
                 return False
             except Exception as exc:  # the store went away for a moment: try again later
+                if not self._store_open():
+                    return False  # closed under us (without `close`): nothing to anchor to
                 log.warning("anchoring failed, will retry: %s", exc)
                 self.recorded(0 if self._pending else 1)
             return True
