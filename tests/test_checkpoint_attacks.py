@@ -358,6 +358,10 @@ def missing_node(a: Attacker, node: Node) -> None:
     a.sql("DELETE FROM ledger_merkle_nodes WHERE level = 3 AND idx = 1")
 
 
+def node_holds_text(a: Attacker, node: Node) -> None:
+    a.sql("UPDATE ledger_merkle_nodes SET hash = ? WHERE level = 3 AND idx = 1", ("abc",))
+
+
 def other_origin(a: Attacker, node: Node) -> None:
     note = resign(node, by_size(node, 20), origin="another-ledger")
     a.sql("UPDATE ledger_checkpoints SET note = ? WHERE tree_size = 20", (note,))
@@ -388,6 +392,11 @@ ROW_ATTACKS: dict[str, tuple[CheckpointEdit, str]] = {
     "consistency proof cannot be built": (
         missing_node,
         "checkpoint of size 8: no valid consistency proof from it to the checkpoint of size 16",
+    ),
+    "Merkle node holding text": (
+        node_holds_text,
+        "checkpoint of size 8: no valid consistency proof from it to the checkpoint of size 16: "
+        "Merkle node (3, 1) does not hold a 32-byte hash",
     ),
     "another origin": (other_origin, "checkpoint of size 20: origin is 'another-ledger'"),
     "bad signature": (bad_signature, "checkpoint of size 8: bad signature"),
