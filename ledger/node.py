@@ -15,6 +15,7 @@ from ledger.store.application import LedgerApplication
 from ledger.store.checkpointer import DEFAULT_ORIGIN, Checkpointer
 from ledger.store.config import store_url
 from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row, stream_of
+from ledger.store.sealing import SealingMapper
 
 KEYS_ENV = "LEDGER_KEYS"
 DEFAULT_KEYS = "keys"
@@ -58,7 +59,12 @@ class Node:
             keyring=self.keyring,
             origin=origin(),
             batch_size=batch_size,
+            signed_here=self._signed_here,
         )
+
+    def _signed_here(self, entry_hash: bytes) -> bytes | None:
+        mapper = self.app.mapper
+        return mapper.signed_here(entry_hash) if isinstance(mapper, SealingMapper) else None
 
     def close(self) -> None:
         """Anchor what this node wrote (raising if it could not), then close the store."""

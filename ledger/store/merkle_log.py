@@ -231,10 +231,12 @@ class MerkleLogTables:
             with self.recorder.write() as own:
                 self.append(leaves, nodes, checkpoint, own)
             return
-        for leaf in leaves:
-            cursor.execute(self._insert_leaf, leaf)
-        for node in nodes:
-            cursor.execute(self._insert_node, node)
+        # One batched statement per table: a round trip per row made PostgreSQL
+        # checkpointing slower than the writes it must keep up with.
+        if leaves:
+            cursor.executemany(self._insert_leaf, leaves)
+        if nodes:
+            cursor.executemany(self._insert_node, nodes)
         if checkpoint is not None:
             cursor.execute(
                 self._insert_checkpoint,
