@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledger.crypto.envelope import SignerCheck
+from ledger.crypto.envelope import SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.keystore import KeyDirectory
+from ledger.errors import ConfigError, LedgerError
+from ledger.store.anchor import Anchor, AnchorSettings
 from ledger.store.application import LedgerApplication
 from ledger.store.checkpointer import DEFAULT_ORIGIN, Checkpointer
 from ledger.store.config import store_url
+from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row, stream_of
+from ledger.store.sealing import SealingMapper
 
 KEYS_ENV = "LEDGER_KEYS"
 DEFAULT_KEYS = "keys"
@@ -27,6 +31,11 @@ def origin() -> str:
     return os.environ.get(ORIGIN_ENV) or DEFAULT_ORIGIN
 
 
+def holds_private_key(directory: KeyDirectory, keyring: Keyring, role: Role) -> bool:
+    """True when the keys directory holds a private key file for a key of `role`."""
+    return any(directory.private_key_path(r.name).exists() for r in keyring.with_role(role))
+
+
 @dataclass
 class Node:
     """An open ledger: the sealed application, its keys, and a checkpointer."""
@@ -35,18 +44,80 @@ class Node:
     keys: KeyDirectory
     keyring: Keyring
     passphrase: bytes | None
+    anchor: Anchor | None = field(default=None)
 
     def checkpointer(self, batch_size: int = 1000) -> Checkpointer:
+        """A checkpointer for this store (refused when the store is not this node's)."""
+        check_store_is_ours(self.app.tables, self.keyring, self.keys.path, origin())
+        return self._checkpointer(batch_size)
+
+    def _checkpointer(self, batch_size: int = 1000) -> Checkpointer:
         return Checkpointer(
             self.app.tables,
             signer=self.keys.signer(Role.CHECKPOINT, self.passphrase),
             signer_check=SignerCheck(self.keyring),
+            keyring=self.keyring,
             origin=origin(),
             batch_size=batch_size,
+            signed_here=self._signed_here,
         )
 
+    def _signed_here(self, entry_hash: bytes) -> bytes | None:
+        mapper = self.app.mapper
+        return mapper.signed_here(entry_hash) if isinstance(mapper, SealingMapper) else None
+
     def close(self) -> None:
-        self.app.close()
+        """Anchor what this node wrote (raising if it could not), then close the store."""
+        try:
+            if self.anchor is not None:
+                anchor, self.anchor = self.anchor, None
+                anchor.close()
+        finally:
+            self.app.close()
+
+
+def check_store_is_ours(
+    tables: MerkleLogTables, keyring: Keyring, keys_path: Path, node_origin: str
+) -> None:
+    """Refuse (ConfigError, nothing written) a store this node would ruin: one whose
+    newest event or newest checkpoint was signed by a key this keyring does not
+    hold with that role, or whose checkpoints are for another origin.
+
+    A guard against a wrong keys directory or LEDGER_ORIGIN, not against an
+    attacker (one with database rights can ruin a store anyway; `verify`
+    catches that): the newest checkpoint row is found by its stored size."""
+    advice = f"the keys directory {keys_path} is not this store's; nothing was written"
+    last = tables.last_row()
+    if last is not None:
+        notification_id, originator_id, version, _, state = last
+        try:
+            envelope = open_envelope(bytes(state), stream=stream_of(originator_id), version=version)
+        except (LedgerError, TypeError) as exc:
+            raise ConfigError(
+                f"the store's newest event ({notification_id}) cannot be read ({exc}): "
+                "run `ledger verify`; nothing was written"
+            ) from exc
+        record = keyring.get(envelope.key_id)
+        if record is None or record.role is not Role.LEDGER_NODE:
+            raise ConfigError(
+                f"the store's newest event was signed by ledger-node key "
+                f"{envelope.key_id[:16]}, which this keyring does not hold: {advice}"
+            )
+    newest = tables.newest_checkpoint_row()
+    if newest is None:
+        return
+    checkpoint = parse_checkpoint_row(newest)
+    record = keyring.get(checkpoint.key_id)
+    if record is None or record.role is not Role.CHECKPOINT:
+        raise ConfigError(
+            f"the store's newest checkpoint was signed by checkpoint key "
+            f"{checkpoint.key_id[:16]}, which this keyring does not hold: {advice}"
+        )
+    if checkpoint.origin != node_origin:
+        raise ConfigError(
+            f"this node's origin is {node_origin!r} but the store's checkpoints are for "
+            f"{checkpoint.origin!r} (set {ORIGIN_ENV}); nothing was written"
+        )
 
 
 def open_node(
@@ -55,12 +126,19 @@ def open_node(
     *,
     passphrase: bytes | None = None,
     writable: bool = True,
+    anchor_seconds: float | None = None,
+    anchor_events: int | None = None,
 ) -> Node:
     """Open the store; with `writable`, load the ledger-node signing key first
-    (so a wrong passphrase fails before anything touches the store)."""
+    (so a wrong passphrase fails before anything touches the store), check the
+    store is this node's (its keys, its origin) before anything is written, and,
+    when the checkpoint key is here too, keep the log anchored in the background
+    (`anchor_seconds`/`anchor_events`, else $LEDGER_ANCHOR_SECONDS/_EVENTS, else
+    1 s / 1000 events; 0 turns either off)."""
     directory = keys_dir(keys)
     keyring = directory.keyring()
     signer = directory.signer(Role.LEDGER_NODE, passphrase) if writable else None
+    settings = AnchorSettings.resolve(anchor_seconds, anchor_events) if writable else None
     app = LedgerApplication(
         store_url(store),
         keyring=keyring,
@@ -68,4 +146,15 @@ def open_node(
         create=writable,
         keyring_source=directory.keyring,
     )
-    return Node(app, directory, keyring, passphrase)
+    node = Node(app, directory, keyring, passphrase)
+    if not writable:
+        return node
+    try:
+        check_store_is_ours(app.tables, keyring, directory.path, origin())
+        if settings and settings.enabled and holds_private_key(directory, keyring, Role.CHECKPOINT):
+            node.anchor = Anchor(node._checkpointer(), settings, lambda: not app.closing.is_set())
+            app.on_recorded.append(node.anchor.recorded)
+    except BaseException:
+        app.close()
+        raise
+    return node

@@ -97,5 +97,29 @@ class Attacker:
         self.sql("DELETE FROM ledger_merkle_nodes WHERE (idx + 1) * (1 << level) > ?", (keep,))
         self.sql("DELETE FROM ledger_checkpoints WHERE tree_size > ?", (keep,))
 
+    def loosen_checkpoints(self) -> None:
+        """Drop the checkpoint table's constraints (key, NOT NULL, text type)."""
+        if self.sqlite:
+            self.sql("CREATE TABLE loose (tree_size, root, note)")
+            self.sql("INSERT INTO loose SELECT tree_size, root, note FROM ledger_checkpoints")
+            self.sql("DROP TABLE ledger_checkpoints")
+            self.sql("ALTER TABLE loose RENAME TO ledger_checkpoints")
+        else:
+            self.sql("ALTER TABLE ledger_checkpoints DROP CONSTRAINT ledger_checkpoints_pkey")
+            self.sql("ALTER TABLE ledger_checkpoints ALTER COLUMN note DROP NOT NULL")
+
+    def make_notes_binary(self) -> None:
+        """On PostgreSQL the note column becomes bytea (SQLite stores any type anyway)."""
+        if not self.sqlite:
+            self.sql(
+                "ALTER TABLE ledger_checkpoints ALTER COLUMN note TYPE bytea "
+                "USING convert_to(note, 'UTF8')"
+            )
+
+    def checkpoint_note(self, tree_size: int) -> str:
+        found = self.sql("SELECT note FROM ledger_checkpoints WHERE tree_size = ?", (tree_size,))
+        assert found, f"no checkpoint row {tree_size}"
+        return str(found[0][0])
+
     def close(self) -> None:
         self.conn.close()

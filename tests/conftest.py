@@ -72,7 +72,10 @@ def keys(tmp_path: Path) -> KeyDirectory:
 
 @pytest.fixture
 def node(store_url: str, keys: KeyDirectory) -> Iterator[Node]:
-    opened = open_node(store_url, str(keys.path), passphrase=PASSPHRASE)
+    # No background anchor: tests checkpoint explicitly (tests/test_anchor.py runs it).
+    opened = open_node(
+        store_url, str(keys.path), passphrase=PASSPHRASE, anchor_seconds=0, anchor_events=0
+    )
     try:
         yield opened
     finally:

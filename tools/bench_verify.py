@@ -78,6 +78,7 @@ def build(url: str, keys: bench.Keys, n: int, per_stream: int) -> dict[str, floa
             app.tables,
             signer=keys.checkpoint_signer,
             signer_check=SignerCheck(keys.keyring),
+            keyring=keys.keyring,
             batch_size=1000,
         )
         started = time.perf_counter()

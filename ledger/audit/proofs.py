@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import base64
+import binascii
 from typing import Any
+from uuid import UUID
 
-from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.envelope import open_envelope
-from ledger.crypto.keys import Keyring
+from ledger.crypto.checkpoint import Checkpoint, newest_valid
+from ledger.crypto.envelope import (
+    ENVELOPE_PREFIX,
+    MAGIC,
+    MAGIC_V1,
+    SignerCheck,
+    open_envelope,
+    time_problem,
+    where,
+)
+from ledger.crypto.keys import Keyring, to_micros
 from ledger.crypto.merkle import (
     consistency_proof,
-    hash_leaf,
     inclusion_proof,
     verify_consistency,
     verify_inclusion,
 )
 from ledger.errors import ConfigError, VerificationError
 from ledger.store.application import LedgerApplication
+from ledger.store.merkle_log import parse_checkpoint_row
 
 Bundle = dict[str, Any]
 
@@ -25,13 +35,33 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
-def inclusion_of(app: LedgerApplication, stream: str, version: int) -> Bundle:
+MAX_VERSION = 2**63 - 1  # both stores keep versions as 64-bit integers
+
+
+def newest_checkpoint(app: LedgerApplication, keyring: Keyring) -> Checkpoint | None:
+    """The newest stored checkpoint whose signature verifies, by its signed size."""
+    parsed = []
+    for row in app.tables.checkpoint_rows():
+        try:
+            parsed.append(parse_checkpoint_row(row))
+        except VerificationError:
+            continue  # a row that is not a checkpoint proves nothing: skip it
+    return newest_valid(parsed, keyring)[0]
+
+
+def inclusion_of(app: LedgerApplication, stream: str, version: int, keyring: Keyring) -> Bundle:
     """The event's signed header, its leaf index, the newest checkpoint and the path."""
+    try:
+        UUID(stream)
+    except ValueError:
+        raise ConfigError(f"stream {stream!r} is not a stream id (a UUID)") from None
+    if not 1 <= version <= MAX_VERSION:
+        raise ConfigError(f"version {version} is out of range (1 to {MAX_VERSION})")
     row = app.tables.row_by_stream(stream, version)
     if row is None:
         raise ConfigError(f"no event at stream {stream} version {version}")
     index = app.tables.leaf_index_of(row[0])
-    checkpoint = app.tables.latest_checkpoint()
+    checkpoint = newest_checkpoint(app, keyring)
     if index is None or checkpoint is None or index >= checkpoint.size:
         raise ConfigError("that event is not under a checkpoint yet: run `ledger checkpoint`")
     envelope = open_envelope(bytes(row[4]), stream=stream, version=version)
@@ -48,25 +78,103 @@ def inclusion_of(app: LedgerApplication, stream: str, version: int) -> Bundle:
     return bundle
 
 
-def verify_inclusion_bundle(bundle: Bundle, keyring: Keyring) -> Checkpoint:
-    """Offline check of an `inclusion_of` bundle; returns the checkpoint it proves against."""
+_FIELDS: dict[str, type] = {
+    "stream": str,
+    "version": int,
+    "leaf_index": int,
+    "header": str,
+    "signature": str,
+    "proof": list,
+    "checkpoint": str,
+}
+
+
+def _fields(bundle: object) -> None:
+    """Exactly the bundle's fields, each of its JSON type (no int as a string, no bool)."""
+    if not isinstance(bundle, dict):
+        raise VerificationError("malformed inclusion bundle: not a JSON object")
+    for name, kind in _FIELDS.items():
+        if name not in bundle:
+            raise VerificationError(f"malformed inclusion bundle: {name!r} is missing")
+        value = bundle[name]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise VerificationError(
+                f"malformed inclusion bundle: {name!r} must be a {kind.__name__}, "
+                f"not {type(value).__name__}"
+            )
+    extra = sorted(set(bundle) - set(_FIELDS), key=str)
+    if extra:
+        raise VerificationError(f"malformed inclusion bundle: unexpected field {extra[0]!r}")
+    if not all(isinstance(p, str) for p in bundle["proof"]):
+        raise VerificationError("malformed inclusion bundle: 'proof' must hold strings")
+
+
+def _decode(name: str, text: str) -> bytes:
     try:
-        checkpoint = Checkpoint.from_note(bundle["checkpoint"])
-        header = base64.b64decode(bundle["header"], validate=True)
-        proof = [base64.b64decode(p, validate=True) for p in bundle["proof"]]
-        index = int(bundle["leaf_index"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise VerificationError(f"malformed inclusion bundle: {exc}") from exc
-    checkpoint.verify(keyring)
-    verify_inclusion(index, checkpoint.size, hash_leaf(header), proof, checkpoint.root)
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise VerificationError(f"malformed inclusion bundle: {name!r} is not base64") from exc
+
+
+def verify_inclusion_bundle(
+    bundle: Bundle, keyring: Keyring, *, origin: str | None = None
+) -> Checkpoint:
+    """Offline check of an `inclusion_of` bundle, whole; returns the checkpoint it
+    proves against. Checked: every field's presence and type; the checkpoint
+    (canonical, timezone-aware, signed by a checkpoint key, of `origin` when
+    given); the envelope header's signature by a ledger-node key; that the
+    claimed stream and version are the signed header's; and the leaf's
+    inclusion at `leaf_index` under the checkpoint's root. Anything wrong
+    raises `VerificationError`, never another exception."""
+    _fields(bundle)
+    checkpoint = Checkpoint.from_note(bundle["checkpoint"])
+    checkpoint.verify(keyring, origin=origin)
+    header = _decode("header", bundle["header"])
+    signature = _decode("signature", bundle["signature"])
+    proof = [_decode("proof", p) for p in bundle["proof"]]
+    stream, version, index = bundle["stream"], bundle["version"], bundle["leaf_index"]
+    if len(header) > 0xFFFF:
+        raise VerificationError("malformed inclusion bundle: header too long")
+    # The header and signature as they were stored (no payload: only its hash is
+    # signed). A release-0.1 (v1) header carries no signing time.
+    magic = MAGIC if b'"signed_at":' in header else MAGIC_V1
+    envelope = open_envelope(
+        ENVELOPE_PREFIX.pack(magic, len(header)) + header + signature,
+        stream=stream,
+        version=version,
+    )
+    if envelope.stream != stream or envelope.version != version:
+        raise VerificationError(
+            f"the bundle claims stream {stream} version {version} but the signed header is "
+            f"stream {envelope.stream} version {envelope.version}"
+        )
+    signer_check = SignerCheck(keyring)
+    signer_check.check_signature(envelope, stream=stream, version=version)
+    # Signed inside its key's validity, revocation included, and no later than the
+    # checkpoint that proves it (a v1 envelope is judged by that checkpoint alone).
+    issued = to_micros(checkpoint.issued_at)
+    signed_at = issued if envelope.signed_at is None else envelope.signed_at
+    window = signer_check.windows[envelope.key_id]
+    problem = time_problem(signed_at, window, issued, checkpoint.size)
+    if problem:
+        raise VerificationError(problem, where=where(stream, version))
+    if not 0 <= index < checkpoint.size:
+        raise VerificationError(
+            f"leaf index {index} is outside the checkpoint of size {checkpoint.size}"
+        )
+    verify_inclusion(index, checkpoint.size, envelope.entry_hash, proof, checkpoint.root)
     return checkpoint
 
 
-def consistency_from(app: LedgerApplication, trusted: Checkpoint) -> Bundle:
-    newest = app.tables.latest_checkpoint()
+def consistency_from(app: LedgerApplication, trusted: Checkpoint, keyring: Keyring) -> Bundle:
+    trusted.verify(keyring)
+    newest = newest_checkpoint(app, keyring)
     if newest is None or newest.size < trusted.size:
         raise VerificationError("the store has no checkpoint as large as the kept one")
-    proof = consistency_proof(trusted.size, newest.size, app.tables.subtree_reader())
+    try:
+        proof = consistency_proof(trusted.size, newest.size, app.tables.subtree_reader())
+    except (LookupError, ValueError) as exc:
+        raise VerificationError(f"no consistency proof from the kept checkpoint: {exc}") from exc
     verify_consistency(trusted.size, newest.size, proof, trusted.root, newest.root)
     return {
         "from": trusted.to_note(),

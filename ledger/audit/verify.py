@@ -18,14 +18,20 @@ links across chunk edges, and Merkle subtrees into the full tree.
 
 from __future__ import annotations
 
-import itertools
 import os
 import time
 from collections.abc import Callable, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 
+from ledger.audit.checkpoints import (
+    check_proofs,
+    kept_mismatch,
+    load_checkpoints,
+    unanchored_note,
+)
 from ledger.audit.chunks import (
     ChunkSpec,
     Problem,
@@ -41,7 +47,7 @@ from ledger.audit.settlement import SettlementCounts, check_settlement
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
-from ledger.crypto.merkle import CompactRange, consistency_proof, verify_consistency
+from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError, VerificationError
 from ledger.store.application import LedgerApplication
 from ledger.variants.api import Variant
@@ -76,6 +82,7 @@ class VerificationReport:
     streams: int = 0
     checkpoints: int = 0
     covered: int = 0  # events under the newest checkpoint
+    unanchored: str | None = None  # the tail not under a checkpoint: its size and age
     trusted_size: int | None = None
     seconds: float = 0.0
     workers: int = 1
@@ -112,10 +119,8 @@ class VerificationReport:
             lines += _settlement_lines(self.settlement)
         if self.trusted_size is not None:
             lines.append(f"   consistent with the kept checkpoint of size {self.trusted_size}")
-        if self.events > self.covered:
-            lines.append(
-                f"   {self.events - self.covered} newest events are not yet under a checkpoint"
-            )
+        if self.unanchored:
+            lines.append(f"   {self.unanchored}")
         return "\n".join(lines + [f"   {note}" for note in self.notes])
 
 
@@ -192,22 +197,17 @@ def verify_store(
     workers = workers or os.cpu_count() or 1
     report = VerificationReport(level=level, workers=workers)
 
-    checkpoints = app.tables.checkpoints()
     # Revocations: the log's KeyRevoked events and the keyring's, the earlier wins.
     keyring = merged(keyring, log_revocations(app.tables, app.mapper.transcoder, keyring))
-    origin = trusted.origin if trusted else (checkpoints[0].origin if checkpoints else None)
+    checkpoints = load_checkpoints(app.tables, keyring, trusted)
     if trusted is not None:
-        trusted.verify(keyring)
         report.trusted_size = trusted.size
-    for checkpoint in checkpoints:
-        checkpoint.verify(keyring, origin=origin)
     everyone = checkpoints + ([trusted] if trusted is not None else [])
     times = checkpoint_times(everyone, keyring)
     expected_roots = {c.size: c.root for c in checkpoints}
-    if trusted is not None:
-        expected_roots.setdefault(trusted.size, trusted.root)
+    sizes = set(expected_roots) | ({trusted.size} if trusted else set())
 
-    count, specs = plan_chunks(app, sorted(expected_roots), level, chunk_leaves, times)
+    count, specs = plan_chunks(app, sorted(sizes), level, chunk_leaves, times)
     if on_total:
         on_total(count)
     report.workers = min(workers, max(1, len(specs)))
@@ -236,8 +236,14 @@ def verify_store(
             for size, partial in sorted(result.at_size.items()):
                 whole = tree.copy()
                 whole.extend(partial)
-                if whole.root() != expected_roots[size]:
+                root = whole.root()
+                if size in expected_roots and root != expected_roots[size]:
                     problems.append(first_difference(app.tables, matched, size))
+                    break
+                if trusted is not None and size == trusted.size and root != trusted.root:
+                    # The kept checkpoint against the log itself, never a stored one.
+                    stored = expected_roots.get(size)
+                    problems.append(kept_mismatch(result.spec.first_leaf, trusted, stored))
                     break
                 matched = size
             tree.extend(result.leaves)
@@ -246,7 +252,7 @@ def verify_store(
             if progress:
                 progress(result.count)
 
-    missing = [size for size in expected_roots if size > count]
+    missing = [size for size in sizes if size > count]
     if missing and not problems:
         size = max(missing)
         kind = "the kept checkpoint" if trusted and size == trusted.size else "a checkpoint"
@@ -264,7 +270,7 @@ def verify_store(
         removed = first_removed(app.tables, matched, first.position + 1)
         raise (removed if removed and removed.position <= first.position else first).as_error()
 
-    _check_proofs(app, checkpoints, trusted)
+    check_proofs(app.tables, checkpoints, trusted)
     if level is Level.SETTLEMENT:
         report.settlement = check_settlement(
             app.tables,
@@ -275,32 +281,8 @@ def verify_store(
     report.events = count
     report.streams = len(heads)
     report.checkpoints = len(checkpoints)
-    report.covered = max((c.size for c in checkpoints), default=0)
+    report.covered = checkpoints[-1].size if checkpoints else 0
+    newest = checkpoints[-1] if checkpoints else None
+    report.unanchored = unanchored_note(count, newest, datetime.now(UTC))
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _check_proofs(
-    app: LedgerApplication, checkpoints: list[Checkpoint], trusted: Checkpoint | None
-) -> None:
-    """Consecutive checkpoints, and the kept one with the newest, must be consistent
-    by the proofs the store serves: the roots were already recomputed from the
-    events, so this checks the stored tree an auditor's proofs come from."""
-    subtree = app.tables.subtree_reader()
-    pairs = list(itertools.pairwise(checkpoints))
-    if trusted is not None and checkpoints:
-        newest = checkpoints[-1]
-        if newest.size < trusted.size:
-            raise VerificationError(
-                f"newest checkpoint (size {newest.size}) is older than the kept one "
-                f"(size {trusted.size}): the log was rolled back"
-            )
-        pairs.append((trusted, newest))
-    for older, newer in pairs:
-        try:
-            proof = consistency_proof(older.size, newer.size, subtree)
-            verify_consistency(older.size, newer.size, proof, older.root, newer.root)
-        except (VerificationError, LookupError) as exc:
-            raise VerificationError(
-                f"no valid consistency proof from checkpoint {older.size} to {newer.size}: {exc}"
-            ) from exc

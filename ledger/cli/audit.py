@@ -9,55 +9,78 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ledger.audit.proofs import newest_checkpoint
 from ledger.audit.verify import Level, verify_store
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
 from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.keys import Keyring
-from ledger.errors import ConfigError, LedgerError
-from ledger.node import keys_dir
+from ledger.crypto.keys import Keyring, Role
+from ledger.errors import ConfigError, LedgerError, VerificationError
+from ledger.node import holds_private_key, keys_dir
 from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import LedgerApplication
 from ledger.store.config import store_url
 
 
-def check_export_path(given: str | None) -> None:
-    """Refuse an export target that cannot be written, before anything is signed."""
+def _export_path(given: str | None) -> Path | None:
+    """Where to write the checkpoint; a bad path fails before anything runs."""
     if given is None:
-        return
+        return None
     path = Path(given)
     if path.is_dir():
-        raise ConfigError(f"--export {given} is a directory: name a file")
+        raise ConfigError(f"cannot export to {given}: it is a directory")
     if not path.parent.is_dir():
-        raise ConfigError(f"--export {given}: directory {path.parent} does not exist")
+        raise ConfigError(f"cannot export to {given}: directory {path.parent} does not exist")
+    return path
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
-    check_export_path(args.export)
+    """Catch up (when this keys directory holds the checkpoint key and --no-sign is
+    not given), then print or export the newest checkpoint whose signature verifies."""
+    export = _export_path(args.export)
     node = open_from_args(args, writable=False)
     try:
-        node.passphrase = read_passphrase()
-        checkpointer = node.checkpointer()
-        if args.follow:
-            print("following the log (Ctrl-C to stop)", file=sys.stderr)
-            with contextlib.suppress(KeyboardInterrupt):
-                checkpointer.follow()
-        with progress_bar("checkpointing") as (advance, _):
-            checkpointer.catch_up(progress=advance)
-        latest = node.app.tables.latest_checkpoint()
-        if latest is None:
-            print("the log is empty: nothing to checkpoint")
-            return 0
-        note = latest.to_note()
-        if args.export:
-            Path(args.export).write_text(note)
-            print(f"wrote checkpoint of size {latest.size} to {args.export}")
-        else:
-            print(note, end="")
+        sign = not args.no_sign and holds_private_key(node.keys, node.keyring, Role.CHECKPOINT)
+        if args.follow and not sign:
+            raise ConfigError("--follow signs checkpoints: it needs the checkpoint private key")
+        events, _ = node.app.tables.event_count()
+        if sign:
+            node.passphrase = read_passphrase()
+            checkpointer = node.checkpointer()
+            if args.follow:
+                print("following the log (Ctrl-C to stop)", file=sys.stderr)
+                with contextlib.suppress(KeyboardInterrupt):
+                    checkpointer.follow()
+            with progress_bar("checkpointing") as (advance, _):
+                checkpointer.catch_up(progress=advance)
+        newest = newest_checkpoint(node.app, node.keyring)
     finally:
         node.close()
+    if newest is None:
+        if events == 0:
+            print("the log is empty: nothing to checkpoint")
+            return 0
+        raise VerificationError(
+            f"the log holds {events} events but no stored checkpoint verifies: nothing to export"
+        )
+    if sign and newest.size < events:
+        raise VerificationError(
+            f"after catching up, the newest valid checkpoint (size {newest.size}) still covers "
+            f"fewer than the {events} events of the log: nothing exported"
+        )
+    if export is None:
+        print(newest.to_note(), end="")
+        return 0
+    export.write_text(newest.to_note())
+    uncovered = events - newest.size
+    coverage = (
+        "it covers every event of the log"
+        if uncovered <= 0
+        else f"the {uncovered} newest events of the log are not under it"
+    )
+    print(f"wrote checkpoint of size {newest.size} to {export}: {coverage}")
     return 0
 
 
@@ -122,14 +145,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_proof(args: argparse.Namespace) -> int:
     from ledger.audit.proofs import consistency_from, inclusion_of
 
+    trusted = _load_trusted(args.since) if args.kind == "consistency" else None
     node = open_from_args(args, writable=False)
     try:
-        if args.kind == "inclusion":
-            result = inclusion_of(node.app, args.stream, args.version)
+        if trusted is None:
+            result = inclusion_of(node.app, args.stream, args.version, node.keyring)
         else:
-            trusted = _load_trusted(args.since)
-            assert trusted is not None
-            result = consistency_from(node.app, trusted)
+            result = consistency_from(node.app, trusted, node.keyring)
     finally:
         node.close()
     print(json.dumps(result, indent=2))
@@ -139,7 +161,16 @@ def cmd_proof(args: argparse.Namespace) -> int:
 def add_audit_commands(commands: Any) -> None:
     checkpoint = commands.add_parser("checkpoint", help="extend the Merkle log, sign a checkpoint")
     checkpoint.add_argument("--export", metavar="FILE", help="write the newest checkpoint here")
-    checkpoint.add_argument("--follow", action="store_true", help="keep following the log")
+    checkpoint.add_argument(
+        "--follow",
+        action="store_true",
+        help="keep following the log: the service to run beside writing nodes",
+    )
+    checkpoint.add_argument(
+        "--no-sign",
+        action="store_true",
+        help="sign nothing: export the newest checkpoint whose signature verifies",
+    )
     checkpoint.set_defaults(handler=cmd_checkpoint)
 
     verify = commands.add_parser("verify", help="verify the whole store")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -50,7 +51,12 @@ class Checkpoint:
         return cls(origin, size, root, unsigned.issued_at, signer.key_id, signature)
 
     @classmethod
-    def from_note(cls, text: str) -> Checkpoint:
+    def from_note(cls, text: object) -> Checkpoint:
+        """Parse a note; anything but a canonical, timezone-aware note raises
+        `VerificationError` (never another exception: stored notes are untrusted)."""
+        if not isinstance(text, str):
+            kind = type(text).__name__
+            raise VerificationError(f"malformed checkpoint: the note is {kind}, not text")
         try:
             body, signature_block = text.split("\n\n", 1)
             origin, size, root, time_line = body.split("\n")
@@ -67,6 +73,10 @@ class Checkpoint:
             )
         except (ValueError, binascii.Error) as exc:
             raise VerificationError(f"malformed checkpoint: {exc}") from exc
+        if checkpoint.size < 0 or len(checkpoint.root) != 32:
+            raise VerificationError("malformed checkpoint: negative size or a root not 32 bytes")
+        if checkpoint.issued_at.utcoffset() is None:
+            raise VerificationError("malformed checkpoint: its time has no UTC offset")
         if checkpoint.to_note() != text:
             raise VerificationError("checkpoint is not in canonical form")
         return checkpoint
@@ -87,3 +97,20 @@ class Checkpoint:
             raise VerificationError("bad signature", where=label)
         if origin is not None and self.origin != origin:
             raise VerificationError(f"origin is {self.origin!r}, expected {origin!r}", where=label)
+
+
+def newest_valid(
+    checkpoints: Iterable[Checkpoint], keyring: Keyring, *, origin: str | None = None
+) -> tuple[Checkpoint | None, int]:
+    """The checkpoint with the largest *signed* size whose signature verifies,
+    and how many of `checkpoints` did not verify (they are ignored)."""
+    newest, rejected = None, 0
+    for checkpoint in checkpoints:
+        try:
+            checkpoint.verify(keyring, origin=origin)
+        except VerificationError:
+            rejected += 1
+            continue
+        if newest is None or checkpoint.size > newest.size:
+            newest = checkpoint
+    return newest, rejected

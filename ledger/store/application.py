@@ -11,7 +11,12 @@ import psycopg
 import psycopg.sql
 import psycopg_pool
 from eventsourcing.application import Application
-from eventsourcing.persistence import EventStore, InfrastructureFactoryError, PersistenceError
+from eventsourcing.persistence import (
+    EventStore,
+    InfrastructureFactoryError,
+    PersistenceError,
+    Recording,
+)
 from eventsourcing.utils import Environment
 
 from ledger.crypto.envelope import SignerCheck
@@ -91,6 +96,8 @@ class LedgerApplication(Application[UUID]):
                 f"cannot open store {describe(store)}: {_first_line(exc)}"
             ) from exc
         self.tables = MerkleLogTables(self.sealed_recorder)
+        # Called with the number of events after each committed save (the anchor).
+        self.on_recorded: list[Callable[[int], None]] = []
         if not create:
             try:
                 self.tables.tail()
@@ -109,6 +116,10 @@ class LedgerApplication(Application[UUID]):
         node was opened from a keys directory). Envelopes on read are checked
         against the keyring the node opened with."""
         return self._keyring_source() if self._keyring_source else self._keyring
+
+    def _notify(self, recordings: list[Recording[UUID]]) -> None:
+        for listener in self.on_recorded:
+            listener(len(recordings))
 
     @property
     def sealed_recorder(self) -> SealedRecorder:

@@ -5,37 +5,67 @@ The same code runs on SQLite and PostgreSQL: it only reads rows after the last
 leaf's notification id (the global log order) and appends to the Merkle
 tables. It checks each envelope's signature before the event enters the tree,
 so it never signs a tree head over a forged event.
+
+Every stored row is the attacker's to edit, so before it extends anything it
+checks where it resumes from (`_check_resume_point`): the stored frontier
+must hash to the root of the newest checkpoint whose signature verifies, of
+the same size, and the last leaf must be the entry hash of the event it names,
+with exactly that many events up to it. Any mismatch signs nothing.
+
+Each batch is one write transaction that first takes the store's writer lock
+(a PostgreSQL advisory lock; SQLite's own write lock), then re-reads the
+state: several writing nodes may run checkpointers at once.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+
+from eventsourcing.persistence import IntegrityError
+from psycopg.sql import SQL, Literal
 
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck, check_row, open_envelope
-from ledger.crypto.keys import Role
-from ledger.crypto.merkle import CompactRange
+from ledger.crypto.keys import Keyring, Role
+from ledger.crypto.merkle import CompactRange, hash_children, inclusion_proof, verify_inclusion
 from ledger.crypto.signing import Signer
-from ledger.errors import ConfigError
-from ledger.store.merkle_log import MerkleLogTables, stream_of
-from ledger.store.recorders import LeafRow, NodeRow
+from ledger.errors import ConfigError, ConflictError, VerificationError
+from ledger.store.merkle_log import (
+    MerkleLogTables,
+    StoredRowError,
+    parse_checkpoint_row,
+    stream_of,
+)
+from ledger.store.recorders import Cursor, LeafRow, NodeRow, SealedSQLiteApplicationRecorder
 
 DEFAULT_ORIGIN = "casino-ledger"
+RACE_RETRIES = 5
 
 
-def load_compact_range(tables: MerkleLogTables, size: int) -> CompactRange:
+def load_compact_range(
+    tables: MerkleLogTables, size: int, cursor: Cursor | None = None
+) -> CompactRange:
     """The right edge of the stored tree: one perfect subtree per set bit of `size`."""
     hashes, offset = [], 0
     for level in range(size.bit_length() - 1, -1, -1):
         if size >> level & 1:
-            stored = tables.node(level, offset >> level)
+            stored = tables.node(level, offset >> level, cursor)
             if stored is None:
-                raise LookupError(f"Merkle node ({level}, {offset >> level}) is missing")
+                raise StoredRowError(f"Merkle node ({level}, {offset >> level}) is missing")
             hashes.append(stored)
             offset += 1 << level
     return CompactRange(0, size, hashes)
+
+
+@dataclass(frozen=True)
+class _Verified:
+    """A resume point already checked in this process: (checkpoint, last leaf's id)."""
+
+    checkpoint: Checkpoint
+    last_id: int
 
 
 class Checkpointer:
@@ -47,47 +77,250 @@ class Checkpointer:
         *,
         signer: Signer,
         signer_check: SignerCheck,
+        keyring: Keyring | None = None,
         origin: str = DEFAULT_ORIGIN,
         batch_size: int = 1000,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        signed_here: Callable[[bytes], bytes | None] = lambda _: None,
     ) -> None:
         if signer.role is not Role.CHECKPOINT:
             raise ConfigError(f"checkpoints need a checkpoint key, not {signer.role.value}")
+        if keyring is None:
+            raise ConfigError("the checkpointer needs the keyring to check the signed checkpoints")
         self.tables = tables
         self.signer = signer
         self.signer_check = signer_check
+        self.keyring = keyring
         self.origin = origin
         self.batch_size = batch_size
         self.clock = clock
+        # In a writing node, the envelopes it sealed itself (entry hash ->
+        # signature): one byte-identical to what we signed needs no second
+        # Ed25519 verify, so the anchor keeps up with the writes.
+        self.signed_here = signed_here
+        # The first catch_up counts every event up to the resume point; later
+        # ones only those since the point this process last checked.
+        self._verified: _Verified | None = None
 
     def catch_up(self, progress: Callable[[int], None] | None = None) -> Checkpoint | None:
         """Cover every event stored so far; return the newest checkpoint made."""
-        size, last_id = self.tables.tail()
-        frontier = load_compact_range(self.tables, size)
         newest = None
-        while rows := self.tables.rows_after(last_id, self.batch_size):
+        while True:
+            made, count = self._batch_with_retries()
+            if made is None:
+                return newest
+            newest = made
+            if progress:
+                progress(count)
+
+    def _batch_with_retries(self) -> tuple[Checkpoint | None, int]:
+        for _ in range(RACE_RETRIES):
+            try:
+                return self._batch()
+            except IntegrityError:
+                # Another checkpointer without the lock (an older release) won
+                # the race: forget what we knew and re-read the state.
+                self._verified = None
+        raise ConflictError("other checkpointers kept winning the race; try again")
+
+    def _batch(self) -> tuple[Checkpoint | None, int]:
+        with self.tables.recorder.write() as cursor:
+            self._lock(cursor)
+            size, last_id = self.tables.tail(cursor)
+            known = self._verified
+            if (
+                known is not None
+                and known.checkpoint.size == size
+                and known.last_id == last_id
+                and self.tables.highest_id(cursor) == last_id
+            ):
+                return None, 0  # nothing new since the resume point we checked
+            anchor = self._check_resume_point(cursor, size, last_id)
+            rows = self.tables.rows_after(last_id, self.batch_size, cursor)
+            if not rows:
+                self._verified = _Verified(anchor, last_id) if anchor else None
+                return None, 0
+            frontier = load_compact_range(self.tables, size, cursor)
             leaves: list[LeafRow] = []
             nodes: list[NodeRow] = []
             for notification_id, originator_id, version, topic, state in rows:
-                stream = stream_of(originator_id)
-                envelope = open_envelope(bytes(state), stream=stream, version=version)
-                check_row(envelope, stream=stream, version=version, topic=topic)
-                self.signer_check.check_signature(envelope, stream=stream, version=version)
-                leaf_hash = envelope.entry_hash
+                leaf_hash = self._checked_entry_hash(
+                    notification_id, originator_id, version, topic, state
+                )
                 leaves.append((frontier.end, notification_id, leaf_hash))
                 frontier.append(leaf_hash, nodes)
-            newest = Checkpoint.sign(
+            now = self.clock()
+            if anchor is not None and anchor.issued_at > now:
+                now = anchor.issued_at  # times never go backwards as size grows
+            checkpoint = Checkpoint.sign(
                 origin=self.origin,
                 size=frontier.end,
                 root=frontier.root(),
                 signer=self.signer,
-                now=self.clock(),
+                now=now,
             )
-            self.tables.append(leaves, nodes, newest)
-            last_id = rows[-1][0]
-            if progress:
-                progress(len(rows))
+            self.tables.append(leaves, nodes, checkpoint, cursor)
+        self._verified = _Verified(checkpoint, rows[-1][0])
+        return checkpoint, len(rows)
+
+    def _lock(self, cursor: Cursor) -> None:
+        """Serialise checkpointers (and, on SQLite, take the write lock before reading)."""
+        recorder = self.tables.recorder
+        if isinstance(recorder, SealedSQLiteApplicationRecorder):
+            # A write statement (touching no row) makes SQLite take its write
+            # lock now, waiting for it, so what we read next is the latest.
+            cursor.execute(recorder.sql("DELETE FROM {checkpoints} WHERE 0 = 1"))
+        else:
+            name = f"casino-ledger-checkpointer:{recorder.datastore.schema}"
+            cursor.execute(SQL("SELECT pg_advisory_xact_lock(hashtext({}))").format(Literal(name)))
+
+    def _checked_entry_hash(
+        self, notification_id: int, originator_id: object, version: int, topic: str, state: object
+    ) -> bytes:
+        stream = stream_of(originator_id)
+        if not isinstance(state, bytes | bytearray | memoryview) or type(version) is not int:
+            raise VerificationError(
+                f"event {notification_id} is malformed: nothing was checkpointed past it"
+            )
+        envelope = open_envelope(bytes(state), stream=stream, version=version)
+        check_row(envelope, stream=stream, version=version, topic=topic)
+        if self.signed_here(envelope.entry_hash) == envelope.signature:
+            self.signer_check.check_signer(envelope, stream=stream, version=version)
+        else:
+            self.signer_check.check_signature(envelope, stream=stream, version=version)
+        return envelope.entry_hash
+
+    def _newest_signed(self, cursor: Cursor, size: int) -> Checkpoint | None:
+        """The newest checkpoint whose signature verifies, by its signed size, among
+        the rows whose `tree_size` column is at least the stored tail's `size`.
+
+        The column only selects which rows to read (an index range, so a store
+        with millions of checkpoints resumes in O(1)); every row read is parsed
+        and a column that disagrees with its signed size stops the checkpointer.
+        A genuine larger checkpoint hidden under a smaller column is not seen
+        here, but anything signed past it then forks from it, which `verify`
+        (reading every row) reports.
+        """
+        keyring = self.keyring
+        assert keyring is not None
+        newest: Checkpoint | None = None
+        rows = self.tables.checkpoint_rows(size, cursor)
+        if not rows and size:
+            rows = self.tables.checkpoint_rows(None, cursor)  # something is wrong: say what
+        for row in rows:
+            checkpoint = parse_checkpoint_row(row)
+            checkpoint.verify(keyring)
+            if checkpoint.origin != self.origin:
+                raise ConfigError(
+                    f"this node's origin is {self.origin!r} but the store's checkpoints are "
+                    f"for {checkpoint.origin!r} (set LEDGER_ORIGIN): nothing was signed"
+                )
+            if newest is not None and checkpoint.size == newest.size:
+                if checkpoint.root != newest.root:
+                    raise VerificationError(
+                        f"two signed checkpoints of size {checkpoint.size} with different roots",
+                        where=f"checkpoint of size {checkpoint.size}",
+                    )
+            elif newest is None or checkpoint.size > newest.size:
+                newest = checkpoint
         return newest
+
+    def _check_resume_point(self, cursor: Cursor, size: int, last_id: int) -> Checkpoint | None:
+        """Check the stored frontier and last leaf against the newest signed checkpoint."""
+        try:
+            newest = self._newest_signed(cursor, size)
+            if newest is None:
+                if size:
+                    raise VerificationError(
+                        f"the Merkle log holds {size} leaves but no signed checkpoint covers them",
+                        where=f"Merkle leaf {size - 1}",
+                    )
+                return None
+            if newest.size > size:
+                raise VerificationError(
+                    f"the newest signed checkpoint covers {newest.size} events but the Merkle "
+                    f"log stops at {size} leaves: leaves from {size} on are missing",
+                    where=f"Merkle leaf {size}",
+                )
+            if newest.size < size:
+                raise VerificationError(
+                    f"the Merkle log holds {size} leaves but the newest signed checkpoint "
+                    f"covers {newest.size}: leaves from {newest.size} on were not signed",
+                    where=f"Merkle leaf {newest.size}",
+                )
+            frontier = load_compact_range(self.tables, size, cursor)
+            if frontier.root() != newest.root:
+                raise VerificationError(
+                    "the stored frontier does not hash to the signed root of the checkpoint "
+                    f"of size {size}",
+                    where=self._bad_frontier_node(cursor, size),
+                )
+            self._check_last_leaf(cursor, newest, last_id)
+        except StoredRowError as exc:
+            raise VerificationError(f"{exc}: nothing was signed") from exc
+        return newest
+
+    def _bad_frontier_node(self, cursor: Cursor, size: int) -> str:
+        """The first frontier node that does not hash from its own children."""
+        offset = 0
+        for level in range(size.bit_length() - 1, -1, -1):
+            if size >> level & 1:
+                index = offset >> level
+                if level > 0:
+                    node = self.tables.node(level, index, cursor)
+                    left = self.tables.node(level - 1, 2 * index, cursor)
+                    right = self.tables.node(level - 1, 2 * index + 1, cursor)
+                    if left is None or right is None or node != hash_children(left, right):
+                        return f"Merkle node ({level}, {index})"
+                offset += 1 << level
+        return f"the Merkle frontier at size {size}"
+
+    def _check_last_leaf(self, cursor: Cursor, newest: Checkpoint, last_id: int) -> None:
+        """The last leaf is the event at its notification id, under the signed root,
+        and exactly `size` events come up to it."""
+        size = newest.size
+        where = f"Merkle leaf {size - 1}"
+        row = self.tables.row_by_id(last_id, cursor)
+        if row is None:
+            raise VerificationError(f"names event {last_id}, which is not in the log", where=where)
+        entry_hash = self._checked_entry_hash(*row)
+        if self.tables.leaf_hash(size - 1, cursor) != entry_hash:
+            raise VerificationError(
+                f"is not the entry hash of event {last_id}, the event it names", where=where
+            )
+        proof = inclusion_proof(size - 1, size, lambda b, e: self._subtree(cursor, b, e))
+        try:
+            verify_inclusion(size - 1, size, entry_hash, proof, newest.root)
+        except VerificationError as exc:
+            raise VerificationError(
+                f"event {last_id} is not the last event under the checkpoint of size {size}",
+                where=where,
+            ) from exc
+        known = self._verified
+        if known is not None and known.last_id <= last_id:
+            counted = known.checkpoint.size + self.tables.count_between(
+                known.last_id, last_id, cursor
+            )
+        else:
+            counted = self.tables.count_between(0, last_id, cursor)
+        if counted != size:
+            raise VerificationError(
+                f"names event {last_id}, but {counted} events (not {size}) come up to it",
+                where=where,
+            )
+
+    def _subtree(self, cursor: Cursor, begin: int, end: int) -> bytes:
+        width = end - begin
+        if width & (width - 1) == 0 and begin % width == 0:
+            level = width.bit_length() - 1
+            stored = self.tables.node(level, begin >> level, cursor)
+            if stored is None:
+                raise StoredRowError(f"Merkle node ({level}, {begin >> level}) is missing")
+            return stored
+        split = 1 << ((width - 1).bit_length() - 1)
+        return hash_children(
+            self._subtree(cursor, begin, begin + split), self._subtree(cursor, begin + split, end)
+        )
 
     def follow(self, poll_seconds: float = 0.5, stop: Callable[[], bool] = lambda: False) -> None:
         """Keep the log checkpointed until `stop()` says otherwise."""

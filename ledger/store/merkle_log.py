@@ -5,13 +5,45 @@ verifier never trusts it, only recomputes it and compares.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
+from typing import Any
 from uuid import UUID
 
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.merkle import hash_children
-from ledger.store.recorders import LeafRow, NodeRow, Row, SealedRecorder
+from ledger.crypto.merkle import HASH_SIZE, hash_children
+from ledger.errors import VerificationError
+from ledger.store.recorders import Cursor, LeafRow, NodeRow, Row, SealedRecorder
+
+CheckpointRow = tuple[object, object]  # (tree_size column, note column), both untrusted
+
+
+class StoredRowError(LookupError):
+    """A Merkle row is missing or does not hold what its table promises."""
+
+
+def as_hash(value: object, what: str) -> bytes:
+    """A stored hash column as 32 bytes, or `StoredRowError` naming the row."""
+    if isinstance(value, bytes | bytearray | memoryview) and len(value) == HASH_SIZE:
+        return bytes(value)
+    raise StoredRowError(f"{what} does not hold a {HASH_SIZE}-byte hash")
+
+
+def parse_checkpoint_row(row: CheckpointRow) -> Checkpoint:
+    """Parse a stored checkpoint; a bad note or a row whose `tree_size` column
+    disagrees with the size it signs is named by that column."""
+    column, note = row
+    try:
+        checkpoint = Checkpoint.from_note(note)
+    except VerificationError as exc:
+        raise VerificationError(str(exc), where=f"checkpoint row {column!r}") from exc
+    if column != checkpoint.size:
+        raise VerificationError(
+            f"its row says size {column!r} (the row was altered or re-inserted)",
+            where=f"checkpoint of size {checkpoint.size}",
+        )
+    return checkpoint
 
 
 def stream_of(originator_id: object) -> str:
@@ -68,8 +100,19 @@ class MerkleLogTables:
         self._insert_checkpoint = sql(
             "INSERT INTO {checkpoints} (tree_size, root, note) VALUES (%s, %s, %s)"
         )
-        self._checkpoints = sql("SELECT note FROM {checkpoints} ORDER BY tree_size")
-        self._latest = sql("SELECT note FROM {checkpoints} ORDER BY tree_size DESC LIMIT 1")
+        self._checkpoint_rows = sql("SELECT tree_size, note FROM {checkpoints}")
+        self._checkpoint_rows_from = sql(
+            "SELECT tree_size, note FROM {checkpoints} WHERE tree_size >= %s"
+        )
+        self._newest_checkpoint_row = sql(
+            "SELECT tree_size, note FROM {checkpoints} ORDER BY tree_size DESC LIMIT 1"
+        )
+        self._highest_id = sql("SELECT MAX({id}) FROM {events}")
+        self._count_between = sql("SELECT COUNT(*) FROM {events} WHERE {id} > %s AND {id} <= %s")
+        self._last_row = sql(
+            "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
+            "ORDER BY {id} DESC LIMIT 1"
+        )
         self._is_sqlite = recorder.dialect == "sqlite"
 
     def _key(self, stream: str) -> object:
@@ -80,11 +123,25 @@ class MerkleLogTables:
                 return stream
         return UUID(stream)
 
+    @contextmanager
+    def _reading(self, cursor: Cursor | None) -> Iterator[Cursor]:
+        """The caller's cursor (inside its transaction), or a read transaction of our own."""
+        if cursor is not None:
+            yield cursor
+            return
+        with self.recorder.read() as own:
+            yield own
+
+    def _one(self, statement: Any, params: tuple[Any, ...], cursor: Cursor | None) -> Any:
+        with self._reading(cursor) as c:
+            c.execute(statement, params)
+            return c.fetchone()
+
     # Events, raw and in log order.
-    def rows_after(self, after_id: int, limit: int) -> list[Row]:
-        with self.recorder.read() as cursor:
-            cursor.execute(self._rows_after, (after_id, limit))
-            rows: list[Row] = cursor.fetchall()
+    def rows_after(self, after_id: int, limit: int, cursor: Cursor | None = None) -> list[Row]:
+        with self._reading(cursor) as c:
+            c.execute(self._rows_after, (after_id, limit))
+            rows: list[Row] = c.fetchall()
             return rows
 
     def rows_between(self, after_id: int, last_id: int) -> list[Row]:
@@ -93,90 +150,126 @@ class MerkleLogTables:
             rows: list[Row] = cursor.fetchall()
             return rows
 
-    def row_by_id(self, notification_id: int) -> Row | None:
-        with self.recorder.read() as cursor:
-            cursor.execute(self._row_by_id, (notification_id,))
-            row = cursor.fetchone()
+    def row_by_id(self, notification_id: int, cursor: Cursor | None = None) -> Row | None:
+        row = self._one(self._row_by_id, (notification_id,), cursor)
         return tuple(row) if row else None
 
     def row_by_stream(self, stream: str, version: int) -> Row | None:
-        with self.recorder.read() as cursor:
-            cursor.execute(self._row_by_stream, (self._key(stream), version))
-            row = cursor.fetchone()
+        row = self._one(self._row_by_stream, (self._key(stream), version), None)
+        return tuple(row) if row else None
+
+    def last_row(self) -> Row | None:
+        """The event with the highest notification id, if any."""
+        row = self._one(self._last_row, (), None)
         return tuple(row) if row else None
 
     def event_count(self) -> tuple[int, int]:
         """(number of events, highest notification id or 0)."""
-        with self.recorder.read() as cursor:
-            cursor.execute(self._count_ids)
-            count, highest = cursor.fetchone()
+        count, highest = self._one(self._count_ids, (), None)
         return int(count), int(highest or 0)
 
+    def highest_id(self, cursor: Cursor | None = None) -> int:
+        """The highest notification id, or 0: one index lookup, unlike a count."""
+        row = self._one(self._highest_id, (), cursor)
+        return int(row[0] or 0)
+
+    def count_between(self, after_id: int, last_id: int, cursor: Cursor | None = None) -> int:
+        """How many events have ids in (after_id, last_id]."""
+        return int(self._one(self._count_between, (after_id, last_id), cursor)[0])
+
     def id_at_offset(self, offset: int) -> int | None:
-        with self.recorder.read() as cursor:
-            cursor.execute(self._id_at_offset, (offset,))
-            row = cursor.fetchone()
+        row = self._one(self._id_at_offset, (offset,), None)
         return int(row[0]) if row else None
 
-    # The Merkle tables.
-    def tail(self) -> tuple[int, int]:
+    # The Merkle tables. Their rows are untrusted: a column that does not
+    # hold what the table promises raises `StoredRowError`, never a TypeError.
+    def tail(self, cursor: Cursor | None = None) -> tuple[int, int]:
         """(tree size, notification id of the last leaf or 0)."""
-        with self.recorder.read() as cursor:
-            cursor.execute(self._tail)
-            row = cursor.fetchone()
-        return (int(row[0]) + 1, int(row[1])) if row else (0, 0)
+        row = self._one(self._tail, (), cursor)
+        if not row:
+            return 0, 0
+        index, notification_id = row[0], row[1]
+        if type(index) is not int or type(notification_id) is not int:
+            raise StoredRowError(f"the last Merkle leaf row ({index!r}) is malformed")
+        return index + 1, notification_id
 
-    def leaf_hash(self, index: int) -> bytes | None:
-        with self.recorder.read() as cursor:
-            cursor.execute(self._leaf, (index,))
-            row = cursor.fetchone()
-        return bytes(row[0]) if row else None
+    def leaf_hash(self, index: int, cursor: Cursor | None = None) -> bytes | None:
+        row = self._one(self._leaf, (index,), cursor)
+        return as_hash(row[0], f"Merkle leaf {index}") if row else None
 
     def leaves(self, begin: int, end: int) -> list[LeafRow]:
         with self.recorder.read() as cursor:
             cursor.execute(self._leaves_range, (begin, end))
-            return [(int(i), int(n), bytes(h)) for i, n, h in cursor.fetchall()]
+            found = cursor.fetchall()
+        leaves = []
+        for index, notification_id, leaf_hash in found:
+            if type(notification_id) is not int:
+                raise StoredRowError(f"Merkle leaf {index} names no notification id")
+            leaves.append((int(index), notification_id, as_hash(leaf_hash, f"Merkle leaf {index}")))
+        return leaves
 
     def leaf_index_of(self, notification_id: int) -> int | None:
-        with self.recorder.read() as cursor:
-            cursor.execute(self._leaf_of, (notification_id,))
-            row = cursor.fetchone()
+        row = self._one(self._leaf_of, (notification_id,), None)
         return int(row[0]) if row else None
 
-    def node(self, level: int, index: int) -> bytes | None:
+    def node(self, level: int, index: int, cursor: Cursor | None = None) -> bytes | None:
         if level == 0:
-            return self.leaf_hash(index)
-        with self.recorder.read() as cursor:
-            cursor.execute(self._node, (level, index))
-            row = cursor.fetchone()
-        return bytes(row[0]) if row else None
+            return self.leaf_hash(index, cursor)
+        row = self._one(self._node, (level, index), cursor)
+        return as_hash(row[0], f"Merkle node ({level}, {index})") if row else None
 
     def append(
-        self, leaves: Sequence[LeafRow], nodes: Sequence[NodeRow], checkpoint: Checkpoint | None
+        self,
+        leaves: Sequence[LeafRow],
+        nodes: Sequence[NodeRow],
+        checkpoint: Checkpoint | None,
+        cursor: Cursor | None = None,
     ) -> None:
-        """Store new leaves, their completed subtrees and a checkpoint, atomically."""
-        with self.recorder.write() as cursor:
-            for leaf in leaves:
-                cursor.execute(self._insert_leaf, leaf)
-            for node in nodes:
-                cursor.execute(self._insert_node, node)
-            if checkpoint is not None:
-                cursor.execute(
-                    self._insert_checkpoint,
-                    (checkpoint.size, checkpoint.root, checkpoint.to_note()),
-                )
+        """Store new leaves, their completed subtrees and a checkpoint, atomically
+        (in the caller's transaction when given its cursor)."""
+        if cursor is None:
+            with self.recorder.write() as own:
+                self.append(leaves, nodes, checkpoint, own)
+            return
+        # One batched statement per table: a round trip per row made PostgreSQL
+        # checkpointing slower than the writes it must keep up with.
+        if leaves:
+            cursor.executemany(self._insert_leaf, leaves)
+        if nodes:
+            cursor.executemany(self._insert_node, nodes)
+        if checkpoint is not None:
+            cursor.execute(
+                self._insert_checkpoint,
+                (checkpoint.size, checkpoint.root, checkpoint.to_note()),
+            )
+
+    def checkpoint_rows(
+        self, from_size: int | None = None, cursor: Cursor | None = None
+    ) -> list[CheckpointRow]:
+        """Raw checkpoint rows (every one, or those whose column is >= `from_size`,
+        a hint only: callers parse the note and check the column against it)."""
+        with self._reading(cursor) as c:
+            if from_size is None:
+                c.execute(self._checkpoint_rows)
+            else:
+                c.execute(self._checkpoint_rows_from, (from_size,))
+            return [(r[0], r[1]) for r in c.fetchall()]
+
+    def newest_checkpoint_row(self) -> CheckpointRow | None:
+        """The row with the largest `tree_size` column (a hint: parse and check it)."""
+        row = self._one(self._newest_checkpoint_row, (), None)
+        return (row[0], row[1]) if row else None
 
     def checkpoints(self) -> list[Checkpoint]:
-        with self.recorder.read() as cursor:
-            cursor.execute(self._checkpoints)
-            notes = [r[0] for r in cursor.fetchall()]
-        return [Checkpoint.from_note(note) for note in notes]
+        """Every stored checkpoint, parsed, by signed size (signatures not checked)."""
+        parsed = [parse_checkpoint_row(row) for row in self.checkpoint_rows()]
+        return sorted(parsed, key=lambda c: (c.size, c.issued_at))
 
     def latest_checkpoint(self) -> Checkpoint | None:
-        with self.recorder.read() as cursor:
-            cursor.execute(self._latest)
-            row = cursor.fetchone()
-        return Checkpoint.from_note(row[0]) if row else None
+        """The stored checkpoint of the largest signed size (signature not checked:
+        see `checkpoint.newest_valid` for one to trust)."""
+        checkpoints = self.checkpoints()
+        return checkpoints[-1] if checkpoints else None
 
     def subtree_reader(self) -> SubtreeReader:
         return SubtreeReader(self)
@@ -203,7 +296,7 @@ class SubtreeReader:
             level = size.bit_length() - 1
             found = self._tables.node(level, begin >> level)
             if found is None:
-                raise LookupError(f"no stored Merkle node for leaves [{begin}, {end})")
+                raise StoredRowError(f"no stored Merkle node for leaves [{begin}, {end})")
             return found
         split = 1 << ((size - 1).bit_length() - 1)
         return hash_children(self(begin, begin + split), self(begin + split, end))

@@ -101,6 +101,10 @@ class SealingMapper(Mapper[UUID]):
         if len(self._sealed_here) > SEALED_HERE_CACHE:
             self._sealed_here.popitem(last=False)
 
+    def signed_here(self, entry_hash: bytes) -> bytes | None:
+        """The signature this node made over `entry_hash`'s header, if it sealed it."""
+        return self._sealed_here.get(entry_hash)
+
     def to_stored_event(self, domain_event: DomainEventProtocol[UUID]) -> StoredEvent:
         raise NotImplementedError("sealing needs the stream's chain: use SealedEventStore.put")
 
