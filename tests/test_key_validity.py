@@ -209,6 +209,7 @@ def test_back_dated_event_by_a_revoked_key_fails_even_once_checkpointed(
         rotated.app.tables,
         signer=keys.signer(Role.CHECKPOINT, PASSPHRASE),
         signer_check=SignerCheck(keys.keyring()),
+        keyring=keys.keyring(),
     ).catch_up()
     code, output = verify(rotated, capsys)
     assert code == 1
@@ -243,6 +244,7 @@ def test_checkpoint_signed_by_a_revoked_checkpoint_key_fails(
         rotated.app.tables,
         signer=stolen(keys, checkpoint_key.name, Role.CHECKPOINT),
         signer_check=SignerCheck(keys.keyring()),
+        keyring=keys.keyring(),
     ).catch_up()
     code, output = verify(rotated, capsys)
     assert code == 1

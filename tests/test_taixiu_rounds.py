@@ -284,7 +284,7 @@ def test_a_correction_needs_an_operator_key(node: Node, variants: Any) -> None:
     table, players = table_with_players(casino, "taixiu")
     round_id = settled_round(node, casino, players, table, [1, 2, 3])
     node.keys.create("dealer", Role.DEALER_DEVICE, PASSPHRASE)
-    dealer = node.keys.signer(Role.DEALER_DEVICE, PASSPHRASE)
+    dealer = node.keys.signer(Role.DEALER_DEVICE, PASSPHRASE, name="dealer")
     count = event_count(node.app)
     with pytest.raises(InvalidCommandError, match="is not an operator key"):
         casino.correct(

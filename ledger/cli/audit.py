@@ -17,7 +17,7 @@ from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring, Role
-from ledger.errors import ConfigError, LedgerError, VerificationError
+from ledger.errors import CannotCheckError, ConfigError, VerificationError
 from ledger.node import holds_private_key, keys_dir
 from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import LedgerApplication
@@ -132,7 +132,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 projections = verify_projections(app)
         finally:
             app.close()
-    except LedgerError as exc:  # still one line: say which keyring the verdict rests on
+    except (VerificationError, CannotCheckError) as exc:
+        # A verdict (or the lack of one): still one line, naming the keyring it rests on.
         exc.args = (f"{exc} [keyring {fingerprint}]",)
         raise
     print(report.summary())
