@@ -94,3 +94,23 @@ def test_a_v1_event_no_checkpoint_covers_fails_naming_its_position(
     assert "v1 envelope (no signing time) that no checkpoint covers" in output
     assert "(log position 0)" in output  # the very first event: nothing covers it
     assert len(output.strip().splitlines()) == 1
+
+
+RELEASE_0_2 = Path(__file__).parent / "data" / "release-0.2-store"
+
+
+@pytest.mark.parametrize("level", ["integrity", "signatures", "settlement"])
+def test_release_0_2_store_verifies_at_every_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], level: str
+) -> None:
+    """Release 0.2: v2 envelopes, RNG and physical tables, faults, a correction, a void."""
+    target = tmp_path / "release-0.2"
+    shutil.copytree(RELEASE_0_2, target)
+    assert set(magics(target)) == {MAGIC}
+    code, output = verify(target, capsys, "--trusted", str(target / "kept.txt"), "--level", level)
+    assert code == 0, output
+    assert "750 events" in output
+    assert "consistent with the kept checkpoint of size 750" in output
+    if level == "settlement":
+        assert "41 rounds re-derived" in output
+        assert "22 dealer device reports verified" in output
