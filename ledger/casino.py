@@ -27,7 +27,6 @@ from ledger.crypto.canonical import canonical
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.domain.account import HOUSE, PLAYER, Account
-from ledger.domain.faults import FaultPolicy
 from ledger.domain.game_table import GameTable
 from ledger.domain.money import check_currency
 from ledger.domain.names import check_name
@@ -43,9 +42,11 @@ from ledger.domain.round import (
     throw_fact,
 )
 from ledger.errors import ConflictError, InvalidCommandError, NotFoundError, VerificationError
+from ledger.games.api import BetView, RecordedAction, Step
+from ledger.games.replay import FAULT, actor_for, outcome_action, outcome_move, replay
+from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
 from ledger.store.application import LedgerApplication
-from ledger.variants.api import Variant
 
 A = TypeVar("A", bound=Aggregate)
 Result = Any  # JSON-safe: it is stored with the request
@@ -58,7 +59,7 @@ class Casino:
     def __init__(
         self,
         app: LedgerApplication,
-        variants: Mapping[str, Variant],
+        variants: Mapping[str, LoadedGame],
         *,
         max_attempts: int = 50,
     ) -> None:
@@ -86,7 +87,7 @@ class Casino:
     def table(self, table_id: UUID | str) -> GameTable:
         return self._get(GameTable, table_id, "table")
 
-    def variant(self, variant_id: str) -> Variant:
+    def variant(self, variant_id: str) -> LoadedGame:
         try:
             return self.variants[variant_id]
         except KeyError:
@@ -203,6 +204,8 @@ class Casino:
                 variant=variant.id,
                 variant_version=variant.version,
                 rules_hash=variant.rules_hash,
+                settlement_api=variant.settlement_api,
+                code_hash=variant.code_hash,
                 currency=table.currency,
                 limits=table.limits,
                 house_account=table.house_account,
@@ -227,8 +230,8 @@ class Casino:
                 raise InvalidCommandError(f"account {account.id} is not a player's wallet")
             account.check_currency(game_round.currency)
             variant = self._variant_of(game_round)
-            self._check_legal(variant, game_round, "place_bet")
-            canonical_bet = variant.validate_bet(bet)
+            self._check_betting(variant, game_round, "place a bet")
+            canonical_bet = variant.validate_bet(bet, dict(game_round.bets))
             bet_id = str(uuid4())
             amount = game_round.place_bet(bet_id, str(account.id), canonical_bet, stake, request_id)
             account.debit(amount, game_round.id, f"stake {bet_id}")
@@ -245,7 +248,7 @@ class Casino:
     def withdraw_bet(self, *, request_id: str, round_id: str, account_id: str, bet_id: str) -> None:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
-            self._check_legal(self._variant_of(game_round), game_round, "withdraw_bet")
+            self._check_betting(self._variant_of(game_round), game_round, "withdraw a bet")
             account = self.account(account_id)
             record = game_round.withdraw_bet(bet_id, str(account.id), request_id)
             account.credit(record["stake"], game_round.id, f"withdrawn {bet_id}")
@@ -257,7 +260,7 @@ class Casino:
     def close_betting(self, *, request_id: str, round_id: str) -> None:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
-            self._check_legal(self._variant_of(game_round), game_round, "close_betting")
+            self._legal(self._variant_of(game_round), game_round, "close_betting")
             game_round.close_betting()
             return None, [game_round]
 
@@ -279,8 +282,7 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
-            self._check_legal(variant, game_round, "record_outcome")
-            checked = variant.validate_outcome(outcome)
+            checked = self._outcome(variant, game_round, outcome)
             game_round.check_awaiting_throw()
             self._check_source(
                 game_round, source, throw_fact(game_round.id, game_round.throws, checked)
@@ -328,10 +330,16 @@ class Casino:
                     f"round {game_round.id} has no RNG seed: a physical table"
                 )
             variant = self._variant_of(game_round)
-            self._check_legal(variant, game_round, "record_outcome")
+            step = self._step(variant, game_round)
+            move = outcome_move(step)
+            draw = move[2] if move is not None else None
+            if draw is None or draw["kind"] != "dice":
+                raise InvalidCommandError(
+                    f"round {game_round.id}: the game draws no dice now ({self._offers(step)})"
+                )
             counter = game_round.throws
-            dice = rng.throw(game_round.dice_seed, str(game_round.id), counter)
-            outcome = variant.validate_outcome({"dice": list(dice)})
+            drawn = list(rng.throw(game_round.dice_seed, str(game_round.id), counter))
+            outcome = self._outcome(variant, game_round, {draw["kind"]: drawn[: draw["count"]]})
             game_round.record_outcome(outcome, game_round.rng_source())
             return outcome, [game_round]
 
@@ -376,18 +384,20 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
-            self._check_legal(variant, game_round, "record_fault")
+            actor = self._legal(variant, game_round, FAULT)
+            reason_args = variant.validate_args(actor, FAULT, {"reason": reason})
             game_round.check_awaiting_throw("a throw")
             self._check_source(
                 game_round, source, fault_fact(game_round.id, game_round.throws, reason)
             )
-            faults = game_round.record_fault(reason, source)
-            policy = FaultPolicy.of(getattr(variant, "rules", None))
-            if policy.voids_at(faults):
-                returns = game_round.void(f"{faults} faulty throws: {reason}", None)
+            faults = game_round.record_fault(reason_args["reason"], source)
+            # What follows is the game's fault policy: its step says.
+            step = self._step(variant, game_round)
+            if step["void"] is not None:
+                returns = game_round.void(step["void"], None)
                 changed = [game_round, *self._pay(game_round, returns), *self._ended(game_round)]
                 return {"faults": faults, "then": "voided"}, changed
-            if policy.reopens_betting:
+            if step["betting"]:
                 game_round.reopen_betting(f"faulty throw: {reason}")
                 return {"faults": faults, "then": "betting reopened"}, [game_round]
             return {"faults": faults, "then": "throw again"}, [game_round]
@@ -400,7 +410,7 @@ class Casino:
             game_round = self.round(round_id)
             game_round.check_settleable()
             variant = self._variant_of(game_round)
-            returns = variant.settle(game_round.outcome or {}, game_round.bets)
+            returns = self._step(variant, game_round)["settle"]
             results = game_round.settle(returns)
             return results, [game_round, *self._pay(game_round, results), *self._ended(game_round)]
 
@@ -423,15 +433,19 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
-            right = variant.validate_outcome(outcome)
             if game_round.status != "settled":
                 raise InvalidCommandError(
                     f"only a settled round can be corrected ({game_round.status})"
                 )
+            # The right outcome replaces the wrong one as the round's last action.
+            actions, _ = replay(variant, self._bets(game_round), game_round.log[:-1])
+            before_step = variant.step(self._bets(game_round), actions)
+            right_action = self._outcome_action(variant, game_round, before_step, outcome)
+            right = self._stored(before_step, right_action)
+            returns = variant.step(self._bets(game_round), [*actions, right_action])["settle"]
             before = {r["bet_id"]: r["returned"] for r in game_round.results}
             fact = correction_fact(game_round.id, game_round.outcome or {}, right, reason)
             signed = sign_fact(self._operator(operator), fact, Role.OPERATOR)
-            returns = variant.settle(right, game_round.bets)
             results = game_round.correct(right, returns, reason, {**signed})
             deltas: list[BetResult] = [
                 {
@@ -483,26 +497,128 @@ class Casino:
             raise InvalidCommandError(f"operator key {record.name} is not valid now")
         return operator
 
-    def _check_legal(self, variant: Variant, game_round: Round, command: str) -> None:
-        """The variant says which commands are legal in which round state."""
-        legal = getattr(variant, "legal_commands", None)
-        if legal is not None and command not in legal.get(game_round.status, ()):
-            raise InvalidCommandError(
-                f"the {variant.id} rules do not allow {command} while round "
-                f"{game_round.id} is {game_round.status}"
-            )
+    # Legality comes from the game: what its last step offers.
+    @staticmethod
+    def _bets(game_round: Round) -> dict[str, BetView]:
+        return dict(game_round.bets)
 
-    def _variant_of(self, game_round: Round) -> Variant:
-        """The variant the round opened with, exactly: same version, same rules."""
+    def _step(self, variant: LoadedGame, game_round: Round) -> Step:
+        """The game's step after everything the round recorded."""
+        return replay(variant, self._bets(game_round), game_round.log)[1]
+
+    @staticmethod
+    def _offers(step: Step) -> str:
+        moves = [f"{actor} may {a}" for actor, offered in step["moves"].items() for a in offered]
+        return "; ".join(moves) or ("it is over" if step["over"] else "no move is offered")
+
+    def _refuse(
+        self, game_round: Round, actor: str, action: str, step: Step
+    ) -> InvalidCommandError:
+        return InvalidCommandError(
+            f"round {game_round.id} ({game_round.variant}): {actor} may not {action} now "
+            f"({self._offers(step)})"
+        )
+
+    def _legal(self, variant: LoadedGame, game_round: Round, action: str) -> str:
+        """The actor the game lets take `action` now, or refuse naming round and action."""
+        step = self._step(variant, game_round)
+        actor = actor_for(step, action)
+        if actor is None:
+            raise self._refuse(game_round, "nobody", action, step)
+        return actor
+
+    def _check_betting(self, variant: LoadedGame, game_round: Round, what: str) -> None:
+        step = self._step(variant, game_round)
+        if not step["betting"]:
+            raise self._refuse(game_round, "a player", what, step)
+
+    def _outcome_action(
+        self, variant: LoadedGame, game_round: Round, step: Step, outcome: Any
+    ) -> RecordedAction:
+        if not isinstance(outcome, Mapping):
+            raise InvalidCommandError(f"an outcome is an object, not {outcome!r}")
+        move = outcome_move(step)
+        if move is None:
+            raise self._refuse(game_round, "the dealer", "report an outcome", step)
+        actor, action, draw = move
+        if draw is None:
+            outcome = variant.validate_args(actor, action, outcome)
+        found = outcome_action(step, outcome)
+        if found is None:
+            assert draw is not None  # an argument-only move takes any validated outcome
+            raise InvalidCommandError(
+                f"bad outcome {dict(outcome)!r}: {action} draws {draw['count']} {draw['kind']}"
+            )
+        return found
+
+    def _outcome(self, variant: LoadedGame, game_round: Round, outcome: Any) -> dict[str, Any]:
+        """The outcome in canonical form, once the game accepts it as its next move."""
+        bets = self._bets(game_round)
+        actions, step = replay(variant, bets, game_round.log)
+        action = self._outcome_action(variant, game_round, step, outcome)
+        variant.step(bets, [*actions, action])  # the game's own refusal of bad randomness
+        return self._stored(step, action)
+
+    @staticmethod
+    def _stored(step: Step, action: RecordedAction) -> dict[str, Any]:
+        """An outcome as rounds store it: {kind: drawn} for randomness, else its args."""
+        move = outcome_move(step)
+        if move is not None and move[2] is not None:
+            return {move[2]["kind"]: action["drawn"]}
+        return dict(action["args"])
+
+    def act(
+        self,
+        *,
+        request_id: str,
+        round_id: str,
+        actor: str,
+        action: str,
+        args: Mapping[str, Any] | None = None,
+        source: dict[str, Any] | None = None,
+        rng: RngServer | None = None,
+    ) -> Any:
+        """Take one of the moves the game offers now: legality from its last step
+        (an illegal move is refused naming round, actor and action, and nothing
+        is recorded), randomness drawn by the core (RNG, `rng`) or taken from a
+        dealer device's signed report (`source`)."""
+        game_round = self.round(round_id)
+        variant = self._variant_of(game_round)
+        step = self._step(variant, game_round)
+        if action not in step["moves"].get(actor, {}):
+            raise self._refuse(game_round, actor, action, step)
+        given = variant.validate_args(actor, action, dict(args or {}))
+        if action == "close_betting":
+            return self.close_betting(request_id=request_id, round_id=round_id)
+        if action == FAULT:
+            return self.record_fault(
+                request_id=request_id,
+                round_id=round_id,
+                reason=given.get("reason", ""),
+                source=source or {},
+            )
+        draw = step["moves"][actor][action]
+        if game_round.is_rng and draw is not None:
+            if rng is None:
+                raise InvalidCommandError(f"round {game_round.id} is on an RNG table: pass its RNG")
+            return self.throw_dice(request_id=request_id, round_id=round_id, rng=rng)
+        outcome = given if draw is None else dict(args or {})
+        return self.record_outcome(
+            request_id=request_id, round_id=round_id, outcome=outcome, source=source or {}
+        )
+
+    def _variant_of(self, game_round: Round) -> LoadedGame:
+        """The game the round opened with: same id, rules and settlement API (the
+        plugin's release may differ: the round pins rules, not wheels)."""
         variant = self.variant(game_round.variant)
-        if (variant.version, variant.rules_hash) != (
-            game_round.variant_version,
-            game_round.rules_hash,
+        if variant.rules_hash != game_round.rules_hash or (
+            game_round.settlement_api != 1 and variant.settlement_api != game_round.settlement_api
         ):
             raise InvalidCommandError(
                 f"round {game_round.id} opened with {game_round.variant} "
-                f"{game_round.variant_version} (rules {game_round.rules_hash[:12]}), "
-                f"but {variant.version} (rules {variant.rules_hash[:12]}) is installed"
+                f"{game_round.variant_version} (rules {game_round.rules_hash[:12]}, settlement "
+                f"API {game_round.settlement_api}), but {variant.version} (rules "
+                f"{variant.rules_hash[:12]}, settlement API {variant.settlement_api}) is installed"
             )
         return variant
 

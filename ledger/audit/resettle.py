@@ -1,5 +1,7 @@
-"""Re-settling every round from its recorded facts, with the variant and rules
-it opened with: the payouts in the log must be what the rules pay."""
+"""Re-settling every round from its recorded facts, with the game and rules it
+opened with: its recorded steps are replayed through the game as actions
+(ledger.games.replay) and the payouts in the log must be what the game's step
+settles."""
 
 from __future__ import annotations
 
@@ -8,14 +10,17 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from ledger.audit.round_variants import RoundVariants
-from ledger.domain.round import Round
-from ledger.errors import VerificationError
-from ledger.variants.api import Variant
+from ledger.domain.round import LogEntry, Round
+from ledger.errors import InvalidCommandError, VerificationError
+from ledger.games.replay import replay
+from ledger.plugins.registry import LoadedGame
 
 _OPENED = get_topic(Round.Opened)
 _BET = get_topic(Round.BetPlaced)
 _WITHDRAWN = get_topic(Round.BetWithdrawn)
 _OUTCOME = get_topic(Round.OutcomeRecorded)
+_FAULT = get_topic(Round.FaultRecorded)
+_CLOSED = get_topic(Round.BettingClosed)
 _SETTLED = get_topic(Round.Settled)
 _VOIDED = get_topic(Round.Voided)
 _CORRECTED = get_topic(Round.Corrected)
@@ -36,6 +41,7 @@ class Resettler:
                 "variant": self.variants.of(stream, state),
                 "bets": {},
                 "outcome": None,
+                "log": [],
             }
             return
         game = self.rounds.get(stream)
@@ -49,8 +55,13 @@ class Resettler:
             }
         elif topic == _WITHDRAWN:
             game["bets"].pop(state["bet_id"], None)
+        elif topic == _CLOSED:
+            game["log"].append({"close_betting": True})
+        elif topic == _FAULT:
+            game["log"].append({"fault": state["reason"]})
         elif topic == _OUTCOME:
             game["outcome"] = state["outcome"]
+            game["log"].append({"outcome": state["outcome"]})
         elif topic == _VOIDED:
             del self.rounds[stream]
         elif topic == _SETTLED:
@@ -62,13 +73,23 @@ class Resettler:
                     where=where,
                 )
             game["outcome"] = state["right_outcome"]
+            game["log"][-1] = {"outcome": state["right_outcome"]}
             self._check(game, state["results"], where)
 
     def _check(self, game: dict[str, Any], results: list[dict[str, Any]], where: str) -> None:
         if game["outcome"] is None:
             raise VerificationError("settled without a recorded outcome", where=where)
-        variant: Variant = game["variant"]
-        returns = variant.settle(game["outcome"], game["bets"])
+        variant: LoadedGame = game["variant"]
+        log: list[LogEntry] = game["log"]
+        try:
+            _, step = replay(variant, game["bets"], log)
+        except InvalidCommandError as exc:
+            raise VerificationError(f"the game does not accept this round: {exc}", where=where)
+        returns = step["settle"]
+        if not step["over"] or set(returns) != set(game["bets"]):
+            raise VerificationError(
+                "settled, but the game's step does not settle every bet", where=where
+            )
         recorded = {r["bet_id"]: r for r in results}
         if set(recorded) != set(game["bets"]):
             raise VerificationError(

@@ -24,9 +24,10 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from ledger.audit.round_variants import RoundVariants
-from ledger.domain.faults import FaultPolicy
-from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, Round
-from ledger.errors import VerificationError
+from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, LogEntry, Round
+from ledger.errors import InvalidCommandError, VerificationError
+from ledger.games.replay import replay
+from ledger.plugins.registry import LoadedGame
 
 _OPENED = get_topic(Round.Opened)
 _BET = get_topic(Round.BetPlaced)
@@ -41,9 +42,25 @@ _CORRECTED = get_topic(Round.Corrected)
 
 
 @dataclass
+class _Policy:
+    """What the game's step said after the last faulty throw."""
+
+    reopens_betting: bool = False
+
+    def describe(self) -> str:
+        return (
+            "its game reopened betting after the faulty throw"
+            if self.reopens_betting
+            else "its game kept bets locked after the faulty throw"
+        )
+
+
+@dataclass
 class _Life:
     variant: str
-    policy: FaultPolicy
+    game: LoadedGame
+    policy: _Policy = field(default_factory=_Policy)
+    log: list[LogEntry] = field(default_factory=list)
     status: str = BETTING
     faults: int = 0
     after_fault: bool = False  # a faulty throw, and no throw since
@@ -61,9 +78,7 @@ class RoundRulesAudit:
     def observe(self, stream: str, topic: str, state: dict[str, Any], where: str) -> None:
         if topic == _OPENED:
             variant = self.variants.of(stream, state)
-            self.rounds[stream] = _Life(
-                str(state["variant"]), FaultPolicy.of(getattr(variant, "rules", None))
-            )
+            self.rounds[stream] = _Life(str(state["variant"]), variant)
             self.checked += 1
             return
         life = self.rounds.get(stream)
@@ -88,6 +103,7 @@ class RoundRulesAudit:
         elif topic == _CLOSED:
             self._expect(life, BETTING, "betting closed", fail)
             life.status = CLOSED
+            life.log.append({"close_betting": True})
         elif topic == _REOPENED:
             self._expect(life, CLOSED, "betting reopened", fail)
             if not (life.after_fault and life.policy.reopens_betting):
@@ -112,7 +128,9 @@ class RoundRulesAudit:
                 )
             if topic == _OUTCOME:
                 life.status, life.after_fault = DECIDED, False
+                life.log.append({"outcome": state["outcome"]})
             else:
+                life.log.append({"fault": state["reason"]})
                 self._fault(life, state, fail)
         elif topic == _SETTLED:
             self._expect(life, DECIDED, "a settlement", fail)
@@ -129,7 +147,14 @@ class RoundRulesAudit:
         if state.get("faults") != life.faults:
             raise fail(f"faulty throw {life.faults} is recorded as number {state.get('faults')}")
         life.after_fault = True
-        life.must_void = life.policy.voids_at(life.faults)
+        # The fault policy is the game's: its step after this fault says.
+        bets = {b: {"account_id": a, "bet": {}, "stake": s} for b, (a, s) in life.bets.items()}
+        try:
+            _, step = replay(life.game, bets, life.log)  # type: ignore[arg-type]
+        except InvalidCommandError as exc:
+            raise fail(f"the game does not accept this faulty throw: {exc}") from None
+        life.policy = _Policy(reopens_betting=step["betting"])
+        life.must_void = step["void"] is not None
 
     def _voided(self, life: _Life, state: dict[str, Any], fail: Any) -> None:
         if life.status in (SETTLED, VOIDED):

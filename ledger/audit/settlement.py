@@ -31,7 +31,7 @@ from ledger.audit.sources import SourceAudit
 from ledger.crypto.envelope import open_envelope
 from ledger.crypto.keys import Keyring
 from ledger.store.merkle_log import MerkleLogTables, stream_of
-from ledger.variants.api import Variant
+from ledger.plugins.registry import LoadedGame as Variant
 
 READ_BATCH = 5000
 

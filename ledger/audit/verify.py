@@ -50,7 +50,7 @@ from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError, VerificationError
 from ledger.store.application import LedgerApplication
-from ledger.variants.api import Variant
+from ledger.plugins.registry import LoadedGame as Variant
 
 CHUNK_LEAVES = 1 << 14
 

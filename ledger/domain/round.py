@@ -43,6 +43,14 @@ class BetResult(TypedDict):
     returned: int  # paid back to the wallet: 0 (lost), the stake (push), stake + win
 
 
+class LogEntry(TypedDict, total=False):
+    """One step of a round's life as recorded (settlement-API-1 event shape)."""
+
+    close_betting: bool
+    outcome: dict[str, Any]
+    fault: str
+
+
 class OperatorSignature(TypedDict):
     """An operator's own signature over the fact (see ledger.crypto.actor)."""
 
@@ -88,7 +96,12 @@ def check_limits(limits: Limits) -> Limits:
 
 class Round(Aggregate):
     class Opened(Aggregate.Created):
-        class_version: ClassVar[int] = 1
+        """`variant` is the game id; `variant_version` the plugin distribution's
+        version and `code_hash` its code, both for information: a round pins the
+        game's rules (`rules_hash`) and `settlement_api`. `dice_seed` is the
+        committed RNG seed its randomness comes from (None: a physical table)."""
+
+        class_version: ClassVar[int] = 2
         table_id: UUID
         variant: str
         variant_version: str
@@ -97,7 +110,15 @@ class Round(Aggregate):
         limits: Limits
         house_account: UUID
         dealer: str
-        dice_seed: str | None  # the committed RNG seed its throws come from, if any
+        dice_seed: str | None
+        settlement_api: int
+        code_hash: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            # Release 0.2 and before: settle(outcome, bets), code not recorded.
+            state["settlement_api"] = 1
+            state["code_hash"] = ""
 
     class BetPlaced(Aggregate.Event):
         class_version: ClassVar[int] = 1
@@ -180,8 +201,14 @@ class Round(Aggregate):
         house_account: UUID,
         dealer: str,
         dice_seed: str | None = None,
+        settlement_api: int = 1,
+        code_hash: str = "",
     ) -> None:
         self.table_id = table_id
+        self.settlement_api = settlement_api
+        self.code_hash = code_hash
+        # What happened, in order, as the game replays it (see ledger.games.replay).
+        self.log: list[LogEntry] = []
         self.dice_seed = dice_seed
         self.throws = 0  # throws so far, faulty or not: the next throw's counter
         self.variant = variant
@@ -271,6 +298,7 @@ class Round(Aggregate):
 
     @event(BettingClosed)
     def _betting_closed(self) -> None:
+        self.log.append({"close_betting": True})
         self.status = CLOSED
 
     # Who may state an outcome (RULES.md §1.4): an RNG round's dice come only
@@ -319,6 +347,7 @@ class Round(Aggregate):
     @event(OutcomeRecorded)
     def _outcome_recorded(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
         self.throws += 1
+        self.log.append({"outcome": outcome})
         self.outcome = outcome
         self.status = DECIDED
 
@@ -334,6 +363,7 @@ class Round(Aggregate):
     @event(FaultRecorded)
     def _fault_recorded(self, reason: str, source: dict[str, Any], faults: int) -> None:
         self.throws += 1
+        self.log.append({"fault": reason})
         self.faults = faults
 
     def reopen_betting(self, reason: str) -> None:
@@ -447,6 +477,7 @@ class Round(Aggregate):
         postings: list[Posting],
     ) -> None:
         self.outcome = right_outcome
+        self.log[-1] = {"outcome": right_outcome}
         self.results = results
         # The first legs reverse the settlement in force; the rest replace it.
         self.settlement_postings = postings[len(self.settlement_postings) :]

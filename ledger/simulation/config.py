@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ledger.games.api import EXACT_PAYTABLE
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -77,6 +79,7 @@ def check_config(config: SessionConfig, variants: Mapping[str, Any]) -> None:
         if variant is None:
             known = ", ".join(sorted(variants)) or "none installed"
             raise ConfigError(f"table {table.name} needs variant {table.variant!r} ({known})")
-        game = (getattr(variant, "rules", None) or {}).get("game")
-        if game != "three-dice":
-            raise ConfigError(f"simulate plays three-dice variants; {table.variant} is {game!r}")
+        if EXACT_PAYTABLE not in variant.capabilities:
+            raise ConfigError(
+                f"simulate plays one-throw dice games; {table.variant} offers no exact paytable"
+            )
