@@ -60,7 +60,8 @@ class Plugins:
         """Every installed game, by id (built once, on first use).
 
         Each plugin's hooks are called through pluggy, one plugin at a time
-        (`subset_hook_caller`), so a failure is attributed to its plugin while
+        (`subset_hook_caller` leaving out the others' implementations, not
+        their wrappers), so a failure is attributed to its plugin while
         wrappers, tracing and ordering still apply.
         """
         if self._games is None:
@@ -70,8 +71,18 @@ class Plugins:
                 info = self._info.get(name) or PluginInfo(name, name, "unversioned")
                 plugin = self._manager.get_plugin(name)
                 registry = GameRegistry(info.distribution, info.version, code_hash(plugin), found)
-                for hook in ("ledger_register_games", "ledger_register_variants"):
-                    others = [p for p in self._manager.get_plugins() if p is not plugin]
+                hooks = self._manager.hook
+                relays = {
+                    "ledger_register_games": hooks.ledger_register_games,
+                    "ledger_register_variants": hooks.ledger_register_variants,
+                }
+                for hook, relay in relays.items():
+                    # Every other plugin's own implementation is left out; wrappers stay.
+                    others = [
+                        impl.plugin
+                        for impl in relay.get_hookimpls()
+                        if impl.plugin is not plugin and not (impl.wrapper or impl.hookwrapper)
+                    ]
                     caller = self._manager.subset_hook_caller(hook, remove_plugins=others)
                     try:
                         caller(registry=registry)
