@@ -524,13 +524,19 @@ class Casino:
         step = self._step(variant, game_round)
         actor = actor_for(step, action)
         if actor is None:
-            raise self._refuse(game_round, "nobody", action, step)
+            raise InvalidCommandError(
+                f"round {game_round.id} ({game_round.variant}): nobody may {action} now "
+                f"({self._offers(step)})"
+            )
         return actor
 
     def _check_betting(self, variant: LoadedGame, game_round: Round, what: str) -> None:
         step = self._step(variant, game_round)
         if not step["betting"]:
-            raise self._refuse(game_round, "a player", what, step)
+            raise InvalidCommandError(
+                f"round {game_round.id} is not taking bets (it is {game_round.status}): "
+                f"a player may not {what} now ({self._offers(step)})"
+            )
 
     def _outcome_action(
         self, variant: LoadedGame, game_round: Round, step: Step, outcome: Any
@@ -539,7 +545,10 @@ class Casino:
             raise InvalidCommandError(f"an outcome is an object, not {outcome!r}")
         move = outcome_move(step)
         if move is None:
-            raise self._refuse(game_round, "the dealer", "report an outcome", step)
+            raise InvalidCommandError(
+                f"round {game_round.id} is not awaiting an outcome (it is {game_round.status}): "
+                f"nobody may report one now ({self._offers(step)})"
+            )
         actor, action, draw = move
         if draw is None:
             outcome = variant.validate_args(actor, action, outcome)
