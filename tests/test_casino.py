@@ -21,6 +21,8 @@ from ledger.domain.request import Request
 from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, Round, operator_fact
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node, open_node
+from ledger.plugins import hookimpl
+from ledger.plugins.registry import GameRegistry
 from tests.casino_support import (
     HEADS,
     LIMITS,
@@ -32,8 +34,6 @@ from tests.casino_support import (
     operator_signer,
     seen,
 )
-from ledger.plugins import hookimpl
-from ledger.plugins.registry import GameRegistry
 from tests.coin_variant import VARIANTS, CoinPlugin, CoinToss, coin_games
 from tests.conftest import PASSPHRASE
 

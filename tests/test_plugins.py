@@ -15,9 +15,9 @@ from ledger.node import Node
 from ledger.plugins import hookimpl
 from ledger.plugins.contract import GameContract
 from ledger.plugins.manager import get_plugin_manager
+from ledger.plugins.paytable import paytable
 from ledger.plugins.registry import GameRegistry, LoadedGame, rules_hash
 from tests.casino_support import event_count, seen
-from ledger.plugins.paytable import paytable
 from tests.coin_variant import CoinDefinition, CoinPlugin
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-
 from typing import Any
 
 import pytest
@@ -94,7 +93,8 @@ def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, var
     assert casino.round(round_id).status == CLOSED
     count = event_count(node.app)
     with pytest.raises(
-        InvalidCommandError, match=r"is not taking bets \(it is closed\): a player may not withdraw a bet"
+        InvalidCommandError,
+        match=r"is not taking bets \(it is closed\): a player may not withdraw a bet",
     ):
         casino.withdraw_bet(request_id="w", round_id=round_id, account_id=an, bet_id=bet)
     with pytest.raises(InvalidCommandError, match="a player may not place a bet now"):

@@ -52,8 +52,10 @@ class RoundVariants:
     ) -> LoadedGame:
         name, rules, api = key
         game = self.variants.get(name)
-        if game is not None and game.rules_hash == rules and game.settlement_api in REPLAYS.get(
-            api, set()
+        if (
+            game is not None
+            and game.rules_hash == rules
+            and game.settlement_api in REPLAYS.get(api, set())
         ):
             return game
         installed = (

@@ -30,8 +30,8 @@ from ledger.audit.round_variants import RoundVariants
 from ledger.audit.sources import SourceAudit
 from ledger.crypto.envelope import open_envelope
 from ledger.crypto.keys import Keyring
-from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.plugins.registry import LoadedGame as Variant
+from ledger.store.merkle_log import MerkleLogTables, stream_of
 
 READ_BATCH = 5000
 

@@ -49,8 +49,8 @@ from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError, VerificationError
-from ledger.store.application import LedgerApplication
 from ledger.plugins.registry import LoadedGame as Variant
+from ledger.store.application import LedgerApplication
 
 CHUNK_LEAVES = 1 << 14
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from ledger.games.api import EXACT_PAYTABLE
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from ledger.domain.round import Limits
 from ledger.errors import ConfigError
+from ledger.games.api import EXACT_PAYTABLE
 
 CURRENCY: Final = "VND"  # no minor unit: amounts are whole đồng
 CHIP: Final = 10_000  # the smallest chip: every stake is a multiple of it
