@@ -6,7 +6,7 @@ variant it opened with."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from eventsourcing.persistence import IntegrityError, Recording

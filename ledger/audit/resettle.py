@@ -84,7 +84,9 @@ class Resettler:
         try:
             _, step = replay(variant, game["bets"], log)
         except InvalidCommandError as exc:
-            raise VerificationError(f"the game does not accept this round: {exc}", where=where)
+            raise VerificationError(
+                f"the game does not accept this round: {exc}", where=where
+            ) from None
         returns = step["settle"]
         if not step["over"] or set(returns) != set(game["bets"]):
             raise VerificationError(
