@@ -342,6 +342,19 @@ def test_verify_signature_rejects_bad_inputs() -> None:
     assert not verify_signature(public[:31], b"m", signature)
 
 
+def test_a_short_public_key_never_verifies() -> None:
+    # A 31-byte key whose missing 32nd byte is zero: libsodium alone would read
+    # the byte after the buffer and accept (1 key in 256 before the fix).
+    while True:
+        private_key = Ed25519PrivateKey.generate()
+        public = raw_public(private_key)
+        if public[31] == 0:
+            break
+    signature = private_key.sign(b"m")
+    assert verify_signature(public, b"m", signature)
+    assert not verify_signature(public[:31], b"m", signature)
+
+
 # The keyring file.
 
 
