@@ -178,6 +178,13 @@ def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> No
     newer = coin_games("2.0")  # another release, the same rules: re-settles
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=newer)
     assert report.resettled == 1
+    # Said as information, once per round, not as a failure.
+    assert (
+        "information: 1 rounds re-derived by different code than played them, with the "
+        "same rules hash and settlement API (coin 1.0 -> 2.0: 1)" in report.summary()
+    )
+    same = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+    assert "different code" not in same.summary()
     with pytest.raises(
         CannotReDeriveError, match=rf"cannot re-settle round {round_id}: .*coin 1\.0"
     ):

@@ -32,6 +32,7 @@ class RoundVariants:
         self._cache: dict[tuple[str, str, int], LoadedGame] = {}
         # (game, version played, version re-derived) -> rounds: information only.
         self.other_code: dict[tuple[str, str, str], int] = {}
+        self._counted: set[str] = set()  # several audits ask for one round's game
 
     def of(self, round_id: str, opened: Mapping[str, Any]) -> LoadedGame:
         """The game `round_id` opened with (its Round.Opened state), or raise."""
@@ -42,7 +43,8 @@ class RoundVariants:
             game = self._find(round_id, opened, key)
             self._cache[key] = game
         played = (str(opened["variant_version"]), str(opened.get("code_hash") or ""))
-        if played != (game.version, game.code_hash):
+        if played != (game.version, game.code_hash) and round_id not in self._counted:
+            self._counted.add(round_id)
             info = (game.id, played[0], game.version)
             self.other_code[info] = self.other_code.get(info, 0) + 1
         return game

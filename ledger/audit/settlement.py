@@ -47,6 +47,9 @@ class SettlementCounts:
     rng_throws: int  # RNG throws recomputed from their round's revealed seed
     rng_pending: int  # RNG throws whose seed is still secret: NOT recomputed
     device_reports: int  # dealer device reports whose signature verified
+    # (game, version played, version re-derived, rounds): re-derived by other code
+    # than played them (same rules hash and API): information, not a failure.
+    other_code: tuple[tuple[str, str, str, int], ...] = ()
 
 
 def events(
@@ -96,4 +99,7 @@ def check_settlement(
         rng_throws=recomputed,
         rng_pending=pending,
         device_reports=sources.device_reports,
+        other_code=tuple(
+            (game, played, now, n) for (game, played, now), n in sorted(rounds.other_code.items())
+        ),
     )

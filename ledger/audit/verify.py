@@ -135,6 +135,15 @@ def _settlement_lines(counts: SettlementCounts) -> list[str]:
         f"   {counts.rng_throws} RNG throws recomputed from their round's committed seed; "
         f"{counts.device_reports} dealer device reports verified",
     ]
+    if counts.other_code:
+        total = sum(n for *_, n in counts.other_code)
+        which = ", ".join(
+            f"{game} {played} -> {now}: {n}" for game, played, now, n in counts.other_code
+        )
+        lines.append(
+            f"   information: {total} rounds re-derived by different code than played them, "
+            f"with the same rules hash and settlement API ({which})"
+        )
     if counts.rng_pending:
         lines.append(
             f"   NOT CHECKED: {counts.rng_pending} RNG throws whose seed is not revealed yet "

@@ -118,7 +118,8 @@ def code_hash(plugin: Any) -> str:
     module_name = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__module__
     module = importlib.import_module(module_name)
     package = importlib.import_module(module.__package__ or module_name)
-    origin = package.__file__ or module.__file__
+    # A plugin defined in a script (`python -c`, a notebook) has no file to hash.
+    origin = getattr(package, "__file__", None) or getattr(module, "__file__", None)
     if origin is None:
         return ""
     # A package: all its files; a lone module: that file.
