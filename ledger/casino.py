@@ -35,6 +35,7 @@ from ledger.domain.round import (
     BetResult,
     Limits,
     Round,
+    action_fact,
     check_limits,
     correction_fact,
     fault_fact,
@@ -42,9 +43,10 @@ from ledger.domain.round import (
     throw_fact,
 )
 from ledger.errors import ConflictError, InvalidCommandError, NotFoundError, VerificationError
-from ledger.games.api import BetView, RecordedAction, Step
+from ledger.games.api import DECK_SIZE, BetView, Draw, RecordedAction, Step
 from ledger.games.replay import FAULT, actor_for, outcome_action, outcome_move, replay
 from ledger.plugins.registry import LoadedGame
+from ledger.rng.deck import shuffled_deck
 from ledger.rng.server import RngServer
 from ledger.store.application import LedgerApplication
 
@@ -589,9 +591,164 @@ class Casino:
     ) -> Any:
         """Take one of the moves the game offers now: legality from its last step
         (an illegal move is refused naming round, actor and action, and nothing
-        is recorded), randomness drawn by the core (RNG, `rng`) or taken from a
-        dealer device's signed report (`source`)."""
+        is recorded), randomness drawn by the core (RNG, `rng`: dice from the
+        round's committed seed, cards from its shuffled deck by position) or
+        taken from a dealer device's signed report (`source`,
+        `ledger.devices.action_report`). Settlement API 2 rounds record it as
+        `Round.ActionRecorded`, then settle in the same save whatever bets the
+        game's step settles (`Round.Settled` of that step) or void it."""
         game_round = self.round(round_id)
+        if game_round.settlement_api < 2:
+            return self._act_v1(request_id, game_round, actor, action, args, source, rng)
+
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            variant = self._variant_of(game_round)
+            bets = self._bets(game_round)
+            actions, step = replay(variant, bets, game_round.log)
+            offered = step["moves"].get(actor, {}) if isinstance(actor, str) else {}
+            if not isinstance(action, str) or action not in offered:
+                raise self._refuse(game_round, str(actor), str(action), step)
+            given = variant.validate_args(actor, action, dict(args or {}))
+            number = game_round.actions
+            drawn, attested = self._attest(
+                game_round, number, actor, action, given, offered[action], source, rng
+            )
+            done: RecordedAction = {"actor": actor, "action": action, "args": given, "drawn": drawn}
+            after = variant.step(bets, [*actions, done])
+            game_round.record_action(dict(done), attested, dict(after))
+            changed: list[Aggregate] = [game_round]
+            settled: list[BetResult] = []
+            if after["void"] is not None:
+                settled = game_round.void(after["void"], None)
+                changed += [*self._pay(game_round, settled), *self._ended(game_round)]
+            elif after["settle"] or after["over"]:
+                settled = game_round.settle_step(after["settle"], after["over"])
+                changed += self._pay(game_round, settled)
+                if after["over"]:
+                    changed += self._ended(game_round)
+            result = {
+                "step": number,
+                "drawn": drawn,
+                "state": after["state"],
+                "settled": settled,
+                "void": after["void"],
+                "over": after["over"],
+            }
+            return result, changed
+
+        fingerprint_args = {
+            "round_id": str(round_id),
+            "actor": actor,
+            "action": action,
+            "args": dict(args or {}),
+            "source": source,
+        }
+        return dict(self._run("act", request_id, fingerprint_args, body))
+
+    def _attest(
+        self,
+        game_round: Round,
+        number: int,
+        actor: str,
+        action: str,
+        args: dict[str, Any],
+        draw: Draw | None,
+        source: dict[str, Any] | None,
+        rng: RngServer | None,
+    ) -> tuple[list[int], dict[str, Any]]:
+        """What the action drew and the source attesting it (RULES.md §1.4): on an
+        RNG table the core draws (never a fault); on a physical table randomness
+        and faults come only in a dealer device's signed report; any other move
+        is the node's own command."""
+        reported = action == FAULT or draw is not None
+        if game_round.is_rng:
+            if action == FAULT:
+                raise InvalidCommandError(
+                    f"round {game_round.id} is on an RNG table: an RNG draw is never faulty "
+                    "(if the RNG malfunctioned, void the round)"
+                )
+            if source is not None:
+                raise InvalidCommandError(
+                    f"round {game_round.id} is on an RNG table: the core draws its randomness, "
+                    "nobody reports it"
+                )
+            if draw is None:
+                return [], {"kind": "command"}
+            if rng is None:
+                raise InvalidCommandError(f"round {game_round.id} is on an RNG table: pass its RNG")
+            seed_id = str(game_round.dice_seed)
+            if draw["kind"] == "dice":
+                if draw["count"] != 3:
+                    raise InvalidCommandError("the RNG throws three dice at a time")
+                counter = game_round.throws
+                dice = list(rng.throw(seed_id, str(game_round.id), counter))
+                return dice, {"kind": "rng", "seed_id": seed_id, "draw": "dice", "counter": counter}
+            first = len(game_round.dealt)
+            positions = list(range(first, first + draw["count"]))
+            if positions[-1] >= DECK_SIZE:
+                raise InvalidCommandError(f"round {game_round.id}: the deck is exhausted")
+            deck = shuffled_deck(rng.seed(seed_id), str(game_round.id))
+            cards = [deck[p] for p in positions]
+            return cards, {
+                "kind": "rng",
+                "seed_id": seed_id,
+                "draw": "cards",
+                "positions": positions,
+            }
+        if not reported:
+            if source is not None:
+                raise InvalidCommandError(f"{action} is the node's own command: it takes no source")
+            return [], {"kind": "command"}
+        if not isinstance(source, dict) or source.get("kind") != "device":
+            raise InvalidCommandError(
+                f"round {game_round.id} is on a physical table: {action} comes only from a "
+                "dealer device's signed report"
+            )
+        drawn = source.get("drawn")
+        count = 0 if draw is None else draw["count"]
+        low, high = (1, 6) if draw is not None and draw["kind"] == "dice" else (0, DECK_SIZE - 1)
+        if (
+            not isinstance(drawn, list)
+            or len(drawn) != count
+            or not all(type(v) is int and low <= v <= high for v in drawn)
+        ):
+            what = "nothing" if draw is None else f"{count} {draw['kind']} ({low}..{high})"
+            raise InvalidCommandError(f"bad report: {action} draws {what}, got {drawn!r}")
+        fact = action_fact(game_round.id, number, actor, action, args, drawn)
+        self._check_device(source, fact)
+        recorded: dict[str, Any] = {
+            k: source[k] for k in ("kind", "key_id", "signature") if k in source
+        }
+        if draw is not None:
+            recorded["draw"] = draw["kind"]
+        return list(drawn), recorded
+
+    def _check_device(self, source: dict[str, Any], fact: dict[str, Any]) -> None:
+        signed = actor_signature(source)
+        keyring = self.app.current_keyring()
+        try:
+            verify_fact(keyring, fact, signed, Role.DEALER_DEVICE, "report")
+        except VerificationError as exc:
+            raise InvalidCommandError(f"dealer device report refused: {exc}") from None
+        record = keyring.get(signed["key_id"])
+        if record is None or not record.valid_at(datetime.now(UTC)):
+            raise InvalidCommandError(
+                f"dealer device report refused: key {signed['key_id'][:16]} is not valid now"
+            )
+
+    def _act_v1(
+        self,
+        request_id: str,
+        game_round: Round,
+        actor: str,
+        action: str,
+        args: Mapping[str, Any] | None,
+        source: dict[str, Any] | None,
+        rng: RngServer | None,
+    ) -> Any:
+        """A settlement-API-1 round (opened before games): its old commands."""
+        round_id = str(game_round.id)
         variant = self._variant_of(game_round)
         step = self._step(variant, game_round)
         if action not in step["moves"].get(actor, {}):

@@ -39,6 +39,7 @@ _FAULT = get_topic(Round.FaultRecorded)
 _SETTLED = get_topic(Round.Settled)
 _VOIDED = get_topic(Round.Voided)
 _CORRECTED = get_topic(Round.Corrected)
+_ACTION = get_topic(Round.ActionRecorded)
 
 
 @dataclass
@@ -66,6 +67,8 @@ class _Life:
     after_fault: bool = False  # a faulty throw, and no throw since
     must_void: bool = False  # the policy's limit was reached
     bets: dict[str, tuple[str, int]] = field(default_factory=dict)  # bet id -> (account, stake)
+    settled: set[str] = field(default_factory=set)  # bets a step settled (settlement API 2)
+    views: dict[str, dict[str, Any]] = field(default_factory=dict)  # bet id -> as placed
 
 
 class RoundRulesAudit:
@@ -98,8 +101,14 @@ class RoundRulesAudit:
                 raise fail(f"a bet changed while the round was {life.status}")
             if topic == _BET:
                 life.bets[state["bet_id"]] = (str(state["account_id"]), int(state["stake"]))
+                life.views[state["bet_id"]] = {
+                    "account_id": state["account_id"],
+                    "bet": state["bet"],
+                    "stake": state["stake"],
+                }
             else:
                 life.bets.pop(state["bet_id"], None)
+                life.views.pop(state["bet_id"], None)
         elif topic == _CLOSED:
             self._expect(life, BETTING, "betting closed", fail)
             life.status = CLOSED
@@ -132,6 +141,30 @@ class RoundRulesAudit:
             else:
                 life.log.append({"fault": state["reason"]})
                 self._fault(life, state, fail)
+        elif topic == _ACTION:
+            # Settlement API 2: the game's step after it says what may follow.
+            if life.status in (DECIDED, SETTLED, VOIDED) or life.must_void:
+                raise fail(f"an action while the round was {life.status}")
+            life.log.append({"action": {k: state[k] for k in ("actor", "action", "args", "drawn")}})
+            if state["action"] == "fault":
+                self.faults += 1
+                life.faults += 1
+            try:
+                _, step = replay(life.game, life.views, life.log)  # type: ignore[arg-type]
+            except InvalidCommandError as exc:
+                raise fail(f"the game does not accept this action: {exc}") from None
+            if step["betting"] != state["betting"]:
+                raise fail("the action records betting open or closed against the game's step")
+            life.status = BETTING if step["betting"] else CLOSED
+            life.must_void = step["void"] is not None
+            life.policy = _Policy(reopens_betting=step["betting"])
+            life.after_fault = False
+        elif topic == _SETTLED and state.get("step") is not None:
+            if life.status != CLOSED or life.must_void:
+                raise fail(f"a step's settlement while the round was {life.status}")
+            life.settled |= {r["bet_id"] for r in state["results"]}
+            if state["over"]:
+                life.status = SETTLED
         elif topic == _SETTLED:
             self._expect(life, DECIDED, "a settlement", fail)
             life.status = SETTLED
@@ -167,10 +200,12 @@ class RoundRulesAudit:
                 )
         elif life.status == DECIDED:
             raise fail("an operator voided the round after its outcome was recorded")
+        elif life.settled:
+            raise fail("an operator voided the round after some of its bets were settled")
         returned = sorted(
             (r["bet_id"], r["account_id"], r["stake"], r["returned"]) for r in state["returns"]
         )
-        standing = sorted((b, a, s, s) for b, (a, s) in life.bets.items())
+        standing = sorted((b, a, s, s) for b, (a, s) in life.bets.items() if b not in life.settled)
         if returned != standing:
             raise fail("the void does not return every standing stake in full")
 

@@ -60,6 +60,20 @@ def outcome_action(step: Step, outcome: Mapping[str, Any]) -> RecordedAction | N
 
 def entry_action(step: Step, entry: LogEntry) -> RecordedAction | None:
     """The action a recorded entry stands for after `step`, or None if illegal."""
+    if "action" in entry:  # recorded as the action itself (settlement API 2)
+        done = entry["action"]
+        offered = step["moves"].get(done["actor"], {})
+        if done["action"] not in offered:
+            return None
+        draw = offered[done["action"]]
+        if len(done["drawn"]) != (0 if draw is None else draw["count"]):
+            return None
+        return {
+            "actor": done["actor"],
+            "action": done["action"],
+            "args": dict(done["args"]),
+            "drawn": list(done["drawn"]),
+        }
     if "outcome" in entry:
         return outcome_action(step, entry["outcome"])
     action, args = (FAULT, {"reason": entry["fault"]}) if "fault" in entry else (CLOSE_BETTING, {})
@@ -86,6 +100,9 @@ def replay(
 
 
 def _describe(entry: LogEntry) -> str:
+    if "action" in entry:
+        done = entry["action"]
+        return f"{done['actor']} {done['action']} {done['args']!r} drawing {done['drawn']!r}"
     if "outcome" in entry:
         return f"outcome {entry['outcome']!r}"
     return "a faulty throw" if "fault" in entry else "closing betting"
