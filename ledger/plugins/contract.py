@@ -75,24 +75,19 @@ class GameContract:
                 with pytest.raises(InvalidCommandError):
                     game.validate_bet(bad, {})
 
-    # A walk draws many values per example: on a loaded machine (or in a long
-    # suite, with a large heap to collect) drawing them can exceed hypothesis's
-    # one-second too_slow budget, which fails the test without any counterexample.
-    @settings(
-        max_examples=60,
-        deadline=None,
-        suppress_health_check=[
-            HealthCheck.function_scoped_fixture,
-            HealthCheck.too_slow,
-            HealthCheck.data_too_large,
-        ],
-    )
-    @given(data=st.data())
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # One hypothesis test per subclass: a test inherited by several contract
+        # classes would run from several executors in one session, which
+        # hypothesis refuses (HealthCheck.differing_executors: the suite failed
+        # whenever two plugins' contract tests ran in one process).
+        cls.test_random_legal_walks_keep_the_contract = _walks_test()  # type: ignore[method-assign]
+
     def test_random_legal_walks_keep_the_contract(
         self, games: dict[str, LoadedGame], data: st.DataObject
     ) -> None:
-        for game in games.values():
-            self._walk(game, data)
+        """Replaced in every subclass by `_walks_test()` (see `__init_subclass__`)."""
+        raise NotImplementedError  # GameContract itself is never collected
 
     def _walk(self, game: LoadedGame, data: st.DataObject) -> None:
         catalogue = list(game.bets)
@@ -148,6 +143,30 @@ class GameContract:
         again = game.step(copy.deepcopy(bets), copy.deepcopy(actions))
         assert again == step, f"{game.id}: replaying the same actions gave another step"
         assert (bets, actions) == frozen, f"{game.id}: step changed its inputs"
+
+
+def _walks_test() -> Any:
+    # A walk draws many values per example: on a loaded machine (or in a long
+    # suite, with a large heap to collect) drawing them can exceed hypothesis's
+    # one-second too_slow budget, which fails the test without any counterexample.
+    @settings(
+        max_examples=60,
+        deadline=None,
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+        ],
+    )
+    @given(data=st.data())
+    def test_random_legal_walks_keep_the_contract(
+        self: GameContract, games: dict[str, LoadedGame], data: st.DataObject
+    ) -> None:
+        """Random legal walks through every game keep the contract."""
+        for game in games.values():
+            self._walk(game, data)
+
+    return test_random_legal_walks_keep_the_contract
 
 
 # The name plugins' tests used before games.
