@@ -91,10 +91,15 @@ def test_rng_cards_settle_seat_by_seat_and_verify(node: Node, tmp_path: Any) -> 
     assert event_count(node.app) == before
 
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=GAMES)
-    assert report.rng_pending == 2 and report.resettled == 2
+    assert report.settlement is not None and report.resettled == 2
+    assert (report.settlement.rng_cards, report.settlement.rng_cards_pending) == (0, 2)
+    assert "NOT CHECKED: 2 RNG card draws whose seed is not revealed yet" in report.summary()
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=GAMES)
-    assert (report.rng_throws, report.rng_pending) == (2, 0)  # both cards recomputed
+    assert report.settlement is not None
+    assert (report.settlement.rng_cards, report.settlement.rng_cards_pending) == (2, 0)
+    assert "2 RNG card draws recomputed from their round's shuffled deck" in report.summary()
+    assert "NOT CHECKED" not in report.summary()
     assert "2 settlements re-settled" in report.summary()
 
 
@@ -257,3 +262,46 @@ def test_taixiu_through_act_pays_as_before(node: Node, tmp_path: Any) -> None:
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
     assert (report.rng_throws, report.resettled) == (1, 1)
+
+
+def test_attack_a_node_dealing_cards_not_from_the_committed_deck(
+    node: Node, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node itself (with its signing key) deals from another deck: every event
+    is validly sealed, and verify recomputes the deck once the seed is revealed."""
+    import ledger.casino
+
+    casino = Casino(node.app, GAMES)
+    rng = RngServer(tmp_path / "seeds")
+    table = casino.open_table(
+        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+    )
+    casino.commit_seed(request_id="commit", table_id=table, rng=rng)
+    _, _, round_id = players(casino, table)
+    monkeypatch.setattr(ledger.casino, "shuffled_deck", lambda seed, rid: list(range(51, -1, -1)))
+    casino.act(request_id="a0", round_id=round_id, actor="dealer", action="close_betting")
+    casino.act(request_id="a1", round_id=round_id, actor="dealer", action="deal", rng=rng)
+    casino.act(request_id="a2", round_id=round_id, actor="seat:1", action="draw", rng=rng)
+    casino.act(request_id="a3", round_id=round_id, actor="seat:2", action="surrender")
+    casino.retire_seed(request_id="retire", table_id=table, rng=rng)
+    with pytest.raises(VerificationError, match=rf"round {round_id}: cards \[51\] at deck"):
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=GAMES)
+
+
+def test_attack_a_card_report_the_device_did_not_sign(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that skips the device check records an altered report: verify checks
+    the device's signature over the action it names."""
+    casino = Casino(node.app, GAMES)
+    device = dealer_device(node)
+    table = casino.open_table(
+        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+    )
+    _, _, round_id = players(casino, table)
+    casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
+    monkeypatch.setattr(Casino, "_check_device", lambda self, source, fact: None)
+    altered = {**device.act(round_id, 1, "dealer", "deal", {}, [0]), "drawn": [51]}
+    casino.act(request_id="d", round_id=round_id, actor="dealer", action="deal", source=altered)
+    with pytest.raises(VerificationError, match="bad dealer-device signature"):
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=GAMES)

@@ -47,6 +47,8 @@ class SettlementCounts:
     rng_throws: int  # RNG throws recomputed from their round's revealed seed
     rng_pending: int  # RNG throws whose seed is still secret: NOT recomputed
     device_reports: int  # dealer device reports whose signature verified
+    rng_cards: int = 0  # RNG card draws recomputed from their round's shuffled deck
+    rng_cards_pending: int = 0  # RNG card draws whose seed is still secret: NOT recomputed
     # (game, version played, version re-derived, rounds): re-derived by other code
     # than played them (same rules hash and API): information, not a failure.
     other_code: tuple[tuple[str, str, str, int], ...] = ()
@@ -99,6 +101,8 @@ def check_settlement(
         rng_throws=recomputed,
         rng_pending=pending,
         device_reports=sources.device_reports,
+        rng_cards=sources.cards_checked,
+        rng_cards_pending=sources.cards_pending,
         other_code=tuple(
             (game, played, now, n) for (game, played, now), n in sorted(rounds.other_code.items())
         ),

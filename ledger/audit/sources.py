@@ -72,6 +72,8 @@ class SourceAudit:
         self.rounds: dict[str, _Round] = {}
         self.rng_throws: list[_RngThrow] = []
         self.rng_cards: list[_RngCards] = []
+        self.cards_checked = 0  # RNG card draws recomputed from their round's deck
+        self.cards_pending = 0  # RNG card draws whose seed is still secret: NOT recomputed
         self.device_reports = 0
 
     def observe(self, stream: str, topic: str, state: dict[str, Any], where: str) -> None:
@@ -277,7 +279,7 @@ class SourceAudit:
         for dealt in self.rng_cards:
             seed = self.seeds.get(dealt.seed)
             if seed is None:
-                pending += 1
+                self.cards_pending += 1
                 continue
             deck = shuffled_deck(seed, dealt.round_id)
             if [deck[p] for p in dealt.positions] != dealt.cards:
@@ -287,5 +289,5 @@ class SourceAudit:
                     f"{dealt.seed} deals",
                     where=dealt.where,
                 )
-            checked += 1
+            self.cards_checked += 1
         return checked, pending

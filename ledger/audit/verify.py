@@ -135,6 +135,15 @@ def _settlement_lines(counts: SettlementCounts) -> list[str]:
         f"   {counts.rng_throws} RNG throws recomputed from their round's committed seed; "
         f"{counts.device_reports} dealer device reports verified",
     ]
+    if counts.rng_cards or counts.rng_cards_pending:
+        lines.append(
+            f"   {counts.rng_cards} RNG card draws recomputed from their round's shuffled deck"
+        )
+    if counts.rng_cards_pending:
+        lines.append(
+            f"   NOT CHECKED: {counts.rng_cards_pending} RNG card draws whose seed is not "
+            "revealed yet (verify again once it is retired)"
+        )
     if counts.other_code:
         total = sum(n for *_, n in counts.other_code)
         which = ", ".join(
