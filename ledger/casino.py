@@ -435,6 +435,11 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
+            if game_round.actions:
+                raise InvalidCommandError(
+                    f"round {game_round.id} was played action by action (settlement API 2): "
+                    "correcting one of its settlement steps is not supported yet"
+                )
             if game_round.status != "settled":
                 raise InvalidCommandError(
                     f"only a settled round can be corrected ({game_round.status})"
