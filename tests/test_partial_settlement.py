@@ -316,3 +316,44 @@ def test_attack_a_card_report_the_device_did_not_sign(
     casino.act(request_id="d", round_id=round_id, actor="dealer", action="deal", source=altered)
     with pytest.raises(VerificationError, match="bad dealer-device signature"):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=GAMES)
+
+
+def test_taixiu_device_faults_through_act_follow_its_policy(node: Node) -> None:
+    """Two faulty throws reported by the device void a taixiu round (its rules),
+    every stake back; verify re-derives the void from the recorded actions."""
+    casino = Casino(node.app, get_plugin_manager().games())
+    device = dealer_device(node)
+    table = casino.open_table(
+        request_id="t", name="TX", variant="taixiu", currency="VND", limits=LIMITS
+    )
+    player = casino.open_account(request_id="p", owner="p", currency="VND")
+    casino.deposit(request_id="dep", account_id=player, amount=10_000)
+    round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
+    casino.place_bet(
+        request_id="b", round_id=round_id, account_id=player, bet={"bet": "big"}, stake=700
+    )
+    casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
+    with pytest.raises(InvalidCommandError, match="only from a dealer device's signed report"):
+        casino.act(
+            request_id="f0",
+            round_id=round_id,
+            actor="dealer",
+            action="fault",
+            args={"reason": "cocked"},
+        )
+    for step in (1, 2):
+        report = device.act(round_id, step, "dealer", "fault", {"reason": "cocked"}, [])
+        done = casino.act(
+            request_id=f"f{step}",
+            round_id=round_id,
+            actor="dealer",
+            action="fault",
+            args={"reason": "cocked"},
+            source=report,
+        )
+    assert done["void"] and done["over"]
+    assert [r["returned"] for r in done["settled"]] == [700]
+    assert casino.account(player).balance == 10_000
+    verified = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+    assert verified.device_reports == 2 and verified.settlement is not None
+    assert verified.settlement.faults == 2
