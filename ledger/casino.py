@@ -27,7 +27,6 @@ from ledger.crypto.canonical import canonical
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.domain.account import HOUSE, PLAYER, Account
-from ledger.domain.faults import FaultPolicy
 from ledger.domain.game_table import GameTable
 from ledger.domain.money import check_currency
 from ledger.domain.names import check_name
@@ -36,6 +35,7 @@ from ledger.domain.round import (
     BetResult,
     Limits,
     Round,
+    action_fact,
     check_limits,
     correction_fact,
     fault_fact,
@@ -43,9 +43,12 @@ from ledger.domain.round import (
     throw_fact,
 )
 from ledger.errors import ConflictError, InvalidCommandError, NotFoundError, VerificationError
+from ledger.games.api import DECK_SIZE, BetView, Draw, RecordedAction, Step
+from ledger.games.replay import FAULT, actor_for, outcome_action, outcome_move, replay
+from ledger.plugins.registry import LoadedGame
+from ledger.rng.deck import shuffled_deck
 from ledger.rng.server import RngServer
 from ledger.store.application import LedgerApplication
-from ledger.variants.api import Variant
 
 A = TypeVar("A", bound=Aggregate)
 Result = Any  # JSON-safe: it is stored with the request
@@ -58,7 +61,7 @@ class Casino:
     def __init__(
         self,
         app: LedgerApplication,
-        variants: Mapping[str, Variant],
+        variants: Mapping[str, LoadedGame],
         *,
         max_attempts: int = 50,
     ) -> None:
@@ -86,7 +89,7 @@ class Casino:
     def table(self, table_id: UUID | str) -> GameTable:
         return self._get(GameTable, table_id, "table")
 
-    def variant(self, variant_id: str) -> Variant:
+    def variant(self, variant_id: str) -> LoadedGame:
         try:
             return self.variants[variant_id]
         except KeyError:
@@ -203,6 +206,8 @@ class Casino:
                 variant=variant.id,
                 variant_version=variant.version,
                 rules_hash=variant.rules_hash,
+                settlement_api=variant.settlement_api,
+                code_hash=variant.code_hash,
                 currency=table.currency,
                 limits=table.limits,
                 house_account=table.house_account,
@@ -227,8 +232,8 @@ class Casino:
                 raise InvalidCommandError(f"account {account.id} is not a player's wallet")
             account.check_currency(game_round.currency)
             variant = self._variant_of(game_round)
-            self._check_legal(variant, game_round, "place_bet")
-            canonical_bet = variant.validate_bet(bet)
+            self._check_betting(variant, game_round, "place a bet")
+            canonical_bet = variant.validate_bet(bet, dict(game_round.bets))
             bet_id = str(uuid4())
             amount = game_round.place_bet(bet_id, str(account.id), canonical_bet, stake, request_id)
             account.debit(amount, game_round.id, f"stake {bet_id}")
@@ -245,7 +250,7 @@ class Casino:
     def withdraw_bet(self, *, request_id: str, round_id: str, account_id: str, bet_id: str) -> None:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
-            self._check_legal(self._variant_of(game_round), game_round, "withdraw_bet")
+            self._check_betting(self._variant_of(game_round), game_round, "withdraw a bet")
             account = self.account(account_id)
             record = game_round.withdraw_bet(bet_id, str(account.id), request_id)
             account.credit(record["stake"], game_round.id, f"withdrawn {bet_id}")
@@ -257,7 +262,7 @@ class Casino:
     def close_betting(self, *, request_id: str, round_id: str) -> None:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
-            self._check_legal(self._variant_of(game_round), game_round, "close_betting")
+            self._legal(self._variant_of(game_round), game_round, "close_betting")
             game_round.close_betting()
             return None, [game_round]
 
@@ -279,8 +284,7 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
-            self._check_legal(variant, game_round, "record_outcome")
-            checked = variant.validate_outcome(outcome)
+            checked = self._outcome(variant, game_round, outcome)
             game_round.check_awaiting_throw()
             self._check_source(
                 game_round, source, throw_fact(game_round.id, game_round.throws, checked)
@@ -328,10 +332,16 @@ class Casino:
                     f"round {game_round.id} has no RNG seed: a physical table"
                 )
             variant = self._variant_of(game_round)
-            self._check_legal(variant, game_round, "record_outcome")
+            step = self._step(variant, game_round)
+            move = outcome_move(step)
+            draw = move[2] if move is not None else None
+            if draw is None or draw["kind"] != "dice":
+                raise InvalidCommandError(
+                    f"round {game_round.id}: the game draws no dice now ({self._offers(step)})"
+                )
             counter = game_round.throws
-            dice = rng.throw(game_round.dice_seed, str(game_round.id), counter)
-            outcome = variant.validate_outcome({"dice": list(dice)})
+            drawn = list(rng.throw(game_round.dice_seed, str(game_round.id), counter))
+            outcome = self._outcome(variant, game_round, {draw["kind"]: drawn[: draw["count"]]})
             game_round.record_outcome(outcome, game_round.rng_source())
             return outcome, [game_round]
 
@@ -376,18 +386,20 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
-            self._check_legal(variant, game_round, "record_fault")
+            actor = self._legal(variant, game_round, FAULT)
+            reason_args = variant.validate_args(actor, FAULT, {"reason": reason})
             game_round.check_awaiting_throw("a throw")
             self._check_source(
                 game_round, source, fault_fact(game_round.id, game_round.throws, reason)
             )
-            faults = game_round.record_fault(reason, source)
-            policy = FaultPolicy.of(getattr(variant, "rules", None))
-            if policy.voids_at(faults):
-                returns = game_round.void(f"{faults} faulty throws: {reason}", None)
+            faults = game_round.record_fault(reason_args["reason"], source)
+            # What follows is the game's fault policy: its step says.
+            step = self._step(variant, game_round)
+            if step["void"] is not None:
+                returns = game_round.void(step["void"], None)
                 changed = [game_round, *self._pay(game_round, returns), *self._ended(game_round)]
                 return {"faults": faults, "then": "voided"}, changed
-            if policy.reopens_betting:
+            if step["betting"]:
                 game_round.reopen_betting(f"faulty throw: {reason}")
                 return {"faults": faults, "then": "betting reopened"}, [game_round]
             return {"faults": faults, "then": "throw again"}, [game_round]
@@ -400,7 +412,7 @@ class Casino:
             game_round = self.round(round_id)
             game_round.check_settleable()
             variant = self._variant_of(game_round)
-            returns = variant.settle(game_round.outcome or {}, game_round.bets)
+            returns = self._step(variant, game_round)["settle"]
             results = game_round.settle(returns)
             return results, [game_round, *self._pay(game_round, results), *self._ended(game_round)]
 
@@ -423,15 +435,24 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
-            right = variant.validate_outcome(outcome)
+            if game_round.actions:
+                raise InvalidCommandError(
+                    f"round {game_round.id} was played action by action (settlement API 2): "
+                    "correcting one of its settlement steps is not supported yet"
+                )
             if game_round.status != "settled":
                 raise InvalidCommandError(
                     f"only a settled round can be corrected ({game_round.status})"
                 )
+            # The right outcome replaces the wrong one as the round's last action.
+            actions, _ = replay(variant, self._bets(game_round), game_round.log[:-1])
+            before_step = variant.step(self._bets(game_round), actions)
+            right_action = self._outcome_action(variant, game_round, before_step, outcome)
+            right = self._stored(before_step, right_action)
+            returns = variant.step(self._bets(game_round), [*actions, right_action])["settle"]
             before = {r["bet_id"]: r["returned"] for r in game_round.results}
             fact = correction_fact(game_round.id, game_round.outcome or {}, right, reason)
             signed = sign_fact(self._operator(operator), fact, Role.OPERATOR)
-            returns = variant.settle(right, game_round.bets)
             results = game_round.correct(right, returns, reason, {**signed})
             deltas: list[BetResult] = [
                 {
@@ -483,26 +504,292 @@ class Casino:
             raise InvalidCommandError(f"operator key {record.name} is not valid now")
         return operator
 
-    def _check_legal(self, variant: Variant, game_round: Round, command: str) -> None:
-        """The variant says which commands are legal in which round state."""
-        legal = getattr(variant, "legal_commands", None)
-        if legal is not None and command not in legal.get(game_round.status, ()):
+    # Legality comes from the game: what its last step offers.
+    @staticmethod
+    def _bets(game_round: Round) -> dict[str, BetView]:
+        return dict(game_round.bets)
+
+    def _step(self, variant: LoadedGame, game_round: Round) -> Step:
+        """The game's step after everything the round recorded."""
+        return replay(variant, self._bets(game_round), game_round.log)[1]
+
+    @staticmethod
+    def _offers(step: Step) -> str:
+        moves = [f"{actor} may {a}" for actor, offered in step["moves"].items() for a in offered]
+        return "; ".join(moves) or ("it is over" if step["over"] else "no move is offered")
+
+    def _refuse(
+        self, game_round: Round, actor: str, action: str, step: Step
+    ) -> InvalidCommandError:
+        return InvalidCommandError(
+            f"round {game_round.id} ({game_round.variant}): {actor} may not {action} now "
+            f"({self._offers(step)})"
+        )
+
+    def _legal(self, variant: LoadedGame, game_round: Round, action: str) -> str:
+        """The actor the game lets take `action` now, or refuse naming round and action."""
+        step = self._step(variant, game_round)
+        actor = actor_for(step, action)
+        if actor is None:
             raise InvalidCommandError(
-                f"the {variant.id} rules do not allow {command} while round "
-                f"{game_round.id} is {game_round.status}"
+                f"round {game_round.id} ({game_round.variant}): nobody may {action} now "
+                f"({self._offers(step)})"
+            )
+        return actor
+
+    def _check_betting(self, variant: LoadedGame, game_round: Round, what: str) -> None:
+        step = self._step(variant, game_round)
+        if not step["betting"]:
+            raise InvalidCommandError(
+                f"round {game_round.id} is not taking bets (it is {game_round.status}): "
+                f"a player may not {what} now ({self._offers(step)})"
             )
 
-    def _variant_of(self, game_round: Round) -> Variant:
-        """The variant the round opened with, exactly: same version, same rules."""
+    def _outcome_action(
+        self, variant: LoadedGame, game_round: Round, step: Step, outcome: Any
+    ) -> RecordedAction:
+        if not isinstance(outcome, Mapping):
+            raise InvalidCommandError(f"an outcome is an object, not {outcome!r}")
+        move = outcome_move(step)
+        if move is None:
+            raise InvalidCommandError(
+                f"round {game_round.id} is not awaiting an outcome (it is {game_round.status}): "
+                f"nobody may report one now ({self._offers(step)})"
+            )
+        actor, action, draw = move
+        if draw is None:
+            outcome = variant.validate_args(actor, action, outcome)
+        found = outcome_action(step, outcome)
+        if found is None:
+            assert draw is not None  # an argument-only move takes any validated outcome
+            raise InvalidCommandError(
+                f"bad outcome {dict(outcome)!r}: {action} draws {draw['count']} {draw['kind']}"
+            )
+        return found
+
+    def _outcome(self, variant: LoadedGame, game_round: Round, outcome: Any) -> dict[str, Any]:
+        """The outcome in canonical form, once the game accepts it as its next move."""
+        bets = self._bets(game_round)
+        actions, step = replay(variant, bets, game_round.log)
+        action = self._outcome_action(variant, game_round, step, outcome)
+        variant.step(bets, [*actions, action])  # the game's own refusal of bad randomness
+        return self._stored(step, action)
+
+    @staticmethod
+    def _stored(step: Step, action: RecordedAction) -> dict[str, Any]:
+        """An outcome as rounds store it: {kind: drawn} for randomness, else its args."""
+        move = outcome_move(step)
+        if move is not None and move[2] is not None:
+            return {move[2]["kind"]: action["drawn"]}
+        return dict(action["args"])
+
+    def act(
+        self,
+        *,
+        request_id: str,
+        round_id: str,
+        actor: str,
+        action: str,
+        args: Mapping[str, Any] | None = None,
+        source: dict[str, Any] | None = None,
+        rng: RngServer | None = None,
+    ) -> Any:
+        """Take one of the moves the game offers now: legality from its last step
+        (an illegal move is refused naming round, actor and action, and nothing
+        is recorded), randomness drawn by the core (RNG, `rng`: dice from the
+        round's committed seed, cards from its shuffled deck by position) or
+        taken from a dealer device's signed report (`source`,
+        `ledger.devices.action_report`). Settlement API 2 rounds record it as
+        `Round.ActionRecorded`, then settle in the same save whatever bets the
+        game's step settles (`Round.Settled` of that step) or void it."""
+        game_round = self.round(round_id)
+        if game_round.settlement_api < 2:
+            return self._act_v1(request_id, game_round, actor, action, args, source, rng)
+
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            variant = self._variant_of(game_round)
+            bets = self._bets(game_round)
+            actions, step = replay(variant, bets, game_round.log)
+            offered = step["moves"].get(actor, {}) if isinstance(actor, str) else {}
+            if not isinstance(action, str) or action not in offered:
+                raise self._refuse(game_round, str(actor), str(action), step)
+            given = variant.validate_args(actor, action, dict(args or {}))
+            number = game_round.actions
+            drawn, attested = self._attest(
+                game_round, number, actor, action, given, offered[action], source, rng
+            )
+            done: RecordedAction = {"actor": actor, "action": action, "args": given, "drawn": drawn}
+            after = variant.step(bets, [*actions, done])
+            game_round.record_action(dict(done), attested, dict(after))
+            changed: list[Aggregate] = [game_round]
+            settled: list[BetResult] = []
+            if after["void"] is not None:
+                settled = game_round.void(after["void"], None)
+                changed += [*self._pay(game_round, settled), *self._ended(game_round)]
+            elif after["settle"] or after["over"]:
+                settled = game_round.settle_step(after["settle"], after["over"])
+                changed += self._pay(game_round, settled)
+                if after["over"]:
+                    changed += self._ended(game_round)
+            result = {
+                "step": number,
+                "drawn": drawn,
+                "state": after["state"],
+                "settled": settled,
+                "void": after["void"],
+                "over": after["over"],
+            }
+            return result, changed
+
+        fingerprint_args = {
+            "round_id": str(round_id),
+            "actor": actor,
+            "action": action,
+            "args": dict(args or {}),
+            "source": source,
+        }
+        return dict(self._run("act", request_id, fingerprint_args, body))
+
+    def _attest(
+        self,
+        game_round: Round,
+        number: int,
+        actor: str,
+        action: str,
+        args: dict[str, Any],
+        draw: Draw | None,
+        source: dict[str, Any] | None,
+        rng: RngServer | None,
+    ) -> tuple[list[int], dict[str, Any]]:
+        """What the action drew and the source attesting it (RULES.md §1.4): on an
+        RNG table the core draws (never a fault); on a physical table randomness
+        and faults come only in a dealer device's signed report; any other move
+        is the node's own command."""
+        reported = action == FAULT or draw is not None
+        if game_round.is_rng:
+            if action == FAULT:
+                raise InvalidCommandError(
+                    f"round {game_round.id} is on an RNG table: an RNG draw is never faulty "
+                    "(if the RNG malfunctioned, void the round)"
+                )
+            if source is not None:
+                raise InvalidCommandError(
+                    f"round {game_round.id} is on an RNG table: the core draws its randomness, "
+                    "nobody reports it"
+                )
+            if draw is None:
+                return [], {"kind": "command"}
+            if rng is None:
+                raise InvalidCommandError(f"round {game_round.id} is on an RNG table: pass its RNG")
+            seed_id = str(game_round.dice_seed)
+            if draw["kind"] == "dice":
+                if draw["count"] != 3:
+                    raise InvalidCommandError("the RNG throws three dice at a time")
+                counter = game_round.throws
+                dice = list(rng.throw(seed_id, str(game_round.id), counter))
+                return dice, {"kind": "rng", "seed_id": seed_id, "draw": "dice", "counter": counter}
+            first = len(game_round.dealt)
+            positions = list(range(first, first + draw["count"]))
+            if positions[-1] >= DECK_SIZE:
+                raise InvalidCommandError(f"round {game_round.id}: the deck is exhausted")
+            deck = shuffled_deck(rng.seed(seed_id), str(game_round.id))
+            cards = [deck[p] for p in positions]
+            return cards, {
+                "kind": "rng",
+                "seed_id": seed_id,
+                "draw": "cards",
+                "positions": positions,
+            }
+        if not reported:
+            if source is not None:
+                raise InvalidCommandError(f"{action} is the node's own command: it takes no source")
+            return [], {"kind": "command"}
+        if not isinstance(source, dict) or source.get("kind") != "device":
+            raise InvalidCommandError(
+                f"round {game_round.id} is on a physical table: {action} comes only from a "
+                "dealer device's signed report"
+            )
+        drawn = source.get("drawn")
+        count = 0 if draw is None else draw["count"]
+        low, high = (1, 6) if draw is not None and draw["kind"] == "dice" else (0, DECK_SIZE - 1)
+        if (
+            not isinstance(drawn, list)
+            or len(drawn) != count
+            or not all(type(v) is int and low <= v <= high for v in drawn)
+        ):
+            what = "nothing" if draw is None else f"{count} {draw['kind']} ({low}..{high})"
+            raise InvalidCommandError(f"bad report: {action} draws {what}, got {drawn!r}")
+        fact = action_fact(game_round.id, number, actor, action, args, drawn)
+        self._check_device(source, fact)
+        recorded: dict[str, Any] = {
+            k: source[k] for k in ("kind", "key_id", "signature") if k in source
+        }
+        if draw is not None:
+            recorded["draw"] = draw["kind"]
+        return list(drawn), recorded
+
+    def _check_device(self, source: dict[str, Any], fact: dict[str, Any]) -> None:
+        signed = actor_signature(source)
+        keyring = self.app.current_keyring()
+        try:
+            verify_fact(keyring, fact, signed, Role.DEALER_DEVICE, "report")
+        except VerificationError as exc:
+            raise InvalidCommandError(f"dealer device report refused: {exc}") from None
+        record = keyring.get(signed["key_id"])
+        if record is None or not record.valid_at(datetime.now(UTC)):
+            raise InvalidCommandError(
+                f"dealer device report refused: key {signed['key_id'][:16]} is not valid now"
+            )
+
+    def _act_v1(
+        self,
+        request_id: str,
+        game_round: Round,
+        actor: str,
+        action: str,
+        args: Mapping[str, Any] | None,
+        source: dict[str, Any] | None,
+        rng: RngServer | None,
+    ) -> Any:
+        """A settlement-API-1 round (opened before games): its old commands."""
+        round_id = str(game_round.id)
+        variant = self._variant_of(game_round)
+        step = self._step(variant, game_round)
+        if action not in step["moves"].get(actor, {}):
+            raise self._refuse(game_round, actor, action, step)
+        given = variant.validate_args(actor, action, dict(args or {}))
+        if action == "close_betting":
+            return self.close_betting(request_id=request_id, round_id=round_id)
+        if action == FAULT:
+            return self.record_fault(
+                request_id=request_id,
+                round_id=round_id,
+                reason=given.get("reason", ""),
+                source=source or {},
+            )
+        draw = step["moves"][actor][action]
+        if game_round.is_rng and draw is not None:
+            if rng is None:
+                raise InvalidCommandError(f"round {game_round.id} is on an RNG table: pass its RNG")
+            return self.throw_dice(request_id=request_id, round_id=round_id, rng=rng)
+        outcome = given if draw is None else dict(args or {})
+        return self.record_outcome(
+            request_id=request_id, round_id=round_id, outcome=outcome, source=source or {}
+        )
+
+    def _variant_of(self, game_round: Round) -> LoadedGame:
+        """The game the round opened with: same id, rules and settlement API (the
+        plugin's release may differ: the round pins rules, not wheels)."""
         variant = self.variant(game_round.variant)
-        if (variant.version, variant.rules_hash) != (
-            game_round.variant_version,
-            game_round.rules_hash,
+        if variant.rules_hash != game_round.rules_hash or (
+            game_round.settlement_api != 1 and variant.settlement_api != game_round.settlement_api
         ):
             raise InvalidCommandError(
                 f"round {game_round.id} opened with {game_round.variant} "
-                f"{game_round.variant_version} (rules {game_round.rules_hash[:12]}), "
-                f"but {variant.version} (rules {variant.rules_hash[:12]}) is installed"
+                f"{game_round.variant_version} (rules {game_round.rules_hash[:12]}, settlement "
+                f"API {game_round.settlement_api}), but {variant.version} (rules "
+                f"{variant.rules_hash[:12]}, settlement API {variant.settlement_api}) is installed"
             )
         return variant
 

@@ -13,7 +13,7 @@ from typing import Any
 from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
-from ledger.domain.round import fault_fact, throw_fact
+from ledger.domain.round import action_fact, fault_fact, throw_fact
 from ledger.errors import InvalidCommandError
 
 
@@ -29,6 +29,21 @@ def fault_report(signer: Signer, round_id: str, throw: int, reason: str) -> dict
     """The `source` of a faulty physical throw, for `Casino.record_fault`."""
     signed = sign_fact(signer, fault_fact(round_id, throw, reason), Role.DEALER_DEVICE)
     return {"kind": "device", **signed}
+
+
+def action_report(
+    signer: Signer,
+    round_id: str,
+    step: int,
+    actor: str,
+    action: str,
+    args: dict[str, Any],
+    drawn: list[int],
+) -> dict[str, Any]:
+    """The `source` of a physical table's action (dice or cards read, a fault), for
+    `Casino.act`: what the device saw, signed as the round's action number `step`."""
+    fact = action_fact(round_id, step, actor, action, args, drawn)
+    return {"kind": "device", "drawn": list(drawn), **sign_fact(signer, fact, Role.DEALER_DEVICE)}
 
 
 class DealerDevice:
@@ -51,3 +66,14 @@ class DealerDevice:
 
     def fault(self, round_id: str, throw: int, reason: str) -> dict[str, Any]:
         return fault_report(self.signer, round_id, throw, reason)
+
+    def act(
+        self,
+        round_id: str,
+        step: int,
+        actor: str,
+        action: str,
+        args: dict[str, Any],
+        drawn: list[int],
+    ) -> dict[str, Any]:
+        return action_report(self.signer, round_id, step, actor, action, args, drawn)

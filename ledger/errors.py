@@ -48,6 +48,14 @@ class CannotCheckError(LedgerError):
         super().__init__(f"could not check: {message}")
 
 
+class CannotReDeriveError(CannotCheckError):
+    """No installed game can re-derive a round (exit 3, never an OK, never
+    tampering): none declares the game id, rules hash and settlement API the
+    round pinned. The message names the plugin, version and rules hash."""
+
+    exit_code = 3
+
+
 class InvalidCommandError(LedgerError):
     """A command that cannot be carried out: bad amount, wrong state, unknown id.
 

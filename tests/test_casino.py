@@ -6,7 +6,7 @@ variant it opened with."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from eventsourcing.persistence import IntegrityError, Recording
@@ -21,6 +21,8 @@ from ledger.domain.request import Request
 from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, Round, operator_fact
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node, open_node
+from ledger.plugins import hookimpl
+from ledger.plugins.registry import GameRegistry
 from tests.casino_support import (
     HEADS,
     LIMITS,
@@ -32,7 +34,7 @@ from tests.casino_support import (
     operator_signer,
     seen,
 )
-from tests.coin_variant import VARIANTS, CoinToss
+from tests.coin_variant import VARIANTS, CoinPlugin, CoinToss, coin_games
 from tests.conftest import PASSPHRASE
 
 
@@ -444,18 +446,36 @@ def test_an_operator_key_outside_the_keyring_is_refused(node: Node, command: str
 
 
 class CoinTossNewRules(CoinToss):
-    rules_hash = "d" * 64
+    rules: ClassVar[dict[str, Any]] = {**CoinToss.rules, "edge": "house"}
 
 
-class CoinTossNewVersion(CoinToss):
-    version = "1.1"
+class NewRulesPlugin(CoinPlugin):
+    @hookimpl
+    def ledger_register_games(self, registry: GameRegistry) -> None:
+        registry.add(CoinTossNewRules())
 
 
-@pytest.mark.parametrize(
-    ("variant", "installed"), [(CoinTossNewVersion, "1.1"), (CoinTossNewRules, "1.0")]
-)
-def test_a_round_settles_only_under_the_variant_it_opened_with(
-    node: Node, variant: type[CoinToss], installed: str
+def test_a_new_release_with_the_same_rules_settles_rounds_of_the_old_one(node: Node) -> None:
+    casino = casino_on(node)
+    table, (alice,) = opened(casino, "alice")
+    round_id = casino.open_round(request_id="round", table_id=table, dealer="D1")
+    casino.place_bet(request_id="bet", round_id=round_id, account_id=alice, bet=HEADS, stake=100)
+    casino.close_betting(request_id="close", round_id=round_id)
+    casino.record_outcome(
+        request_id="outcome",
+        round_id=round_id,
+        outcome={"face": "heads"},
+        source=seen(node, casino, round_id, {"face": "heads"}),
+    )
+    upgraded = Casino(node.app, coin_games("1.1"))  # same rules, another wheel
+    upgraded.settle(request_id="settle", round_id=round_id)
+    assert casino.account(alice).balance == 1100
+    assert casino.round(round_id).variant_version == "1.0"  # what played it, for information
+
+
+@pytest.mark.parametrize(("variant", "installed"), [(NewRulesPlugin, "1.0")])
+def test_a_round_settles_only_under_the_rules_it_opened_with(
+    node: Node, variant: type[CoinPlugin], installed: str
 ) -> None:
     casino = casino_on(node)
     table, (alice,) = opened(casino, "alice")
@@ -468,7 +488,7 @@ def test_a_round_settles_only_under_the_variant_it_opened_with(
         outcome={"face": "heads"},
         source=seen(node, casino, round_id, {"face": "heads"}),
     )
-    upgraded = Casino(node.app, {"coin": variant()})
+    upgraded = Casino(node.app, coin_games(installed, variant()))
     count = event_count(node.app)
     with pytest.raises(
         InvalidCommandError, match=rf"opened with coin 1\.0 .* but {installed} .* is installed"

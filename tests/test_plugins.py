@@ -13,20 +13,23 @@ from ledger.casino import Casino
 from ledger.errors import NotFoundError, PluginError
 from ledger.node import Node
 from ledger.plugins import hookimpl
-from ledger.plugins.contract import VariantContract
+from ledger.plugins.contract import GameContract
 from ledger.plugins.manager import get_plugin_manager
-from ledger.plugins.registry import LoadedVariant, VariantRegistry, rules_hash
+from ledger.plugins.paytable import paytable
+from ledger.plugins.registry import GameRegistry, LoadedGame, rules_hash
 from tests.casino_support import event_count, seen
 from tests.coin_variant import CoinDefinition, CoinPlugin
 
 
-class TestCoinPluginContract(VariantContract):
+class TestCoinPluginContract(GameContract):
     plugin: ClassVar[Any] = CoinPlugin()
-    outcomes: ClassVar[list[dict[str, str]]] = [{"face": "heads"}, {"face": "edge"}]
-    invalid_outcomes: ClassVar[list[Any]] = [{"face": "side"}, {}]
+    action_args: ClassVar[dict[str, dict[str, Any]]] = {
+        "toss": {"face": "edge"},
+        "fault": {"reason": "fell"},
+    }
 
 
-def coin(version: str = "2.1") -> LoadedVariant:
+def coin(version: str = "2.1") -> LoadedGame:
     plugins = get_plugin_manager(
         load_entry_points=False, extra=[("coin-plugin", CoinPlugin(), version)]
     )
@@ -37,7 +40,7 @@ def test_a_registered_variant_carries_its_provenance() -> None:
     variant = coin()
     assert (variant.plugin, variant.version) == ("coin-plugin", "2.1")
     assert variant.rules_hash == rules_hash(CoinDefinition.rules)
-    with pytest.raises(NotFoundError, match=r"unknown variant 'dice'.*coin"):
+    with pytest.raises(NotFoundError, match=r"unknown game 'dice'.*coin"):
         get_plugin_manager(load_entry_points=False, extra=[("c", CoinPlugin(), "1")]).variant(
             "dice"
         )
@@ -47,29 +50,34 @@ class Broken(CoinDefinition):
     def __init__(self, fault: str) -> None:
         self.fault = fault
 
-    def settle(self, outcome: Any, bets: Any) -> Any:
+    def step(self, bets: Any, actions: Any) -> Any:
+        step = super().step(bets, actions)
+        if not step["settle"]:
+            return step
         if self.fault == "raises":
             raise ZeroDivisionError("oops")
-        if self.fault == "missing bet":
-            return {}
+        if self.fault == "stranger bet":
+            return {**step, "settle": {"nobody": 1}}
         if self.fault == "float":
-            return {bet_id: 1.5 for bet_id in bets}
+            return {**step, "settle": {bet_id: 1.5 for bet_id in bets}}
         if self.fault == "negative":
-            return {bet_id: -1 for bet_id in bets}
-        return super().settle(outcome, bets)
+            return {**step, "settle": {bet_id: -1 for bet_id in bets}}
+        if self.fault == "no state":
+            return {k: v for k, v in step.items() if k != "state"}
+        return step
 
-    def validate_bet(self, bet: Any) -> Any:
+    def validate_bet(self, bet: Any, placed: Any) -> Any:
         if self.fault == "bet not a dict":
             return ["heads"]
         if self.fault == "bet raises":
             raise KeyError("on")
-        return super().validate_bet(bet)
+        return super().validate_bet(bet, placed)
 
 
 def broken_plugin(fault: str) -> Any:
     class Plugin:
         @hookimpl
-        def ledger_register_variants(self, registry: VariantRegistry) -> None:
+        def ledger_register_games(self, registry: GameRegistry) -> None:
             registry.add(Broken(fault))
 
     return Plugin()
@@ -78,8 +86,9 @@ def broken_plugin(fault: str) -> Any:
 @pytest.mark.parametrize(
     ("fault", "message"),
     [
-        ("raises", "settle raised ZeroDivisionError"),
-        ("missing bet", "a return for every bet"),
+        ("raises", "step raised ZeroDivisionError"),
+        ("stranger bet", "settles a bet that is not standing"),
+        ("no state", "step returned no state"),
         ("float", "not an int >= 0"),
         ("negative", "not an int >= 0"),
     ],
@@ -102,15 +111,14 @@ def test_a_misbehaving_settlement_is_one_plugin_error_and_records_nothing(
         request_id="b", round_id=round_id, account_id=alice, bet={"on": "heads"}, stake=100
     )
     casino.close_betting(request_id="c", round_id=round_id)
-    casino.record_outcome(
-        request_id="o",
-        round_id=round_id,
-        outcome={"face": "heads"},
-        source=seen(node, casino, round_id, {"face": "heads"}),
-    )
     before = event_count(node.app)
     with pytest.raises(PluginError, match=f"plugin bad-coin 0.9: .*{message}"):
-        casino.settle(request_id="s", round_id=round_id)
+        casino.record_outcome(
+            request_id="o",
+            round_id=round_id,
+            outcome={"face": "heads"},
+            source=seen(node, casino, round_id, {"face": "heads"}),
+        )
     assert event_count(node.app) == before
     assert casino.account(alice).balance == 900
 
@@ -127,17 +135,17 @@ def test_a_misbehaving_bet_check_is_one_plugin_error(fault: str, message: str) -
         load_entry_points=False, extra=[("bad-coin", broken_plugin(fault), "0.9")]
     ).variant("coin")
     with pytest.raises(PluginError, match=f"plugin bad-coin 0.9: {message}"):
-        variant.validate_bet({"on": "heads"})
+        variant.validate_bet({"on": "heads"}, {})
 
 
 def test_a_plugin_that_fails_to_register_is_named() -> None:
     class Exploding:
         @hookimpl
-        def ledger_register_variants(self, registry: VariantRegistry) -> None:
+        def ledger_register_games(self, registry: GameRegistry) -> None:
             raise RuntimeError("no config")
 
     plugins = get_plugin_manager(load_entry_points=False, extra=[("boom", Exploding(), "3.0")])
-    with pytest.raises(PluginError, match=r"plugin boom 3\.0: ledger_register_variants raised"):
+    with pytest.raises(PluginError, match=r"plugin boom 3\.0: ledger_register_games raised"):
         plugins.variants()
 
 
@@ -145,14 +153,14 @@ def test_two_plugins_cannot_claim_one_variant() -> None:
     plugins = get_plugin_manager(
         load_entry_points=False, extra=[("one", CoinPlugin(), "1"), ("two", CoinPlugin(), "2")]
     )
-    with pytest.raises(PluginError, match="variant coin is already provided by"):
+    with pytest.raises(PluginError, match="game coin is already provided by"):
         plugins.variants()
 
 
 def test_a_hookimpl_that_does_not_fit_the_spec_is_refused() -> None:
     class Misspelt:
         @hookimpl
-        def ledger_register_variants(self, registry: VariantRegistry, extra: int) -> None:
+        def ledger_register_games(self, registry: GameRegistry, extra: int) -> None:
             """Asks for an argument the spec does not have."""
 
     with pytest.raises(PluginError, match="does not fit the hook specs"):
@@ -210,4 +218,85 @@ def test_the_shipped_plugin_is_discovered_and_priced(capsys: pytest.CaptureFixtu
     assert rows["total:4"][1:3] == ["50:1", "17/24"]
     assert rows["combination:2-5"][1:3] == ["5:1", "5/6"]
     assert main(["paytable", "no-such-game"]) == 2
-    assert "unknown variant 'no-such-game'" in capsys.readouterr().err
+    assert "unknown game 'no-such-game'" in capsys.readouterr().err
+
+
+class NoPaytable(CoinDefinition):
+    id = "coin-no-paytable"
+
+
+class DeclaresPaytable(CoinDefinition):
+    id = "coin-claims"
+    capabilities = frozenset({"exact-paytable"})
+
+
+def test_a_game_without_an_exact_paytable_says_so() -> None:
+    class Plugin:
+        @hookimpl
+        def ledger_register_games(self, registry: GameRegistry) -> None:
+            registry.add(NoPaytable())
+
+    game = get_plugin_manager(load_entry_points=False, extra=[("p", Plugin(), "1")]).game(
+        "coin-no-paytable"
+    )
+    with pytest.raises(NotFoundError.__bases__[0], match="offers no exact paytable"):
+        paytable(game)
+
+
+def test_a_declared_capability_must_be_implemented() -> None:
+    class Plugin:
+        @hookimpl
+        def ledger_register_games(self, registry: GameRegistry) -> None:
+            registry.add(DeclaresPaytable())
+
+    plugins = get_plugin_manager(load_entry_points=False, extra=[("liar", Plugin(), "1")])
+    with pytest.raises(PluginError, match="declares 'exact-paytable' but does not implement"):
+        plugins.games()
+
+
+def test_a_game_of_another_settlement_api_is_refused() -> None:
+    class Old(CoinDefinition):
+        settlement_api = 1
+
+    class Plugin:
+        @hookimpl
+        def ledger_register_games(self, registry: GameRegistry) -> None:
+            registry.add(Old())
+
+    plugins = get_plugin_manager(load_entry_points=False, extra=[("old", Plugin(), "1")])
+    with pytest.raises(PluginError, match="declares settlement API 1"):
+        plugins.games()
+
+
+def test_rules_that_are_not_json_are_refused() -> None:
+    class Floaty(CoinDefinition):
+        rules: ClassVar[dict[str, Any]] = {"pays": float("nan")}
+
+    class Plugin:
+        @hookimpl
+        def ledger_register_games(self, registry: GameRegistry) -> None:
+            registry.add(Floaty())
+
+    plugins = get_plugin_manager(load_entry_points=False, extra=[("nan", Plugin(), "1")])
+    with pytest.raises(PluginError, match="rules are not plain JSON"):
+        plugins.games()
+
+
+def test_hooks_go_through_pluggy_so_wrappers_see_them() -> None:
+    seen_calls: list[str] = []
+
+    class Tracer:
+        @hookimpl(wrapper=True)
+        def ledger_register_games(self, registry: GameRegistry) -> Any:
+            seen_calls.append(registry.plugin)
+            return (yield)
+
+    plugins = get_plugin_manager(
+        load_entry_points=False, extra=[("coin", CoinPlugin(), "1"), ("tracer", Tracer(), "1")]
+    )
+    assert "coin" in plugins.games()
+    assert "coin" in seen_calls
+
+
+def test_the_code_hash_changes_with_the_code_not_the_version() -> None:
+    assert coin("1.0").code_hash == coin("2.0").code_hash != ""

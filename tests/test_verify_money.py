@@ -4,7 +4,7 @@ though every envelope is validly signed."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -14,11 +14,13 @@ from ledger.casino import Casino
 from ledger.crypto.actor import ActorSignature, sign_fact
 from ledger.crypto.keys import Role
 from ledger.domain.round import Round
-from ledger.errors import CannotCheckError, VerificationError
+from ledger.errors import CannotReDeriveError, VerificationError
 from ledger.node import Node
+from ledger.plugins import hookimpl
+from ledger.plugins.registry import GameRegistry
 from tests.attacker import Attacker
 from tests.casino_support import seen
-from tests.coin_variant import VARIANTS, CoinToss
+from tests.coin_variant import VARIANTS, CoinPlugin, CoinToss, coin_games
 from tests.conftest import PASSPHRASE
 
 LIMITS = {"min_bet": 10, "max_bet": 1000, "max_round": 2000}
@@ -146,24 +148,53 @@ def test_every_round_is_resettled_with_its_own_rules(node: Node) -> None:
 
 def test_a_payout_the_rules_do_not_pay_is_caught(node: Node) -> None:
     class Generous(CoinToss):
-        def settle(self, outcome: Any, bets: Any) -> dict[str, int]:
-            paid = super().settle(outcome, bets)
-            return {bet_id: amount * 3 // 2 for bet_id, amount in paid.items()}
+        def step(self, bets: Any, actions: Any) -> Any:
+            step = super().step(bets, actions)
+            return {**step, "settle": {b: v * 3 // 2 for b, v in step["settle"].items()}}
 
-    play(node, Casino(node.app, {"coin": Generous()}))  # same id, version and rules hash: a lie
+    class GenerousPlugin(CoinPlugin):
+        @hookimpl
+        def ledger_register_games(self, registry: GameRegistry) -> None:
+            registry.add(Generous())
+
+    generous = coin_games("1.0", GenerousPlugin())  # same id and rules hash: a lie
+    play(node, Casino(node.app, generous))
     # The money still balances: only re-settling with the real rules catches it.
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants={"coin": Generous()})
+    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=generous)
     with pytest.raises(VerificationError, match=r"returned 900, the rules pay 600"):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
 
 
-def test_resettling_needs_the_rounds_own_variant_version(node: Node) -> None:
-    class Newer(CoinToss):
-        version = "2.0"
+def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> None:
+    class NewRules(CoinToss):
+        rules: ClassVar[dict[str, Any]] = {**CoinToss.rules, "edge": "house"}
+
+    class NewRulesPlugin(CoinPlugin):
+        @hookimpl
+        def ledger_register_games(self, registry: GameRegistry) -> None:
+            registry.add(NewRules())
 
     _, _, round_id = play(node, Casino(node.app, VARIANTS))
-    with pytest.raises(CannotCheckError, match=rf"cannot re-settle round {round_id}: .*coin 1\.0"):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants={"coin": Newer()})
+    newer = coin_games("2.0")  # another release, the same rules: re-settles
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=newer)
+    assert report.resettled == 1
+    # Said as information, once per round, not as a failure.
+    assert (
+        "information: 1 rounds re-derived by different code than played them, with the "
+        "same rules hash and settlement API (coin 1.0 -> 2.0: 1)" in report.summary()
+    )
+    same = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+    assert "different code" not in same.summary()
+    with pytest.raises(
+        CannotReDeriveError, match=rf"cannot re-settle round {round_id}: .*coin 1\.0"
+    ):
+        verify_store(
+            node.app,
+            node.keyring,
+            level=Level.SETTLEMENT,
+            variants=coin_games("2.0", NewRulesPlugin()),
+        )
+    assert CannotReDeriveError.exit_code == 3
 
 
 def test_a_deleted_wallet_stream_is_named(node: Node) -> None:

@@ -140,6 +140,8 @@ class MoneyAudit:
                 ]
                 self.in_force[stream] = expected
                 expected = reversal + expected
+            elif state.get("step") is not None:  # a step's bets: added to those in force
+                self.in_force[stream] = [*self.in_force.get(stream, []), *expected]
             else:
                 self.in_force[stream] = expected
         if postings != expected:

@@ -1,5 +1,7 @@
-"""Re-settling every round from its recorded facts, with the variant and rules
-it opened with: the payouts in the log must be what the rules pay."""
+"""Re-settling every round from its recorded facts, with the game and rules it
+opened with: its recorded steps are replayed through the game as actions
+(ledger.games.replay) and the payouts in the log must be what the game's step
+settles."""
 
 from __future__ import annotations
 
@@ -8,17 +10,22 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from ledger.audit.round_variants import RoundVariants
-from ledger.domain.round import Round
-from ledger.errors import VerificationError
-from ledger.variants.api import Variant
+from ledger.domain.round import LogEntry, Round
+from ledger.errors import InvalidCommandError, VerificationError
+from ledger.games.api import Step
+from ledger.games.replay import replay
+from ledger.plugins.registry import LoadedGame
 
 _OPENED = get_topic(Round.Opened)
 _BET = get_topic(Round.BetPlaced)
 _WITHDRAWN = get_topic(Round.BetWithdrawn)
 _OUTCOME = get_topic(Round.OutcomeRecorded)
+_FAULT = get_topic(Round.FaultRecorded)
+_CLOSED = get_topic(Round.BettingClosed)
 _SETTLED = get_topic(Round.Settled)
 _VOIDED = get_topic(Round.Voided)
 _CORRECTED = get_topic(Round.Corrected)
+_ACTION = get_topic(Round.ActionRecorded)
 
 
 class Resettler:
@@ -36,6 +43,9 @@ class Resettler:
                 "variant": self.variants.of(stream, state),
                 "bets": {},
                 "outcome": None,
+                "log": [],
+                "actions": 0,
+                "settled": set(),
             }
             return
         game = self.rounds.get(stream)
@@ -49,10 +59,28 @@ class Resettler:
             }
         elif topic == _WITHDRAWN:
             game["bets"].pop(state["bet_id"], None)
+        elif topic == _CLOSED:
+            game["log"].append({"close_betting": True})
+        elif topic == _FAULT:
+            game["log"].append({"fault": state["reason"]})
         elif topic == _OUTCOME:
             game["outcome"] = state["outcome"]
+            game["log"].append({"outcome": state["outcome"]})
+        elif topic == _ACTION:
+            if state["step"] != game["actions"]:
+                raise VerificationError(
+                    f"action number {state['step']} recorded as the round's action "
+                    f"{game['actions']}",
+                    where=where,
+                )
+            game["actions"] += 1
+            done = {k: state[k] for k in ("actor", "action", "args", "drawn")}
+            game["log"].append({"action": done})
+            self._replay(game, where)  # the game offered it, and says what follows
         elif topic == _VOIDED:
             del self.rounds[stream]
+        elif topic == _SETTLED and state.get("step") is not None:
+            self._check_step(game, state, where)
         elif topic == _SETTLED:
             self._check(game, state["results"], where)  # kept: a correction may follow
         elif topic == _CORRECTED:
@@ -62,13 +90,85 @@ class Resettler:
                     where=where,
                 )
             game["outcome"] = state["right_outcome"]
+            game["log"][-1] = {"outcome": state["right_outcome"]}
             self._check(game, state["results"], where)
+
+    @staticmethod
+    def _replay(game: dict[str, Any], where: str) -> Step:
+        try:
+            return replay(game["variant"], game["bets"], game["log"])[1]
+        except InvalidCommandError as exc:
+            raise VerificationError(
+                f"the game does not accept this round: {exc}", where=where
+            ) from None
+
+    def _check_step(self, game: dict[str, Any], state: dict[str, Any], where: str) -> None:
+        """A partial settlement: exactly the bets, and the returns, that the game's
+        step after the recorded action it names settles, each bet once."""
+        if state["step"] != game["actions"] - 1:
+            raise VerificationError(
+                f"a settlement of action {state['step']} recorded after action "
+                f"{game['actions'] - 1}",
+                where=where,
+            )
+        step = self._replay(game, where)
+        returns = step["settle"]
+        recorded = {r["bet_id"]: r for r in state["results"]}
+        if len(recorded) != len(state["results"]) or set(recorded) != set(returns):
+            raise VerificationError(
+                f"the settlement of action {state['step']} covers bets "
+                f"{sorted(recorded)}, the game's step settles {sorted(returns)}",
+                where=where,
+            )
+        twice = set(recorded) & game["settled"]
+        if twice:
+            raise VerificationError(f"bet {sorted(twice)[0]} settled twice", where=where)
+        self._compare(game, recorded, returns, where)
+        game["settled"] |= set(recorded)
+        if bool(state["over"]) != step["over"]:
+            raise VerificationError(
+                f"the settlement says the round is {'over' if state['over'] else 'not over'}, "
+                "the game's step says otherwise",
+                where=where,
+            )
+        self.resettled += 1
+        self.bets += len(recorded)
+
+    @staticmethod
+    def _compare(
+        game: dict[str, Any],
+        recorded: dict[str, dict[str, Any]],
+        returns: dict[str, int],
+        where: str,
+    ) -> None:
+        for bet_id, result in recorded.items():
+            bet = game["bets"][bet_id]
+            if (result["account_id"], result["stake"]) != (bet["account_id"], bet["stake"]):
+                raise VerificationError(
+                    f"bet {bet_id} settled for the wrong player or stake", where=where
+                )
+            if result["returned"] != returns[bet_id]:
+                raise VerificationError(
+                    f"bet {bet_id} returned {result['returned']}, the rules pay {returns[bet_id]}",
+                    where=where,
+                )
 
     def _check(self, game: dict[str, Any], results: list[dict[str, Any]], where: str) -> None:
         if game["outcome"] is None:
             raise VerificationError("settled without a recorded outcome", where=where)
-        variant: Variant = game["variant"]
-        returns = variant.settle(game["outcome"], game["bets"])
+        variant: LoadedGame = game["variant"]
+        log: list[LogEntry] = game["log"]
+        try:
+            _, step = replay(variant, game["bets"], log)
+        except InvalidCommandError as exc:
+            raise VerificationError(
+                f"the game does not accept this round: {exc}", where=where
+            ) from None
+        returns = step["settle"]
+        if not step["over"] or set(returns) != set(game["bets"]):
+            raise VerificationError(
+                "settled, but the game's step does not settle every bet", where=where
+            )
         recorded = {r["bet_id"]: r for r in results}
         if set(recorded) != set(game["bets"]):
             raise VerificationError(

@@ -24,9 +24,10 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from ledger.audit.round_variants import RoundVariants
-from ledger.domain.faults import FaultPolicy
-from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, Round
-from ledger.errors import VerificationError
+from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, LogEntry, Round
+from ledger.errors import InvalidCommandError, VerificationError
+from ledger.games.replay import replay
+from ledger.plugins.registry import LoadedGame
 
 _OPENED = get_topic(Round.Opened)
 _BET = get_topic(Round.BetPlaced)
@@ -38,17 +39,36 @@ _FAULT = get_topic(Round.FaultRecorded)
 _SETTLED = get_topic(Round.Settled)
 _VOIDED = get_topic(Round.Voided)
 _CORRECTED = get_topic(Round.Corrected)
+_ACTION = get_topic(Round.ActionRecorded)
+
+
+@dataclass
+class _Policy:
+    """What the game's step said after the last faulty throw."""
+
+    reopens_betting: bool = False
+
+    def describe(self) -> str:
+        return (
+            "its game reopened betting after the faulty throw"
+            if self.reopens_betting
+            else "its game kept bets locked after the faulty throw"
+        )
 
 
 @dataclass
 class _Life:
     variant: str
-    policy: FaultPolicy
+    game: LoadedGame
+    policy: _Policy = field(default_factory=_Policy)
+    log: list[LogEntry] = field(default_factory=list)
     status: str = BETTING
     faults: int = 0
     after_fault: bool = False  # a faulty throw, and no throw since
     must_void: bool = False  # the policy's limit was reached
     bets: dict[str, tuple[str, int]] = field(default_factory=dict)  # bet id -> (account, stake)
+    settled: set[str] = field(default_factory=set)  # bets a step settled (settlement API 2)
+    views: dict[str, dict[str, Any]] = field(default_factory=dict)  # bet id -> as placed
 
 
 class RoundRulesAudit:
@@ -61,9 +81,7 @@ class RoundRulesAudit:
     def observe(self, stream: str, topic: str, state: dict[str, Any], where: str) -> None:
         if topic == _OPENED:
             variant = self.variants.of(stream, state)
-            self.rounds[stream] = _Life(
-                str(state["variant"]), FaultPolicy.of(getattr(variant, "rules", None))
-            )
+            self.rounds[stream] = _Life(str(state["variant"]), variant)
             self.checked += 1
             return
         life = self.rounds.get(stream)
@@ -83,11 +101,18 @@ class RoundRulesAudit:
                 raise fail(f"a bet changed while the round was {life.status}")
             if topic == _BET:
                 life.bets[state["bet_id"]] = (str(state["account_id"]), int(state["stake"]))
+                life.views[state["bet_id"]] = {
+                    "account_id": state["account_id"],
+                    "bet": state["bet"],
+                    "stake": state["stake"],
+                }
             else:
                 life.bets.pop(state["bet_id"], None)
+                life.views.pop(state["bet_id"], None)
         elif topic == _CLOSED:
             self._expect(life, BETTING, "betting closed", fail)
             life.status = CLOSED
+            life.log.append({"close_betting": True})
         elif topic == _REOPENED:
             self._expect(life, CLOSED, "betting reopened", fail)
             if not (life.after_fault and life.policy.reopens_betting):
@@ -112,8 +137,34 @@ class RoundRulesAudit:
                 )
             if topic == _OUTCOME:
                 life.status, life.after_fault = DECIDED, False
+                life.log.append({"outcome": state["outcome"]})
             else:
+                life.log.append({"fault": state["reason"]})
                 self._fault(life, state, fail)
+        elif topic == _ACTION:
+            # Settlement API 2: the game's step after it says what may follow.
+            if life.status in (DECIDED, SETTLED, VOIDED) or life.must_void:
+                raise fail(f"an action while the round was {life.status}")
+            life.log.append({"action": {k: state[k] for k in ("actor", "action", "args", "drawn")}})
+            if state["action"] == "fault":
+                self.faults += 1
+                life.faults += 1
+            try:
+                _, step = replay(life.game, life.views, life.log)  # type: ignore[arg-type]
+            except InvalidCommandError as exc:
+                raise fail(f"the game does not accept this action: {exc}") from None
+            if step["betting"] != state["betting"]:
+                raise fail("the action records betting open or closed against the game's step")
+            life.status = BETTING if step["betting"] else CLOSED
+            life.must_void = step["void"] is not None
+            life.policy = _Policy(reopens_betting=step["betting"])
+            life.after_fault = False
+        elif topic == _SETTLED and state.get("step") is not None:
+            if life.status != CLOSED or life.must_void:
+                raise fail(f"a step's settlement while the round was {life.status}")
+            life.settled |= {r["bet_id"] for r in state["results"]}
+            if state["over"]:
+                life.status = SETTLED
         elif topic == _SETTLED:
             self._expect(life, DECIDED, "a settlement", fail)
             life.status = SETTLED
@@ -129,7 +180,14 @@ class RoundRulesAudit:
         if state.get("faults") != life.faults:
             raise fail(f"faulty throw {life.faults} is recorded as number {state.get('faults')}")
         life.after_fault = True
-        life.must_void = life.policy.voids_at(life.faults)
+        # The fault policy is the game's: its step after this fault says.
+        bets = {b: {"account_id": a, "bet": {}, "stake": s} for b, (a, s) in life.bets.items()}
+        try:
+            _, step = replay(life.game, bets, life.log)  # type: ignore[arg-type]
+        except InvalidCommandError as exc:
+            raise fail(f"the game does not accept this faulty throw: {exc}") from None
+        life.policy = _Policy(reopens_betting=step["betting"])
+        life.must_void = step["void"] is not None
 
     def _voided(self, life: _Life, state: dict[str, Any], fail: Any) -> None:
         if life.status in (SETTLED, VOIDED):
@@ -142,10 +200,12 @@ class RoundRulesAudit:
                 )
         elif life.status == DECIDED:
             raise fail("an operator voided the round after its outcome was recorded")
+        elif life.settled:
+            raise fail("an operator voided the round after some of its bets were settled")
         returned = sorted(
             (r["bet_id"], r["account_id"], r["stake"], r["returned"]) for r in state["returns"]
         )
-        standing = sorted((b, a, s, s) for b, (a, s) in life.bets.items())
+        standing = sorted((b, a, s, s) for b, (a, s) in life.bets.items() if b not in life.settled)
         if returned != standing:
             raise fail("the void does not return every standing stake in full")
 

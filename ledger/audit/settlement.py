@@ -30,8 +30,8 @@ from ledger.audit.round_variants import RoundVariants
 from ledger.audit.sources import SourceAudit
 from ledger.crypto.envelope import open_envelope
 from ledger.crypto.keys import Keyring
+from ledger.plugins.registry import LoadedGame as Variant
 from ledger.store.merkle_log import MerkleLogTables, stream_of
-from ledger.variants.api import Variant
 
 READ_BATCH = 5000
 
@@ -47,6 +47,11 @@ class SettlementCounts:
     rng_throws: int  # RNG throws recomputed from their round's revealed seed
     rng_pending: int  # RNG throws whose seed is still secret: NOT recomputed
     device_reports: int  # dealer device reports whose signature verified
+    rng_cards: int = 0  # RNG card draws recomputed from their round's shuffled deck
+    rng_cards_pending: int = 0  # RNG card draws whose seed is still secret: NOT recomputed
+    # (game, version played, version re-derived, rounds): re-derived by other code
+    # than played them (same rules hash and API): information, not a failure.
+    other_code: tuple[tuple[str, str, str, int], ...] = ()
 
 
 def events(
@@ -96,4 +101,9 @@ def check_settlement(
         rng_throws=recomputed,
         rng_pending=pending,
         device_reports=sources.device_reports,
+        rng_cards=sources.cards_checked,
+        rng_cards_pending=sources.cards_pending,
+        other_code=tuple(
+            (game, played, now, n) for (game, played, now), n in sorted(rounds.other_code.items())
+        ),
     )

@@ -16,7 +16,7 @@ RULES.md §1.4).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -25,8 +25,9 @@ from eventsourcing.utils import get_topic
 from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.game_table import GameTable
-from ledger.domain.round import Round, fault_fact, throw_fact
+from ledger.domain.round import Round, action_fact, fault_fact, throw_fact
 from ledger.errors import VerificationError
+from ledger.rng.deck import shuffled_deck
 from ledger.rng.dice import commitment, throw
 
 _COMMITTED = get_topic(GameTable.SeedCommitted)
@@ -35,12 +36,23 @@ _OPENED = get_topic(Round.Opened)
 _OUTCOME = get_topic(Round.OutcomeRecorded)
 _FAULT = get_topic(Round.FaultRecorded)
 _CORRECTED = get_topic(Round.Corrected)
+_ACTION = get_topic(Round.ActionRecorded)
 
 
 @dataclass
 class _Round:
     seed: str | None  # the committed seed of an RNG round; None on a physical table
     throws: int = 0  # throws so far, faulty or not: the next throw's counter
+    dealt: list[int] = field(default_factory=list)  # cards dealt so far, in order
+
+
+@dataclass(frozen=True)
+class _RngCards:
+    seed: str
+    round_id: str
+    positions: list[int]
+    cards: list[int]
+    where: str
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,9 @@ class SourceAudit:
         self.seeds: dict[str, bytes] = {}  # revealed
         self.rounds: dict[str, _Round] = {}
         self.rng_throws: list[_RngThrow] = []
+        self.rng_cards: list[_RngCards] = []
+        self.cards_checked = 0  # RNG card draws recomputed from their round's deck
+        self.cards_pending = 0  # RNG card draws whose seed is still secret: NOT recomputed
         self.device_reports = 0
 
     def observe(self, stream: str, topic: str, state: dict[str, Any], where: str) -> None:
@@ -82,6 +97,11 @@ class SourceAudit:
                 self._rng(stream, game.seed, counter, topic, state, where)
             else:
                 self._device(stream, counter, topic, state, where)
+        elif topic == _ACTION:
+            game = self.rounds.get(stream)
+            if game is None:
+                raise VerificationError(f"round {stream}: an action before it opened", where=where)
+            self._action(stream, game, state, where)
         elif topic == _CORRECTED:
             game = self.rounds.get(stream)
             if game is not None and game.seed is not None:
@@ -170,6 +190,76 @@ class SourceAudit:
             )
         self.device_reports += 1
 
+    def _action(self, stream: str, game: _Round, state: dict[str, Any], where: str) -> None:
+        """Settlement API 2: randomness and faults only from the round's seed (RNG)
+        or a dealer device's signed report (physical); any other move is a command."""
+        source = state.get("source") or {}
+        kind, drawn, action = source.get("kind"), state["drawn"], state["action"]
+
+        def fail(message: str) -> VerificationError:
+            return VerificationError(f"round {stream}: {message}", where=where)
+
+        if not drawn and action != "fault":
+            if kind != "command":
+                raise fail(f"{action} is a command, recorded with a {kind!r} source")
+            return
+        draw = source.get("draw")
+        if drawn and draw not in ("dice", "cards"):
+            raise fail(f"{action} drew {drawn!r} but its source names no dice or cards")
+        if draw == "cards":
+            again = sorted(c for c in set(drawn) if c in game.dealt or drawn.count(c) > 1)
+            if again:
+                raise fail(f"card {again[0]} dealt twice from the round's deck")
+        if game.seed is not None:
+            if action == "fault":
+                raise fail("a faulty draw on an RNG table: an RNG draw is never faulty")
+            if kind != "rng" or source.get("seed_id") != game.seed:
+                raise fail(
+                    f"{action} drew from a {kind!r} source (seed {source.get('seed_id')}), "
+                    f"not from its committed seed {game.seed}"
+                )
+            if draw == "dice":
+                if source.get("counter") != game.throws:
+                    raise fail(
+                        f"an RNG throw out of sequence (counter {source.get('counter')}, "
+                        f"expected {game.throws})"
+                    )
+                self.rng_throws.append(_RngThrow(game.seed, stream, game.throws, drawn, where))
+                game.throws += 1
+            else:
+                expected = list(range(len(game.dealt), len(game.dealt) + len(drawn)))
+                if source.get("positions") != expected:
+                    raise fail(
+                        f"cards dealt from deck positions {source.get('positions')}, "
+                        f"expected {expected}"
+                    )
+                self.rng_cards.append(_RngCards(game.seed, stream, expected, drawn, where))
+                game.dealt.extend(drawn)
+            return
+        if kind != "device":
+            raise fail(
+                f"{action} on a physical table came from a {kind!r} source, not a dealer "
+                "device's signed report"
+            )
+        fact = action_fact(
+            stream, state["step"], state["actor"], action, state["args"], list(drawn)
+        )
+        signed = actor_signature(source)
+        verify_fact(self.keyring, fact, signed, Role.DEALER_DEVICE, f"round {stream}: {where}")
+        record = self.keyring.get(signed["key_id"])
+        recorded_at = state.get("timestamp")
+        if (
+            record is not None
+            and isinstance(recorded_at, datetime)
+            and not record.valid_at(recorded_at)
+        ):
+            raise fail(f"the dealer device key {record.name} was not valid when it reported")
+        if draw == "cards":
+            game.dealt.extend(drawn)
+        else:
+            game.throws += 1
+        self.device_reports += 1
+
     def finish(self) -> tuple[int, int]:
         """Recompute every RNG throw whose seed is revealed: (recomputed, not checked yet)."""
         checked = pending = 0
@@ -186,4 +276,18 @@ class SourceAudit:
                     where=made.where,
                 )
             checked += 1
+        for dealt in self.rng_cards:
+            seed = self.seeds.get(dealt.seed)
+            if seed is None:
+                self.cards_pending += 1
+                continue
+            deck = shuffled_deck(seed, dealt.round_id)
+            if [deck[p] for p in dealt.positions] != dealt.cards:
+                raise VerificationError(
+                    f"round {dealt.round_id}: cards {dealt.cards} at deck positions "
+                    f"{dealt.positions} are not what the round's committed seed "
+                    f"{dealt.seed} deals",
+                    where=dealt.where,
+                )
+            self.cards_checked += 1
         return checked, pending

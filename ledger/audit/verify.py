@@ -49,8 +49,8 @@ from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError, VerificationError
+from ledger.plugins.registry import LoadedGame as Variant
 from ledger.store.application import LedgerApplication
-from ledger.variants.api import Variant
 
 CHUNK_LEAVES = 1 << 14
 
@@ -135,6 +135,24 @@ def _settlement_lines(counts: SettlementCounts) -> list[str]:
         f"   {counts.rng_throws} RNG throws recomputed from their round's committed seed; "
         f"{counts.device_reports} dealer device reports verified",
     ]
+    if counts.rng_cards or counts.rng_cards_pending:
+        lines.append(
+            f"   {counts.rng_cards} RNG card draws recomputed from their round's shuffled deck"
+        )
+    if counts.rng_cards_pending:
+        lines.append(
+            f"   NOT CHECKED: {counts.rng_cards_pending} RNG card draws whose seed is not "
+            "revealed yet (verify again once it is retired)"
+        )
+    if counts.other_code:
+        total = sum(n for *_, n in counts.other_code)
+        which = ", ".join(
+            f"{game} {played} -> {now}: {n}" for game, played, now, n in counts.other_code
+        )
+        lines.append(
+            f"   information: {total} rounds re-derived by different code than played them, "
+            f"with the same rules hash and settlement API ({which})"
+        )
     if counts.rng_pending:
         lines.append(
             f"   NOT CHECKED: {counts.rng_pending} RNG throws whose seed is not revealed yet "

@@ -17,7 +17,9 @@ def cmd_variants(args: argparse.Namespace) -> int:
     for variant in sorted(variants.values(), key=lambda v: v.id):
         print(
             f"{variant.id:<14} {variant.plugin} {variant.version}  "
-            f"rules {variant.rules_hash}  {len(variant.definition.bets)} bets"
+            f"rules {variant.rules_hash}  {len(variant.bets)} bets  "
+            f"settlement API {variant.settlement_api}"
+            + (f"  [{', '.join(sorted(variant.capabilities))}]" if variant.capabilities else "")
         )
     return 0
 

@@ -43,6 +43,16 @@ class BetResult(TypedDict):
     returned: int  # paid back to the wallet: 0 (lost), the stake (push), stake + win
 
 
+class LogEntry(TypedDict, total=False):
+    """One step of a round's life as recorded: the settlement-API-1 event shape
+    (close_betting, outcome, fault), or an action as the game saw it."""
+
+    close_betting: bool
+    outcome: dict[str, Any]
+    fault: str
+    action: dict[str, Any]  # a RecordedAction: actor, action, args, drawn
+
+
 class OperatorSignature(TypedDict):
     """An operator's own signature over the fact (see ledger.crypto.actor)."""
 
@@ -63,6 +73,22 @@ def throw_fact(round_id: UUID | str, throw: int, outcome: dict[str, Any]) -> dic
 def fault_fact(round_id: UUID | str, throw: int, reason: str) -> dict[str, Any]:
     """What a dealer device signs when it reports a faulty throw."""
     return {"action": "fault", "round": str(round_id), "throw": throw, "reason": reason}
+
+
+def action_fact(
+    round_id: UUID | str, step: int, actor: str, action: str, args: dict[str, Any], drawn: list[int]
+) -> dict[str, Any]:
+    """What a dealer device signs when it reports an action (dice or cards it
+    read, a fault) as the round's action number `step`."""
+    return {
+        "action": "act",
+        "round": str(round_id),
+        "step": step,
+        "actor": actor,
+        "move": action,
+        "args": args,
+        "drawn": drawn,
+    }
 
 
 def correction_fact(
@@ -88,7 +114,12 @@ def check_limits(limits: Limits) -> Limits:
 
 class Round(Aggregate):
     class Opened(Aggregate.Created):
-        class_version: ClassVar[int] = 1
+        """`variant` is the game id; `variant_version` the plugin distribution's
+        version and `code_hash` its code, both for information: a round pins the
+        game's rules (`rules_hash`) and `settlement_api`. `dice_seed` is the
+        committed RNG seed its randomness comes from (None: a physical table)."""
+
+        class_version: ClassVar[int] = 2
         table_id: UUID
         variant: str
         variant_version: str
@@ -97,7 +128,15 @@ class Round(Aggregate):
         limits: Limits
         house_account: UUID
         dealer: str
-        dice_seed: str | None  # the committed RNG seed its throws come from, if any
+        dice_seed: str | None
+        settlement_api: int
+        code_hash: str
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            # Release 0.2 and before: settle(outcome, bets), code not recorded.
+            state["settlement_api"] = 1
+            state["code_hash"] = ""
 
     class BetPlaced(Aggregate.Event):
         class_version: ClassVar[int] = 1
@@ -163,10 +202,39 @@ class Round(Aggregate):
         returns: list[BetResult]
         postings: list[Posting]
 
-    class Settled(Aggregate.Event):
+    class ActionRecorded(Aggregate.Event):
+        """Action number `step` of the round, as the game offered it: who took it,
+        its arguments, the randomness it drew (dice faces or cards) and the
+        source attesting it (the RNG with its seed and counter or deck
+        positions, a dealer device's signed report, or the node's own command),
+        with the game's state and flags after it and whether betting is open."""
+
         class_version: ClassVar[int] = 1
+        step: int
+        actor: str
+        action: str
+        args: dict[str, Any]
+        drawn: list[int]
+        source: dict[str, Any]
+        state: dict[str, Any]
+        flags: list[str]
+        betting: bool
+
+    class Settled(Aggregate.Event):
+        """Bets settled with their balanced postings. Settlement API 1: every
+        bet at once (`step` None). API 2: the bets action number `step`
+        settled (any subset); `over` when no bet is left unsettled."""
+
+        class_version: ClassVar[int] = 2
         results: list[BetResult]
         postings: list[Posting]
+        step: int | None
+        over: bool
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["step"] = None
+            state["over"] = True
 
     @event(Opened)
     def __init__(
@@ -180,8 +248,14 @@ class Round(Aggregate):
         house_account: UUID,
         dealer: str,
         dice_seed: str | None = None,
+        settlement_api: int = 1,
+        code_hash: str = "",
     ) -> None:
         self.table_id = table_id
+        self.settlement_api = settlement_api
+        self.code_hash = code_hash
+        # What happened, in order, as the game replays it (see ledger.games.replay).
+        self.log: list[LogEntry] = []
         self.dice_seed = dice_seed
         self.throws = 0  # throws so far, faulty or not: the next throw's counter
         self.variant = variant
@@ -197,6 +271,9 @@ class Round(Aggregate):
         self.results: list[BetResult] = []
         self.faults = 0
         self.settlement_postings: list[Posting] = []
+        self.actions = 0  # actions recorded as ActionRecorded: the next one's step number
+        self.dealt: list[int] = []  # cards dealt in this round, in order
+        self.settled_bets: set[str] = set()  # bets settled by a step (settlement API 2)
 
     # Bets.
     def staked_by(self, account_id: str) -> int:
@@ -271,6 +348,7 @@ class Round(Aggregate):
 
     @event(BettingClosed)
     def _betting_closed(self) -> None:
+        self.log.append({"close_betting": True})
         self.status = CLOSED
 
     # Who may state an outcome (RULES.md §1.4): an RNG round's dice come only
@@ -319,6 +397,7 @@ class Round(Aggregate):
     @event(OutcomeRecorded)
     def _outcome_recorded(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
         self.throws += 1
+        self.log.append({"outcome": outcome})
         self.outcome = outcome
         self.status = DECIDED
 
@@ -334,6 +413,7 @@ class Round(Aggregate):
     @event(FaultRecorded)
     def _fault_recorded(self, reason: str, source: dict[str, Any], faults: int) -> None:
         self.throws += 1
+        self.log.append({"fault": reason})
         self.faults = faults
 
     def reopen_betting(self, reason: str) -> None:
@@ -344,6 +424,80 @@ class Round(Aggregate):
     @event(BettingReopened)
     def _betting_reopened(self, reason: str) -> None:
         self.status = BETTING
+
+    # Settlement API 2: actions as the game offers them.
+    def record_action(
+        self, action: dict[str, Any], source: dict[str, Any], step: dict[str, Any]
+    ) -> int:
+        """Record an action the game offered (the caller checked it is legal and
+        its source attested); `step` is the game's step after it. Returns its step
+        number. A card already dealt in this round is refused."""
+        if self.status in (SETTLED, VOIDED, DECIDED):
+            raise InvalidCommandError(f"round {self.id} takes no action now (it is {self.status})")
+        cards = action["drawn"] if source.get("draw") == "cards" else []
+        again = sorted(set(cards) & set(self.dealt)) or sorted(
+            c for c in set(cards) if cards.count(c) > 1
+        )
+        if again:
+            raise InvalidCommandError(
+                f"round {self.id}: card {again[0]} was already dealt from this round's deck"
+            )
+        number = self.actions
+        self._action_recorded(
+            number,
+            action["actor"],
+            action["action"],
+            action["args"],
+            action["drawn"],
+            source,
+            step["state"],
+            step["flags"],
+            step["betting"],
+        )
+        return number
+
+    @event(ActionRecorded)
+    def _action_recorded(
+        self,
+        step: int,
+        actor: str,
+        action: str,
+        args: dict[str, Any],
+        drawn: list[int],
+        source: dict[str, Any],
+        state: dict[str, Any],
+        flags: list[str],
+        betting: bool,
+    ) -> None:
+        self.log.append(
+            {"action": {"actor": actor, "action": action, "args": args, "drawn": drawn}}
+        )
+        self.actions = step + 1
+        if source.get("draw") == "cards":
+            self.dealt.extend(drawn)
+        elif drawn or action == "fault":
+            self.throws += 1  # dice, or a faulty throw: the next throw's counter moves on
+        if action == "fault":
+            self.faults += 1
+        self.status = BETTING if betting else CLOSED
+
+    def settle_step(self, returns: dict[str, int], over: bool) -> list[BetResult]:
+        """Settle the bets the last action settled (any subset of those unsettled)."""
+        if self.status in (SETTLED, VOIDED) or not self.actions:
+            raise InvalidCommandError(f"round {self.id} has no action to settle on")
+        again = set(returns) & self.settled_bets
+        if again or not set(returns) <= set(self.bets):
+            raise InvalidCommandError("a step settles only standing bets, each once")
+        subset = {b: r for b, r in self.bets.items() if b in returns}
+        results = self._results_for(returns, subset)
+        postings: list[Posting] = []
+        for result in results:
+            postings += self._settlement_postings(self.bets[result["bet_id"]], result["returned"])
+        left = set(self.bets) - self.settled_bets - set(returns)
+        if over != (not left):
+            raise InvalidCommandError("the round is over exactly when every bet is settled")
+        self._settled(results, check_balanced(postings) if postings else [], self.actions - 1, over)
+        return results
 
     # Money out.
     def check_settleable(self) -> None:
@@ -362,14 +516,17 @@ class Round(Aggregate):
         postings: list[Posting] = []
         for result in results:
             postings += self._settlement_postings(self.bets[result["bet_id"]], result["returned"])
-        self._settled(results, check_balanced(postings))
+        self._settled(results, check_balanced(postings), None, True)
         return results
 
-    def _results_for(self, returns: dict[str, int]) -> list[BetResult]:
-        if set(returns) != set(self.bets):
+    def _results_for(
+        self, returns: dict[str, int], bets: dict[str, BetRecord] | None = None
+    ) -> list[BetResult]:
+        bets = self.bets if bets is None else bets
+        if set(returns) != set(bets):
             raise InvalidCommandError("a settlement must give a return for every bet, once")
         results: list[BetResult] = []
-        for bet_id, record in self.bets.items():
+        for bet_id, record in bets.items():
             returned = returns[bet_id]
             if isinstance(returned, bool) or not isinstance(returned, int) or returned < 0:
                 raise InvalidCommandError(f"return for bet {bet_id} must be an int >= 0")
@@ -393,10 +550,18 @@ class Round(Aggregate):
         return legs
 
     @event(Settled)
-    def _settled(self, results: list[BetResult], postings: list[Posting]) -> None:
-        self.results = results
-        self.settlement_postings = postings
-        self.status = SETTLED
+    def _settled(
+        self, results: list[BetResult], postings: list[Posting], step: int | None, over: bool
+    ) -> None:
+        if step is None:
+            self.results = results
+            self.settlement_postings = postings
+        else:
+            self.results = [*self.results, *results]
+            self.settlement_postings = [*self.settlement_postings, *postings]
+            self.settled_bets |= {r["bet_id"] for r in results}
+        if over:
+            self.status = SETTLED
 
     def correct(
         self,
@@ -447,6 +612,7 @@ class Round(Aggregate):
         postings: list[Posting],
     ) -> None:
         self.outcome = right_outcome
+        self.log[-1] = {"outcome": right_outcome}
         self.results = results
         # The first legs reverse the settlement in force; the rest replace it.
         self.settlement_postings = postings[len(self.settlement_postings) :]
@@ -460,6 +626,11 @@ class Round(Aggregate):
             raise InvalidCommandError(
                 f"round {self.id} has a recorded outcome: it can only be settled, not voided"
             )
+        if operator is not None and self.settled_bets:
+            raise InvalidCommandError(
+                f"round {self.id} has settled bets: an operator may not void it (the house "
+                "may not void a round it is losing)"
+            )
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidCommandError("a void needs a reason")
         returns: list[BetResult] = [
@@ -470,6 +641,7 @@ class Round(Aggregate):
                 "returned": record["stake"],
             }
             for bet_id, record in self.bets.items()
+            if bet_id not in self.settled_bets  # a step already settled it
         ]
         postings: list[Posting] = []
         for result in returns:
@@ -477,7 +649,7 @@ class Round(Aggregate):
                 posting(in_play(self.id), -result["stake"], self.currency),
                 posting(wallet(result["account_id"]), result["stake"], self.currency),
             ]
-        self._voided(reason, operator, returns, check_balanced(postings))
+        self._voided(reason, operator, returns, check_balanced(postings) if postings else [])
         return returns
 
     @event(Voided)

@@ -3,17 +3,21 @@ the typed facade the core uses, so pluggy's `Any` never spreads."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pluggy
 
 from ledger.errors import ConfigError, PluginError
 from ledger.plugins import ENTRY_POINT_GROUP, PROJECT_NAME, spec
-from ledger.plugins.registry import LoadedVariant, VariantRegistry
+from ledger.plugins.registry import GameRegistry, LoadedGame
 
 ALLOW_ENV = "LEDGER_PLUGINS_ALLOW"  # comma-separated entry-point names: only these load
 BLOCK_ENV = "LEDGER_PLUGINS_BLOCK"  # comma-separated entry-point names: never load these
@@ -46,40 +50,91 @@ class Plugins:
         # Installed entry points left unloaded by the allow/block lists.
         self.skipped = skipped or []
         self._info = info
-        self._variants: dict[str, LoadedVariant] | None = None
+        self._games: dict[str, LoadedGame] | None = None
 
     @property
     def plugins(self) -> list[PluginInfo]:
         return list(self._info.values())
 
-    def variants(self) -> dict[str, LoadedVariant]:
-        """Every installed variant, by id (built once, on first use)."""
-        if self._variants is None:
-            found: dict[str, LoadedVariant] = {}
-            for impl in self._manager.hook.ledger_register_variants.get_hookimpls():
-                info = self._info.get(impl.plugin_name) or PluginInfo(
-                    impl.plugin_name, impl.plugin_name, "unversioned"
-                )
-                registry = VariantRegistry(info.distribution, info.version, found)
-                try:
-                    impl.function(registry=registry)
-                except PluginError:
-                    raise
-                except Exception as exc:
-                    raise PluginError(
-                        info.name, info.version, f"ledger_register_variants raised {exc!r}"
-                    ) from exc
-            self._variants = found
-        return self._variants
+    def games(self) -> dict[str, LoadedGame]:
+        """Every installed game, by id (built once, on first use).
 
-    def variant(self, variant_id: str) -> LoadedVariant:
+        Each plugin's hooks are called through pluggy, one plugin at a time
+        (`subset_hook_caller` leaving out the others' implementations, not
+        their wrappers), so a failure is attributed to its plugin while
+        wrappers, tracing and ordering still apply.
+        """
+        if self._games is None:
+            found: dict[str, LoadedGame] = {}
+            names = [self._manager.get_name(p) for p in self._manager.get_plugins()]
+            for name in sorted(n for n in names if n is not None):
+                info = self._info.get(name) or PluginInfo(name, name, "unversioned")
+                plugin = self._manager.get_plugin(name)
+                registry = GameRegistry(info.distribution, info.version, code_hash(plugin), found)
+                hooks = self._manager.hook
+                relays = {
+                    "ledger_register_games": hooks.ledger_register_games,
+                    "ledger_register_variants": hooks.ledger_register_variants,
+                }
+                for hook, relay in relays.items():
+                    # Every other plugin's own implementation is left out; wrappers stay.
+                    others = [
+                        impl.plugin
+                        for impl in relay.get_hookimpls()
+                        if impl.plugin is not plugin and not (impl.wrapper or impl.hookwrapper)
+                    ]
+                    caller = self._manager.subset_hook_caller(hook, remove_plugins=others)
+                    try:
+                        caller(registry=registry)
+                    except PluginError:
+                        raise
+                    except Exception as exc:
+                        raise PluginError(
+                            info.distribution, info.version, f"{hook} raised {exc!r}"
+                        ) from exc
+            self._games = found
+        return self._games
+
+    def game(self, game_id: str) -> LoadedGame:
         from ledger.errors import NotFoundError
 
         try:
-            return self.variants()[variant_id]
+            return self.games()[game_id]
         except KeyError:
-            known = ", ".join(sorted(self.variants())) or "none installed"
-            raise NotFoundError(f"unknown variant {variant_id!r} ({known})") from None
+            known = ", ".join(sorted(self.games())) or "none installed"
+            raise NotFoundError(f"unknown game {game_id!r} ({known})") from None
+
+    # The names the core used before games (kept for callers and tests).
+    variants = games
+    variant = game
+
+
+_CODE_HASHES: dict[str, str] = {}
+
+
+def code_hash(plugin: Any) -> str:
+    """SHA-256 over the plugin package's Python files (relative path and bytes),
+    recorded with each round for information: which code played it."""
+    module_name = plugin.__name__ if isinstance(plugin, ModuleType) else type(plugin).__module__
+    module = importlib.import_module(module_name)
+    package = importlib.import_module(module.__package__ or module_name)
+    # A plugin defined in a script (`python -c`, a notebook) has no file to hash.
+    origin = getattr(package, "__file__", None) or getattr(module, "__file__", None)
+    if origin is None:
+        return ""
+    # A package: all its files; a lone module: that file.
+    root = Path(origin).parent if origin.endswith("__init__.py") else None
+    files = sorted(root.rglob("*.py")) if root is not None else [Path(origin)]
+    key = str(root or origin)
+    if key not in _CODE_HASHES:
+        digest = hashlib.sha256()
+        for path in files:
+            if "__pycache__" in path.parts:
+                continue
+            name = str(path.relative_to(root)) if root is not None else path.name
+            digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+        _CODE_HASHES[key] = digest.hexdigest()
+    return _CODE_HASHES[key]
 
 
 def get_plugin_manager(

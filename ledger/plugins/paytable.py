@@ -1,8 +1,10 @@
-"""A variant's paytable with each bet's exact theoretical return.
+"""A game's paytable with each bet's exact theoretical return, for games that
+offer the ``exact-paytable`` capability.
 
-Computed through the plugin's own settlement function over its declared
-space of equally likely outcomes, so what is printed is what the plugin
-actually pays, not a second table that could disagree with it.
+Computed by replaying each of the game's equally likely action sequences
+through its own `step`, so what is printed is what the game actually pays,
+not a second table that could disagree with it. A game without the
+capability (a card game: its return depends on decisions) is refused plainly.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ledger.errors import InvalidCommandError
-from ledger.plugins.registry import LoadedVariant
+from ledger.errors import PluginError
+from ledger.games.api import BetView
+from ledger.plugins.registry import LoadedGame
 
 
 @dataclass(frozen=True)
@@ -21,18 +24,24 @@ class PaytableLine:
     theoretical_return: Fraction
 
 
-def paytable(variant: LoadedVariant) -> list[PaytableLine]:
-    definition = variant.definition
-    outcomes = getattr(definition, "outcome_space", None)
+def paytable(game: LoadedGame) -> list[PaytableLine]:
+    exact = game.exact_paytable()  # InvalidCommandError, said plainly, without it
+    outcomes = exact.equally_likely()
     if not outcomes:
-        raise InvalidCommandError(f"variant {variant.id} declares no outcome space")
-    describe = getattr(definition, "payout", None)
+        raise PluginError(game.plugin, game.version, "equally_likely returned no outcome")
     lines = []
     stake = 1
-    for bet_id in definition.bets:
-        bet = variant.validate_bet({"bet": bet_id})
-        bets = {"b": {"account_id": "-", "bet": bet, "stake": stake}}
-        back = sum(variant.settle(variant.validate_outcome(o), bets)["b"] for o in outcomes)
-        pays = describe(bet_id) if describe else "?"
-        lines.append(PaytableLine(bet_id, pays, Fraction(back, stake * len(outcomes))))
+    for sample in exact.sample_bets():
+        bet = game.validate_bet(sample, {})
+        bets: dict[str, BetView] = {"b": {"account_id": "-", "bet": bet, "stake": stake}}
+        back = 0
+        for actions in outcomes:
+            step = game.step(bets, list(actions))
+            if "b" not in step["settle"]:
+                raise PluginError(
+                    game.plugin, game.version, "an equally likely outcome leaves a bet unsettled"
+                )
+            back += step["settle"]["b"]
+        label = str(sample.get("bet", bet))
+        lines.append(PaytableLine(label, exact.pays(bet), Fraction(back, stake * len(outcomes))))
     return lines

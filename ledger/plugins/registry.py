@@ -1,18 +1,37 @@
-"""Variants as the core sees them: each wrapped so that a plugin's exception
-or invalid result becomes one `PluginError` naming the plugin and version."""
+"""Games as the core sees them: each wrapped once, at load, in a `LoadedGame`
+that knows its provenance (plugin, distribution version, rules hash, code
+hash) and turns any exception or malformed result from the plugin into one
+`PluginError` naming the plugin and version, except the game's own refusal
+of a bad command (`InvalidCommandError`)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from rfc8785 import CanonicalizationError
 
 from ledger.crypto.canonical import canonical
 from ledger.errors import InvalidCommandError, LedgerError, PluginError
-from ledger.plugins.spec import VariantDefinition
+from ledger.games.api import (
+    EXACT_PAYTABLE,
+    SETTLEMENT_API,
+    BetView,
+    Draw,
+    ExactPaytable,
+    Game,
+    RecordedAction,
+    Step,
+)
+
+#: Settlement APIs this core can run (1 is read from old stores only, translated).
+SUPPORTED_SETTLEMENT_APIS = frozenset({SETTLEMENT_API})
+#: Capabilities the core knows, each with the protocol a game must implement.
+CAPABILITIES: Mapping[str, type] = {EXACT_PAYTABLE: ExactPaytable}
+
+T = TypeVar("T")
 
 
 def rules_hash(rules: Mapping[str, Any]) -> str:
@@ -21,67 +40,41 @@ def rules_hash(rules: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class LoadedVariant:
-    """A plugin's variant with its provenance, guarded at every call."""
+class LoadedGame:
+    """A plugin's game with its provenance, guarded at every call."""
 
-    definition: VariantDefinition
+    game: Game
     plugin: str
-    version: str  # the plugin distribution's version
+    version: str  # the plugin distribution's version (information: rounds pin rules)
     rules_hash: str
+    code_hash: str  # SHA-256 over the plugin package's files (information)
+    settlement_api: int
+    capabilities: frozenset[str]
 
     @property
     def id(self) -> str:
-        return self.definition.id
+        return self.game.id
 
     @property
     def rules(self) -> Mapping[str, Any]:
-        return self.definition.rules
+        return self.game.rules
 
     @property
-    def legal_commands(self) -> Mapping[str, Any]:
-        return self.definition.legal_commands
+    def bets(self) -> Sequence[str]:
+        return self.game.bets
 
     def _fail(self, message: str) -> PluginError:
         return PluginError(self.plugin, self.version, message)
 
-    def _call(self, what: str, call: Any, *args: Any) -> Any:
+    def _call(self, what: str, call: Callable[..., T], *args: Any) -> T:
         try:
             return call(*args)
         except InvalidCommandError:
-            raise  # the plugin refusing bad input is not the plugin failing
+            raise  # the game refusing bad input is not the plugin failing
         except LedgerError:
             raise
         except Exception as exc:
             raise self._fail(f"{what} raised {type(exc).__name__}: {exc}") from exc
-
-    def validate_bet(self, bet: Mapping[str, Any]) -> dict[str, Any]:
-        if not isinstance(bet, Mapping):
-            raise InvalidCommandError(f"a bet is an object, not {bet!r}")
-        result = self._call("validate_bet", self.definition.validate_bet, bet)
-        if not isinstance(result, dict):
-            raise self._fail(f"validate_bet returned {type(result).__name__}, not a dict")
-        self._json_safe("validate_bet", result)
-        return result
-
-    def validate_outcome(self, outcome: Mapping[str, Any]) -> dict[str, Any]:
-        if not isinstance(outcome, Mapping):
-            raise InvalidCommandError(f"an outcome is an object, not {outcome!r}")
-        result = self._call("validate_outcome", self.definition.validate_outcome, outcome)
-        if not isinstance(result, dict):
-            raise self._fail(f"validate_outcome returned {type(result).__name__}, not a dict")
-        self._json_safe("validate_outcome", result)
-        return result
-
-    def settle(
-        self, outcome: Mapping[str, Any], bets: Mapping[str, Mapping[str, Any]]
-    ) -> dict[str, int]:
-        result = self._call("settle", self.definition.settle, outcome, bets)
-        if not isinstance(result, dict) or set(result) != set(bets):
-            raise self._fail("settle must return a return for every bet, and only those")
-        for bet_id, returned in result.items():
-            if isinstance(returned, bool) or not isinstance(returned, int) or returned < 0:
-                raise self._fail(f"settle returned {returned!r} for bet {bet_id}: not an int >= 0")
-        return result
 
     def _json_safe(self, what: str, value: Any) -> None:
         try:
@@ -89,31 +82,148 @@ class LoadedVariant:
         except (CanonicalizationError, TypeError, ValueError) as exc:
             raise self._fail(f"{what} returned data that is not plain JSON: {exc}") from exc
 
+    def validate_bet(
+        self, bet: Mapping[str, Any], placed: Mapping[str, BetView] | None = None
+    ) -> dict[str, Any]:
+        if not isinstance(bet, Mapping):
+            raise InvalidCommandError(f"a bet is an object, not {bet!r}")
+        result = self._call("validate_bet", self.game.validate_bet, bet, dict(placed or {}))
+        if not isinstance(result, dict):
+            raise self._fail(f"validate_bet returned {type(result).__name__}, not a dict")
+        self._json_safe("validate_bet", result)
+        return result
+
+    def validate_args(self, actor: str, action: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        if not isinstance(args, Mapping):
+            raise InvalidCommandError(f"an action's arguments are an object, not {args!r}")
+        result = self._call("validate_args", self.game.validate_args, actor, action, args)
+        if not isinstance(result, dict):
+            raise self._fail(f"validate_args returned {type(result).__name__}, not a dict")
+        self._json_safe("validate_args", result)
+        return result
+
+    def step(self, bets: Mapping[str, BetView], actions: Sequence[RecordedAction]) -> Step:
+        """The game's step, checked for shape: a malformed step is the plugin failing."""
+        result = self._call("step", self.game.step, bets, actions)
+        self._check_step(result, bets)
+        return result
+
+    def _check_step(self, step: Any, bets: Mapping[str, BetView]) -> None:
+        if not isinstance(step, dict):
+            raise self._fail(f"step returned {type(step).__name__}, not a Step")
+        missing = {"state", "betting", "moves", "settle", "void", "over", "flags"} - set(step)
+        if missing:
+            raise self._fail(f"step returned no {', '.join(sorted(missing))}")
+        self._json_safe("step", step)
+        if not isinstance(step["state"], dict) or not isinstance(step["flags"], list):
+            raise self._fail("step's state must be an object and its flags a list")
+        if type(step["betting"]) is not bool or type(step["over"]) is not bool:
+            raise self._fail("step's betting and over must be booleans")
+        if step["void"] is not None and not (isinstance(step["void"], str) and step["void"]):
+            raise self._fail("step's void must be null or a reason")
+        moves = step["moves"]
+        if not isinstance(moves, dict) or not all(
+            isinstance(offered, dict) and all(_is_draw(d) for d in offered.values())
+            for offered in moves.values()
+        ):
+            raise self._fail("step's moves must map actor -> action -> null or a Draw")
+        if step["over"] and any(moves.values()):
+            raise self._fail("step is over but still offers moves")
+        settle = step["settle"]
+        if not isinstance(settle, dict) or not set(settle) <= set(bets):
+            raise self._fail("step settles a bet that is not standing")
+        for bet_id, returned in settle.items():
+            if type(returned) is not int or returned < 0:
+                raise self._fail(f"step returns {returned!r} for bet {bet_id}: not an int >= 0")
+
+    # Capability "exact-paytable".
+    def exact_paytable(self) -> ExactPaytable:
+        """The game's exact paytable, or say plainly that it offers none."""
+        if EXACT_PAYTABLE not in self.capabilities:
+            raise InvalidCommandError(
+                f"game {self.id} offers no exact paytable: its return depends on how it "
+                "is played (measure it with `ledger simulate`)"
+            )
+        game: Any = self.game  # declared and checked at load (`GameRegistry.add`)
+        return _GuardedPaytable(self, game)
+
+
+class _GuardedPaytable:
+    """`ExactPaytable` calls, guarded like every other plugin call."""
+
+    def __init__(self, loaded: LoadedGame, game: ExactPaytable) -> None:
+        self._loaded, self._game = loaded, game
+
+    def sample_bets(self) -> Sequence[dict[str, Any]]:
+        return list(self._loaded._call("sample_bets", self._game.sample_bets))
+
+    def pays(self, bet: Mapping[str, Any]) -> str:
+        return str(self._loaded._call("pays", self._game.pays, bet))
+
+    def equally_likely(self) -> Sequence[Sequence[RecordedAction]]:
+        return list(self._loaded._call("equally_likely", self._game.equally_likely))
+
+
+def _is_draw(value: Any) -> bool:
+    if value is None:
+        return True
+    draw: Draw = value
+    return (
+        isinstance(value, dict)
+        and draw.get("kind") in ("dice", "cards")
+        and type(draw.get("count")) is int
+        and draw["count"] > 0
+    )
+
 
 @dataclass
-class VariantRegistry:
-    """Handed to ``ledger_register_variants``; collects each plugin's variants."""
+class GameRegistry:
+    """Handed to ``ledger_register_games``; collects one plugin's games."""
 
     plugin: str = "?"
     version: str = "?"
-    variants: dict[str, LoadedVariant] = field(default_factory=dict)
+    code_hash: str = ""
+    games: dict[str, LoadedGame] = field(default_factory=dict)
 
-    def add(self, definition: VariantDefinition) -> None:
+    def _fail(self, message: str) -> PluginError:
+        return PluginError(self.plugin, self.version, message)
+
+    def add(self, game: Game) -> None:
+        """Check the game's declarations and keep it, guarded."""
         try:
-            variant_id = definition.id
-            profile = rules_hash(definition.rules)
-            catalogue = list(definition.bets)
+            game_id = game.id
+            rules = game.rules
+            catalogue = list(game.bets)
+            api = game.settlement_api
+            capabilities = frozenset(game.capabilities)
         except Exception as exc:
-            raise PluginError(self.plugin, self.version, f"invalid variant: {exc}") from exc
-        if not isinstance(variant_id, str) or not variant_id:
-            raise PluginError(self.plugin, self.version, "a variant needs a non-empty string id")
-        if not catalogue:
-            raise PluginError(self.plugin, self.version, f"variant {variant_id} has no bets")
-        if variant_id in self.variants:
-            other = self.variants[variant_id]
-            raise PluginError(
-                self.plugin,
-                self.version,
-                f"variant {variant_id} is already provided by {other.plugin} {other.version}",
+            raise self._fail(f"invalid game: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(game_id, str) or not game_id or game_id.strip() != game_id:
+            raise self._fail("a game needs a non-empty string id")
+        try:
+            profile = rules_hash(rules)
+        except (CanonicalizationError, TypeError, ValueError) as exc:
+            raise self._fail(f"game {game_id}: its rules are not plain JSON: {exc}") from exc
+        if not catalogue or not all(isinstance(b, str) for b in catalogue):
+            raise self._fail(f"game {game_id} has no bet catalogue")
+        if api not in SUPPORTED_SETTLEMENT_APIS:
+            raise self._fail(
+                f"game {game_id} declares settlement API {api!r}; this ledger runs "
+                f"{', '.join(map(str, sorted(SUPPORTED_SETTLEMENT_APIS)))}"
             )
-        self.variants[variant_id] = LoadedVariant(definition, self.plugin, self.version, profile)
+        for capability in capabilities:
+            protocol = CAPABILITIES.get(capability)
+            if protocol is None:
+                raise self._fail(f"game {game_id} declares unknown capability {capability!r}")
+            if not isinstance(game, protocol):
+                raise self._fail(
+                    f"game {game_id} declares {capability!r} but does not implement it"
+                )
+        if game_id in self.games:
+            other = self.games[game_id]
+            raise self._fail(
+                f"game {game_id} is already provided by {other.plugin} {other.version}"
+            )
+        self.games[game_id] = LoadedGame(
+            game, self.plugin, self.version, profile, self.code_hash, api, capabilities
+        )

@@ -56,14 +56,16 @@ class HouseResults(Projection):
         returned = sum((int(r["returned"]) for r in event.results), start=0)
         tx.execute(
             "INSERT INTO {proj_house_results} AS h (table_id, day, currency, rounds, bets, "
-            "stakes, returned, result) VALUES (%s, %s, %s, 1, %s, %s, %s, %s) "
-            "ON CONFLICT (table_id, day, currency) DO UPDATE SET rounds = h.rounds + 1, "
-            "bets = h.bets + excluded.bets, stakes = h.stakes + excluded.stakes, "
-            "returned = h.returned + excluded.returned, result = h.result + excluded.result",
+            "stakes, returned, result) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (table_id, day, currency) DO UPDATE SET rounds = h.rounds + "
+            "excluded.rounds, bets = h.bets + excluded.bets, stakes = h.stakes + "
+            "excluded.stakes, returned = h.returned + excluded.returned, "
+            "result = h.result + excluded.result",
             (
                 table_id,
                 utc_day(event.timestamp),
                 currency,
+                1 if event.over else 0,  # a round counts once, when its last bets settle
                 len(event.results),
                 stakes,
                 returned,

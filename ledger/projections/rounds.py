@@ -141,7 +141,8 @@ class Rounds(Projection):
         self._touch(event, tx)
 
     def settled(self, event: Round.Settled, tx: Tx) -> None:
-        self._end(event, tx, SETTLED, event.results)
+        # A step may settle some bets and leave the round in play (settlement API 2).
+        self._end(event, tx, SETTLED, event.results, ends=event.over)
 
     def voided(self, event: Round.Voided, tx: Tx) -> None:
         self._end(event, tx, VOIDED, event.returns)
@@ -162,7 +163,9 @@ class Rounds(Projection):
         )
         self._touch(event, tx)
 
-    def _end(self, event: Round.Event, tx: Tx, status: str, results: Any) -> None:
+    def _end(
+        self, event: Round.Event, tx: Tx, status: str, results: Any, ends: bool = True
+    ) -> None:
         round_id = str(event.originator_id)
         for result in results:
             tx.execute(
@@ -175,7 +178,10 @@ class Rounds(Projection):
             "UPDATE {proj_rounds} SET returned = returned + %s WHERE round_id = %s",
             (returned, round_id),
         )
-        self._move(event, tx, status, "ended_at")
+        if ends:
+            self._move(event, tx, status, "ended_at")
+        else:
+            self._touch(event, tx)
 
     def _move(self, event: Round.Event, tx: Tx, status: str, when: str) -> None:
         assert when in ("betting_closed_at", "decided_at", "ended_at")

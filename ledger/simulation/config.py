@@ -8,6 +8,7 @@ from typing import Any, Final
 
 from ledger.domain.round import Limits
 from ledger.errors import ConfigError
+from ledger.games.api import EXACT_PAYTABLE
 
 CURRENCY: Final = "VND"  # no minor unit: amounts are whole đồng
 CHIP: Final = 10_000  # the smallest chip: every stake is a multiple of it
@@ -77,6 +78,7 @@ def check_config(config: SessionConfig, variants: Mapping[str, Any]) -> None:
         if variant is None:
             known = ", ".join(sorted(variants)) or "none installed"
             raise ConfigError(f"table {table.name} needs variant {table.variant!r} ({known})")
-        game = (getattr(variant, "rules", None) or {}).get("game")
-        if game != "three-dice":
-            raise ConfigError(f"simulate plays three-dice variants; {table.variant} is {game!r}")
+        if EXACT_PAYTABLE not in variant.capabilities:
+            raise ConfigError(
+                f"simulate plays one-throw dice games; {table.variant} offers no exact paytable"
+            )

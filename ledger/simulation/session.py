@@ -28,7 +28,7 @@ from ledger.casino import Casino
 from ledger.devices import DealerDevice
 from ledger.errors import ConfigError
 from ledger.plugins.paytable import paytable
-from ledger.plugins.registry import LoadedVariant
+from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
 from ledger.simulation import behaviour
 from ledger.simulation.behaviour import chance
@@ -77,7 +77,7 @@ class Session:
     def __init__(
         self,
         casino: Casino,
-        variants: Mapping[str, LoadedVariant],
+        variants: Mapping[str, LoadedGame],
         config: SessionConfig,
         dice: RngServer,
         device: DealerDevice | None = None,
@@ -96,7 +96,7 @@ class Session:
         self.tally = Tally()
         self.cashier = Cashier(casino, self.ids, self.tally, config.currency)
         used = {spec.variant: variants[spec.variant] for spec in config.tables}
-        self.catalogues = {vid: by_family(v.definition.bets) for vid, v in used.items()}
+        self.catalogues = {vid: by_family(v.bets) for vid, v in used.items()}
         # Each bet's exact theoretical return, as `ledger paytable` prints it.
         self.returns: dict[str, dict[str, Fraction]] = {
             vid: {line.bet: line.theoretical_return for line in paytable(v)}
@@ -339,7 +339,7 @@ class Session:
 
 def run_session(
     casino: Casino,
-    variants: Mapping[str, LoadedVariant],
+    variants: Mapping[str, LoadedGame],
     config: SessionConfig,
     dice: RngServer,
     progress: Progress | None = None,

@@ -1,16 +1,30 @@
-"""The plugin: two variants of the three-dice game, declared as data.
+"""The plugin: two profiles of the three-dice game, on the games contract
+(settlement API 2).
 
 ``taixiu`` (seed 000) and ``sicbo-void`` (seed 004) share the bets and the
-paytable and differ only in what a faulty throw does (RULES.md §1.2).
+paytable and differ only in what a faulty throw does (RULES.md §1.2). A
+round is one step: the dealer closes betting, then throws (three dice: every
+bet settles) or the device reports a fault (the fault policy decides what
+follows).
 """
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
+from ledger.errors import InvalidCommandError
+from ledger.games.api import (
+    EXACT_PAYTABLE,
+    SETTLEMENT_API,
+    BetView,
+    Draw,
+    RecordedAction,
+    Step,
+)
 from ledger.plugins import hookimpl
-from ledger.plugins.registry import VariantRegistry
+from ledger.plugins.registry import GameRegistry
 from ledger_taixiu.rules import (
     ALL_OUTCOMES,
     BET_IDS,
@@ -32,49 +46,121 @@ SICBO_VOID_FAULTS = {
     "void_after": 3,
 }
 
+DEALER: Final = "dealer"
+THREE_DICE: Final[Draw] = {"kind": "dice", "count": 3}
+MAX_REASON: Final = 200
 
-class DiceVariant:
-    """A three-dice variant: its paytable and fault policy are its rules."""
+
+class DiceGame:
+    """A three-dice game: its paytable and fault policy are its rules."""
 
     bets: Sequence[str] = BET_IDS
+    settlement_api: int = SETTLEMENT_API
+    capabilities: frozenset[str] = frozenset({EXACT_PAYTABLE})
 
-    def __init__(self, variant_id: str, paytable: Paytable, faults: Mapping[str, Any]) -> None:
-        self.id = variant_id
+    def __init__(self, game_id: str, paytable: Paytable, faults: Mapping[str, Any]) -> None:
+        self.id = game_id
         self.paytable = paytable
+        # Unchanged since settlement API 1, so the rules hash rounds pinned is too.
         self.rules: Mapping[str, Any] = {
             "game": "three-dice",
             "paytable": paytable_profile(paytable),
             "faults": dict(faults),
         }
-        # After a faulty throw taixiu stays closed (bets locked) while
-        # sicbo-void goes back to betting: the state says what is legal.
-        self.legal_commands: Mapping[str, Sequence[str]] = {
-            "betting": ["place_bet", "withdraw_bet", "close_betting"],
-            "closed": ["record_outcome", "record_fault"],
-        }
-        self.outcome_space = [{"dice": list(dice)} for dice in ALL_OUTCOMES]
+        self.reopens = faults.get("after_fault") == "reopen-betting"
+        self.void_after: int = int(faults["void_after"])
 
-    def validate_bet(self, bet: Mapping[str, Any]) -> dict[str, Any]:
+    # Input.
+    def validate_bet(self, bet: Mapping[str, Any], placed: Mapping[str, BetView]) -> dict[str, Any]:
         return {"bet": parse_bet(bet)}
 
-    def validate_outcome(self, outcome: Mapping[str, Any]) -> dict[str, Any]:
-        return {"dice": list(check_dice(outcome.get("dice")))}
+    def validate_args(self, actor: str, action: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        if action == "fault":
+            reason = args.get("reason")
+            if set(args) != {"reason"} or not isinstance(reason, str) or not reason.strip():
+                raise InvalidCommandError("a faulty throw needs a reason")
+            if len(reason) > MAX_REASON:
+                raise InvalidCommandError(f"a fault's reason is at most {MAX_REASON} characters")
+            return {"reason": reason}
+        if args:
+            raise InvalidCommandError(f"{action} takes no arguments, got {reprlib.repr(args)}")
+        return {}
 
-    def settle(
-        self, outcome: Mapping[str, Any], bets: Mapping[str, Mapping[str, Any]]
-    ) -> dict[str, int]:
-        dice = check_dice(tuple(outcome["dice"]))
+    # The rules.
+    def step(self, bets: Mapping[str, BetView], actions: Sequence[RecordedAction]) -> Step:
+        betting, faults = True, 0
+        for done in actions:
+            action = done["action"]
+            if action == "close_betting":
+                betting = False
+            elif action == "throw":
+                dice = check_dice(done["drawn"])
+                return self._step(
+                    {"phase": "settled", "dice": list(dice), "faults": faults},
+                    settle={
+                        bet_id: returned(view["bet"]["bet"], view["stake"], dice, self.paytable)
+                        for bet_id, view in bets.items()
+                    },
+                )
+            elif action == "fault":
+                faults += 1
+                if faults >= self.void_after:
+                    reason = f"{faults} faulty throws: {done['args'].get('reason', '')}"
+                    return self._step({"phase": "voided", "faults": faults}, void=reason)
+                betting = self.reopens
+        phase = "betting" if betting else "closed"
+        moves: dict[str, dict[str, Draw | None]] = (
+            {DEALER: {"close_betting": None}}
+            if betting
+            else {DEALER: {"throw": THREE_DICE, "fault": None}}
+        )
         return {
-            bet_id: returned(record["bet"]["bet"], record["stake"], dice, self.paytable)
-            for bet_id, record in bets.items()
+            "state": {"phase": phase, "faults": faults},
+            "betting": betting,
+            "moves": moves,
+            "settle": {},
+            "void": None,
+            "over": False,
+            "flags": [],
         }
 
-    def payout(self, bet_id: str) -> str:
-        pays = self.paytable[bet_id]
+    @staticmethod
+    def _step(
+        state: dict[str, Any], settle: dict[str, int] | None = None, void: str | None = None
+    ) -> Step:
+        return {
+            "state": state,
+            "betting": False,
+            "moves": {},
+            "settle": settle or {},
+            "void": void,
+            "over": True,
+            "flags": [],
+        }
+
+    # Capability "exact-paytable": 216 equally likely throws.
+    def sample_bets(self) -> Sequence[dict[str, Any]]:
+        return [{"bet": bet_id} for bet_id in BET_IDS]
+
+    def pays(self, bet: Mapping[str, Any]) -> str:
+        pays = self.paytable[parse_bet(bet)]
         return " / ".join(f"{x}:1" for x in pays) if isinstance(pays, tuple) else f"{pays}:1"
+
+    def equally_likely(self) -> Sequence[Sequence[RecordedAction]]:
+        return [
+            [
+                {"actor": DEALER, "action": "close_betting", "args": {}, "drawn": []},
+                {"actor": DEALER, "action": "throw", "args": {}, "drawn": list(dice)},
+            ]
+            for dice in ALL_OUTCOMES
+        ]
+
+
+# The name plugins built on it (e.g. another house's paytable) imported before.
+DiceVariant = DiceGame
 
 
 @hookimpl
-def ledger_register_variants(registry: VariantRegistry) -> None:
-    registry.add(DiceVariant("taixiu", TAIXIU_PAYTABLE, TAIXIU_FAULTS))
-    registry.add(DiceVariant("sicbo-void", TAIXIU_PAYTABLE, SICBO_VOID_FAULTS))
+def ledger_register_games(registry: GameRegistry) -> None:
+    registry.add(DiceGame("taixiu", TAIXIU_PAYTABLE, TAIXIU_FAULTS))
+    registry.add(DiceGame("sicbo-void", TAIXIU_PAYTABLE, SICBO_VOID_FAULTS))

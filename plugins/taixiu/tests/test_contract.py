@@ -1,4 +1,4 @@
-"""The shipped plugin passes the core's variant contract."""
+"""The shipped plugin passes the core's games contract."""
 
 from __future__ import annotations
 
@@ -6,21 +6,9 @@ from typing import Any, ClassVar
 
 import ledger_taixiu.plugin
 
-from ledger.plugins.contract import VariantContract
+from ledger.plugins.contract import GameContract
 
 
-class TestTaixiuPluginContract(VariantContract):
+class TestTaixiuPluginContract(GameContract):
     plugin: ClassVar[Any] = ledger_taixiu.plugin
     plugin_name = "casino-ledger-taixiu"
-    outcomes: ClassVar[list[dict[str, list[int]]]] = [
-        {"dice": [1, 2, 3]},
-        {"dice": [6, 6, 6]},
-        {"dice": [4, 4, 1]},
-    ]
-    invalid_outcomes: ClassVar[list[Any]] = [
-        {"dice": [0, 2, 3]},
-        {"dice": [1, 2]},
-        {"dice": [1, 2, 3, 4]},
-        {"dice": [1.0, 2, 3]},
-        {},
-    ]

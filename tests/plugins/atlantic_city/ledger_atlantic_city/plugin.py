@@ -6,7 +6,7 @@ from ledger_taixiu.plugin import SICBO_VOID_FAULTS, DiceVariant
 from ledger_taixiu.rules import make_paytable
 
 from ledger.plugins import hookimpl
-from ledger.plugins.registry import VariantRegistry
+from ledger.plugins.registry import GameRegistry
 
 ATLANTIC_CITY = make_paytable(
     small_big=1,
@@ -20,5 +20,5 @@ ATLANTIC_CITY = make_paytable(
 
 
 @hookimpl
-def ledger_register_variants(registry: VariantRegistry) -> None:
+def ledger_register_games(registry: GameRegistry) -> None:
     registry.add(DiceVariant("atlantic-city", ATLANTIC_CITY, SICBO_VOID_FAULTS))

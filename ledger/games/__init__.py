@@ -1,0 +1,1 @@
+"""Games: the contract every game plugin implements (see `api`)."""

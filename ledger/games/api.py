@@ -1,0 +1,135 @@
+"""The games contract, settlement API 2: a game is a pure function over recorded actions.
+
+A round is bets plus a sequence of recorded actions. Given the bets standing
+now and every action recorded so far (each with the randomness it consumed),
+a game returns a `Step`: its state (plain JSON, stored with the action), who
+may do what next and what randomness each move consumes, which bets the last
+action settles and what each returns, whether the rules void the round, and
+whether it is over. The core keeps money (postings), sequencing (a command is
+legal only if the last step offers it), randomness (commit, draw, reveal) and
+signatures; the game decides nothing but rules.
+
+Everything crossing this seam is plain JSON-safe data: stored events never
+point into plugin code. Dice are a one-step game (the throw settles every
+bet); a card game deals, takes turns, and settles bets a few at a time.
+
+Vocabulary the core relies on:
+
+- An *actor* is a string: ``dealer``, ``device`` (a physical table's dealer
+  device), ``seat:N`` (the player at seat N), or another name the game uses.
+- An *action* is a string the game chooses (``close_betting``, ``throw``,
+  ``fault``, ``deal``, ``hit``, ``stand``, ``draw``, ``check:3``, ``stop``).
+- ``fault`` is reserved: a physical device's throw or deal that could not be
+  used (cocked dice, a misdeal), with ``args["reason"]``. The core refuses it
+  on an RNG table (an RNG draw is never faulty, RULES §1.4).
+- *Who attests* an action is the core's business, not the game's: at a
+  physical table every action comes in a dealer device's signed report (or,
+  later, a player's authenticated session); at an RNG table the core draws
+  the randomness from the round's committed seed and records the rest as the
+  node's own command.
+- *Randomness* is dice (faces 1..6) or cards. A card is an int 0..51:
+  ``rank = card // 4 + 1`` (1 ace, 2..10, 11 jack, 12 queen, 13 king) and
+  ``suit = card % 4`` (0 clubs, 1 diamonds, 2 hearts, 3 spades). One fresh
+  deck per round; the core never deals a card twice from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal, Protocol, TypedDict, runtime_checkable
+
+#: The contract version a game declares and every round records: re-settling
+#: needs a game that declares the same version and the same rules hash.
+SETTLEMENT_API: Final = 2
+
+DECK_SIZE: Final = 52
+
+
+class Draw(TypedDict):
+    """Randomness a move consumes: the core draws it (RNG) or a device reports it."""
+
+    kind: Literal["dice", "cards"]
+    count: int
+
+
+class RecordedAction(TypedDict):
+    """One action as the core recorded it (what the game sees on replay)."""
+
+    actor: str
+    action: str
+    args: dict[str, Any]  # as the game's `validate_args` returned them
+    drawn: list[int]  # dice faces, or cards; empty when the move draws nothing
+
+
+class BetView(TypedDict):
+    """A bet standing in the round (placed, not withdrawn, not yet settled or not)."""
+
+    account_id: str
+    bet: dict[str, Any]  # as the game's `validate_bet` returned it
+    stake: int  # minor units
+
+
+class Step(TypedDict):
+    """What the game says after the actions so far."""
+
+    state: dict[str, Any]  # plain JSON the game derives (hands, scores, whose turn)
+    betting: bool  # bets may be placed and withdrawn now
+    moves: dict[str, dict[str, Draw | None]]  # actor -> action -> randomness it consumes
+    settle: dict[
+        str, int
+    ]  # bet id -> amount returned (0, the stake, stake + win), by the last action
+    void: str | None  # the rules void the round, and why: every unsettled stake goes back
+    over: bool  # every bet is settled or voided: no move is offered
+    flags: list[str]  # notes for review recorded with the action (e.g. a penalised hand)
+
+
+class Game(Protocol):
+    """What a game plugin provides for each profile it registers."""
+
+    #: Stable id recorded on every round (e.g. ``taixiu``, ``xidach``).
+    id: str
+    #: The rules profile as data (paytable and every option); the core hashes it.
+    rules: Mapping[str, Any]
+    #: The bet catalogue, for listings (the kinds of bet a player may place).
+    bets: Sequence[str]
+    #: The contract version this game implements (`SETTLEMENT_API`).
+    settlement_api: int
+    #: Optional capabilities the game declares, e.g. ``{"exact-paytable"}``.
+    capabilities: frozenset[str]
+
+    def validate_bet(self, bet: Mapping[str, Any], placed: Mapping[str, BetView]) -> dict[str, Any]:
+        """The bet in canonical form given the bets already placed, or raise
+        InvalidCommandError (the game's own refusal: nothing is recorded)."""
+        ...
+
+    def validate_args(self, actor: str, action: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """An action's arguments in canonical form (e.g. a fault's reason), or raise
+        InvalidCommandError."""
+        ...
+
+    def step(self, bets: Mapping[str, BetView], actions: Sequence[RecordedAction]) -> Step:
+        """Pure and deterministic: the step after `actions` (empty: betting just
+        opened), with `bets` the bets standing when the last action was taken."""
+        ...
+
+
+EXACT_PAYTABLE: Final = "exact-paytable"
+
+
+@runtime_checkable
+class ExactPaytable(Protocol):
+    """Capability ``exact-paytable``: a game whose outcomes, once betting closes,
+    are finitely many equally likely action sequences (dice, not decisions)."""
+
+    def sample_bets(self) -> Sequence[dict[str, Any]]:
+        """One canonical bet per line of the paytable."""
+        ...
+
+    def pays(self, bet: Mapping[str, Any]) -> str:
+        """What the bet pays, for people (e.g. ``"1:1"``, ``"1:1 / 2:1 / 3:1"``)."""
+        ...
+
+    def equally_likely(self) -> Sequence[Sequence[RecordedAction]]:
+        """Every way the round can go after betting closes, each equally likely,
+        as the actions the core would record (e.g. 216 throws of three dice)."""
+        ...

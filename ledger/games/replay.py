@@ -1,0 +1,108 @@
+"""A round's recorded life, as the game sees it: each recorded step translated
+to a `RecordedAction`, the game asked after each one.
+
+Rounds record the settlement-API-1 event shape (BettingClosed, OutcomeRecorded
+with an outcome, FaultRecorded with a reason), in stores old and new. The
+translation is generic: the outcome fills the one move the game offers at
+that point (besides ``fault``); if that move draws randomness of kind K the
+outcome is ``{K: [...]}`` and its list is what was drawn, else the outcome is
+the move's arguments. The core never names dice or cards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ledger.domain.round import LogEntry
+from ledger.errors import InvalidCommandError
+from ledger.games.api import BetView, Draw, RecordedAction, Step
+from ledger.plugins.registry import LoadedGame
+
+FAULT = "fault"
+CLOSE_BETTING = "close_betting"
+
+
+def actor_for(step: Step, action: str) -> str | None:
+    """The first actor the step lets take `action`, if any."""
+    for actor, offered in step["moves"].items():
+        if action in offered:
+            return actor
+    return None
+
+
+def outcome_move(step: Step) -> tuple[str, str, Draw | None] | None:
+    """The one move an outcome can fill now: (actor, action, its draw)."""
+    found = [
+        (actor, action, draw)
+        for actor, offered in step["moves"].items()
+        for action, draw in offered.items()
+        if action not in (FAULT, CLOSE_BETTING)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def outcome_action(step: Step, outcome: Mapping[str, Any]) -> RecordedAction | None:
+    """The action `outcome` stands for after `step`, or None if it fits no move."""
+    move = outcome_move(step)
+    if move is None:
+        return None
+    actor, action, draw = move
+    if draw is None:
+        return {"actor": actor, "action": action, "args": dict(outcome), "drawn": []}
+    drawn = outcome.get(draw["kind"])
+    if set(outcome) != {draw["kind"]} or not isinstance(drawn, list):
+        return None
+    if len(drawn) != draw["count"] or not all(type(v) is int for v in drawn):
+        return None
+    return {"actor": actor, "action": action, "args": {}, "drawn": list(drawn)}
+
+
+def entry_action(step: Step, entry: LogEntry) -> RecordedAction | None:
+    """The action a recorded entry stands for after `step`, or None if illegal."""
+    if "action" in entry:  # recorded as the action itself (settlement API 2)
+        done = entry["action"]
+        offered = step["moves"].get(done["actor"], {})
+        if done["action"] not in offered:
+            return None
+        draw = offered[done["action"]]
+        if len(done["drawn"]) != (0 if draw is None else draw["count"]):
+            return None
+        return {
+            "actor": done["actor"],
+            "action": done["action"],
+            "args": dict(done["args"]),
+            "drawn": list(done["drawn"]),
+        }
+    if "outcome" in entry:
+        return outcome_action(step, entry["outcome"])
+    action, args = (FAULT, {"reason": entry["fault"]}) if "fault" in entry else (CLOSE_BETTING, {})
+    actor = actor_for(step, action)
+    if actor is None:
+        return None
+    return {"actor": actor, "action": action, "args": args, "drawn": []}
+
+
+def replay(
+    game: LoadedGame, bets: Mapping[str, BetView], log: Sequence[LogEntry]
+) -> tuple[list[RecordedAction], Step]:
+    """Every recorded entry as an action, and the game's step after the last;
+    InvalidCommandError if an entry is not a move the game offered then."""
+    actions: list[RecordedAction] = []
+    step = game.step(bets, actions)
+    for entry in log:
+        action = entry_action(step, entry)
+        if action is None:
+            raise InvalidCommandError(f"{_describe(entry)} is not a move the game offered")
+        actions.append(action)
+        step = game.step(bets, actions)
+    return actions, step
+
+
+def _describe(entry: LogEntry) -> str:
+    if "action" in entry:
+        done = entry["action"]
+        return f"{done['actor']} {done['action']} {done['args']!r} drawing {done['drawn']!r}"
+    if "outcome" in entry:
+        return f"outcome {entry['outcome']!r}"
+    return "a faulty throw" if "fault" in entry else "closing betting"
