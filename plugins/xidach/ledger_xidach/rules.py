@@ -20,7 +20,7 @@ from ledger.errors import ConfigError
 ACE_RULES: Final = ("by-hand-size", "any", "one-or-ten")
 MAX_SEATS: Final = 9  # a table has 1..9 player seats (RULES §2)
 DEFAULT_SEATS: Final = 5
-# Ngũ linh is five cards scoring 16-21 whatever the minimum (seed: "16 – 21").
+# Ngũ linh is five cards scoring 16-21 whatever the minimum (seed: "16 - 21").
 NGU_LINH_MIN: Final = 16
 
 

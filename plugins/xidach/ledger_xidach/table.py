@@ -179,7 +179,6 @@ class Round:
             self._rescore(seat)
         self._rescore_dealer()
         self.phase = PLAY
-        rules = self.rules
         if self.dealer_class in NATURALS:  # the round ends: better wins, equal pushes
             for seat in self.order:
                 mine = self.classes[seat]
