@@ -30,9 +30,7 @@ ACE_TABLE = {
 
 
 def brute_score(ranks: Sequence[int], ace_rule: str) -> int:
-    choices = [
-        ACE_TABLE[ace_rule][len(ranks)] if r == 1 else (min(r, 10),) for r in ranks
-    ]
+    choices = [ACE_TABLE[ace_rule][len(ranks)] if r == 1 else (min(r, 10),) for r in ranks]
     totals = [sum(values) for values in product(*choices)]
     fitting = [t for t in totals if t <= 21]
     return max(fitting) if fitting else min(totals)
@@ -97,9 +95,7 @@ def test_any_dealt_hand_scores_as_brute_force(
     ranks = [c // 4 + 1 for c in cards]
     points = score(cards, ace_rule)
     assert points == brute_score(ranks, ace_rule)
-    assert hand_class(cards, points, min_score, tens) == brute_class(
-        ranks, points, min_score, tens
-    )
+    assert hand_class(cards, points, min_score, tens) == brute_class(ranks, points, min_score, tens)
     # Order never matters: the same cards in reverse score the same.
     assert score(cards[::-1], ace_rule) == points
 

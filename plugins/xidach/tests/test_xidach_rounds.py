@@ -77,7 +77,7 @@ def test_between_two_ngu_linh_the_lower_score_wins(
 ) -> None:
     play, shoe = Script(GAME, {1: 100}), Shoe()
     play.start(shoe, {1: "2 3"}, dealer="6 2")
-    for name in "4 5 4".split():
+    for name in ["4", "5", "4"]:
         play("seat:1", "hit", [shoe.card(name)])
     assert play.seat(1)["class"] == "ngu-linh" and play.seat(1)["score"] == 18
     assert play.step["state"]["turn"] is None  # five cards end the turn
@@ -104,7 +104,7 @@ def test_non_dealer_pushes_non_and_beats_bust_when_it_can_draw_no_more() -> None
     play("seat:1", "stand")
     play("seat:2", "hit", [shoe.card("K")])
     play("seat:2", "stand")
-    for name in "2 2 3".split():
+    for name in ["2", "2", "3"]:
         play("dealer", "draw", [shoe.card(name)])
     assert play.step["state"]["dealer"]["score"] == 10  # A counts 1 in five cards
     assert play.step["moves"] == {"dealer": {"stop": None}}  # below the minimum: no check
@@ -198,7 +198,7 @@ def test_house_minimum_14_lets_the_dealer_check_at_14() -> None:
 def test_sixth_card_is_not_offered() -> None:
     play, shoe = Script(GAME, {1: 100, 2: 100}), Shoe()
     play.start(shoe, {1: "2 3", 2: "10 7"}, dealer="10 8")
-    for name in "A 4".split():
+    for name in ["A", "4"]:
         play("seat:1", "hit", [shoe.card(name)])
     assert "hit" in play.step["moves"]["seat:1"]  # four cards: a fifth is fine
     play("seat:1", "hit", [shoe.card("4")])
