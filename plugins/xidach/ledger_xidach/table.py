@@ -18,14 +18,15 @@ Moves (RULES §2), each legal only where `moves()` offers it:
   whose turn it is. A five-card hand ends the turn. A hit while already bust
   is đền bài: that seat loses at once, whatever the dealer will hold, and the
   step carries a flag.
-- ``dealer check:N``: whenever the dealer's score is at least the minimum
-  (during the players' turns too: the seed lets the dealer check "before or
-  during" the drawing), settles seat N against the dealer's hand as it is.
+- ``dealer check:N``: whenever the dealer is of age, scoring from the minimum
+  to 21 (during the players' turns too: the seed lets the dealer check
+  "before or during" the drawing), settles seat N against the dealer's hand
+  as it is. A bust dealer is not of age: it may only stop.
 - ``dealer draw`` (one card): once no player has a turn, while the dealer is
   not bust and holds fewer than five cards. Reaching `dealer_bust_pays_all_at`
   pays every unsettled seat and ends the round.
-- ``dealer stop``: once no player has a turn, when the dealer is at least the
-  minimum or can draw no more (five cards): checks every unsettled seat.
+- ``dealer stop``: once no player has a turn, when the dealer is of age or
+  can draw no more (five cards, or bust): checks every unsettled seat.
 """
 
 from __future__ import annotations
@@ -106,7 +107,8 @@ class Round:
                 seat_moves["hit"] = ONE_CARD
             moves[seat_actor(turn)] = seat_moves
         dealer: dict[str, Draw | None] = {}
-        of_age = self.dealer_score >= rules.min_score
+        # Only a dealer of age checks (seed: "nếu anh ta cũng đã đủ tuổi"): a bust one stops.
+        of_age = rules.min_score <= self.dealer_score <= 21
         if turn is None:
             can_draw = self.dealer_score <= 21 and len(self.dealer) < rules.max_cards
             if can_draw:

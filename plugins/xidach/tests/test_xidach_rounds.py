@@ -146,9 +146,10 @@ def test_dealer_bust_below_28_pushes_bust_players_and_loses_to_the_rest() -> Non
     play("seat:2", "stand")
     step = play("dealer", "draw", [shoe.card("6")])
     assert step["state"]["dealer"]["score"] == 22 and step["settle"] == {}
-    assert set(step["moves"]["dealer"]) == {"stop", "check:1", "check:2"}  # never draws bust
-    assert play("dealer", "check:1")["settle"] == {"b1": 100}
-    assert play("dealer", "stop")["settle"] == {"b2": 200}
+    # Bust is not of age: no check, no draw; stopping checks everyone as the hand is.
+    assert step["moves"] == {"dealer": {"stop": None}}
+    step = play("dealer", "stop")
+    assert step["settle"] == {"b1": 100, "b2": 200} and step["over"]
 
 
 # -- dealer checks, one seat at a time, against the hand as it is ----------
