@@ -1,6 +1,7 @@
 """The `Game` the core calls for a Xì dách profile (games contract, settlement API 2).
 
-Bets are ``{"seat": N}``: one bet per seat, N in 1..seats. Actors are
+Bets are ``{"seat": N}`` (canonical; ``{"bet": "seat:N"}``, the catalogue's
+spelling, is accepted too): one bet per seat, N in 1..seats. Actors are
 ``dealer`` and ``seat:N``; every action takes no arguments (``{}``). The
 state machine and the order of play are in `ledger_xidach.table`.
 """
@@ -23,7 +24,6 @@ DEALER_ACTIONS: Final = frozenset({"close_betting", "deal", "draw", "stop"})
 class XiDach:
     """One profile of the game: its id and its rules, everything else derived."""
 
-    bets: Sequence[str] = ("seat",)  # one kind of bet: a seat at the table
     settlement_api: int = SETTLEMENT_API
     # No exact paytable: the return depends on the players' and dealer's decisions.
     capabilities: frozenset[str] = frozenset()
@@ -32,13 +32,27 @@ class XiDach:
         self.id = game_id
         self.table_rules = rules
         self.rules: Mapping[str, Any] = rules.profile()
+        # The catalogue: one line per seat of the table.
+        self.bets: Sequence[str] = tuple(f"seat:{n}" for n in range(1, rules.seats + 1))
 
     # -- bets ----------------------------------------------------------------
 
     def _seat(self, bet: object) -> int:
-        if not isinstance(bet, Mapping) or set(bet) != {"seat"}:
-            raise InvalidCommandError(f'a xì dách bet is {{"seat": N}}, got {reprlib.repr(bet)}')
-        seat = bet["seat"]
+        seat: object = None
+        if isinstance(bet, Mapping) and set(bet) == {"bet"} and isinstance(bet["bet"], str):
+            kind, _, number = bet["bet"].partition(":")
+            if kind != "seat" or not self._seat_number(number):
+                raise InvalidCommandError(
+                    f"unknown bet {reprlib.repr(bet['bet'])}: "
+                    f"bet on seat:1..seat:{self.table_rules.seats}"
+                )
+            seat = int(number)
+        elif isinstance(bet, Mapping) and set(bet) == {"seat"}:
+            seat = bet["seat"]
+        else:
+            raise InvalidCommandError(
+                f'a xì dách bet is {{"seat": N}} or {{"bet": "seat:N"}}, got {reprlib.repr(bet)}'
+            )
         if type(seat) is not int or not 1 <= seat <= self.table_rules.seats:
             raise InvalidCommandError(
                 f"seat must be an integer 1..{self.table_rules.seats}, got {reprlib.repr(seat)}"

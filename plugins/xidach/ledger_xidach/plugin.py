@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from ledger.plugins import hookimpl
-from ledger.plugins.registry import VariantRegistry
+from ledger.plugins.registry import GameRegistry
 from ledger_xidach.game import XiDach
 from ledger_xidach.rules import PROFILES
 
@@ -16,8 +14,6 @@ def games() -> list[XiDach]:
 
 
 @hookimpl
-def ledger_register_variants(registry: VariantRegistry) -> None:
+def ledger_register_games(registry: GameRegistry) -> None:
     for game in games():
-        # The registry takes an api.Game once the core runs games through
-        # the new contract; until then its annotation names the old protocol.
-        registry.add(cast(Any, game))
+        registry.add(game)

@@ -33,12 +33,12 @@ def test_the_entry_point_names_the_plugin_module() -> None:
 
 def test_the_hook_registers_both_profiles_on_the_games_contract() -> None:
     registry = Collecting()
-    ledger_xidach.plugin.ledger_register_variants(registry)  # type: ignore[arg-type]
+    ledger_xidach.plugin.ledger_register_games(registry)  # type: ignore[arg-type]
     assert [g.id for g in registry.added] == ["xidach", "xidach-house"]
     for game in registry.added:
         assert game.settlement_api == SETTLEMENT_API == 2
         assert game.capabilities == frozenset()  # no exact paytable: decisions matter
-        assert list(game.bets) == ["seat"]
+        assert list(game.bets) == [f"seat:{n}" for n in range(1, game.table_rules.seats + 1)]
         canonical(dict(game.rules))  # plain JSON, hashable by the core
         for name in ("validate_bet", "validate_args", "step"):
             assert callable(getattr(game, name))
