@@ -664,8 +664,9 @@ class Casino:
     ) -> tuple[list[int], dict[str, Any]]:
         """What the action drew and the source attesting it (RULES.md §1.4): on an
         RNG table the core draws (never a fault); on a physical table randomness
-        and faults come only in a dealer device's signed report; any other move
-        is the node's own command."""
+        and faults come only in a dealer device's signed report, and a decision
+        (stand, check) may come in one too (signature checked, recorded); any
+        other move is the node's own command."""
         reported = action == FAULT or draw is not None
         if game_round.is_rng:
             if action == FAULT:
@@ -701,9 +702,7 @@ class Casino:
                 "draw": "cards",
                 "positions": positions,
             }
-        if not reported:
-            if source is not None:
-                raise InvalidCommandError(f"{action} is the node's own command: it takes no source")
+        if not reported and source is None:
             return [], {"kind": "command"}
         if not isinstance(source, dict) or source.get("kind") != "device":
             raise InvalidCommandError(

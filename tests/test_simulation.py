@@ -114,6 +114,17 @@ def summary_block(out: str) -> list[str]:
 class FromEvents:
     families: dict[str, Totals]
     tables: dict[str, TableLine]
+    variants: dict[str, str]  # table name -> variant
+    settlements: int  # Round.Settled events: a dice round's one, a card round's steps
+
+
+def printed_games(out: str) -> dict[str, tuple[int, int, int, int]]:
+    """game -> (rounds, bets, turnover, house result) as printed."""
+    found = {}
+    for line in section(out, "game "):
+        name, rounds, bets, turnover, house, _ = line.split()
+        found[name] = (number(rounds), number(bets), number(turnover), number(house))
+    return found
 
 
 def from_events(node: Node) -> FromEvents:
@@ -123,10 +134,19 @@ def from_events(node: Node) -> FromEvents:
     bet_of: dict[tuple[str, str], str] = {}
     families = {family: Totals() for family in FAMILIES}
     tables: dict[str, TableLine] = {}
+    variants: dict[str, str] = {}
+    settlements = 0
     for _, event in domain_events(node.app):
         stream = str(event.originator_id)
         if isinstance(event, GameTable.Opened):
             names[stream] = event.name
+            variants[event.name] = event.variant
+        elif isinstance(event, Round.ActionRecorded):
+            # A card round: every card drawn from the table's kind of source, and
+            # at a physical table every action (cards and decisions) a device's.
+            kind = tables[table_of[stream]].dice
+            if event.drawn or kind == "device":
+                assert event.source["kind"] == kind, event.source
         elif isinstance(event, Round.Opened):
             table_of[stream] = names[str(event.table_id)]
             # A round on an RNG table names the committed seed it throws from.
@@ -136,7 +156,7 @@ def from_events(node: Node) -> FromEvents:
         elif isinstance(event, Round.OutcomeRecorded):
             assert event.source["kind"] == tables[table_of[stream]].dice
         elif isinstance(event, Round.BetPlaced):
-            bet_of[stream, event.bet_id] = event.bet["bet"]
+            bet_of[stream, event.bet_id] = event.bet.get("bet", "")  # a card seat: no family
         elif isinstance(event, Round.FaultRecorded):
             assert event.source["kind"] == tables[table_of[stream]].dice == "device"
             tables[table_of[stream]].faults += 1
@@ -144,17 +164,20 @@ def from_events(node: Node) -> FromEvents:
             tables[table_of[stream]].rounds += 1
             tables[table_of[stream]].voided += 1
         elif isinstance(event, Round.Settled):
+            settlements += 1
             table = tables[table_of[stream]]
-            table.rounds += 1
+            table.rounds += event.over  # a card round settles a few bets at a time
             for result in event.results:
-                family = families[family_of(bet_of[stream, result["bet_id"]])]
-                family.bets += 1
-                family.staked += result["stake"]
-                family.returned += result["returned"]
+                kind = bet_of[stream, result["bet_id"]]
+                if kind:
+                    family = families[family_of(kind)]
+                    family.bets += 1
+                    family.staked += result["stake"]
+                    family.returned += result["returned"]
                 table.bets += 1
                 table.turnover += result["stake"]
                 table.house += result["stake"] - result["returned"]
-    return FromEvents(families, tables)
+    return FromEvents(families, tables, variants, settlements)
 
 
 def check_against_the_store(out: str, store: str, keys: Path) -> None:
@@ -171,9 +194,22 @@ def check_against_the_store(out: str, store: str, keys: Path) -> None:
             sum(t.returned for t in derived.families.values()),
         )
         tables = printed_tables(out)
-        assert set(tables) == {"TX-1", "SB-1", "TX-2", "SB-2"}
+        assert set(tables) == {"TX-1", "SB-1", "TX-2", "SB-2", "XD-1", "XD-2"}
         assert tables == derived.tables
-        assert {n for n, t in tables.items() if t.dice == "device"} == {"SB-1", "TX-2"}
+        assert {n for n, t in tables.items() if t.dice == "device"} == {"SB-1", "TX-2", "XD-2"}
+        assert tables["XD-1"].bets > 0 and tables["XD-2"].bets > 0
+        # Per game: the sums of its tables' lines.
+        games: dict[str, tuple[int, int, int, int]] = {}
+        for name, line in tables.items():
+            rounds, bets, turnover, house = games.get(derived.variants[name], (0, 0, 0, 0))
+            games[derived.variants[name]] = (
+                rounds + line.rounds,
+                bets + line.bets,
+                turnover + line.turnover,
+                house + line.house,
+            )
+        assert printed_games(out) == games
+        assert set(games) == {"taixiu", "sicbo-void", "xidach"}
         assert all(t.faults == 0 for t in tables.values() if t.dice == "rng")
         assert sum(t.staked for t in families.values()) > 0
 
@@ -214,19 +250,30 @@ def test_a_session_verifies_and_its_summary_is_the_stores(
     assert re.search(r"^recorded \d+ sealed events in ", out, re.MULTILINE)
     rounds = re.search(r"^rounds: 30 \((\d+) settled, (\d+) voided\)", out, re.MULTILINE)
     assert rounds, out
-    settled = int(rounds[1])
     assert re.search(r"^OK: \d+ events in .* at level settlement", out, re.MULTILINE)
-    assert f"; {settled} settlements re-settled with their own variant and rules (" in out
     tables = printed_tables(out)
     # Every RNG throw recomputed from its round's seed (all revealed at the end);
-    # every shaken throw and fault reported by the signed dealer device.
-    rng = sum(t.rounds for t in tables.values() if t.dice == "rng")
-    shaken = sum(t.rounds - t.voided + t.faults for t in tables.values() if t.dice == "device")
+    # every shaken throw and fault reported by the signed dealer device; every
+    # card at a Xì dách RNG table recomputed from its round's deck, and every
+    # card and decision at a physical one reported by the device.
+    dice = {n: t for n, t in tables.items() if not n.startswith("XD")}
+    rng = sum(t.rounds for t in dice.values() if t.dice == "rng")
+    shaken = sum(t.rounds - t.voided + t.faults for t in dice.values() if t.dice == "device")
+    cards = re.search(r"^cards: 2 Xì dách tables; (\d+) cards and decisions", out, re.MULTILINE)
+    assert cards and int(cards[1]) > 0
     assert rng > 0 and shaken > 0
     assert f"   {rng} RNG throws recomputed from their round's committed seed; " in out
-    assert f"; {shaken} dealer device reports verified" in out
+    assert f"; {shaken + int(cards[1])} dealer device reports verified" in out
+    assert re.search(r"^   [1-9]\d* RNG card draws recomputed", out, re.MULTILINE), out
     assert "NOT CHECKED" not in out
     assert f"{shaken} throws reported by a signed dealer device" in out
+    node = open_node(store_url, str(keys.path), writable=False)
+    try:
+        settlements = from_events(node).settlements
+    finally:
+        node.close()
+    assert f"; {settlements} settlements re-settled with their own variant and rules (" in out
+    assert settlements > int(rounds[1])  # Xì dách rounds settle seat by seat
     check_against_the_store(out, store_url, keys.path)
 
 
@@ -285,6 +332,8 @@ def test_fixed_seeds_give_the_same_session_twice(
         (["--rounds", "0"], "--rounds must be"),
         (["--players", "0"], "--players must be"),
         (["--tables", "0"], "--tables must be"),
+        (["--card-tables", "-1"], "--card-tables must be"),
+        (["--tables", "4", "--card-tables", "23"], "--card-tables must be 0..22"),
         (["--fault-rate", "101"], "--fault-rate is a percentage"),
         (["--fault-rate", "-1"], "--fault-rate is a percentage"),
         (["--dice-seed", "not hex"], "--dice-seed is 32 bytes"),
@@ -313,7 +362,7 @@ def test_bad_session_settings_write_nothing(
 
 def test_the_players_wallets_are_what_the_session_thinks(node: Node) -> None:
     variants = get_plugin_manager().variants()
-    config = SessionConfig(tables=default_tables(2), players=8, rounds=16, fault_rate=40, seed=4)
+    config = SessionConfig(tables=default_tables(2, 2), players=8, rounds=16, fault_rate=40, seed=4)
     device = simulated_device(node.keys, PASSPHRASE)
     session = Session(
         Casino(node.app, variants), variants, config, dice_source(parse_seed(DICE_SEED)), device
@@ -328,6 +377,10 @@ def test_the_players_wallets_are_what_the_session_thinks(node: Node) -> None:
     assert tally.bets_placed == (tally.total.bets + tally.bets_withdrawn + tally.bets_voided)
     assert tally.tables["TX-1"].faults == 0 < tally.tables["SB-1"].faults  # only shaken dice
     assert tally.device_reports == tally.tables["SB-1"].rounds_settled + tally.faults
+    # Xì dách: both tables played; the physical one's every action a device report.
+    assert tally.tables["XD-1"].rounds_settled == tally.tables["XD-2"].rounds_settled == 4
+    assert tally.card_reports >= 4 * 3  # at least close, deal and stop per round
+    assert tally.tables["XD-2"].settled.staked > 0
 
 
 def test_physical_tables_need_a_dealer_device(node: Node) -> None:

@@ -1,7 +1,10 @@
 """Rounds end to end (open, 10 bets from 10 wallets, close, outcome, settle)
 through the Casino API on the sealed store, vs plain eventsourcing appending
 the same number of events in the same number of saves, in the same run; and
-the projections' rebuild rate over the log the rounds made.
+the projections' rebuild rate over the log the rounds made. Then Xì dách
+rounds (5 players) at a physical table the same way: every card and every
+decision a dealer device's signed report through `Casino.act`, the moves
+chosen by the plugin's simple strategies.
 
     .venv/bin/python tools/bench_rounds.py [--store sqlite|postgres|both]
         [--rounds 300] [--repeats 5]
@@ -104,6 +107,104 @@ def play_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[in
     return rounds / elapsed, sizes, rebuild_rate
 
 
+XIDACH_SEATS = 5
+
+
+def play_xidach_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[int]]:
+    """(rounds/s, the size of every save) for Xì dách rounds of 5 players."""
+    import random
+
+    from ledger_xidach.rules import PROFILES
+    from ledger_xidach.strategy import DealerStrategy, PlayerStrategy
+    from ledger_xidach.table import DEALER, Round, seat_actor
+
+    from ledger.casino import Casino
+    from ledger.crypto.keys import Role
+    from ledger.crypto.keystore import KeyDirectory
+    from ledger.devices import DealerDevice
+    from ledger.plugins.manager import get_plugin_manager
+    from ledger.store.application import LedgerApplication
+
+    directory = KeyDirectory(keys.path)
+    if not directory.keyring().with_role(Role.DEALER_DEVICE):
+        directory.create("bench-device", Role.DEALER_DEVICE, None)
+    device = DealerDevice(directory.signer(Role.DEALER_DEVICE, None))
+    app = LedgerApplication(url, keyring=directory.keyring(), signer=keys.node_signer)
+    rules, player, dealer = PROFILES["xidach"], PlayerStrategy(), DealerStrategy()
+    try:
+        casino = Casino(app, get_plugin_manager().games())
+        wallets = []
+        for p in range(XIDACH_SEATS):
+            wallet = casino.open_account(request_id=f"acc-{p}", owner=f"p{p}", currency="EUR")
+            casino.deposit(request_id=f"dep-{p}", account_id=wallet, amount=10**9)
+            wallets.append(wallet)
+        table = casino.open_table(
+            request_id="table",
+            name="XD",
+            variant="xidach",
+            currency="EUR",
+            limits=LIMITS,  # type: ignore[arg-type]
+        )
+        sizes: list[int] = []
+        save = app.save
+
+        def counting_save(*objs: Any, **kwargs: Any) -> Any:
+            recordings = save(*objs, **kwargs)
+            sizes.append(len(recordings))
+            return recordings
+
+        app.save = counting_save  # type: ignore[method-assign]
+        gc.collect()
+        with bench.progress("xidach rounds", rounds) as advance:
+            started = time.perf_counter()
+            for r in range(rounds):
+                round_id = casino.open_round(request_id=f"x{r}", table_id=table, dealer="D1")
+                seats = {}
+                for p, wallet in enumerate(wallets):
+                    stake = 100 + p
+                    seats[p + 1] = (
+                        casino.place_bet(
+                            request_id=f"x{r}-b{p}",
+                            round_id=round_id,
+                            account_id=wallet,
+                            bet={"bet": f"seat:{p + 1}"},
+                            stake=stake,
+                        ),
+                        stake,
+                    )
+                replica = Round(rules, seats)
+                shoe = list(range(52))
+                random.Random(r).shuffle(shoe)
+                step = 0
+                while moves := replica.moves():
+                    if replica.turn is not None:
+                        actor = seat_actor(replica.turn)
+                        action = player.choose(replica.scores[replica.turn], moves[actor])
+                    elif replica.phase != "play":
+                        actor, action = DEALER, next(iter(moves[DEALER]))
+                    else:
+                        actor, action = DEALER, dealer.choose(replica, moves[DEALER])
+                    draw = moves[actor][action]
+                    cards, shoe = (
+                        shoe[: draw["count"] if draw else 0],
+                        shoe[draw["count"] if draw else 0 :],
+                    )
+                    casino.act(
+                        request_id=f"x{r}-a{step}",
+                        round_id=round_id,
+                        actor=actor,
+                        action=action,
+                        source=device.act(round_id, step, actor, action, {}, cards),
+                    )
+                    replica.apply(actor, action, cards)
+                    step += 1
+                advance(1)
+            elapsed = time.perf_counter() - started
+    finally:
+        app.close()
+    return rounds / elapsed, sizes
+
+
 def plain_appends(url: str, sizes: list[int]) -> float:
     """Seconds for plain eventsourcing to append saves of exactly these sizes."""
     from eventsourcing.application import Application
@@ -168,6 +269,32 @@ def main() -> int:
             )
             comparisons.append(c)
             measures.append(m)
+            x = bench.Comparison(
+                kind,
+                f"Xì dách rounds ({XIDACH_SEATS} players) end to end",
+                "plain appends (same events, same saves)",
+                "Casino.act rounds",
+                "events/s",
+                None,  # informational: reported, no target yet
+            )
+            for run in range(args.repeats):
+                with bench.fresh_store(kind, workdir) as url:
+                    rate, sizes = play_xidach_rounds(url, keys, args.rounds)
+                with bench.fresh_store(kind, workdir) as url:
+                    plain_seconds = plain_appends(url, sizes)
+                events = sum(sizes)
+                round_events = events / (args.rounds / rate)
+                x.add(events / plain_seconds, round_events)
+                bench.note(
+                    f"{kind} xì dách run {run + 1}: {rate:,.1f} rounds/s "
+                    f"({round_events:,.0f} ev/s), plain {events / plain_seconds:,.0f} ev/s"
+                )
+            per_round = sum(sizes) / args.rounds
+            x.notes.append(
+                f"Xì dách: {per_round:.1f} events and {len(sizes) / args.rounds:.1f} saves per "
+                f"round; median {x.subject_median / per_round:,.1f} rounds/s"
+            )
+            comparisons.append(x)
     print()
     print(bench.comparison_table(comparisons))
     print()

@@ -80,7 +80,8 @@ class Resettler:
         elif topic == _VOIDED:
             del self.rounds[stream]
         elif topic == _SETTLED and state.get("step") is not None:
-            self._check_step(game, state, where)
+            # Named by round: a partial settlement is one step of a round's play.
+            self._check_step(game, state, f"round {stream} at {where}")
         elif topic == _SETTLED:
             self._check(game, state["results"], where)  # kept: a correction may follow
         elif topic == _CORRECTED:

@@ -199,10 +199,12 @@ class SourceAudit:
         def fail(message: str) -> VerificationError:
             return VerificationError(f"round {stream}: {message}", where=where)
 
-        if not drawn and action != "fault":
-            if kind != "command":
-                raise fail(f"{action} is a command, recorded with a {kind!r} source")
+        decision = not drawn and action != "fault"
+        if decision and kind == "command":
             return
+        if decision and not (kind == "device" and game.seed is None):
+            # A decision is the node's command, or a physical table's device report.
+            raise fail(f"{action} is a command, recorded with a {kind!r} source")
         draw = source.get("draw")
         if drawn and draw not in ("dice", "cards"):
             raise fail(f"{action} drew {drawn!r} but its source names no dice or cards")
@@ -256,7 +258,7 @@ class SourceAudit:
             raise fail(f"the dealer device key {record.name} was not valid when it reported")
         if draw == "cards":
             game.dealt.extend(drawn)
-        else:
+        elif not decision:
             game.throws += 1
         self.device_reports += 1
 

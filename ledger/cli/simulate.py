@@ -35,14 +35,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     )
 
     # Bad input fails first: before keys are made or the store is touched.
+    variants = get_plugin_manager().variants()
+    # Xì dách tables beside the dice tables by default, when the plugin is installed.
+    card_tables = args.card_tables
+    if card_tables is None:
+        card_tables = 2 if "xidach" in variants else 0
     config = SessionConfig(
-        tables=default_tables(args.tables),
+        tables=default_tables(args.tables, card_tables),
         players=args.players,
         rounds=args.rounds,
         fault_rate=args.fault_rate,
         seed=secrets.randbelow(2**32) if args.seed is None else args.seed,
     )
-    variants = get_plugin_manager().variants()
     check_config(config, variants)
     dice = dice_source(None if args.dice_seed is None else parse_seed(args.dice_seed))
     directory = keys_dir(args.keys)
@@ -113,7 +117,13 @@ def add_simulate_command(commands: Any) -> None:
     )
     simulate.add_argument("--rounds", type=int, default=300, help="rounds dealt (default 300)")
     simulate.add_argument("--players", type=int, default=40, help="players seated (default 40)")
-    simulate.add_argument("--tables", type=int, default=4, help="tables (default 4)")
+    simulate.add_argument("--tables", type=int, default=4, help="dice tables (default 4)")
+    simulate.add_argument(
+        "--card-tables",
+        type=int,
+        default=None,
+        help="Xì dách tables, RNG and physical in turn (default 2 when the plugin is installed)",
+    )
     simulate.add_argument(
         "--fault-rate",
         type=int,

@@ -26,9 +26,10 @@ def cmd_variants(args: argparse.Namespace) -> int:
 
 def cmd_paytable(args: argparse.Namespace) -> int:
     variant = get_plugin_manager().variant(args.variant)
+    lines = paytable(variant)  # a game without an exact paytable is refused first
     print(f"{variant.id} ({variant.plugin} {variant.version}, rules {variant.rules_hash[:16]})")
     print(f"{'bet':<20} {'pays':<18} {'return':>16} {'':>10}")
-    for line in paytable(variant):
+    for line in lines:
         exact = line.theoretical_return
         print(
             f"{line.bet:<20} {line.pays:<18} {f'{exact.numerator}/{exact.denominator}':>16} "

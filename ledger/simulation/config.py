@@ -17,6 +17,8 @@ CHIP: Final = 10_000  # the smallest chip: every stake is a multiple of it
 VARIANTS: Final = (("taixiu", "TX"), ("sicbo-void", "SB"))
 # Limit tiers (min bet, max bet, one player's max per round): the first table
 # of each variant is a standard table, the next a high-limit one.
+# Card tables (Xì dách): played after the dice tables, RNG and physical in turn.
+CARD_VARIANT: Final = ("xidach", "XD")
 TIERS: Final = ((10_000, 5_000_000, 10_000_000), (100_000, 50_000_000, 100_000_000))
 MAX_TABLES: Final = 26
 MAX_PLAYERS: Final = 10_000
@@ -47,13 +49,17 @@ class SessionConfig:
     currency: str = CURRENCY
 
 
-def default_tables(count: int) -> tuple[TableSpec, ...]:
-    """`count` tables: TX-1, SB-1 (standard limits), TX-2, SB-2 (high limits), TX-3, ...
+def default_tables(count: int, card_tables: int = 0) -> tuple[TableSpec, ...]:
+    """`count` dice tables: TX-1, SB-1 (standard limits), TX-2, SB-2 (high limits),
+    TX-3, ...; then `card_tables` Xì dách tables XD-1 (RNG), XD-2 (physical), ...
+    at standard limits.
 
-    In every four, the middle two are physical (SB-1, TX-2, ...) and the others
-    RNG tables, so a floor of four has both kinds of both variants' tables."""
+    In every four dice tables, the middle two are physical (SB-1, TX-2, ...) and
+    the others RNG tables, so a floor of four has both kinds of both variants'."""
     if not 1 <= count <= MAX_TABLES:
         raise ConfigError(f"--tables must be 1..{MAX_TABLES}, not {count}")
+    if not 0 <= card_tables <= MAX_TABLES - count:
+        raise ConfigError(f"--card-tables must be 0..{MAX_TABLES - count}, not {card_tables}")
     tables = []
     for index in range(count):
         variant, prefix = VARIANTS[index % len(VARIANTS)]
@@ -62,7 +68,18 @@ def default_tables(count: int) -> tuple[TableSpec, ...]:
         limits: Limits = {"min_bet": min_bet, "max_bet": max_bet, "max_round": max_round}
         physical = index % 4 in (1, 2)
         tables.append(TableSpec(f"{prefix}-{number + 1}", variant, limits, physical))
+    variant, prefix = CARD_VARIANT
+    min_bet, max_bet, max_round = TIERS[0]
+    for index in range(card_tables):
+        limits = {"min_bet": min_bet, "max_bet": max_bet, "max_round": max_round}
+        tables.append(TableSpec(f"{prefix}-{index + 1}", variant, limits, index % 2 == 1))
     return tuple(tables)
+
+
+def plays(rules: Mapping[str, Any]) -> bool:
+    """Whether a session can play this rules profile without an exact paytable
+    (a Xì dách profile, by the `game` its rules data names)."""
+    return rules.get("game") == "xidach"
 
 
 def check_config(config: SessionConfig, variants: Mapping[str, Any]) -> None:
@@ -78,7 +95,7 @@ def check_config(config: SessionConfig, variants: Mapping[str, Any]) -> None:
         if variant is None:
             known = ", ".join(sorted(variants)) or "none installed"
             raise ConfigError(f"table {table.name} needs variant {table.variant!r} ({known})")
-        if EXACT_PAYTABLE not in variant.capabilities:
+        if EXACT_PAYTABLE not in variant.capabilities and not plays(variant.rules):
             raise ConfigError(
-                f"simulate plays one-throw dice games; {table.variant} offers no exact paytable"
+                f"simulate plays one-throw dice games and Xì dách; {table.variant} is neither"
             )

@@ -26,14 +26,19 @@ def summary_lines(result: SessionResult) -> list[str]:
     currency = config.currency
     total = tally.total
     settled_bets = total.bets
-    rng_tables = sum(not spec.physical for spec in config.tables)
+    dice_tables = [spec for spec in config.tables if spec.variant != "xidach"]
+    card_tables = len(config.tables) - len(dice_tables)
+    rng_tables = sum(not spec.physical for spec in dice_tables)
     lines = [
         f"session: {len(config.tables)} tables, {config.players} players, {config.rounds} rounds"
         f" in {currency}, fault rate {config.fault_rate}% per shaken throw, seed {config.seed}",
         f"dice: {rng_tables} RNG tables, {tally.seeds_committed} seeds committed before use and "
         f"{tally.seeds_revealed} revealed (a new seed at every dealer shift); "
-        f"{len(config.tables) - rng_tables} physical tables, {tally.device_reports} throws "
+        f"{len(dice_tables) - rng_tables} physical tables, {tally.device_reports} throws "
         "reported by a signed dealer device",
+        f"cards: {card_tables} Xì dách tables; "
+        f"{tally.card_reports} cards and decisions at physical ones reported by a signed "
+        "dealer device, RNG ones dealt from the round's committed deck",
         f"players: {tally.players_seated} seated, {tally.players_joined} joined, "
         f"{tally.players_left} left, top-ups {tally.top_ups}; deposited {tally.deposited:,}, "
         f"cashed out {tally.withdrawn:,} {currency}",
@@ -65,12 +70,23 @@ def summary_lines(result: SessionResult) -> list[str]:
     )
     lines += [
         "",
+        f"{'game':<14} {'rounds':>6} {'bets':>6} {'turnover':>15} {'house result':>14} "
+        f"{'observed return':>16}",
+    ]
+    for game, (rounds, stakes) in tally.games().items():
+        observed = stakes.observed_return
+        lines.append(
+            f"{game:<14} {rounds:>6} {stakes.bets:>6,} {stakes.staked:>15,} {stakes.house:>+14,} "
+            f"{percent(observed) if observed is not None else '-':>16}"
+        )
+    lines += [
+        "",
         f"{'bet family':<16} {'bets':>6} {'staked':>15} {'returned':>15} {'observed':>9} "
         f"{'theory':>9} {'exact':>9}",
     ]
     for family in FAMILIES:
         lines.append(_family_line(family, tally.families[family]))
-    lines.append(_family_line("all", total))
+    lines.append(_family_line("all", tally.dice_bets))
     lines.append(
         "(return = returned / staked on settled bets; theory = the paytable's exact return "
         "for the same stakes)"

@@ -32,12 +32,14 @@ from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
 from ledger.simulation import behaviour
 from ledger.simulation.behaviour import chance
-from ledger.simulation.config import SessionConfig, TableSpec, check_config
+from ledger.simulation.config import SessionConfig, TableSpec, check_config, plays
 from ledger.simulation.dice_source import SessionRng
 from ledger.simulation.families import by_family, family_of
 from ledger.simulation.players import Cashier, Player
 from ledger.simulation.request_ids import RequestIds
 from ledger.simulation.tally import TableTally, Tally
+from ledger.simulation.xidach import XiDachTable
+from ledger.simulation.xidach import play_round as play_xidach_round
 
 Progress = Callable[[int], None]
 
@@ -96,11 +98,16 @@ class Session:
         self.tally = Tally()
         self.cashier = Cashier(casino, self.ids, self.tally, config.currency)
         used = {spec.variant: variants[spec.variant] for spec in config.tables}
-        self.catalogues = {vid: by_family(v.bets) for vid, v in used.items()}
+        # Card games (no exact paytable) are played by their strategies.
+        self.card_games = {
+            vid: XiDachTable.of(v.rules) for vid, v in used.items() if plays(v.rules)
+        }
+        dice_games = {vid: v for vid, v in used.items() if vid not in self.card_games}
+        self.catalogues = {vid: by_family(v.bets) for vid, v in dice_games.items()}
         # Each bet's exact theoretical return, as `ledger paytable` prints it.
         self.returns: dict[str, dict[str, Fraction]] = {
             vid: {line.bet: line.theoretical_return for line in paytable(v)}
-            for vid, v in used.items()
+            for vid, v in dice_games.items()
         }
         self.dealers = [f"D{n:02d}" for n in range(1, 2 * len(config.tables) + 1)]
         self.tables: list[Table] = []
@@ -208,6 +215,10 @@ class Session:
         round_id = self.casino.open_round(
             request_id=self.ids.next("round"), table_id=table.table_id, dealer=table.dealer
         )
+        card_game = self.card_games.get(table.spec.variant)
+        if card_game is not None:
+            play_xidach_round(self, table, round_id, card_game)
+            return
         betting = Betting(round_id)
         self.take_bets(table, betting, reopened=False)
         self.close(betting)

@@ -23,18 +23,23 @@ class Stakes:
     staked: int = 0
     returned: int = 0
     expected: Fraction = field(default_factory=Fraction)
+    unpriced: int = 0  # stakes on bets with no exact return (a card game's)
 
-    def add(self, stake: int, returned: int, theoretical: Fraction) -> None:
+    def add(self, stake: int, returned: int, theoretical: Fraction | None) -> None:
         self.bets += 1
         self.staked += stake
         self.returned += returned
-        self.expected += stake * theoretical
+        if theoretical is None:
+            self.unpriced += stake
+        else:
+            self.expected += stake * theoretical
 
     def merge(self, other: Stakes) -> None:
         self.bets += other.bets
         self.staked += other.staked
         self.returned += other.returned
         self.expected += other.expected
+        self.unpriced += other.unpriced
 
     @property
     def house(self) -> int:
@@ -47,8 +52,9 @@ class Stakes:
 
     @property
     def theoretical_return(self) -> Fraction | None:
-        """The paytable's return for this mix of bets (stake-weighted)."""
-        return self.expected / self.staked if self.staked else None
+        """The paytable's return for this mix of bets (stake-weighted); None when
+        some of them have no exact return."""
+        return self.expected / self.staked if self.staked and not self.unpriced else None
 
 
 @dataclass
@@ -82,12 +88,17 @@ class Tally:
     seeds_committed: int = 0
     seeds_revealed: int = 0
     device_reports: int = 0  # throws and faulty throws a dealer device reported, signed
+    card_reports: int = 0  # Xì dách cards and decisions a dealer device reported, signed
     deposited: int = 0
     withdrawn: int = 0  # cashed out by players who left
 
     def settled(self, table: str, family: str, stake: int, returned: int, theory: Fraction) -> None:
         self.tables[table].settled.add(stake, returned, theory)
         self.families[family].add(stake, returned, theory)
+
+    def settled_unpriced(self, table: str, stake: int, returned: int) -> None:
+        """A card game's bet: counted by its table (and game), in no dice family."""
+        self.tables[table].settled.add(stake, returned, None)
 
     def voided(self, table: str, stake: int) -> None:
         self.bets_voided += 1
@@ -99,6 +110,23 @@ class Tally:
         for table in self.tables.values():
             whole.merge(table.settled)
         return whole
+
+    @property
+    def dice_bets(self) -> Stakes:
+        """Every bet of the dice families (the family table's `all` line)."""
+        whole = Stakes()
+        for family in self.families.values():
+            whole.merge(family)
+        return whole
+
+    def games(self) -> dict[str, tuple[int, Stakes]]:
+        """Per game (variant), in table order: rounds played and settled bets."""
+        found: dict[str, tuple[int, Stakes]] = {}
+        for table in self.tables.values():
+            rounds, stakes = found.get(table.spec.variant, (0, Stakes()))
+            stakes.merge(table.settled)
+            found[table.spec.variant] = (rounds + table.rounds, stakes)
+        return found
 
     @property
     def rounds_settled(self) -> int:
