@@ -617,7 +617,15 @@ class Casino:
             given = variant.validate_args(actor, action, dict(args or {}))
             number = game_round.actions
             drawn, attested = self._attest(
-                game_round, number, actor, action, given, offered[action], source, rng
+                game_round,
+                number,
+                actor,
+                action,
+                given,
+                offered[action],
+                source,
+                rng,
+                betting_open=step["betting"],
             )
             done: RecordedAction = {"actor": actor, "action": action, "args": given, "drawn": drawn}
             after = variant.step(bets, [*actions, done])
@@ -661,13 +669,14 @@ class Casino:
         draw: Draw | None,
         source: dict[str, Any] | None,
         rng: RngServer | None,
+        *,
+        betting_open: bool,
     ) -> tuple[list[int], dict[str, Any]]:
         """What the action drew and the source attesting it (RULES.md §1.4): on an
-        RNG table the core draws (never a fault); on a physical table randomness
-        and faults come only in a dealer device's signed report, and a decision
-        (stand, check) may come in one too (signature checked, recorded); any
-        other move is the node's own command."""
-        reported = action == FAULT or draw is not None
+        RNG table the core draws (never a fault) and any other move is the
+        node's own command; on a physical table, once betting is closed, every
+        action — draws, faults and decisions alike — comes only in a dealer
+        device's signed report (while betting is open the node may close it)."""
         if game_round.is_rng:
             if action == FAULT:
                 raise InvalidCommandError(
@@ -702,7 +711,11 @@ class Casino:
                 "draw": "cards",
                 "positions": positions,
             }
-        if not reported and source is None:
+        # A physical table: once bets are locked, every action, decisions included,
+        # is what its dealer device saw and signed (RULES.md §1.4); while betting
+        # is open the node may end it by its own command (no randomness, no bet
+        # decided by it).
+        if source is None and betting_open and draw is None and action != FAULT:
             return [], {"kind": "command"}
         if not isinstance(source, dict) or source.get("kind") != "device":
             raise InvalidCommandError(

@@ -80,7 +80,10 @@ def test_a_node_that_lies_about_an_rng_throw_is_caught(
         stake=100,
     )
     casino.close_betting(request_id="c", round_id=round_id)
-    monkeypatch.setattr(RngServer, "throw", lambda *_: (6, 6, 6))  # a rigged throw
+    honest = rng.throw(str(casino.round(round_id).dice_seed), round_id, 0)
+    # A rigged throw: three sixes, unless the seed gives those (1 round in 216).
+    rigged = (6, 6, 6) if honest != (6, 6, 6) else (1, 1, 1)
+    monkeypatch.setattr(RngServer, "throw", lambda *_: rigged)
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     casino.settle(request_id="s", round_id=round_id)
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)

@@ -171,6 +171,32 @@ def test_device_cards_and_a_card_dealt_twice(node: Node) -> None:
     assert event_count(node.app) == before
 
 
+def test_a_physical_decision_after_the_close_needs_the_devices_report(node: Node) -> None:
+    """Once bets are locked, a decision (here seat 2 surrendering) at a physical
+    table is what its dealer device saw and signed; the node cannot state it."""
+    casino = Casino(node.app, GAMES)
+    device = dealer_device(node)
+    table = casino.open_table(
+        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+    )
+    _, _, round_id = players(casino, table)
+    casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
+    deal = device.act(round_id, 1, "dealer", "deal", {}, [20])
+    casino.act(request_id="d", round_id=round_id, actor="dealer", action="deal", source=deal)
+    draw = device.act(round_id, 2, "seat:1", "draw", {}, [51])
+    casino.act(request_id="s1", round_id=round_id, actor="seat:1", action="draw", source=draw)
+    before = event_count(node.app)
+    with pytest.raises(InvalidCommandError, match="surrender comes only from a dealer device"):
+        casino.act(request_id="s2", round_id=round_id, actor="seat:2", action="surrender")
+    assert event_count(node.app) == before
+    report = device.act(round_id, 3, "seat:2", "surrender", {}, [])
+    casino.act(
+        request_id="s3", round_id=round_id, actor="seat:2", action="surrender", source=report
+    )
+    verified = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=GAMES)
+    assert verified.device_reports == 3
+
+
 class SettlesSeatTwoEarly(HighCard):
     """A lying release (same id, same rules hash): seat 1's draw also settles seat
     2's bet, as a loss."""

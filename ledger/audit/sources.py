@@ -44,6 +44,7 @@ class _Round:
     seed: str | None  # the committed seed of an RNG round; None on a physical table
     throws: int = 0  # throws so far, faulty or not: the next throw's counter
     dealt: list[int] = field(default_factory=list)  # cards dealt so far, in order
+    betting: bool = True  # betting open before the next action (API 2 rounds)
 
 
 @dataclass(frozen=True)
@@ -191,8 +192,9 @@ class SourceAudit:
         self.device_reports += 1
 
     def _action(self, stream: str, game: _Round, state: dict[str, Any], where: str) -> None:
-        """Settlement API 2: randomness and faults only from the round's seed (RNG)
-        or a dealer device's signed report (physical); any other move is a command."""
+        """Settlement API 2: at an RNG table randomness only from the round's seed and
+        every other move the node's command; at a physical table every action
+        (draws, faults, decisions) only from a dealer device's signed report."""
         source = state.get("source") or {}
         kind, drawn, action = source.get("kind"), state["drawn"], state["action"]
 
@@ -200,11 +202,14 @@ class SourceAudit:
             return VerificationError(f"round {stream}: {message}", where=where)
 
         decision = not drawn and action != "fault"
-        if decision and kind == "command":
+        betting_before, game.betting = game.betting, bool(state.get("betting"))
+        if decision and (game.seed is not None or (betting_before and kind == "command")):
+            # At an RNG table a decision is the node's own command; at a physical
+            # table only while betting is still open (once bets are locked the
+            # dealer device reports every action).
+            if kind != "command":
+                raise fail(f"{action} is a command, recorded with a {kind!r} source")
             return
-        if decision and not (kind == "device" and game.seed is None):
-            # A decision is the node's command, or a physical table's device report.
-            raise fail(f"{action} is a command, recorded with a {kind!r} source")
         draw = source.get("draw")
         if drawn and draw not in ("dice", "cards"):
             raise fail(f"{action} drew {drawn!r} but its source names no dice or cards")
