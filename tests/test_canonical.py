@@ -8,6 +8,7 @@ import pytest
 import rfc8785
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from rfc8785 import CanonicalizationError
 
 from ledger.crypto import canonical as canonical_module
 from ledger.crypto.canonical import (
@@ -16,6 +17,7 @@ from ledger.crypto.canonical import (
     ENVELOPE_DOMAIN,
     canonical,
     canonical_flat,
+    json_problem,
 )
 
 SAFE = 2**53 - 1  # RFC 8785 (I-JSON) integers: |n| <= 2**53 - 1
@@ -124,3 +126,33 @@ def test_header_bytes_is_the_canonical_encoding(
     assert header == canonical(fields)
     if signed_at is not None:  # the verifier's fast path reads it at a fixed offset
         assert header[SIGNED_AT_OFFSET:].startswith(b"%d," % signed_at)
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(["\ud800"])),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(max_size=4) | st.integers(0, 3), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(_json_values)
+def test_json_problem_agrees_with_the_canonical_encoder(value: object) -> None:
+    """The cheap type walk plugins' results go through refuses exactly what
+    RFC 8785 encoding refuses (floats aside: the walk refuses every float)."""
+    try:
+        canonical({"value": value})
+        encodable = True
+    except (CanonicalizationError, ValueError, TypeError):
+        encodable = False
+    assert (json_problem(value) is None) == encodable
+
+
+def test_json_problem_refuses_floats() -> None:
+    assert json_problem({"stake": 1.5}) == "a float is not plain JSON"
+    assert json_problem({"ok": [1, "x", None, True, {"a": 2**53 - 1}]}) is None

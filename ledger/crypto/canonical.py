@@ -38,3 +38,38 @@ def canonical_flat(fields: dict[str, str | int]) -> bytes:
     if not text.isascii():  # escapes differ from RFC 8785 outside ASCII
         return canonical(dict(fields))
     return text.encode()
+
+
+SAFE_INTEGER = 2**53 - 1  # RFC 8785 (I-JSON): integers beyond this lose precision
+
+
+def json_problem(value: Any) -> str | None:
+    """Why `value` is not plain JSON as the ledger stores it (objects with string
+    keys, arrays, strings, integers within ±2**53, booleans, null; no floats), or
+    None. A type walk, several times cheaper than encoding with `canonical`:
+    plugins' results are checked on every step of every round."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                try:
+                    item.encode()
+                except UnicodeEncodeError:
+                    return f"string {item!r} is not valid Unicode"
+        elif item is None or kind is bool:
+            continue
+        elif kind is int:
+            if not -SAFE_INTEGER <= item <= SAFE_INTEGER:
+                return f"integer {item} is outside ±2**53"
+        elif kind is dict:
+            for key, member in item.items():
+                if type(key) is not str:
+                    return f"object key {key!r} is not a string"
+                stack.append(member)
+        elif kind is list or kind is tuple:
+            stack.extend(item)
+        else:
+            return f"a {kind.__name__} is not plain JSON"
+    return None

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from rfc8785 import CanonicalizationError
 
-from ledger.crypto.canonical import canonical
+from ledger.crypto.canonical import canonical, json_problem
 from ledger.errors import InvalidCommandError, LedgerError, PluginError
 from ledger.games.api import (
     EXACT_PAYTABLE,
@@ -77,10 +77,9 @@ class LoadedGame:
             raise self._fail(f"{what} raised {type(exc).__name__}: {exc}") from exc
 
     def _json_safe(self, what: str, value: Any) -> None:
-        try:
-            canonical({"value": value})
-        except (CanonicalizationError, TypeError, ValueError) as exc:
-            raise self._fail(f"{what} returned data that is not plain JSON: {exc}") from exc
+        problem = json_problem(value)
+        if problem is not None:
+            raise self._fail(f"{what} returned data that is not plain JSON: {problem}")
 
     def validate_bet(
         self, bet: Mapping[str, Any], placed: Mapping[str, BetView] | None = None
