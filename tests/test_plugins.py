@@ -89,7 +89,7 @@ def broken_plugin(fault: str) -> Any:
         ("raises", "step raised ZeroDivisionError"),
         ("stranger bet", "settles a bet that is not standing"),
         ("no state", "step returned no state"),
-        ("float", "not an int >= 0"),
+        ("float", "not plain JSON: a float"),
         ("negative", "not an int >= 0"),
     ],
 )
