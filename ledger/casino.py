@@ -32,6 +32,8 @@ from ledger.domain.money import check_currency
 from ledger.domain.names import check_name
 from ledger.domain.request import Request, request_uuid
 from ledger.domain.round import (
+    BETTING,
+    SETTLED,
     BetResult,
     Limits,
     Round,
@@ -44,7 +46,15 @@ from ledger.domain.round import (
 )
 from ledger.errors import ConflictError, InvalidCommandError, NotFoundError, VerificationError
 from ledger.games.api import DECK_SIZE, BetView, Draw, RecordedAction, Step
-from ledger.games.replay import FAULT, actor_for, outcome_action, outcome_move, replay
+from ledger.games.replay import (
+    CLOSE_BETTING,
+    FAULT,
+    actor_for,
+    outcome_action,
+    outcome_move,
+    replay,
+    settlements_from,
+)
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.deck import shuffled_deck
 from ledger.rng.server import RngServer
@@ -53,6 +63,8 @@ from ledger.store.application import LedgerApplication
 A = TypeVar("A", bound=Aggregate)
 Result = Any  # JSON-safe: it is stored with the request
 MAX_REQUEST_ID = 200
+# Picks a settlement-API-2 round's next action and its attested source.
+Chooser = Callable[[LoadedGame, Round, Step, int], tuple[RecordedAction, dict[str, Any]]]
 
 
 class Casino:
@@ -262,6 +274,8 @@ class Casino:
     def close_betting(self, *, request_id: str, round_id: str) -> None:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
+            if game_round.settlement_api >= 2:
+                return None, self._play(round_id, self._wrapped(CLOSE_BETTING, None))[1]
             self._legal(self._variant_of(game_round), game_round, "close_betting")
             game_round.close_betting()
             return None, [game_round]
@@ -279,10 +293,14 @@ class Casino:
         """A physical table's outcome, as its dealer device reported it: `source`
         is the device's signed report (`ledger.devices.throw_report`) of this
         outcome as the round's next throw. An RNG round refuses it: its dice
-        come only from `throw_dice`."""
+        come only from `throw_dice`. A settlement-API-2 round records it as the
+        game's next action (`Round.ActionRecorded`, the report kept as its
+        source) and settles in the same save what that step settles."""
 
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
+            if game_round.settlement_api >= 2:
+                return None, self._play(round_id, self._reported(outcome, source))[1]
             variant = self._variant_of(game_round)
             checked = self._outcome(variant, game_round, outcome)
             game_round.check_awaiting_throw()
@@ -323,7 +341,8 @@ class Casino:
         return str(self._run("retire_seed", request_id, {"table_id": str(table_id)}, body))
 
     def throw_dice(self, *, request_id: str, round_id: str, rng: RngServer) -> dict[str, Any]:
-        """Throw from the round's committed seed and record the outcome."""
+        """Throw from the round's committed seed and record the outcome; on a
+        settlement-API-2 round, as the game's action, settling what it settles."""
 
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
@@ -339,6 +358,10 @@ class Casino:
                 raise InvalidCommandError(
                     f"round {game_round.id}: the game draws no dice now ({self._offers(step)})"
                 )
+            if game_round.settlement_api >= 2:  # the throw settles what the game says
+                assert move is not None
+                played, changed = self._play(round_id, self._wrapped(move[1], rng))
+                return {draw["kind"]: played["drawn"]}, changed
             counter = game_round.throws
             drawn = list(rng.throw(game_round.dice_seed, str(game_round.id), counter))
             outcome = self._outcome(variant, game_round, {draw["kind"]: drawn[: draw["count"]]})
@@ -388,6 +411,18 @@ class Casino:
             variant = self._variant_of(game_round)
             actor = self._legal(variant, game_round, FAULT)
             reason_args = variant.validate_args(actor, FAULT, {"reason": reason})
+            if game_round.settlement_api >= 2:
+                played, changed = self._play(round_id, self._fault_reported(reason_args, source))
+                after = changed[0]  # the round, as the fault left it
+                assert isinstance(after, Round)
+                then = (
+                    "voided"
+                    if played["void"] is not None
+                    else "betting reopened"
+                    if after.status == BETTING
+                    else "throw again"
+                )
+                return {"faults": after.faults, "then": then}, changed
             game_round.check_awaiting_throw("a throw")
             self._check_source(
                 game_round, source, fault_fact(game_round.id, game_round.throws, reason)
@@ -408,8 +443,19 @@ class Casino:
         return dict(self._run("record_fault", request_id, args, body))
 
     def settle(self, *, request_id: str, round_id: str) -> list[BetResult]:
+        """Settle a settlement-API-1 round on its outcome. On an API-2 round the
+        throw already settled it: what it settled, recording nothing new."""
+
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
+            if game_round.settlement_api >= 2:
+                # The throw settled the round (a one-step game): say what it settled.
+                if game_round.status != SETTLED:
+                    raise InvalidCommandError(
+                        f"round {game_round.id} has no outcome to settle on "
+                        f"(it is {game_round.status})"
+                    )
+                return list(game_round.results), []
             game_round.check_settleable()
             variant = self._variant_of(game_round)
             returns = self._step(variant, game_round)["settle"]
@@ -435,11 +481,13 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             variant = self._variant_of(game_round)
-            if game_round.actions:
-                raise InvalidCommandError(
-                    f"round {game_round.id} was played action by action (settlement API 2): "
-                    "correcting one of its settlement steps is not supported yet"
-                )
+            if game_round.actions:  # played action by action: correct its last action
+                number = game_round.actions - 1
+                at = game_round.action_entry(number)
+                _, before_step = replay(variant, self._bets(game_round), game_round.log[:at])
+                right_action = self._outcome_action(variant, game_round, before_step, outcome)
+                right = self._stored(before_step, right_action)
+                return self._correction(variant, game_round, number, right, reason, operator)
             if game_round.status != "settled":
                 raise InvalidCommandError(
                     f"only a settled round can be corrected ({game_round.status})"
@@ -467,6 +515,131 @@ class Casino:
 
         args = {"round_id": str(round_id), "outcome": outcome, "reason": reason}
         return list(self._run("correct", request_id, args, body))
+
+    def correct_step(
+        self,
+        *,
+        request_id: str,
+        round_id: str,
+        step: int,
+        drawn: list[int],
+        reason: str,
+        operator: Signer,
+    ) -> list[BetResult]:
+        """An operator corrects what a physical table's device misread (settlement
+        API 2): action number `step` drew `drawn`. The game replays the round
+        with the corrected draw and the same later actions; every settlement from
+        that action on is reversed with compensating postings and the bets
+        re-settled as re-derived, every wallet and the house adjusted, in one
+        save. Refused on an RNG table, on a round not yet over, and when the
+        corrected draw would make a later action illegal, void the round, or
+        change which bets are settled from that action on."""
+
+        def body() -> tuple[Result, list[Aggregate]]:
+            game_round = self.round(round_id)
+            variant = self._variant_of(game_round)
+            return self._correction(
+                variant, game_round, step, drawn, reason, operator, as_drawn=True
+            )
+
+        args = {"round_id": str(round_id), "step": step, "drawn": drawn, "reason": reason}
+        return list(self._run("correct_step", request_id, args, body))
+
+    def _correction(
+        self,
+        variant: LoadedGame,
+        game_round: Round,
+        step: int,
+        right: Any,
+        reason: str,
+        operator: Signer,
+        *,
+        as_drawn: bool = False,
+    ) -> tuple[Result, list[Aggregate]]:
+        """`right` is what action `step` drew (`as_drawn`), else its outcome as
+        rounds store it ({kind: drawn}, or a move's arguments)."""
+        if game_round.is_rng:
+            raise InvalidCommandError(
+                f"round {game_round.id} is on an RNG table: an RNG result is computed, never "
+                "corrected (void the round if the RNG malfunctioned)"
+            )
+        if game_round.status != SETTLED:
+            raise InvalidCommandError(
+                f"only a settled round can be corrected ({game_round.status})"
+            )
+        wrong, fixed, returns = self._rederive(variant, game_round, step, right, as_drawn)
+        fact = correction_fact(game_round.id, wrong, fixed, reason, step)
+        signed = sign_fact(self._operator(operator), fact, Role.OPERATOR)
+        before = {r["bet_id"]: r["returned"] for r in game_round.results}
+        results = game_round.correct_step(step, wrong, fixed, returns, reason, {**signed})
+        deltas: list[BetResult] = [
+            {
+                "bet_id": r["bet_id"],
+                "account_id": r["account_id"],
+                "stake": before[r["bet_id"]],  # what the reversed settlement returned
+                "returned": r["returned"],
+            }
+            for r in results
+        ]
+        return results, [game_round, *self._pay(game_round, deltas, label="correction")]
+
+    def _rederive(
+        self, variant: LoadedGame, game_round: Round, step: int, right: Any, as_drawn: bool
+    ) -> tuple[dict[str, Any], dict[str, Any], dict[str, tuple[int, int]]]:
+        """Replay the round with action `step` corrected: its wrong and right
+        outcome ({kind: drawn}, or its arguments for a move that draws nothing),
+        and per bet settled from that action on (action number, return)."""
+        at = game_round.action_entry(step)
+        done = game_round.log[at]["action"]
+        bets = self._bets(game_round)
+        _, current = replay(variant, bets, game_round.log[:at])
+        draw = current["moves"].get(done["actor"], {}).get(done["action"])
+        if draw is None:
+            if as_drawn or done["action"] in (CLOSE_BETTING, FAULT):
+                raise InvalidCommandError(f"action {step} drew nothing to correct")
+            if not isinstance(right, Mapping):
+                raise InvalidCommandError(f"an outcome is an object, not {right!r}")
+            wrong = dict(done["args"])
+            fixed = variant.validate_args(done["actor"], done["action"], right)
+            corrected = {**done, "args": fixed}
+        else:
+            kind = draw["kind"]
+            wrong = {kind: list(done["drawn"])}
+            if not as_drawn:  # {kind: drawn}, as `correct` is given it
+                right = right.get(kind) if isinstance(right, Mapping) and len(right) == 1 else None
+            low, high = (1, 6) if kind == "dice" else (0, DECK_SIZE - 1)
+            if (
+                not isinstance(right, list)
+                or len(right) != draw["count"]
+                or not all(type(v) is int and low <= v <= high for v in right)
+            ):
+                raise InvalidCommandError(
+                    f"bad correction: action {step} draws {draw['count']} {kind} "
+                    f"({low}..{high}), got {right!r}"
+                )
+            others = [c for c in game_round.dealt if c not in wrong[kind]]
+            if kind == "cards" and (set(right) & set(others) or len(set(right)) < len(right)):
+                raise InvalidCommandError(
+                    "bad correction: a card would be dealt twice from the round's deck"
+                )
+            fixed = {kind: list(right)}
+            corrected = {**done, "drawn": list(right)}
+        if fixed == wrong:
+            raise InvalidCommandError("the corrected draw is the one already recorded")
+        log = list(game_round.log)
+        log[at] = {"action": corrected}
+        try:
+            returns, last = settlements_from(variant, bets, log, at)
+        except InvalidCommandError as exc:
+            raise InvalidCommandError(
+                f"round {game_round.id}: with the corrected draw, {exc}: void the round instead"
+            ) from None
+        if not last["over"]:
+            raise InvalidCommandError(
+                f"round {game_round.id}: with the corrected draw the round is not over: "
+                "void it instead"
+            )
+        return wrong, fixed, returns
 
     def void_round(
         self, *, request_id: str, round_id: str, reason: str, operator: Signer
@@ -606,16 +779,13 @@ class Casino:
         if game_round.settlement_api < 2:
             return self._act_v1(request_id, game_round, actor, action, args, source, rng)
 
-        def body() -> tuple[Result, list[Aggregate]]:
-            game_round = self.round(round_id)
-            variant = self._variant_of(game_round)
-            bets = self._bets(game_round)
-            actions, step = replay(variant, bets, game_round.log)
+        def choose(
+            variant: LoadedGame, game_round: Round, step: Step, number: int
+        ) -> tuple[RecordedAction, dict[str, Any]]:
             offered = step["moves"].get(actor, {}) if isinstance(actor, str) else {}
             if not isinstance(action, str) or action not in offered:
                 raise self._refuse(game_round, str(actor), str(action), step)
             given = variant.validate_args(actor, action, dict(args or {}))
-            number = game_round.actions
             drawn, attested = self._attest(
                 game_round,
                 number,
@@ -628,27 +798,10 @@ class Casino:
                 betting_open=step["betting"],
             )
             done: RecordedAction = {"actor": actor, "action": action, "args": given, "drawn": drawn}
-            after = variant.step(bets, [*actions, done])
-            game_round.record_action(dict(done), attested, dict(after))
-            changed: list[Aggregate] = [game_round]
-            settled: list[BetResult] = []
-            if after["void"] is not None:
-                settled = game_round.void(after["void"], None)
-                changed += [*self._pay(game_round, settled), *self._ended(game_round)]
-            elif after["settle"] or after["over"]:
-                settled = game_round.settle_step(after["settle"], after["over"])
-                changed += self._pay(game_round, settled)
-                if after["over"]:
-                    changed += self._ended(game_round)
-            result = {
-                "step": number,
-                "drawn": drawn,
-                "state": after["state"],
-                "settled": settled,
-                "void": after["void"],
-                "over": after["over"],
-            }
-            return result, changed
+            return done, attested
+
+        def body() -> tuple[Result, list[Aggregate]]:
+            return self._play(round_id, choose)
 
         fingerprint_args = {
             "round_id": str(round_id),
@@ -658,6 +811,124 @@ class Casino:
             "source": source,
         }
         return dict(self._run("act", request_id, fingerprint_args, body))
+
+    # The convenience commands on settlement-API-2 rounds: each picks an action for `_play`.
+
+    def _wrapped(self, action: str, rng: RngServer | None) -> Chooser:
+        """The one move named `action` the game offers now, attested as `act` would."""
+
+        def choose(
+            variant: LoadedGame, game_round: Round, step: Step, number: int
+        ) -> tuple[RecordedAction, dict[str, Any]]:
+            actor = actor_for(step, action)
+            if actor is None:
+                raise InvalidCommandError(
+                    f"round {game_round.id} ({game_round.variant}): nobody may {action} now "
+                    f"({self._offers(step)})"
+                )
+            given = variant.validate_args(actor, action, {})
+            draw = step["moves"][actor][action]
+            drawn, attested = self._attest(
+                game_round,
+                number,
+                actor,
+                action,
+                given,
+                draw,
+                None,
+                rng,
+                betting_open=step["betting"],
+            )
+            return {"actor": actor, "action": action, "args": given, "drawn": drawn}, attested
+
+        return choose
+
+    def _reported(self, outcome: Any, source: dict[str, Any]) -> Chooser:
+        """An outcome a dealer device signed as the round's next throw (`throw_fact`)."""
+
+        def choose(
+            variant: LoadedGame, game_round: Round, step: Step, number: int
+        ) -> tuple[RecordedAction, dict[str, Any]]:
+            done = self._outcome_action(variant, game_round, step, outcome)
+            checked = self._stored(step, done)
+            self._check_source(
+                game_round, source, throw_fact(game_round.id, game_round.throws, checked)
+            )
+            return done, self._signed_as(source, "throw", step, done)
+
+        return choose
+
+    def _fault_reported(self, reason_args: dict[str, Any], source: dict[str, Any]) -> Chooser:
+        """A faulty throw a dealer device signed (`fault_fact`)."""
+
+        def choose(
+            variant: LoadedGame, game_round: Round, step: Step, number: int
+        ) -> tuple[RecordedAction, dict[str, Any]]:
+            actor = actor_for(step, FAULT)
+            assert actor is not None  # checked by the caller
+            self._check_source(
+                game_round,
+                source,
+                fault_fact(game_round.id, game_round.throws, reason_args["reason"]),
+            )
+            done: RecordedAction = {
+                "actor": actor,
+                "action": FAULT,
+                "args": reason_args,
+                "drawn": [],
+            }
+            return done, self._signed_as(source, "fault", step, done)
+
+        return choose
+
+    @staticmethod
+    def _signed_as(
+        source: dict[str, Any], fact: str, step: Step, done: RecordedAction
+    ) -> dict[str, Any]:
+        """A device report signed over a throw or fault fact (by throw counter), as
+        recorded: verify checks that fact's signature, not an action fact's."""
+        recorded: dict[str, Any] = {
+            k: source[k] for k in ("kind", "key_id", "signature") if k in source
+        }
+        draw = step["moves"][done["actor"]][done["action"]]
+        if draw is not None:
+            recorded["draw"] = draw["kind"]
+        return {**recorded, "signed": fact}
+
+    def _play(
+        self,
+        round_id: str,
+        choose: Chooser,
+    ) -> tuple[Result, list[Aggregate]]:
+        """Record the action `choose` picks (legal, attested) on a settlement-API-2
+        round, then settle in the same save what the game's step settles, or void."""
+        game_round = self.round(round_id)
+        variant = self._variant_of(game_round)
+        bets = self._bets(game_round)
+        actions, step = replay(variant, bets, game_round.log)
+        number = game_round.actions
+        done, attested = choose(variant, game_round, step, number)
+        after = variant.step(bets, [*actions, done])
+        game_round.record_action(dict(done), attested, dict(after))
+        changed: list[Aggregate] = [game_round]
+        settled: list[BetResult] = []
+        if after["void"] is not None:
+            settled = game_round.void(after["void"], None)
+            changed += [*self._pay(game_round, settled), *self._ended(game_round)]
+        elif after["settle"] or after["over"]:
+            settled = game_round.settle_step(after["settle"], after["over"])
+            changed += self._pay(game_round, settled)
+            if after["over"]:
+                changed += self._ended(game_round)
+        result = {
+            "step": number,
+            "drawn": done["drawn"],
+            "state": after["state"],
+            "settled": settled,
+            "void": after["void"],
+            "over": after["over"],
+        }
+        return result, changed
 
     def _attest(
         self,

@@ -18,7 +18,7 @@ from ledger.crypto.keys import Role
 from ledger.domain.account import Account
 from ledger.domain.money import in_play, wallet
 from ledger.domain.request import Request
-from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, Round, operator_fact
+from ledger.domain.round import BETTING, CLOSED, SETTLED, VOIDED, Round, operator_fact
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node, open_node
 from ledger.plugins import hookimpl
@@ -123,12 +123,7 @@ def test_a_settlement_is_one_atomic_save(node: Node, monkeypatch: pytest.MonkeyP
             request_id=f"bet-{n}", round_id=round_id, account_id=account, bet=bet, stake=100
         )
     casino.close_betting(request_id="close", round_id=round_id)
-    casino.record_outcome(
-        request_id="outcome",
-        round_id=round_id,
-        outcome={"face": "heads"},
-        source=seen(node, casino, round_id, {"face": "heads"}),
-    )
+    source = seen(node, casino, round_id, {"face": "heads"})
     before = node.app.tables.event_count()[1]
 
     saves: list[list[Recording[Any]]] = []
@@ -146,7 +141,10 @@ def test_a_settlement_is_one_atomic_save(node: Node, monkeypatch: pytest.MonkeyP
 
     monkeypatch.setattr(node.app, "save", save)
     monkeypatch.setattr(node.app.recorder, "insert_events", insert_events)
-    casino.settle(request_id="settle", round_id=round_id)
+    # The throw settles (a one-step game): its action and the settlement, one save.
+    casino.record_outcome(
+        request_id="outcome", round_id=round_id, outcome={"face": "heads"}, source=source
+    )
     monkeypatch.undo()
 
     # One save, one insert: the round, both winners, the house and the request.
@@ -155,7 +153,7 @@ def test_a_settlement_is_one_atomic_save(node: Node, monkeypatch: pytest.MonkeyP
     assert inserts == [len(recordings)]
     topics = sorted(get_topic(type(r.domain_event)) for r in recordings)
     assert topics == sorted(
-        [get_topic(Round.Settled), get_topic(Request.Completed)]
+        [get_topic(Round.ActionRecorded), get_topic(Round.Settled), get_topic(Request.Completed)]
         + [get_topic(Account.Credited)] * 2  # alice and carol won 200 each
         + [get_topic(Account.Debited)]  # the house pays 100 net (bob lost 100)
     )
@@ -165,13 +163,17 @@ def test_a_settlement_is_one_atomic_save(node: Node, monkeypatch: pytest.MonkeyP
         casino.account(alice).id,
         casino.account(carol).id,
         casino.account(house_of(casino, table)).id,
-        Request.create_id("settle"),
+        Request.create_id("outcome"),
     }
     # In the log: exactly these events, contiguous and right after what was there.
     ids = [r.notification.id for r in recordings]
     assert ids == list(range(before + 1, before + 1 + len(recordings)))
     assert [n.id for n in notifications(node.app, before)] == ids
     assert node.app.tables.event_count()[1] == ids[-1]
+    # `settle` says what the throw settled, recording only its request.
+    settled = [r.domain_event for r in recordings if isinstance(r.domain_event, Round.Settled)]
+    assert casino.settle(request_id="settle", round_id=round_id) == settled[0].results
+    assert node.app.tables.event_count()[1] == ids[-1] + 1
 
 
 def test_a_settlement_conflicting_on_one_wallet_records_none_of_it(
@@ -185,12 +187,7 @@ def test_a_settlement_conflicting_on_one_wallet_records_none_of_it(
             request_id=f"bet-{n}", round_id=round_id, account_id=account, bet=HEADS, stake=100
         )
     casino.close_betting(request_id="close", round_id=round_id)
-    casino.record_outcome(
-        request_id="outcome",
-        round_id=round_id,
-        outcome={"face": "heads"},
-        source=seen(node, casino, round_id, {"face": "heads"}),
-    )
+    source = seen(node, casino, round_id, {"face": "heads"})
     before = node.app.tables.event_count()[1]
     other = open_node(store_url, str(node.keys.path), passphrase=PASSPHRASE)
     attempts: list[str] = []
@@ -211,8 +208,10 @@ def test_a_settlement_conflicting_on_one_wallet_records_none_of_it(
         return recordings
 
     monkeypatch.setattr(node.app, "save", save)
-    try:
-        casino.settle(request_id="settle", round_id=round_id)
+    try:  # the throw settles (a one-step game)
+        casino.record_outcome(
+            request_id="outcome", round_id=round_id, outcome={"face": "heads"}, source=source
+        )
     finally:
         other.close()
     assert attempts == ["conflict", "saved"]  # retried from fresh state, then saved
@@ -319,9 +318,9 @@ def left_open(node: Node, casino: Casino, state: str) -> tuple[str, str, list[st
         casino.place_bet(
             request_id=f"bet-{n}", round_id=round_id, account_id=account, bet=bet, stake=stake
         )
-    if state in (CLOSED, DECIDED):
+    if state in (CLOSED, SETTLED):
         casino.close_betting(request_id="close", round_id=round_id)
-    if state == DECIDED:
+    if state == SETTLED:
         casino.record_outcome(
             request_id="outcome",
             round_id=round_id,
@@ -334,15 +333,15 @@ def left_open(node: Node, casino: Casino, state: str) -> tuple[str, str, list[st
 
 def test_an_operator_cannot_void_a_round_once_its_outcome_is_recorded(node: Node) -> None:
     casino = casino_on(node)
-    _, round_id, (alice, bob) = left_open(node, casino, DECIDED)
+    _, round_id, (alice, bob) = left_open(node, casino, SETTLED)  # the throw settled it
+    assert [casino.account(w).balance for w in (alice, bob)] == [940, 1250]
     count = event_count(node.app)
-    with pytest.raises(InvalidCommandError, match="has a recorded outcome: it can only be settled"):
+    with pytest.raises(InvalidCommandError, match="is already settled"):
         casino.void_round(
             request_id="void", round_id=round_id, reason="we lost", operator=operator_signer(node)
         )
     assert event_count(node.app) == count
-    assert casino.round(round_id).status == DECIDED
-    casino.settle(request_id="settle", round_id=round_id)
+    assert casino.round(round_id).status == SETTLED
     assert [casino.account(w).balance for w in (alice, bob)] == [940, 1250]
 
 
@@ -461,14 +460,13 @@ def test_a_new_release_with_the_same_rules_settles_rounds_of_the_old_one(node: N
     round_id = casino.open_round(request_id="round", table_id=table, dealer="D1")
     casino.place_bet(request_id="bet", round_id=round_id, account_id=alice, bet=HEADS, stake=100)
     casino.close_betting(request_id="close", round_id=round_id)
-    casino.record_outcome(
+    upgraded = Casino(node.app, coin_games("1.1"))  # same rules, another wheel
+    upgraded.record_outcome(  # the throw settles
         request_id="outcome",
         round_id=round_id,
         outcome={"face": "heads"},
         source=seen(node, casino, round_id, {"face": "heads"}),
     )
-    upgraded = Casino(node.app, coin_games("1.1"))  # same rules, another wheel
-    upgraded.settle(request_id="settle", round_id=round_id)
     assert casino.account(alice).balance == 1100
     assert casino.round(round_id).variant_version == "1.0"  # what played it, for information
 
@@ -482,20 +480,17 @@ def test_a_round_settles_only_under_the_rules_it_opened_with(
     round_id = casino.open_round(request_id="round", table_id=table, dealer="D1")
     casino.place_bet(request_id="bet", round_id=round_id, account_id=alice, bet=HEADS, stake=100)
     casino.close_betting(request_id="close", round_id=round_id)
-    casino.record_outcome(
-        request_id="outcome",
-        round_id=round_id,
-        outcome={"face": "heads"},
-        source=seen(node, casino, round_id, {"face": "heads"}),
-    )
+    source = seen(node, casino, round_id, {"face": "heads"})
     upgraded = Casino(node.app, coin_games(installed, variant()))
     count = event_count(node.app)
-    with pytest.raises(
+    with pytest.raises(  # the throw settles: it is refused under other rules
         InvalidCommandError, match=rf"opened with coin 1\.0 .* but {installed} .* is installed"
     ):
-        upgraded.settle(request_id="settle", round_id=round_id)
+        upgraded.record_outcome(
+            request_id="outcome", round_id=round_id, outcome={"face": "heads"}, source=source
+        )
     assert event_count(node.app) == count
-    assert casino.round(round_id).status == DECIDED
+    assert casino.round(round_id).status == CLOSED
     assert casino.account(alice).balance == 900
     # Nor does a new round take bets under rules other than its own.
     second = casino.open_round(request_id="round-2", table_id=table, dealer="D1")
@@ -506,5 +501,7 @@ def test_a_round_settles_only_under_the_rules_it_opened_with(
         )
     assert event_count(node.app) == count
     # The original variant settles it; the refused request id was never used.
-    casino.settle(request_id="settle", round_id=round_id)
+    casino.record_outcome(
+        request_id="outcome", round_id=round_id, outcome={"face": "heads"}, source=source
+    )
     assert casino.account(alice).balance == 1100

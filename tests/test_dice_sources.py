@@ -51,10 +51,10 @@ def test_rng_throws_are_committed_recomputed_and_revealed(
         request_id="b", round_id=round_id, account_id=player, bet={"bet": "big"}, stake=1_000
     )
     casino.close_betting(request_id="c", round_id=round_id)
+    with pytest.raises(InvalidCommandError, match="still throw from seed"):
+        casino.retire_seed(request_id="early", table_id=table, rng=rng)  # a round in play
     outcome = casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     assert outcome == {"dice": list(throw(rng.seed(seed_id), round_id, 0))}
-    with pytest.raises(InvalidCommandError, match="still throw from seed"):
-        casino.retire_seed(request_id="early", table_id=table, rng=rng)
     casino.settle(request_id="s", round_id=round_id)
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
     assert (report.rng_throws, report.rng_pending) == (0, 1)  # the seed is still secret
@@ -294,7 +294,9 @@ def test_attack_a_manual_outcome_on_an_rng_round(
     casino.settle(request_id="s", round_id=round_id)
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
     verify_store(node.app, node.keyring, level=Level.SIGNATURES)  # every envelope is fine
-    verify_fails(node, f"round {round_id} is on an RNG table: its outcome came from a 'manual'")
+    verify_fails(
+        node, f"round {round_id}: throw drew from a 'manual' source (seed None), not from its"
+    )
 
 
 def test_attack_an_rng_throw_from_another_seed(
@@ -308,16 +310,24 @@ def test_attack_an_rng_throw_from_another_seed(
     other_seed = casino.commit_seed(request_id="commit-2", table_id=other, rng=rng)
     # The node throws from a seed of its choice and names that seed: the dice
     # do match the seed named, so only the round's own commitment catches it.
-    monkeypatch.setattr(
-        Round, "rng_source", lambda self: {**honest_rng_source(self), "seed_id": other_seed}
-    )
+    honest_attest = Casino._attest
+
+    def lying(self: Casino, *args: Any, **kwargs: Any) -> Any:
+        drawn, source = honest_attest(self, *args, **kwargs)
+        return drawn, {**source, "seed_id": other_seed} if source["kind"] == "rng" else source
+
+    monkeypatch.setattr(Casino, "_attest", lying)
     monkeypatch.setattr(RngServer, "throw", lambda s, _seed, r, c: throw(s.seed(other_seed), r, c))
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     monkeypatch.undo()
     casino.settle(request_id="s", round_id=round_id)
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
     casino.retire_seed(request_id="retire-2", table_id=other, rng=rng)
-    verify_fails(node, f"round {round_id}: RNG throw 0 names seed {other_seed}", f"seed {seed_id}")
+    verify_fails(
+        node,
+        f"round {round_id}: throw drew from a 'rng' source (seed {other_seed}), not from its "
+        f"committed seed {seed_id}",
+    )
 
 
 def test_attack_a_fault_on_an_rng_table(
@@ -333,7 +343,7 @@ def test_attack_a_fault_on_an_rng_table(
         reason="cocked",
         source=device.fault(round_id, 0, "cocked"),
     )
-    verify_fails(node, f"round {round_id} is on an RNG table: a faulty throw was recorded")
+    verify_fails(node, f"round {round_id}: a faulty draw on an RNG table: an RNG draw is never")
 
 
 def test_attack_a_physical_outcome_not_from_a_device(
@@ -346,7 +356,9 @@ def test_attack_a_physical_outcome_not_from_a_device(
     casino.record_outcome(
         request_id="o", round_id=round_id, outcome={"dice": [4, 5, 6]}, source={"kind": "manual"}
     )
-    verify_fails(node, f"round {round_id} is on a physical table: its outcome came from a 'manual'")
+    verify_fails(
+        node, f"round {round_id}: throw on a physical table came from a 'manual' source, not a"
+    )
 
 
 def test_attack_a_device_report_signed_by_an_operator(
@@ -371,9 +383,8 @@ def test_attack_a_correction_of_an_rng_round(
     _table, _, round_id = rng_round(casino, rng)
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     casino.settle(request_id="s", round_id=round_id)
-    outcome = casino.round(round_id).outcome
-    assert outcome is not None
-    right = {"dice": [6, 6, 5] if outcome["dice"] != [6, 6, 5] else [1, 1, 2]}
+    thrown = casino.round(round_id).log[-1]["action"]["drawn"]
+    right = {"dice": [6, 6, 5] if thrown != [6, 6, 5] else [1, 1, 2]}
     monkeypatch.setattr(Round, "is_rng", property(lambda self: False))
     casino.correct(
         request_id="fix",
@@ -386,7 +397,7 @@ def test_attack_a_correction_of_an_rng_round(
     verify_fails(node, f"round {round_id} is on an RNG table: its result was corrected")
 
 
-def test_attack_an_operator_void_after_the_outcome(
+def test_attack_an_operator_void_after_the_settling_throw(
     node: Node, casino: Casino, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     table, player = setup_table(casino)
@@ -404,7 +415,8 @@ def test_attack_an_operator_void_after_the_outcome(
     original = Round.void
 
     def lenient(self: Round, reason: str, operator: Any) -> Any:
-        self.status = CLOSED  # forget the outcome, as a buggy node would
+        self.status = CLOSED  # forget the settling throw, as a buggy node would
+        self.settled_bets = set()
         return original(self, reason, operator)
 
     monkeypatch.setattr(Round, "void", lenient)
@@ -412,7 +424,8 @@ def test_attack_an_operator_void_after_the_outcome(
         request_id="v", round_id=round_id, reason="we lost", operator=operator_signer(node)
     )
     monkeypatch.undo()
-    verify_fails(node, f"round {round_id} (taixiu): an operator voided the round after its outcome")
+    # The throw settled the round (it is one step): voiding it is voiding a settled round.
+    verify_fails(node, f"round {round_id} (taixiu): voided when already settled")
 
 
 def test_unrevealed_rng_throws_are_said_not_checked(node: Node, casino: Casino) -> None:

@@ -358,7 +358,7 @@ class MoneyMachine(RuleBasedStateMachine):
             self.close_betting(round_id)
         elif status == CLOSED:
             self.record_outcome(round_id, face)
-        elif status == DECIDED:
+        elif status == SETTLED:
             self.settle(round_id)
 
     @rule(round_id=rounds)
@@ -391,22 +391,19 @@ class MoneyMachine(RuleBasedStateMachine):
                 ),
             ),
         )
-        if ok:
-            game.status, game.face = DECIDED, face
-
-    @rule(round_id=rounds)
-    def settle(self, round_id: str) -> None:
-        game = self.model_rounds[round_id]
-        request_id = self.request()
-        _, results = self.attempt(
-            "settle",
-            game.status == DECIDED,
-            lambda: self.casino.settle(request_id=request_id, round_id=round_id),
-        )
-        if results is None:
+        if not ok:
             return
-        assert sorted(r["bet_id"] for r in results) == sorted(game.bets)
+        # The throw settles every bet (a one-step game), in the same save.
+        game.face = face
         house = self.model[self.tables[game.currency][1]]
+        for result in self.paid_as_the_model_says(game, self.casino.round(round_id).results):
+            self.model[result["account_id"]].balance += result["returned"]
+            house.balance += result["stake"] - result["returned"]
+            ACCEPTED["bets settled"] += 1
+        game.status = SETTLED
+
+    def paid_as_the_model_says(self, game: Any, results: list[Any]) -> list[Any]:
+        assert sorted(r["bet_id"] for r in results) == sorted(game.bets)
         for result in results:
             account, side, stake = game.bets[result["bet_id"]]
             paid = stake if game.face == "edge" else 2 * stake if side == game.face else 0
@@ -415,10 +412,20 @@ class MoneyMachine(RuleBasedStateMachine):
                 stake,
                 paid,
             )
-            self.model[account].balance += paid
-            house.balance += stake - paid
-            ACCEPTED["bets settled"] += 1
-        game.status = SETTLED
+        return results
+
+    @rule(round_id=rounds)
+    def settle(self, round_id: str) -> None:
+        """A compatibility call: what the throw settled, moving no money."""
+        game = self.model_rounds[round_id]
+        request_id = self.request()
+        _, results = self.attempt(
+            "settle",
+            game.status == SETTLED,
+            lambda: self.casino.settle(request_id=request_id, round_id=round_id),
+        )
+        if results is not None:
+            self.paid_as_the_model_says(game, results)
 
     @rule(round_id=rounds)
     def void(self, round_id: str) -> None:

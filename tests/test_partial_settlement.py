@@ -21,7 +21,7 @@ from ledger.plugins.registry import GameRegistry
 from ledger.rng.deck import shuffled_deck
 from ledger.rng.dice import throw
 from ledger.rng.server import RngServer
-from tests.casino_support import dealer_device, event_count, operator_signer
+from tests.casino_support import dealer_device, event_count
 from tests.high_card import HighCard, HighCardPlugin, high_card_games, rank
 
 LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
@@ -158,17 +158,6 @@ def test_device_cards_and_a_card_dealt_twice(node: Node) -> None:
     assert casino.account(ann).balance == 10_000 + 1_000 - 500  # the 2 loses
     verified = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=GAMES)
     assert verified.device_reports == 3 and verified.resettled == 2
-    # Correcting a step of such a round is not built yet: refused, nothing recorded.
-    before = event_count(node.app)
-    with pytest.raises(InvalidCommandError, match="correcting one of its settlement steps"):
-        casino.correct(
-            request_id="fix",
-            round_id=round_id,
-            outcome={"cards": [50]},
-            reason="misread",
-            operator=operator_signer(node),
-        )
-    assert event_count(node.app) == before
 
 
 def test_a_physical_decision_after_the_close_needs_the_devices_report(node: Node) -> None:

@@ -144,9 +144,16 @@ def from_events(node: Node) -> FromEvents:
         elif isinstance(event, Round.ActionRecorded):
             # A card round: every card drawn from the table's kind of source, and
             # at a physical table every action (cards and decisions) a device's.
+            # A dice round too: the throw is its action, and faults are actions.
             kind = tables[table_of[stream]].dice
-            if event.drawn or kind == "device":
+            if event.action == "close_betting" and kind == "device":
+                # Closing betting while it is open may be the node's own command.
+                assert event.source["kind"] in ("command", "device"), event.source
+            elif event.drawn or kind == "device":
                 assert event.source["kind"] == kind, event.source
+            if event.action == "fault":
+                assert event.source["kind"] == kind == "device"
+                tables[table_of[stream]].faults += 1
         elif isinstance(event, Round.Opened):
             table_of[stream] = names[str(event.table_id)]
             # A round on an RNG table names the committed seed it throws from.

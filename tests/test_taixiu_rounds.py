@@ -270,7 +270,7 @@ def test_a_correction_reverses_and_resettles(node: Node, variants: Any) -> None:
     assert {r["returned"] for r in results} == {0, 4_000}
     assert [casino.account(a).balance for a in players] == [99_000, 102_000]
     game = casino.round(round_id)
-    assert game.outcome == {"dice": [4, 5, 6]} and game.status == SETTLED
+    assert game.log[-1]["action"]["drawn"] == [4, 5, 6] and game.status == SETTLED
     house = casino.account(casino.table(table).house_account)
     assert house.balance == 1_000 - 2_000  # now takes the small stake, pays the big win
     keyring = node.keys.keyring()  # with the operator key made after the node opened
@@ -374,8 +374,8 @@ def test_attack_sicbo_void_voids_after_two_faults(
     policy_broken(
         node,
         variants,
-        f"round {round_id} (sicbo-void): voided without an operator's signature after 2 faulty",
-        "its rules do not void it",
+        f"round {round_id} (sicbo-void): betting kept locked after a faulty throw",
+        "its game reopened betting after the faulty throw",
     )
 
 
@@ -392,7 +392,9 @@ def test_attack_taixiu_throws_a_third_time(
         source=seen(node, casino, round_id, {"dice": [4, 5, 6]}),
     )
     monkeypatch.undo()
-    policy_broken(node, variants, f"round {round_id} (taixiu): an outcome after 2 faulty throws")
+    policy_broken(
+        node, variants, f"round {round_id} (taixiu): throw after 2 faulty throws: its rules void"
+    )
 
 
 def test_attack_sicbo_void_throws_again_without_reopening(
@@ -411,7 +413,8 @@ def test_attack_sicbo_void_throws_again_without_reopening(
     policy_broken(
         node,
         variants,
-        f"round {round_id} (sicbo-void): an outcome after a faulty throw without betting reopened",
+        f"round {round_id} (sicbo-void): betting kept locked after a faulty throw, but its "
+        "rules say: its game reopened betting",
     )
 
 
@@ -433,7 +436,9 @@ def test_the_policy_comes_from_the_rounds_rules_data_not_its_name(
         source=seen(node, casino, round_id, {"dice": [4, 5, 6]}),
     )
     verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=variants)
-    policy_broken(node, lying, f"round {round_id} (taixiu): an outcome after a faulty throw")
+    policy_broken(
+        node, lying, f"round {round_id} (taixiu): betting kept locked after a faulty throw"
+    )
 
 
 def test_verify_without_the_rounds_plugin_cannot_check(

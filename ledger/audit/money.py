@@ -100,7 +100,11 @@ class MoneyAudit:
             self._paid_out(stream, topic, state, postings, where)
         if topic == _CORRECTED:
             fact = correction_fact(
-                stream, state["wrong_outcome"], state["right_outcome"], state["reason"]
+                stream,
+                state["wrong_outcome"],
+                state["right_outcome"],
+                state["reason"],
+                state.get("step"),
             )
             verify_fact(self.keyring, fact, state["operator"], Role.OPERATOR, where)
         if topic in (_VOIDED, _RESUMED) and state.get("operator") is not None:
@@ -134,7 +138,16 @@ class MoneyAudit:
         else:
             results = state["results"]
             expected = expected_settlement_postings(stream, house, currency, results)
-            if topic == _CORRECTED:
+            if topic == _CORRECTED and state.get("step") is not None:
+                # A step correction reverses the settlements it names, then re-settles.
+                reversal = [
+                    {**leg, "amount": -leg["amount"]}
+                    for leg in expected_settlement_postings(
+                        stream, house, currency, state["reversed_results"]
+                    )
+                ]
+                expected = reversal + expected
+            elif topic == _CORRECTED:
                 reversal = [
                     {**leg, "amount": -leg["amount"]} for leg in self.in_force.get(stream, [])
                 ]

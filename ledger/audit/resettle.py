@@ -13,7 +13,7 @@ from ledger.audit.round_variants import RoundVariants
 from ledger.domain.round import LogEntry, Round
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.games.api import Step
-from ledger.games.replay import replay
+from ledger.games.replay import replay, settlements_from
 from ledger.plugins.registry import LoadedGame
 
 _OPENED = get_topic(Round.Opened)
@@ -46,6 +46,7 @@ class Resettler:
                 "log": [],
                 "actions": 0,
                 "settled": set(),
+                "at": {},  # bet -> (action number settling it, its result in force)
             }
             return
         game = self.rounds.get(stream)
@@ -84,6 +85,8 @@ class Resettler:
             self._check_step(game, state, f"round {stream} at {where}")
         elif topic == _SETTLED:
             self._check(game, state["results"], where)  # kept: a correction may follow
+        elif topic == _CORRECTED and state.get("step") is not None:
+            self._check_correction(game, state, f"round {stream} at {where}")
         elif topic == _CORRECTED:
             if state["wrong_outcome"] != game["outcome"]:
                 raise VerificationError(
@@ -126,12 +129,77 @@ class Resettler:
             raise VerificationError(f"bet {sorted(twice)[0]} settled twice", where=where)
         self._compare(game, recorded, returns, where)
         game["settled"] |= set(recorded)
+        game["at"].update({bet: (state["step"], result) for bet, result in recorded.items()})
         if bool(state["over"]) != step["over"]:
             raise VerificationError(
                 f"the settlement says the round is {'over' if state['over'] else 'not over'}, "
                 "the game's step says otherwise",
                 where=where,
             )
+        self.resettled += 1
+        self.bets += len(recorded)
+
+    def _check_correction(self, game: dict[str, Any], state: dict[str, Any], where: str) -> None:
+        """A step correction: it names the draw recorded at that action, reverses
+        exactly the settlements in force from that action on, and re-settles
+        what the game re-derives with the corrected draw and the same later
+        actions."""
+        step, wrong, right = state["step"], state["wrong_outcome"], state["right_outcome"]
+        entries = [i for i, entry in enumerate(game["log"]) if "action" in entry]
+        if not isinstance(step, int) or not 0 <= step < len(entries):
+            raise VerificationError(f"a correction of action {step!r}, never recorded", where=where)
+        at = entries[step]
+        done = game["log"][at]["action"]
+        if done["drawn"]:  # a draw: {kind: drawn}
+            named = next(iter(wrong.values())) if len(wrong) == 1 else None
+            if set(wrong) != set(right) or named != done["drawn"]:
+                raise VerificationError(
+                    f"the correction names a wrong draw {wrong!r} for action {step}, which drew "
+                    f"{done['drawn']!r}",
+                    where=where,
+                )
+            corrected = {**done, "drawn": next(iter(right.values()))}
+        elif wrong != done["args"]:
+            raise VerificationError(
+                f"the correction names wrong arguments {wrong!r} for action {step}, recorded "
+                f"as {done['args']!r}",
+                where=where,
+            )
+        else:
+            corrected = {**done, "args": dict(right)}
+        log = list(game["log"])
+        log[at] = {"action": corrected}
+        try:
+            returns, last = settlements_from(game["variant"], game["bets"], log, at)
+        except InvalidCommandError as exc:
+            raise VerificationError(
+                f"the game does not accept the corrected round: {exc}", where=where
+            ) from None
+        in_force = {b: r for b, (n, r) in game["at"].items() if n >= step}
+        reversed_results = {r["bet_id"]: r for r in state["reversed_results"]}
+        if reversed_results != in_force or len(reversed_results) != len(state["reversed_results"]):
+            raise VerificationError(
+                f"the correction reverses {sorted(reversed_results)}, not the settlements in "
+                f"force from action {step} on ({sorted(in_force)})",
+                where=where,
+            )
+        recorded = {r["bet_id"]: r for r in state["results"]}
+        settled_at = {b: n for b, (n, _) in returns.items()}
+        if (
+            len(recorded) != len(state["results"])
+            or set(recorded) != set(returns)
+            or state["settled_at"] != settled_at
+            or set(returns) != set(in_force)
+            or not last["over"]
+        ):
+            raise VerificationError(
+                f"the correction re-settles {sorted(recorded)} at {state['settled_at']}, the "
+                f"game re-derives {settled_at} (over: {last['over']})",
+                where=where,
+            )
+        self._compare(game, recorded, {b: paid for b, (_, paid) in returns.items()}, where)
+        game["log"] = log
+        game["at"].update({b: (settled_at[b], r) for b, r in recorded.items()})
         self.resettled += 1
         self.bets += len(recorded)
 

@@ -143,7 +143,11 @@ class RoundRulesAudit:
                 self._fault(life, state, fail)
         elif topic == _ACTION:
             # Settlement API 2: the game's step after it says what may follow.
-            if life.status in (DECIDED, SETTLED, VOIDED) or life.must_void:
+            if life.must_void:
+                raise fail(
+                    f"{state['action']} after {life.faults} faulty throws: its rules void the round"
+                )
+            if life.status in (DECIDED, SETTLED, VOIDED):
                 raise fail(f"an action while the round was {life.status}")
             life.log.append({"action": {k: state[k] for k in ("actor", "action", "args", "drawn")}})
             if state["action"] == "fault":
@@ -153,6 +157,12 @@ class RoundRulesAudit:
                 _, step = replay(life.game, life.views, life.log)  # type: ignore[arg-type]
             except InvalidCommandError as exc:
                 raise fail(f"the game does not accept this action: {exc}") from None
+            if step["betting"] != state["betting"] and state["action"] == "fault":
+                done = "reopened" if state["betting"] else "kept locked"
+                raise fail(
+                    f"betting {done} after a faulty throw, but its rules say: "
+                    f"{_Policy(reopens_betting=step['betting']).describe()}"
+                )
             if step["betting"] != state["betting"]:
                 raise fail("the action records betting open or closed against the game's step")
             life.status = BETTING if step["betting"] else CLOSED

@@ -111,6 +111,16 @@ class SourceAudit:
                     "RNG result is computed, never corrected",
                     where=where,
                 )
+            if game is not None and state.get("step") is not None:
+                wrong = state["wrong_outcome"].get("cards") or []
+                right = state["right_outcome"].get("cards") or []
+                dealt = [right[wrong.index(c)] if c in wrong else c for c in game.dealt]
+                if len(set(dealt)) != len(dealt):
+                    raise VerificationError(
+                        f"round {stream}: the correction deals a card twice from the round's deck",
+                        where=where,
+                    )
+                game.dealt = dealt
 
     def _opened(self, stream: str, state: dict[str, Any], where: str) -> _Round:
         seed = state.get("dice_seed")
@@ -248,9 +258,17 @@ class SourceAudit:
                 f"{action} on a physical table came from a {kind!r} source, not a dealer "
                 "device's signed report"
             )
-        fact = action_fact(
-            stream, state["step"], state["actor"], action, state["args"], list(drawn)
-        )
+        if source.get("signed") == "throw":  # record_outcome: signed by throw counter
+            outcome = {draw: list(drawn)} if draw in ("dice", "cards") else state["args"]
+            fact = throw_fact(stream, game.throws, outcome)
+        elif source.get("signed") == "fault":  # record_fault
+            if action != "fault":
+                raise fail(f"{action} recorded with a faulty throw's report")
+            fact = fault_fact(stream, game.throws, state["args"].get("reason"))
+        else:
+            fact = action_fact(
+                stream, state["step"], state["actor"], action, state["args"], list(drawn)
+            )
         signed = actor_signature(source)
         verify_fact(self.keyring, fact, signed, Role.DEALER_DEVICE, f"round {stream}: {where}")
         record = self.keyring.get(signed["key_id"])
@@ -263,7 +281,7 @@ class SourceAudit:
             raise fail(f"the dealer device key {record.name} was not valid when it reported")
         if draw == "cards":
             game.dealt.extend(drawn)
-        elif not decision:
+        elif not decision or source.get("signed") == "throw":
             game.throws += 1
         self.device_reports += 1
 

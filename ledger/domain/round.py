@@ -92,16 +92,22 @@ def action_fact(
 
 
 def correction_fact(
-    round_id: UUID | str, wrong: dict[str, Any], right: dict[str, Any], reason: str
+    round_id: UUID | str,
+    wrong: dict[str, Any],
+    right: dict[str, Any],
+    reason: str,
+    step: int | None = None,
 ) -> dict[str, Any]:
-    """What an operator signs to correct a settled round's outcome."""
-    return {
+    """What an operator signs to correct a settled round's outcome, or (settlement
+    API 2) what action number `step` drew: `wrong` and `right` are {kind: drawn}."""
+    fact = {
         "action": "correct",
         "round": str(round_id),
         "reason": reason,
         "wrong": wrong,
         "right": right,
     }
+    return fact if step is None else {**fact, "step": step}
 
 
 def check_limits(limits: Limits) -> Limits:
@@ -181,7 +187,7 @@ class Round(Aggregate):
         settlement is reversed with compensating postings and the round is
         settled again on the right outcome. Nothing is edited."""
 
-        class_version: ClassVar[int] = 1
+        class_version: ClassVar[int] = 2
         wrong_outcome: dict[str, Any]
         right_outcome: dict[str, Any]
         reason: str
@@ -189,6 +195,16 @@ class Round(Aggregate):
         reversed_results: list[BetResult]
         results: list[BetResult]
         postings: list[Posting]
+        # Settlement API 2: the action whose draw is corrected ({kind: drawn} in
+        # wrong/right_outcome) and, per bet re-settled, the action settling it now.
+        # Every settlement from that action on is reversed and re-derived.
+        step: int | None
+        settled_at: dict[str, int]
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["step"] = None
+            state["settled_at"] = {}
 
     class Resumed(Aggregate.Event):
         class_version: ClassVar[int] = 1
@@ -274,6 +290,7 @@ class Round(Aggregate):
         self.actions = 0  # actions recorded as ActionRecorded: the next one's step number
         self.dealt: list[int] = []  # cards dealt in this round, in order
         self.settled_bets: set[str] = set()  # bets settled by a step (settlement API 2)
+        self.settled_at: dict[str, int] = {}  # bet -> the action number that settled it
 
     # Bets.
     def staked_by(self, account_id: str) -> int:
@@ -475,7 +492,7 @@ class Round(Aggregate):
         self.actions = step + 1
         if source.get("draw") == "cards":
             self.dealt.extend(drawn)
-        elif drawn or action == "fault":
+        elif drawn or action == "fault" or source.get("signed") == "throw":
             self.throws += 1  # dice, or a faulty throw: the next throw's counter moves on
         if action == "fault":
             self.faults += 1
@@ -560,6 +577,7 @@ class Round(Aggregate):
             self.results = [*self.results, *results]
             self.settlement_postings = [*self.settlement_postings, *postings]
             self.settled_bets |= {r["bet_id"] for r in results}
+            self.settled_at.update({r["bet_id"]: step for r in results})
         if over:
             self.status = SETTLED
 
@@ -597,6 +615,74 @@ class Round(Aggregate):
             self.results,
             results,
             check_balanced(postings + new_postings),  # type: ignore[arg-type]
+            None,
+            {},
+        )
+        return results
+
+    def action_entry(self, step: int) -> int:
+        """Where action number `step` is in the log."""
+        found = [i for i, entry in enumerate(self.log) if "action" in entry]
+        if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < len(found):
+            raise InvalidCommandError(f"round {self.id} has no action number {step!r}")
+        return found[step]
+
+    def correct_step(
+        self,
+        step: int,
+        wrong_outcome: dict[str, Any],
+        right_outcome: dict[str, Any],
+        returns: dict[str, tuple[int, int]],
+        reason: str,
+        operator: OperatorSignature,
+    ) -> list[BetResult]:
+        """Settlement API 2, a physical table: action number `step` was
+        `right_outcome` ({kind: drawn}, or its arguments), not what its device
+        reported. Every settlement from that action on is
+        reversed with compensating postings and the bets re-settled as the game
+        re-derives them (`returns`: bet -> (action number settling it, return))."""
+        if self.is_rng:
+            raise InvalidCommandError(
+                f"round {self.id} is on an RNG table: an RNG result is computed, never "
+                "corrected (void the round if the RNG malfunctioned)"
+            )
+        if self.status != SETTLED:
+            raise InvalidCommandError(f"only a settled round can be corrected ({self.status})")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidCommandError("a correction needs a reason")
+        self.action_entry(step)
+        if right_outcome == wrong_outcome:
+            raise InvalidCommandError("the corrected draw is the one already recorded")
+        reversed_results = [r for r in self.results if self.settled_at.get(r["bet_id"], -1) >= step]
+        if {r["bet_id"] for r in reversed_results} != set(returns):
+            raise InvalidCommandError(
+                "the corrected draw changes which bets are settled from that action on: "
+                "void the round instead"
+            )
+        results = self._results_for(
+            {b: returned for b, (_, returned) in returns.items()},
+            {b: r for b, r in self.bets.items() if b in returns},
+        )
+        postings: list[Posting] = []
+        for result in reversed_results:
+            postings += [
+                {**leg, "amount": -leg["amount"]}
+                for leg in self._settlement_postings(
+                    self.bets[result["bet_id"]], result["returned"]
+                )
+            ]
+        for result in results:
+            postings += self._settlement_postings(self.bets[result["bet_id"]], result["returned"])
+        self._corrected(
+            wrong_outcome,
+            right_outcome,
+            reason,
+            operator,
+            reversed_results,
+            results,
+            check_balanced(postings),
+            step,
+            {b: at for b, (at, _) in returns.items()},
         )
         return results
 
@@ -610,7 +696,24 @@ class Round(Aggregate):
         reversed_results: list[BetResult],
         results: list[BetResult],
         postings: list[Posting],
+        step: int | None,
+        settled_at: dict[str, int],
     ) -> None:
+        if step is not None:  # an action's draw: its settlements from then on replaced
+            at = self.action_entry(step)
+            done = self.log[at]["action"]
+            if done["drawn"]:  # a draw: {kind: drawn}
+                (wrong,) = wrong_outcome.values()
+                (right,) = right_outcome.values()
+                self.log[at] = {"action": {**done, "drawn": list(right)}}
+                if "cards" in right_outcome:
+                    self.dealt = [right[wrong.index(c)] if c in wrong else c for c in self.dealt]
+            else:  # a move that draws nothing: its arguments
+                self.log[at] = {"action": {**done, "args": dict(right_outcome)}}
+            again = {r["bet_id"] for r in reversed_results}
+            self.results = [*(r for r in self.results if r["bet_id"] not in again), *results]
+            self.settled_at.update(settled_at)
+            return
         self.outcome = right_outcome
         self.log[-1] = {"outcome": right_outcome}
         self.results = results

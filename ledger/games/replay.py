@@ -106,3 +106,28 @@ def _describe(entry: LogEntry) -> str:
     if "outcome" in entry:
         return f"outcome {entry['outcome']!r}"
     return "a faulty throw" if "fault" in entry else "closing betting"
+
+
+def settlements_from(
+    game: LoadedGame, bets: Mapping[str, BetView], log: Sequence[LogEntry], at: int
+) -> tuple[dict[str, tuple[int, int]], Step]:
+    """Replay `log`; for every bet a step from log entry `at` on settles, the
+    action number settling it and its return; and the last step. Raises
+    InvalidCommandError if an entry is not a move the game offered then, or a
+    step from `at` on voids the round (a step correction re-derives with this)."""
+    actions: list[RecordedAction] = []
+    step = game.step(bets, actions)
+    returns: dict[str, tuple[int, int]] = {}
+    number = -1
+    for index, entry in enumerate(log):
+        number += 1 if "action" in entry else 0
+        action = entry_action(step, entry)
+        if action is None:
+            raise InvalidCommandError(f"{_describe(entry)} is not a move the game offered")
+        actions.append(action)
+        step = game.step(bets, actions)
+        if index >= at:
+            if step["void"] is not None:
+                raise InvalidCommandError(f"the game voids the round ({step['void']})")
+            returns.update({bet: (number, paid) for bet, paid in step["settle"].items()})
+    return returns, step

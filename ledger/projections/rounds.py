@@ -56,6 +56,7 @@ class Rounds(Projection):
             Round.BetWithdrawn: self.bet_withdrawn,
             Round.BettingClosed: self.betting_closed,
             Round.OutcomeRecorded: self.outcome_recorded,
+            Round.ActionRecorded: self.action_recorded,
             Round.Resumed: self.resumed,
             Round.Settled: self.settled,
             Round.Voided: self.voided,
@@ -136,6 +137,29 @@ class Rounds(Projection):
 
     def outcome_recorded(self, event: Round.OutcomeRecorded, tx: Tx) -> None:
         self._move(event, tx, DECIDED, "decided_at")
+
+    def action_recorded(self, event: Round.ActionRecorded, tx: Tx) -> None:
+        """Settlement API 2: betting closes when an action says so; the round is
+        decided (its play under way) from its first move after that, faults aside."""
+        if event.betting:
+            self._touch(event, tx)
+            return
+        at = utc_text(event.timestamp)
+        plays = event.action not in ("close_betting", "fault")
+        tx.execute(
+            "UPDATE {proj_rounds} SET status = %s, betting_closed_at = COALESCE("
+            "betting_closed_at, %s), decided_at = CASE WHEN %s THEN COALESCE(decided_at, %s) "
+            "ELSE decided_at END, last_event_at = %s, version = %s WHERE round_id = %s",
+            (
+                DECIDED if plays else CLOSED,
+                at,
+                plays,
+                at,
+                at,
+                event.originator_version,
+                str(event.originator_id),
+            ),
+        )
 
     def resumed(self, event: Round.Resumed, tx: Tx) -> None:
         self._touch(event, tx)
