@@ -304,13 +304,23 @@ def test_attack_a_node_dealing_cards_not_from_the_committed_deck(
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     _, _, round_id = players(casino, table)
-    monkeypatch.setattr(ledger.casino, "shuffled_deck", lambda seed, rid: list(range(51, -1, -1)))
+    honest = ledger.casino.shuffled_deck
+    dealt: list[int] = []
+
+    def rotated(seed: bytes, rid: str) -> list[int]:
+        # Rotated by one, the deck differs from the committed one at every position.
+        deck = honest(seed, rid)
+        dealt[:] = [*deck[1:], deck[0]]
+        return list(dealt)
+
+    monkeypatch.setattr(ledger.casino, "shuffled_deck", rotated)
     casino.act(request_id="a0", round_id=round_id, actor="dealer", action="close_betting")
     casino.act(request_id="a1", round_id=round_id, actor="dealer", action="deal", rng=rng)
     casino.act(request_id="a2", round_id=round_id, actor="seat:1", action="draw", rng=rng)
     casino.act(request_id="a3", round_id=round_id, actor="seat:2", action="surrender")
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
-    with pytest.raises(VerificationError, match=rf"round {round_id}: cards \[51\] at deck"):
+    wrong = rf"round {round_id}: cards \[{dealt[0]}\] at deck positions \[0\]"
+    with pytest.raises(VerificationError, match=wrong):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=GAMES)
 
 
