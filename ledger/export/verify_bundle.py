@@ -40,6 +40,9 @@ from ledger.export.load import load_bundle
 from ledger.export.reader import Bundle, parse_checkpoint
 from ledger.plugins.registry import LoadedGame
 
+_STORED_LEAVES = "(the stored Merkle leaves, which would say which, were changed too)"
+_NO_LEAVES = "(a bundle holds no Merkle leaves of the store's to say which)"
+
 
 @dataclass
 class BundleReport:
@@ -88,6 +91,11 @@ def verify_bundle(
                 report.store = verify_store(
                     app, keyring, level=level, trusted=trusted, workers=workers, variants=variants
                 )
+            except VerificationError as exc:
+                # The scratch store's Merkle rows come from the bundle's own events.
+                raise VerificationError(
+                    "bundle: " + str(exc).replace(_STORED_LEAVES, _NO_LEAVES)
+                ) from None
             finally:
                 app.close()
         report.events = report.store.events

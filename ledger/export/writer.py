@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -182,9 +184,36 @@ def export_bundle(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
 ) -> ExportSummary:
-    """Write the bundle into `directory` (created; must be empty if it exists)."""
+    """Write the bundle into `directory` (created; must be empty if it exists).
+
+    The files are written into a scratch directory beside it, renamed into
+    place only when complete: a refused or failed export leaves nothing."""
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise ConfigError(f"cannot export to {directory}: it exists and is not an empty directory")
+    if not directory.parent.is_dir():
+        raise ConfigError(f"cannot export to {directory}: {directory.parent} is not a directory")
+    scratch = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    try:
+        summary = _export_into(app, keyring, scratch, selection, installed, progress, on_total)
+        if directory.exists():
+            directory.rmdir()
+        scratch.rename(directory)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    summary.directory = directory
+    return summary
+
+
+def _export_into(
+    app: LedgerApplication,
+    keyring: Keyring,
+    directory: Path,
+    selection: Selection,
+    installed: Mapping[str, LoadedGame],
+    progress: Callable[[int], None] | None,
+    on_total: Callable[[int], None] | None,
+) -> ExportSummary:
     tables = app.tables
     log_size, _ = tables.event_count()
     if log_size == 0:
@@ -195,7 +224,6 @@ def export_bundle(
         raise ConfigError("no valid checkpoint in the store: run `ledger checkpoint` first")
     if on_total:
         on_total(log_size if selection.kind == "all" else 0)
-    directory.mkdir(parents=True, exist_ok=True)
     currencies = _Currencies(tables)
     rounds: dict[tuple[str, str], Mapping[str, Any]] = {}
     count, first, last = 0, None, None
