@@ -522,3 +522,49 @@ def test_bad_export_requests_are_refused_writing_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["occupied"]  # nothing written
     code, _, err = verify(capsys, tmp_path / "missing")
     assert code == 1 and "is not a directory" in err
+
+
+# The writer's fast path against the reference decoding.
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b'{"timestamp":{"_type_":"datetime_iso","_data_":"2026-01-01T00:00:00+00:00"},'
+        b'"originator_topic":"a.b:C","id":{"_type_":"uuid_hex","_data_":'
+        b'"f0e2179dfed94294b03e3840ec3382ac"},"n":[1,{"_type_":"decimal_str","_data_":"1.5"}]}',
+        # a string that looks like a wrapper, escaped inside JSON text
+        b'{"note":"{\\"_type_\\":\\"uuid_hex\\",\\"_data_\\":\\"x\\"}","owner":"Nguy\xe1\xbb\x85n"}',
+        # originator_topic first, and nested: only the top-level one goes
+        b'{"originator_topic":"a:B","inner":{"originator_topic":"keep"},"amount":5}',
+        b'{"a":1,"originator_topic":"a:B","inner":{"originator_topic":"keep"}}',
+        b'{"id":{"_type_":"uuid_hex","_data_":"F0E2179DFED94294B03E3840EC3382AC"}}',
+    ],
+)
+def test_the_fast_event_line_is_the_reference_record(payload: bytes) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from ledger.crypto.envelope import seal
+    from ledger.crypto.signing import InMemorySigner
+    from ledger.export.records import event_line
+
+    signer = InMemorySigner(Ed25519PrivateKey.generate(), Role.LEDGER_NODE)
+    state, _ = seal(
+        stream="f0e2179d-fed9-4294-b03e-3840ec3382ac",
+        version=2,
+        event_type="ledger.domain.account:Account.Debited",
+        prev_hash=bytes(32),
+        payload=payload,
+        signer=signer,
+        signed_at=1,
+    )
+    line = event_line(4, state, "EUR")
+    assert line.endswith("}\n") and line.count("\n") == 1
+    assert json.loads(line) == event_record(4, state, "EUR")
+
+
+def test_an_unknown_stored_type_is_refused_by_both_paths() -> None:
+    from ledger.export.records import decode_payload
+
+    with pytest.raises(ValueError, match="unknown stored type"):
+        decode_payload(b'{"x":{"_type_":"pickle","_data_":"..."}}')

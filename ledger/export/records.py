@@ -17,7 +17,9 @@ re-derives it and a record whose decoded part disagrees with its bytes is named.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
+import re
 import struct
 from collections.abc import Mapping
 from typing import Any, Final
@@ -99,6 +101,71 @@ def event_record(position: int, state: bytes, currency: str | None) -> dict[str,
         "header": fields,
         "payload": decoded,
     }
+
+
+# The fast path of `event_line`: eventsourcing writes compact JSON, so its
+# wrappers are recognisable as text (a JSON string cannot hold an unescaped
+# quote, so the pattern never matches inside one). Anything else takes the
+# reference path (`decode_payload`), and a test holds the two to each other.
+_WRAPPER = re.compile(
+    rb'\{"_type_":"(?:uuid_hex","_data_":"([0-9a-f]{8})([0-9a-f]{4})([0-9a-f]{4})'
+    rb'([0-9a-f]{4})([0-9a-f]{12})"|(?:datetime_iso|decimal_str)","_data_":"([^"\\]*)")\}'
+)
+_TOPIC = re.compile(rb',"originator_topic":"[^"\\]*"')
+_LINE = (
+    '{"position":%d,"stream":%s,"version":%d,"type":%s,"currency":%s,'
+    '"envelope":"%s","header":%s,"payload":%s}\n'
+)
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _plain(match: re.Match[bytes]) -> bytes:
+    text = match.group(6)
+    if text is None:
+        text = b"-".join(match.group(1, 2, 3, 4, 5))
+    return b'"' + text + b'"'
+
+
+def _payload_text(payload: bytes) -> str:
+    """`decode_payload(payload)` as JSON text, without building it in Python."""
+    text = _WRAPPER.sub(_plain, payload)
+    if b'"_type_"' in text or b'"originator_topic"' in _TOPIC.sub(b"", text, count=1):
+        return _dumps(decode_payload(payload))
+    if not text.startswith(b"{"):
+        raise ValueError("payload is not a JSON object")
+    return _TOPIC.sub(b"", text, count=1).decode()
+
+
+def event_line(position: int, state: bytes, currency: str | None) -> str:
+    """`event_record(...)` as one line of JSON Lines (with its newline), built
+    from the envelope's own JSON text: what the bundle writer streams."""
+    try:
+        _, header, _, payload = split_envelope(state)
+        header_text = header.decode()
+        fields = _decode_json(header_text)
+        payload_text = _payload_text(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise VerificationError(
+            f"cannot export the event: {exc}", where=f"log position {position}"
+        ) from exc
+    return _LINE % (
+        position,
+        _dumps(fields["stream"]),
+        fields["version"],
+        _dumps(type_name(fields["type"])),
+        "null" if currency is None else _dumps(currency),
+        binascii.b2a_base64(state, newline=False).decode(),
+        header_text,
+        payload_text,
+    )
+
+
+def opening_currency(state: bytes) -> str | None:
+    """The currency a stream's opening event (its stored bytes) names, if any."""
+    payload = split_envelope(state)[3]
+    if b'"currency"' not in payload:
+        return None
+    return stream_currency(decode_payload(payload))
 
 
 def stream_currency(payload: Mapping[str, Any]) -> str | None:

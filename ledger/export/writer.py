@@ -37,9 +37,9 @@ from ledger.export.bundle_files import (
 from ledger.export.records import (
     SCHEMA_VERSION,
     decode_payload,
-    event_record,
+    event_line,
+    opening_currency,
     split_envelope,
-    stream_currency,
 )
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
@@ -47,6 +47,7 @@ from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
 
 BATCH = 5000
+ROUND_OPENED_TOPIC = ":" + ROUND_OPENED
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
@@ -82,26 +83,19 @@ class _Currencies:
 
     def __init__(self, tables: MerkleLogTables) -> None:
         self._tables = tables
-        self._known: dict[str, str | None] = {}
+        self._known: dict[object, str | None] = {}
 
-    def of(self, stream: str, version: int, payload: Mapping[str, Any]) -> str | None:
+    def of(self, stream: object, version: int, state: bytes) -> str | None:
+        """`stream` is the row's stream id column (its form depends on the store)."""
         if version == 1:
-            currency = stream_currency(payload)
+            currency = opening_currency(state)
             if currency is not None:
                 self._known[stream] = currency
             return currency
         if stream not in self._known:
-            self._known[stream] = self._from_store(stream)
+            row = self._tables.row_by_stream(stream_of(stream), 1)
+            self._known[stream] = opening_currency(bytes(row[4])) if row else None
         return self._known[stream]
-
-    def _from_store(self, stream: str) -> str | None:
-        row = self._tables.row_by_stream(stream, 1)
-        if row is None:
-            return None
-        try:
-            return stream_currency(decode_payload(split_envelope(bytes(row[4]))[3]))
-        except ValueError:
-            return None
 
 
 def _rows_from(tables: MerkleLogTables, after_id: int) -> Iterator[Row]:
@@ -235,15 +229,13 @@ def _export_into(
         write = events.write
         for position, row in _selected(tables, selection, log_size):
             state = bytes(row[4])
-            stream = stream_of(row[1])
-            record = event_record(position, state, None)
-            payload = record["payload"]
-            record["currency"] = currencies.of(stream, record["version"], payload)
-            if record["type"] == ROUND_OPENED:
+            version = row[2]
+            line = event_line(position, state, currencies.of(row[1], version, state))
+            if row[3].endswith(ROUND_OPENED_TOPIC):
+                payload = decode_payload(split_envelope(state)[3])
                 key = (str(payload.get("variant")), str(payload.get("rules_hash")))
                 rounds.setdefault(key, payload)
-            write(_dumps(record))
-            write("\n")
+            write(line)
             if proofs is not None and subtree is not None and checkpoint is not None:
                 if position >= checkpoint.size:
                     raise ConfigError(
