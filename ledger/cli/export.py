@@ -22,6 +22,10 @@ def _selection(args: argparse.Namespace) -> Selection:
     return Selection(round_id=args.round, first=args.first, last=args.last)
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     selection = _selection(args)
     directory = Path(args.directory)
@@ -48,8 +52,8 @@ def cmd_export(args: argparse.Namespace) -> int:
         else ""
     )
     print(
-        f"exported {summary.events} events{proofs}, {summary.checkpoints} checkpoints, "
-        f"the public keyring and the rules of {summary.games} game profiles to {directory}"
+        f"exported {_n(summary.events, 'event')}{proofs}, {_n(summary.checkpoints, 'checkpoint')}"
+        f", the public keyring and the rules of {_n(summary.games, 'game profile')} to {directory}"
     )
     return 0
 

@@ -60,7 +60,8 @@ class BundleReport:
                 f"   {self.games} game profiles' rules match the rules hash their rounds pinned"
             ]
         else:
-            head, extra = f"OK (bundle, {self.kind}): {self.events} events", self.lines
+            events = f"{self.events} event{'' if self.events == 1 else 's'}"
+            head, extra = f"OK (bundle, {self.kind}): {events}", self.lines
         return "\n".join([head, *extra, f"   keyring: {self.keyring_source}"])
 
 
@@ -225,7 +226,7 @@ def _verify_partial(
     report.events = count
     sizes = ", ".join(str(s) for s in sorted(used)) or "none"
     report.lines = [
-        f"   {len(checkpoints)} checkpoints' signatures verified; every event proven included "
+        f"   {len(checkpoints)} checkpoint signatures verified; every event proven included "
         f"under the checkpoint of size {sizes}",
         f"   every envelope matches its record, signer and "
         f"{'signature' if level is not Level.INTEGRITY else '(signatures NOT checked)'} "
