@@ -111,6 +111,7 @@ def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoin
 
     keyring = Keyring.load(Path(args.keyring)) if args.keyring else None
     variants = get_plugin_manager().games() if level is Level.SETTLEMENT else None
+    # The count runs twice over the events: loaded (a whole-log bundle), then verified.
     with progress_bar("verifying bundle") as (advance, _):
         report = verify_bundle(
             Path(args.bundle),

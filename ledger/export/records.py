@@ -136,13 +136,28 @@ def _payload_text(payload: bytes) -> str:
     return _TOPIC.sub(b"", text, count=1).decode()
 
 
+_TAIL = re.compile(r',"stream":"([^"\\]*)","type":"([^"\\]*)","version":(\d+)\}$')
+
+
+def _stream_type_version(header: str) -> tuple[str, int, str]:
+    """A header's stream, version and type: read from its canonical tail when
+    they need no escaping (the usual case), else parsed as JSON."""
+    match = _TAIL.search(header)
+    if match is not None:
+        return match.group(1), int(match.group(3)), match.group(2)
+    fields = _decode_json(header)
+    if type(fields) is not dict:
+        raise ValueError("header is not a JSON object")
+    return fields["stream"], fields["version"], fields["type"]
+
+
 def event_line(position: int, state: bytes, currency: str | None) -> str:
     """`event_record(...)` as one line of JSON Lines (with its newline), built
     from the envelope's own JSON text: what the bundle writer streams."""
     try:
         _, header, _, payload = split_envelope(state)
         header_text = header.decode()
-        fields = _decode_json(header_text)
+        stream, version, topic = _stream_type_version(header_text)
         payload_text = _payload_text(payload)
     except (ValueError, UnicodeDecodeError) as exc:
         raise VerificationError(
@@ -150,9 +165,9 @@ def event_line(position: int, state: bytes, currency: str | None) -> str:
         ) from exc
     return _LINE % (
         position,
-        _dumps(fields["stream"]),
-        fields["version"],
-        _dumps(type_name(fields["type"])),
+        _dumps(stream),
+        version,
+        _dumps(type_name(topic)),
         "null" if currency is None else _dumps(currency),
         binascii.b2a_base64(state, newline=False).decode(),
         header_text,

@@ -90,7 +90,13 @@ def verify_bundle(
             app = load_bundle(bundle, Path(scratch) / "bundle.db", keyring, progress)
             try:
                 report.store = verify_store(
-                    app, keyring, level=level, trusted=trusted, workers=workers, variants=variants
+                    app,
+                    keyring,
+                    level=level,
+                    trusted=trusted,
+                    workers=workers,
+                    variants=variants,
+                    progress=progress,
                 )
             except VerificationError as exc:
                 # The scratch store's Merkle rows come from the bundle's own events.

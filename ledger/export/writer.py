@@ -154,16 +154,17 @@ def _games_used(
     games = []
     for (game_id, rules_hash), opened in sorted(seen.items()):
         game = installed.get(game_id)
-        found = game is not None and game.rules_hash == rules_hash
+        if game is not None and game.rules_hash != rules_hash:
+            game = None  # installed, but with other rules than the rounds pinned
         games.append(
             {
                 "game": game_id,
                 "rules_hash": rules_hash,
                 "settlement_api": opened.get("settlement_api", 1),
                 "played_with": opened.get("variant_version"),
-                "rules": dict(game.rules) if found and game else None,
-                "plugin": game.plugin if found and game else None,
-                "plugin_version": game.version if found and game else None,
+                "rules": dict(game.rules) if game else None,
+                "plugin": game.plugin if game else None,
+                "plugin_version": game.version if game else None,
             }
         )
     return games
@@ -226,7 +227,7 @@ def _export_into(
         (directory / EVENTS).open("w", encoding="utf-8") as events,
         (directory / PROOFS).open("w", encoding="utf-8") if partial else nullcontext() as proofs,
     ):
-        write = events.write
+        pending: list[str] = []  # lines written a batch at a time
         for position, row in _selected(tables, selection, log_size):
             state = bytes(row[4])
             version = row[2]
@@ -235,7 +236,7 @@ def _export_into(
                 payload = decode_payload(split_envelope(state)[3])
                 key = (str(payload.get("variant")), str(payload.get("rules_hash")))
                 rounds.setdefault(key, payload)
-            write(line)
+            pending.append(line)
             if proofs is not None and subtree is not None and checkpoint is not None:
                 if position >= checkpoint.size:
                     raise ConfigError(
@@ -256,8 +257,12 @@ def _export_into(
             count += 1
             first = position if first is None else first
             last = position
-            if progress and count % 1000 == 0:
-                progress(1000)
+            if count % 1000 == 0:
+                events.write("".join(pending))
+                pending.clear()
+                if progress:
+                    progress(1000)
+        events.write("".join(pending))
     if progress:
         progress(count % 1000)
     checkpoints = _write_checkpoints(tables, directory / CHECKPOINTS)
