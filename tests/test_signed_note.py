@@ -257,3 +257,46 @@ def test_the_listed_verifier_key_checks_the_exported_checkpoint(
     # Keys of other roles sign no notes: no verifier key is listed for them.
     others = [line for line in output.splitlines() if " checkpoint " not in line]
     assert others and not any("verifier-key" in line for line in others)
+
+
+# -- The documentation's worked example ------------------------------------------------
+
+DOC = Path(__file__).parent.parent / "docs" / "checkpoints.md"
+
+
+def doc_block(language: str) -> str:
+    (block,) = re.findall(rf"```{language}\n(.*?)```", DOC.read_text(), re.DOTALL)
+    return str(block)
+
+
+def test_the_documented_note_is_what_the_ledger_signs_and_verifies() -> None:
+    note = doc_block("note")
+    name, public_key = parse_verifier_key(VECTOR["verifier_key"])
+    spec_verify(note, name, public_key)
+    checkpoint = Checkpoint.from_note(note)
+    checkpoint.verify(kat_keyring(), origin="casino.example/ledger")
+    _, signer = kat_signer()
+    resigned = Checkpoint.sign(
+        origin=checkpoint.origin,
+        size=checkpoint.size,
+        root=checkpoint.root,
+        signer=signer,
+        now=checkpoint.issued_at,
+    )
+    assert resigned.to_note() == note  # Ed25519 is deterministic: the same bytes
+
+
+def test_the_documented_snippet_runs_and_prints_what_the_docs_say(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    snippet = doc_block("python")
+    assert "ledger" not in snippet.replace("casino.example/ledger", "")  # standalone
+    exec(compile(snippet, str(DOC), "exec"), {})
+    printed = capsys.readouterr().out
+    stated = DOC.read_text().split("It prints:\n\n```\n", 1)[1].split("```", 1)[0]
+    assert printed == stated
+    # A forged note fails the snippet's own check.
+    forged = snippet.replace("casino.example/ledger\\n2\\n", "casino.example/ledger\\n3\\n")
+    assert forged != snippet
+    with pytest.raises(InvalidSignature):
+        exec(compile(forged, str(DOC), "exec"), {})
