@@ -146,7 +146,7 @@ REFUSED: dict[str, tuple[NoteEdit, str]] = {
     "unknown key": (unknown_key, "signed by unknown key checkpoint-stranger+"),
     "key hash mismatch": (
         key_hash_mismatch,
-        "the keyring's key 'checkpoint' has key hash",
+        "(the keyring's key 'checkpoint' has key hash",
     ),
     "time edited": (time_edited, "bad signature"),
     "downgraded to the old form": (downgraded_to_old_form, "bad signature"),

@@ -154,15 +154,16 @@ class Checkpoint:
             raise VerificationError(f"origin is {self.origin!r}, expected {origin!r}", where=label)
 
     def _unknown_key(self, keyring: Keyring) -> str:
+        message = f"signed by unknown key {self.key_label}"
         if self.key_hash is not None:
             same_name = [r for r in keyring if r.name == self.key_name]
             if same_name:
                 hashes = ", ".join(_hash_of(r).hex() for r in same_name)
-                return (
-                    f"signed by key {self.key_label}: the keyring's key {self.key_name!r} has "
-                    f"key hash {hashes}, so the signature line's key hash does not match it"
+                message += (
+                    f" (the keyring's key {self.key_name!r} has key hash {hashes}: "
+                    "another key of that name, or an altered key hash)"
                 )
-        return f"signed by unknown key {self.key_label}"
+        return message
 
 
 def _hash_of(record: PublicKeyRecord) -> bytes:
