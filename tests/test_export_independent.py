@@ -9,9 +9,11 @@ envelope is split as documented, its header and payload decoded by the
 documented rules and compared with the record, its payload hash, its
 Ed25519 signature by a ledger-node key valid at its signing time, its
 stream's chain, the log order; every checkpoint's signature by a checkpoint
-key; for a whole-log bundle, the Merkle root (RFC 9162) of the first `size`
-events equals every checkpoint's root; for a partial bundle, each event's
-inclusion proof against its checkpoint.
+key (a C2SP signed note, or the old form of release 0.2 and before; the C2SP
+reader is held to the signed-note known answer too); for a whole-log
+bundle, the Merkle root (RFC 9162) of the first `size` events equals every
+checkpoint's root; for a partial bundle, each event's inclusion proof
+against its checkpoint.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ ENVELOPE_DOMAINS = {
     b"LSE2": b"casino-ledger/event-envelope/v2\n",
     b"LSE1": b"casino-ledger/event-envelope/v1\n",
 }
-CHECKPOINT_DOMAIN = b"casino-ledger/checkpoint/v1\n"
+OLD_CHECKPOINT_DOMAIN = b"casino-ledger/checkpoint/v1\n"  # release 0.2 and before
+SIGNED_NOTE = Path(__file__).resolve().parent / "data" / "signed-note" / "vector.json"
 GENESIS = "0" * 64
 
 
@@ -97,6 +100,8 @@ def root_from_inclusion(index: int, size: int, leaf: bytes, proof: list[bytes]) 
 
 @dataclass
 class Key:
+    name: str
+    raw: bytes
     role: str
     public: Ed25519PublicKey
     not_before: int  # µs
@@ -117,6 +122,8 @@ def load_keyring(bundle: Path) -> dict[str, Key]:
         raw = base64.b64decode(entry["public_key"], validate=True)
         check(hashlib.sha256(raw).hexdigest() == entry["key_id"], "key id is not its key's hash")
         keys[entry["key_id"]] = Key(
+            entry["name"],
+            raw,
             entry["role"],
             Ed25519PublicKey.from_public_bytes(raw),
             micros(entry["not_before"]),
@@ -145,18 +152,46 @@ class Checkpoint:
     issued_at: int  # µs
 
 
+def note_key_hash(name: str, raw: bytes) -> bytes:
+    """C2SP signed-note: the first 4 bytes of SHA-256(name || 0x0A || 0x01 || public key)."""
+    return hashlib.sha256(name.encode() + b"\n" + b"\x01" + raw).digest()[:4]
+
+
+def open_note(note: str, keys: dict[str, Key], role: str) -> tuple[str, Key]:
+    """A signed note's text, checked: the text (lines ending in newlines), a blank
+    line, one signature line `— <name> <base64>`. C2SP: the base64 holds the
+    4-byte key hash and the signature over the text, the key found by its name
+    and hash. The old form: the bare signature over a prefix and the text, the
+    key named by its key id."""
+    text, blank, signature_line = note.partition("\n\n")
+    check(blank == "\n\n" and signature_line.endswith("\n"), "not a signed note")
+    text += "\n"
+    dash, name, encoded = signature_line[:-1].split(" ")
+    check(dash == "\u2014", "a signature line starts with an em dash")
+    blob = base64.b64decode(encoded, validate=True)
+    if len(blob) == 4 + 64:
+        found = [
+            (key_id, key)
+            for key_id, key in keys.items()
+            if key.name == name and note_key_hash(key.name, key.raw) == blob[:4]
+        ]
+        check(len(found) == 1, f"no key {name} with that key hash")
+        key_id, message, signature = found[0][0], text.encode(), blob[4:]
+    else:
+        check(len(blob) == 64, "a signature is 64 bytes, or 4 + 64")
+        key_id, message, signature = name, OLD_CHECKPOINT_DOMAIN + text.encode(), blob
+    return text, signed_by(keys, key_id, role, message, signature)
+
+
 def read_checkpoint(note: str, keys: dict[str, Key]) -> Checkpoint:
-    """The note: body lines origin, size, base64 root, `time ISO-8601`; a blank
-    line; one line `— <key id> <base64 signature over domain + body>`."""
-    body, _, signatures = note.partition("\n\n")
-    body += "\n"
-    origin, size, root, time_line = body.splitlines()
-    dash, key_id, signature = signatures.strip("\n").split(" ")
-    check(dash == "\u2014" and time_line.startswith("time "), "not a checkpoint note")
-    signed_by(
-        keys, key_id, "checkpoint", CHECKPOINT_DOMAIN + body.encode(), base64.b64decode(signature)
-    )
-    return Checkpoint(origin, int(size), base64.b64decode(root), micros(time_line[5:]))
+    """The text's lines: origin, size, base64 root, `time <ISO-8601>`."""
+    text, key = open_note(note, keys, "checkpoint")
+    origin, size, root, time_line = text.splitlines()
+    check(time_line.startswith("time ") and size.isdigit(), "not a checkpoint")
+    issued_at = micros(time_line[5:])
+    check(key.not_before <= issued_at, "checkpoint signed before its key was valid")
+    check(key.not_after is None or issued_at < key.not_after, "signed after its key expired")
+    return Checkpoint(origin, int(size), base64.b64decode(root, validate=True), issued_at)
 
 
 def plain(obj: dict[str, Any]) -> Any:
@@ -316,6 +351,10 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_a_whole_log_bundle_verifies_independently(exported: dict[str, Path]) -> None:
     verified = verify_bundle(exported["whole"])
     assert verified.events > 100 and verified.checkpoints >= 1 and verified.streams > 10
+    # This release writes C2SP notes: the reader above took its C2SP branch.
+    for record in lines(exported["whole"] / "checkpoints.jsonl"):
+        encoded = record["note"].rstrip("\n").rsplit(" ", 1)[1]
+        assert len(base64.b64decode(encoded)) == 4 + 64
 
 
 @pytest.mark.parametrize("kind", ["dice", "cards"])
@@ -363,6 +402,20 @@ def test_the_independent_verifier_can_fail(exported: dict[str, Path], tmp_path: 
         verify_bundle(_edited(exported["whole"], tmp_path / "moved", 2, move))
     with pytest.raises(BundleError, match=r"proof for another event|not included"):
         verify_bundle(_edited(exported["dice"], tmp_path / "moved-dice", 0, move))
+
+
+def test_the_note_reader_meets_the_signed_note_known_answer() -> None:
+    """C2SP signed-note's published example (Go's note package), read by this
+    module's own reader: so the checkpoints above are checked as C2SP says."""
+    vector = json.loads(SIGNED_NOTE.read_text())
+    name, hash_hex, encoded = vector["verifier_key"].split("+")
+    raw = base64.b64decode(encoded)[1:]  # after the algorithm byte 0x01
+    assert note_key_hash(name, raw).hex() == hash_hex
+    key = Key(name, raw, "checkpoint", Ed25519PublicKey.from_public_bytes(raw), 0, None, None)
+    text, _ = open_note(vector["note"], {"any": key}, "checkpoint")
+    assert text == vector["text"]
+    with pytest.raises(BundleError, match="bad checkpoint signature"):
+        open_note(vector["note"].replace("problem,", "problem;"), {"any": key}, "checkpoint")
 
 
 def test_this_module_imports_nothing_from_ledger() -> None:
