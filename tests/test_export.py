@@ -521,7 +521,7 @@ def test_bad_export_requests_are_refused_writing_nothing(
         assert message in err and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["occupied"]  # nothing written
     code, _, err = verify(capsys, tmp_path / "missing")
-    assert code == 1 and "is not a directory" in err
+    assert code == 2 and "is not a directory" in err
 
 
 # The writer's fast path against the reference decoding.
@@ -568,3 +568,15 @@ def test_an_unknown_stored_type_is_refused_by_both_paths() -> None:
 
     with pytest.raises(ValueError, match="unknown stored type"):
         decode_payload(b'{"x":{"_type_":"pickle","_data_":"..."}}')
+
+
+def test_a_whole_bundle_is_checked_against_a_kept_checkpoint(
+    whole: Path, one_round: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    kept = tmp_path / "kept.txt"
+    kept.write_text(read_lines(whole / "checkpoints.jsonl")[0]["note"])
+    code, out, err = verify(capsys, whole, "--trusted", str(kept))
+    assert code == 0, err
+    assert "consistent with the kept checkpoint of size" in out
+    code, _, err = verify(capsys, one_round, "--trusted", str(kept))
+    assert code == 2 and "--trusted needs a whole-log bundle" in err

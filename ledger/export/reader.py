@@ -15,7 +15,7 @@ from typing import Any
 
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
-from ledger.errors import KeyStoreError, VerificationError
+from ledger.errors import ConfigError, KeyStoreError, VerificationError
 from ledger.export.bundle_files import (
     CHECKPOINTS,
     EVENTS,
@@ -78,8 +78,8 @@ class Bundle:
     """A bundle directory, read file by file (events are streamed)."""
 
     def __init__(self, directory: Path) -> None:
-        if not directory.is_dir():
-            raise VerificationError(f"bundle {directory} is not a directory")
+        if not directory.is_dir():  # nothing to verify: bad input, not a failed check
+            raise ConfigError(f"bundle {directory} is not a directory")
         self.directory = directory
         self.manifest = _object(directory / MANIFEST)
         if self.manifest.get("format") != FORMAT:

@@ -34,7 +34,7 @@ from ledger.crypto.envelope import (
 )
 from ledger.crypto.keys import Keyring, to_micros
 from ledger.crypto.merkle import verify_inclusion
-from ledger.errors import VerificationError
+from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import GAMES, PROOFS
 from ledger.export.load import load_bundle
 from ledger.export.reader import Bundle, parse_checkpoint
@@ -108,7 +108,7 @@ def verify_bundle(
         report.events = report.store.events
     else:
         if trusted is not None:
-            raise VerificationError("--trusted needs a whole-log bundle (consistency proofs)")
+            raise ConfigError("--trusted needs a whole-log bundle (consistency proofs)")
         _verify_partial(bundle, keyring, level, variants or {}, report, progress)
     _check_manifest_count(bundle, report.events)
     _check_profiles(bundle, games)
