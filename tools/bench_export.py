@@ -11,10 +11,10 @@ Measures, on the store given (issue 11 asks for a 1,000,000-event one):
 
 Every command is the installed `ledger` CLI in a child process; its CPU time
 and peak RSS come from the kernel's accounting of that child (os.wait4), its
-worker processes included. Results: stdout and tools/results/bench_export.json.
+worker processes included. Results: stdout and tools/results/NAME.json.
 
     .venv/bin/python tools/bench_export.py --store sqlite:////path/ledger.db --keys DIR \
-        [--runs 3] [--level settlement] [--workers 2] [--verify-runs N]
+        [--runs 3] [--level settlement] [--workers 2] [--verify-runs N] [--name NAME]
 """
 
 from __future__ import annotations
@@ -80,8 +80,8 @@ def count_events(store: str, keys: str) -> int:
         return app.tables.event_count()[0]
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def main() -> int:
@@ -95,6 +95,7 @@ def main() -> int:
     parser.add_argument("--level", default="settlement")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--scratch", default=None, help="where bundles go (default: a temp dir)")
+    parser.add_argument("--name", default="bench_export", help="tools/results/NAME.json")
     args = parser.parse_args()
     verify_runs = args.runs if args.verify_runs is None else args.verify_runs
 
@@ -161,7 +162,7 @@ def main() -> int:
     print(f"load average {summary['load_average'][0]:.1f} (2 cores shared)")
     results = TOOLS / "results"
     results.mkdir(exist_ok=True)
-    (results / "bench_export.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (results / f"{args.name}.json").write_text(json.dumps(summary, indent=2) + "\n")
     return 0
 
 
