@@ -18,6 +18,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from eventsourcing.utils import get_topic
 
 from ledger.audit.verify import Level
 from ledger.casino import Casino
@@ -237,6 +238,23 @@ def test_a_forged_settlement_stops_the_report(node: Node) -> None:
     with pytest.raises(VerificationError):
         read_log(node.app, Theories(GAMES, []))
     assert made
+
+
+def test_a_settlement_renamed_to_be_skipped_stops_the_report(node: Node) -> None:
+    """The attacker gives a settlement's row the topic of an event the report does
+    not count: the signed type disagrees, and the report refuses."""
+    scenario(node)
+    from ledger.domain.account import Account
+    from ledger.domain.round import Round
+
+    settled = [e for _, e in domain_events(node.app) if isinstance(e, Round.Settled)]
+    Attacker(node.app.store_url).set_topic(
+        str(settled[0].originator_id),
+        settled[0].originator_version,
+        get_topic(Account.Deposited),
+    )
+    with pytest.raises(VerificationError, match="signed type"):
+        read_log(node.app, Theories(GAMES, []))
 
 
 def test_a_deleted_settlement_is_caught_when_the_report_runs_the_verifier(node: Node) -> None:

@@ -2,8 +2,8 @@
 
 Either the verifier ran now (`ledger report --verify`), and its own summary is
 quoted with the newest checkpoint it checked the log against, or it did not,
-and the report says "not verified" (what reading the log did check, each
-event's envelope signature and signer, is said too, and no more).
+and the report says "not verified" (what reading the log did check, every
+event's envelope, signature and signer, is said too, and no more).
 """
 
 from __future__ import annotations
@@ -53,9 +53,10 @@ class Status:
 
 
 READ_CHECKS = (
-    "Reading the log for this report checked each event it decoded against its sealed "
-    "envelope: the row, the Ed25519 signature and the signer's key validity. Chains, "
-    "Merkle roots, checkpoints and settlements were not checked: run `ledger report "
+    "Reading the log for this report checked every event against its sealed envelope: "
+    "the row (stream, version, event type, payload hash), the Ed25519 signature and the "
+    "signer's key validity. Chains, Merkle roots, checkpoints and settlements were not "
+    "checked, so a deleted or reordered event would not be seen: run `ledger report "
     "--verify` or `ledger verify`."
 )
 
