@@ -17,6 +17,7 @@ from eventsourcing.utils import get_topic
 from ledger.report.tally import ReportTally
 from ledger.report.theory import Theories
 from ledger.store.application import LedgerApplication
+from ledger.store.sealing import SealingMapper
 
 BATCH = 2_000
 
@@ -33,6 +34,8 @@ def read_log(
         for stored in app.recorder.select_events(round_id):
             yield app.mapper.to_domain_event(stored)
 
+    mapper = app.mapper
+    assert isinstance(mapper, SealingMapper)  # every LedgerApplication seals
     tally = ReportTally(theories, read_round)
     by_topic = {get_topic(cls): handler for cls, handler in tally.handlers().items()}
     end = int(app.recorder.max_notification_id() or 0)
@@ -50,7 +53,7 @@ def read_log(
             handler = by_topic.get(notification.topic)
             tally.events += 1
             if handler is None:
-                app.mapper.open(notification)  # its signed type is not one the report counts
+                mapper.open(notification)  # its signed type is not one the report counts
                 continue
             event: Any = app.mapper.to_domain_event(notification)
             tally.seen(event.timestamp)

@@ -40,7 +40,7 @@ class Theory:
         return self.flat
 
 
-NONE = Theory("none: no exact paytable or simulated return for these rules", None)
+NONE = Theory("none: the game is not installed here, and no simulated return was given", None)
 
 
 @dataclass(frozen=True)
@@ -116,4 +116,10 @@ class Theories:
             )
         if game is not None and game.rules_hash != rules:
             return Theory(f"none: the installed {game_id} has other rules than these rounds", None)
+        if game is not None:
+            return Theory(
+                f"none: {game_id} has no exact paytable, and no simulated return for its "
+                "rules was given (--edge FILE)",
+                None,
+            )
         return NONE
