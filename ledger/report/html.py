@@ -177,7 +177,10 @@ def _returns_section(tally: ReportTally) -> str:
             ),
             '<p class="note">Observed return = returned / staked over settled bets. The 95% '
             "interval treats each round as one sample (bets on one round share its outcome) "
-            f"and is shown from {MIN_ROUNDS} rounds on. Theoretical sources:</p>",
+            f"and is shown from {MIN_ROUNDS} rounds on. It is a normal approximation: for "
+            "long-shot bets it needs many more rounds than that, and even when every payout "
+            "is right about one family in twenty falls outside its interval by chance. "
+            "Theoretical sources:</p>",
             "<ul>" + "".join(sources) + "</ul>",
             f'<img alt="observed return against theoretical" src="{chart}">',
         ]

@@ -109,7 +109,8 @@ class Theories:
         if edge is not None:
             return Theory(
                 f"simulated: profile {edge.profile} in {edge.file}, "
-                f"{edge.turnover:,} minor units staked",
+                f"{edge.turnover:,} minor units staked, its own 95% interval "
+                f"{100 * edge.interval[0]:.2f}% to {100 * edge.interval[1]:.2f}%",
                 None,
                 Fraction(edge.returned, edge.turnover),
                 edge.interval,
