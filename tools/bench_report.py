@@ -17,14 +17,17 @@ Each run measures, in alternating order, on one store:
     .venv/bin/python tools/bench_report.py --dir /work/helpers/big-store [--repeats 3]
     .venv/bin/python tools/bench_report.py --rounds 500         (a fresh simulated store)
 
---dir holds ledger.db and keys/ (it is copied first: the store is not touched).
+--dir holds ledger.db and keys/ (copied first with SQLite's online backup: the store
+is not touched, and may still be being written).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import time
@@ -100,9 +103,14 @@ def prepared(args: Any, workdir: Path) -> dict[str, str]:
     if args.dir:
         source = Path(args.dir)
         bench.note(f"copying {source / 'ledger.db'}")
-        for suffix in ("", "-wal"):
-            if (source / f"ledger.db{suffix}").exists():
-                shutil.copy(source / f"ledger.db{suffix}", workdir / f"ledger.db{suffix}")
+        # SQLite's online backup: a consistent copy even of a store still being written.
+        with (
+            contextlib.closing(
+                sqlite3.connect(f"file:{source / 'ledger.db'}?mode=ro", uri=True)
+            ) as original,
+            contextlib.closing(sqlite3.connect(workdir / "ledger.db")) as copy,
+        ):
+            original.backup(copy)
         shutil.copytree(source / "keys", workdir / "keys")
         return env
     env["LEDGER_PASSPHRASE"] = "bench"
