@@ -1,13 +1,15 @@
 """A faster deep copy for the aggregates the repository's cache hands out.
 
-eventsourcing deep-copies every aggregate it takes from its cache, so a
-command that fails half-way never corrupts the cached one. `copy.deepcopy`
-pays a generic dispatch, a memo entry and a `__reduce_ex__` round trip for
-every UUID and datetime; a round's bets, log and results are plain JSON-like
-data plus such immutable leaves. `PlainCopy.__deepcopy__` copies those
-containers structurally (the same result, aliasing kept through the memo),
-shares immutable leaves as `deepcopy` shares strings, and hands anything
-else to `copy.deepcopy`.
+eventsourcing deep-copies every aggregate it takes from its cache (and the
+ledger's application copies each one it puts back after a save), so a command
+that fails half-way never corrupts the cached one. `copy.deepcopy` pays a
+generic dispatch, a memo entry and a `__reduce_ex__` round trip for every
+UUID and datetime. An aggregate's state is plain JSON-like data built by its
+own event handlers (each attribute its own tree: nothing in it is shared or
+cyclic) plus immutable leaves, so `PlainCopy.__deepcopy__` copies dicts and
+lists as trees, shares immutable leaves (as `deepcopy` shares strings) and
+hands anything else to `copy.deepcopy`. Should an attribute ever hold a cycle,
+the copy falls back to `copy.deepcopy` for it.
 """
 
 from __future__ import annotations
@@ -24,33 +26,22 @@ _IMMUTABLE: frozenset[type] = frozenset(
 )
 
 
-def copy_plain(value: Any, memo: dict[int, Any]) -> Any:
-    """A deep copy of `value`, as `copy.deepcopy(value, memo)` would make it."""
+def copy_plain(value: Any) -> Any:
+    """A deep copy of a tree of dicts, lists, sets and tuples over immutable
+    leaves (dict keys are hashable, so shared); anything else goes to
+    `copy.deepcopy`. A cycle raises RecursionError."""
     kind = type(value)
+    if kind is dict:
+        return {key: copy_plain(item) for key, item in value.items()}
+    if kind is list:
+        return [copy_plain(item) for item in value]
     if kind in _IMMUTABLE:
         return value
-    known = memo.get(id(value))
-    if known is not None:
-        return known
-    if kind is dict:
-        made: Any = {}
-        memo[id(value)] = made
-        for key, item in value.items():
-            made[key if type(key) in _IMMUTABLE else copy_plain(key, memo)] = copy_plain(item, memo)
-    elif kind is list:
-        made = []
-        memo[id(value)] = made
-        made.extend(copy_plain(item, memo) for item in value)
-    elif kind is set:
-        made = {copy_plain(item, memo) for item in value}
-    elif kind is tuple:
-        made = tuple(copy_plain(item, memo) for item in value)
-    else:
-        return copy.deepcopy(value, memo)
-    # As deepcopy does: keep the original alive while the memo refers to it by id.
-    memo.setdefault(id(memo), []).append(value)
-    memo[id(value)] = made
-    return made
+    if kind is set:
+        return {copy_plain(item) for item in value}
+    if kind is tuple:
+        return tuple(copy_plain(item) for item in value)
+    return copy.deepcopy(value)
 
 
 class PlainCopy:
@@ -59,7 +50,11 @@ class PlainCopy:
     def __deepcopy__(self, memo: dict[int, Any]) -> Self:
         made = object.__new__(type(self))
         memo[id(self)] = made
-        made.__dict__.update(
-            {name: copy_plain(value, memo) for name, value in self.__dict__.items()}
-        )
+        state = {}
+        for name, value in self.__dict__.items():
+            try:
+                state[name] = copy_plain(value)
+            except RecursionError:
+                state[name] = copy.deepcopy(value, memo)
+        made.__dict__.update(state)
         return made

@@ -60,12 +60,14 @@ class StepCache:
         if known is None:
             actions: list[RecordedAction] = []
             step = game.step(bets, actions)
-            known = _Replayed(game, {}, (), (), step)
+            start = _Replayed(game, {}, (), (), step)
         else:
             self.hits += 1
-            actions, step = copy_plain(list(known.actions), {}), copy_plain(known.step, {})
+            actions, step = copy_plain(list(known.actions)), copy_plain(known.step)
+            start = known
         actions, step = replay_from(game, bets, log, actions, step)
-        self._keep(game, round_id, bets, known, log, actions, step)
+        if known is None or len(known.log) < len(log):  # else: remembered as it is
+            self._keep(game, round_id, bets, start, log, actions, step)
         return actions, step
 
     def remember(
@@ -117,13 +119,12 @@ class StepCache:
     ) -> None:
         # Own copies (of what is new), in and out: nothing a caller does to its
         # round or to what it was handed can change what is remembered.
-        memo: dict[int, object] = {}
         replayed = _Replayed(
             game=game,
-            bets=copy_plain(dict(bets), memo),
-            log=known.log + tuple(copy_plain(list(log[len(known.log) :]), memo)),
-            actions=known.actions + tuple(copy_plain(list(actions[len(known.actions) :]), memo)),
-            step=copy_plain(step, memo),
+            bets=known.bets if known.bets == bets else copy_plain(dict(bets)),
+            log=known.log + tuple(copy_plain(list(log[len(known.log) :]))),
+            actions=known.actions + tuple(copy_plain(list(actions[len(known.actions) :]))),
+            step=copy_plain(step),
         )
         with self._lock:
             self._rounds[round_id] = replayed
