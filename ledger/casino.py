@@ -305,7 +305,7 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             if game_round.settlement_api >= 2:
-                return None, self._play(round_id, self._wrapped(CLOSE_BETTING, None))[1]
+                return None, self._play(game_round, self._wrapped(CLOSE_BETTING, None))[1]
             self._legal(self._variant_of(game_round), game_round, "close_betting")
             game_round.close_betting()
             return None, [game_round]
@@ -330,7 +330,7 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             if game_round.settlement_api >= 2:
-                return None, self._play(round_id, self._reported(outcome, source))[1]
+                return None, self._play(game_round, self._reported(outcome, source))[1]
             variant = self._variant_of(game_round)
             checked = self._outcome(variant, game_round, outcome)
             game_round.check_awaiting_throw()
@@ -391,7 +391,7 @@ class Casino:
                 )
             if game_round.settlement_api >= 2:  # the throw settles what the game says
                 assert move is not None
-                played, changed = self._play(round_id, self._wrapped(move[1], rng))
+                played, changed = self._play(game_round, self._wrapped(move[1], rng))
                 return {draw["kind"]: played["drawn"]}, changed
             counter = game_round.throws
             drawn = list(rng.throw(game_round.dice_seed, str(game_round.id), counter))
@@ -443,7 +443,7 @@ class Casino:
             actor = self._legal(variant, game_round, FAULT)
             reason_args = variant.validate_args(actor, FAULT, {"reason": reason})
             if game_round.settlement_api >= 2:
-                played, changed = self._play(round_id, self._fault_reported(reason_args, source))
+                played, changed = self._play(game_round, self._fault_reported(reason_args, source))
                 after = changed[0]  # the round, as the fault left it
                 assert isinstance(after, Round)
                 then = (
@@ -831,8 +831,10 @@ class Casino:
             done: RecordedAction = {"actor": actor, "action": action, "args": given, "drawn": drawn}
             return done, attested
 
+        loaded = [game_round]  # the first attempt plays on the round just loaded
+
         def body() -> tuple[Result, list[Aggregate]]:
-            return self._play(round_id, choose)
+            return self._play(loaded.pop() if loaded else self.round(round_id), choose)
 
         fingerprint_args = {
             "round_id": str(round_id),
@@ -928,12 +930,12 @@ class Casino:
 
     def _play(
         self,
-        round_id: str,
+        game_round: Round,
         choose: Chooser,
     ) -> tuple[Result, list[Aggregate]]:
         """Record the action `choose` picks (legal, attested) on a settlement-API-2
-        round, then settle in the same save what the game's step settles, or void."""
-        game_round = self.round(round_id)
+        round (as the command just loaded it), then settle in the same save what
+        the game's step settles, or void."""
         variant = self._variant_of(game_round)
         bets = self._bets(game_round)
         actions, step = self.steps.replay(variant, game_round.id, bets, game_round.log)
