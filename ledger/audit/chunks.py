@@ -15,18 +15,21 @@ from ledger.crypto.canonical import ENVELOPE_DOMAIN
 from ledger.crypto.envelope import (
     ENVELOPE_PREFIX,
     GENESIS_HASH,
+    JSON_SAFE_INT,
     MAGIC,
+    PLAIN_HEADER,
+    PREV_OFFSET,
     SIGNED_AT_OFFSET,
     Envelope,
     SignerCheck,
     check_row,
-    header_bytes,
+    is_plain,
     open_envelope,
     time_problem,
     where,
 )
 from ledger.crypto.keys import NEVER, Keyring
-from ledger.crypto.merkle import CompactRange, hash_leaf
+from ledger.crypto.merkle import LEAF_PREFIX, AlignedLeaves, CompactRange
 from ledger.crypto.signing import verify_signature
 from ledger.errors import VerificationError
 from ledger.store.merkle_log import MerkleLogTables, stream_of
@@ -115,63 +118,102 @@ class _Cover:
 def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> ChunkResult:
     """All checks that need only this chunk's rows.
 
-    Fast path: once a stream's previous event and the signing key are known,
-    every field of the next header but its signing time is predictable, and
-    the signing time sits at a fixed offset: the stored header is checked by
-    rebuilding its canonical bytes and comparing (one comparison instead of
-    parsing and seven), and the time by two integer comparisons against the
-    key's window under the covering checkpoint. Anything else takes the full,
-    explaining path.
+    Fast path: once the signing key is known, every field of a v2 header but
+    its signing time is predictable from the row and the stream's previous
+    event, and the fields vary only at fixed offsets. So the stored header is
+    checked by rebuilding its canonical bytes and comparing (one comparison
+    instead of parsing and seven), and the time by two integer comparisons
+    against the key's window under the covering checkpoint. A stream's first
+    event in the chunk takes the same path, its `prev` read at its fixed
+    offset (the merge checks that link). Anything else takes the full,
+    explaining path. Leaf hashes are collected and hashed into the chunk's
+    subtree once, level by level, at the end.
     """
-    result = ChunkResult(spec, CompactRange(spec.first_leaf))
-    leaves, firsts, lasts = result.leaves, result.firsts, result.lasts
+    firsts: dict[str, tuple[int, int, bytes]] = {}
+    lasts: dict[str, tuple[int, bytes]] = {}
+    hashes: list[bytes] = []
+    add_leaf = hashes.append
+    cuts: list[int] = []  # checkpoint sizes inside the chunk, as reached
     wanted = set(spec.checkpoint_sizes)
+    check_signatures = spec.check_signatures
     sha256 = hashlib.sha256
     unpack = ENVELOPE_PREFIX.unpack_from
     start = ENVELOPE_PREFIX.size
     at = SIGNED_AT_OFFSET
+    prev_at, prev_end = start + PREV_OFFSET, start + PREV_OFFSET + 64
+    template = PLAIN_HEADER
     position = spec.first_leaf
     cover = _Cover(spec.covering, wanted, position)
-    names: dict[object, str] = {}  # row's stream id -> envelope form, parsed once per stream
+    names: dict[object, str] = {}  # row's stream id -> envelope form, for plain names only
+    plain_topics: set[str] = set()
     key_id, public_key = "", b""  # the signer of the last event taken on the full path
     window: Window = (0, 0, 0)
     low, high = _limits(window, cover.bound)
     stream, version = "", 0
+    problem = None
     try:
         for _, originator_id, version, topic, state in rows:
             if type(state) is not bytes or type(topic) is not str or type(version) is not int:
                 state = _checked_columns(originator_id, version, topic, state)
+            fast = key_id
             stream = names.get(originator_id)  # type: ignore[assignment]
             if stream is None:
                 if originator_id is None:
                     raise VerificationError("stream id column is NULL", where=where("?", version))
-                stream = names[originator_id] = stream_of(originator_id)
+                stream = stream_of(originator_id)
+                if is_plain(stream):
+                    names[originator_id] = stream
+                else:
+                    fast = ""
+            if fast and topic not in plain_topics:
+                if is_plain(topic):
+                    plain_topics.add(topic)
+                else:
+                    fast = ""
             last = lasts.get(stream)
             entry_hash = None
-            if last is not None and key_id and version == last[0] + 1:
-                magic, size = unpack(state)
-                header_end = start + size
-                header = state[start:header_end]
+            if fast:
+                prev = None
                 try:
-                    signed_at = int(header[at : header.find(b",", at)])
-                except ValueError:
-                    signed_at = -1  # cannot match: the full path says what is wrong
-                expected = header_bytes(
-                    key_id,
-                    sha256(state[header_end + 64 :]).hexdigest(),
-                    last[1].hex(),
-                    signed_at,
-                    stream,
-                    topic,
-                    version,
-                )
-                if magic == MAGIC and header == expected:
+                    magic, size = unpack(state)
+                    header_end = start + size
+                    header = state[start:header_end]
+                    try:
+                        signed_at = int(header[at : header.find(b",", at)])
+                    except ValueError:
+                        signed_at = -1  # fails the range test: the full path says why
+                    if last is not None:
+                        if version == last[0] + 1:
+                            prev = last[1]
+                    elif 0 <= version < JSON_SAFE_INT:
+                        prev = _hex_or_none(state[prev_at:prev_end])
+                except struct.error:
+                    prev = None  # truncated: the full path says so
+                if (
+                    prev is not None
+                    and magic == MAGIC
+                    and 0 <= signed_at < JSON_SAFE_INT
+                    and len(state) >= header_end + 64
+                    and header
+                    == (
+                        template
+                        % (
+                            key_id,
+                            sha256(state[header_end + 64 :]).hexdigest(),
+                            prev.hex(),
+                            signed_at,
+                            stream,
+                            topic,
+                            version,
+                        )
+                    ).encode()
+                ):
                     if not low <= signed_at <= high:
                         raise VerificationError(
                             time_problem(signed_at, window, cover.bound, cover.size) or "",
                             where=where(stream, version),
                         )
-                    if spec.check_signatures and not verify_signature(
+                    if check_signatures and not verify_signature(
                         public_key,
                         ENVELOPE_DOMAIN + header,
                         state[header_end : header_end + 64],
@@ -179,7 +221,9 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
                         raise VerificationError(
                             "envelope signature is invalid", where=where(stream, version)
                         )
-                    entry_hash = hash_leaf(header)
+                    if last is None:
+                        firsts[stream] = (position, version, prev)
+                    entry_hash = sha256(LEAF_PREFIX + header).digest()
             if entry_hash is None:
                 envelope, public_key = _full_check(
                     spec, stream, version, topic, state, last, signer_check, firsts, position, cover
@@ -188,18 +232,29 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
                 window = signer_check.windows[key_id]
                 low, high = _limits(window, cover.bound)
             lasts[stream] = (version, entry_hash)
-            leaves.append(entry_hash)
+            add_leaf(entry_hash)
             position += 1
             if position == cover.next_change:
                 if position in wanted:
-                    result.at_size[position] = leaves.copy()
+                    cuts.append(position)
                 cover.advance(position)
                 low, high = _limits(window, cover.bound)
     except VerificationError as exc:
-        result.problem = Problem(position, str(exc))
+        problem = Problem(position, str(exc))
     except struct.error:
-        result.problem = Problem(position, f"{where(stream, version)}: malformed envelope")
+        problem = Problem(position, f"{where(stream, version)}: malformed envelope")
+    tree = AlignedLeaves(spec.first_leaf, hashes)
+    result = ChunkResult(spec, tree.compact_range(), firsts=firsts, lasts=lasts, problem=problem)
+    result.at_size = {size: tree.compact_range(size) for size in cuts}
     return result
+
+
+def _hex_or_none(text: bytes) -> bytes | None:
+    """The bytes hex digits stand for, or None (the full path then says what is wrong)."""
+    try:
+        return bytes.fromhex(text.decode())
+    except ValueError:
+        return None
 
 
 def _checked_columns(originator_id: object, version: object, topic: object, state: object) -> bytes:
