@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from binascii import hexlify, unhexlify
 from dataclasses import dataclass, field
+from typing import Final
 
 from ledger.crypto.canonical import ENVELOPE_DOMAIN
 from ledger.crypto.envelope import (
@@ -123,11 +125,13 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
     event, and the fields vary only at fixed offsets. So the stored header is
     checked by rebuilding its canonical bytes and comparing (one comparison
     instead of parsing and seven), and the time by two integer comparisons
-    against the key's window under the covering checkpoint. A stream's first
-    event in the chunk takes the same path, its `prev` read at its fixed
-    offset (the merge checks that link). Anything else takes the full,
-    explaining path. Leaf hashes are collected and hashed into the chunk's
-    subtree once, level by level, at the end.
+    against the key's window under the covering checkpoint. The time's digits
+    are parsed (and held to canonical form) only when they differ from the
+    previous event's: a batch shares one signing time. A stream's first event
+    in the chunk takes the same path, its `prev` read at its fixed offset (the
+    merge checks that link). Anything else takes the full, explaining path.
+    Leaf hashes are collected and hashed into the chunk's subtree once, level
+    by level, at the end.
     """
     firsts: dict[str, tuple[int, int, bytes]] = {}
     lasts: dict[str, tuple[int, bytes]] = {}
@@ -141,14 +145,16 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
     start = ENVELOPE_PREFIX.size
     at = SIGNED_AT_OFFSET
     prev_at, prev_end = start + PREV_OFFSET, start + PREV_OFFSET + 64
-    template = PLAIN_HEADER
+    template = _FAST_HEADER
     position = spec.first_leaf
     cover = _Cover(spec.covering, wanted, position)
-    names: dict[object, str] = {}  # row's stream id -> envelope form, for plain names only
-    plain_topics: set[str] = set()
-    key_id, public_key = "", b""  # the signer of the last event taken on the full path
+    # Row's stream id -> (envelope form, its bytes), for plain names only.
+    names: dict[object, tuple[str, bytes]] = {}
+    topics: dict[str, bytes] = {}  # plain event types -> their bytes
+    key_id, key_bytes, public_key = "", b"", b""  # the last full-path event's signer
     window: Window = (0, 0, 0)
     low, high = _limits(window, cover.bound)
+    time_digits, signed_at = b"", -1  # the last signing time parsed, as stored and as an int
     stream, version = "", 0
     problem = None
     try:
@@ -156,57 +162,56 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
             if type(state) is not bytes or type(topic) is not str or type(version) is not int:
                 state = _checked_columns(originator_id, version, topic, state)
             fast = key_id
-            stream = names.get(originator_id)  # type: ignore[assignment]
-            if stream is None:
+            named = names.get(originator_id)
+            if named is None:
                 if originator_id is None:
                     raise VerificationError("stream id column is NULL", where=where("?", version))
                 stream = stream_of(originator_id)
                 if is_plain(stream):
-                    names[originator_id] = stream
+                    named = names[originator_id] = (stream, stream.encode())
                 else:
-                    fast = ""
-            if fast and topic not in plain_topics:
+                    named, fast = (stream, b""), ""  # (not encodable, maybe)
+            stream, stream_bytes = named
+            topic_bytes = topics.get(topic)
+            if topic_bytes is None and fast:
                 if is_plain(topic):
-                    plain_topics.add(topic)
+                    topic_bytes = topics[topic] = topic.encode()
                 else:
                     fast = ""
             last = lasts.get(stream)
             entry_hash = None
             if fast:
-                prev = None
+                prev_hex = None
                 try:
                     magic, size = unpack(state)
                     header_end = start + size
                     header = state[start:header_end]
-                    try:
-                        signed_at = int(header[at : header.find(b",", at)])
-                    except ValueError:
-                        signed_at = -1  # fails the range test: the full path says why
+                    digits = header[at : header.find(b",", at)]
+                    if digits != time_digits:
+                        time_digits, signed_at = digits, _signing_time(digits)
                     if last is not None:
                         if version == last[0] + 1:
-                            prev = last[1]
+                            prev_hex = hexlify(last[1])
                     elif 0 <= version < JSON_SAFE_INT:
-                        prev = _hex_or_none(state[prev_at:prev_end])
+                        prev_hex = _hex_or_none(state[prev_at:prev_end])
                 except struct.error:
-                    prev = None  # truncated: the full path says so
+                    prev_hex = None  # truncated: the full path says so
                 if (
-                    prev is not None
+                    prev_hex is not None
+                    and signed_at >= 0
                     and magic == MAGIC
-                    and 0 <= signed_at < JSON_SAFE_INT
                     and len(state) >= header_end + 64
                     and header
-                    == (
-                        template
-                        % (
-                            key_id,
-                            sha256(state[header_end + 64 :]).hexdigest(),
-                            prev.hex(),
-                            signed_at,
-                            stream,
-                            topic,
-                            version,
-                        )
-                    ).encode()
+                    == template
+                    % (
+                        key_bytes,
+                        sha256(state[header_end + 64 :]).hexdigest().encode(),
+                        prev_hex,
+                        digits,
+                        stream_bytes,
+                        topic_bytes,
+                        version,
+                    )
                 ):
                     if not low <= signed_at <= high:
                         raise VerificationError(
@@ -222,13 +227,14 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
                             "envelope signature is invalid", where=where(stream, version)
                         )
                     if last is None:
-                        firsts[stream] = (position, version, prev)
+                        firsts[stream] = (position, version, unhexlify(prev_hex))
                     entry_hash = sha256(LEAF_PREFIX + header).digest()
             if entry_hash is None:
                 envelope, public_key = _full_check(
                     spec, stream, version, topic, state, last, signer_check, firsts, position, cover
                 )
                 key_id, entry_hash = envelope.key_id, envelope.entry_hash
+                key_bytes = key_id.encode()
                 window = signer_check.windows[key_id]
                 low, high = _limits(window, cover.bound)
             lasts[stream] = (version, entry_hash)
@@ -249,12 +255,30 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
     return result
 
 
-def _hex_or_none(text: bytes) -> bytes | None:
-    """The bytes hex digits stand for, or None (the full path then says what is wrong)."""
+# PLAIN_HEADER as bytes, the signing time's digits spliced in as stored (held
+# to canonical form by `_signing_time`, so the comparison still proves them).
+_FAST_HEADER: Final = PLAIN_HEADER.encode().replace(b"%d", b"%s", 1)
+
+
+def _signing_time(digits: bytes) -> int:
+    """The signing time these digits canonically write, or -1 (the full path says why)."""
     try:
-        return bytes.fromhex(text.decode())
+        value = int(digits)
+    except ValueError:
+        return -1
+    if not 0 <= value < JSON_SAFE_INT or b"%d" % value != digits:
+        return -1
+    return value
+
+
+def _hex_or_none(text: bytes) -> bytes | None:
+    """The same 64 lowercase hex digits if that is what `text` is, else None
+    (the full path then says what is wrong)."""
+    try:
+        value = bytes.fromhex(text.decode())
     except ValueError:
         return None
+    return text if len(value) == 32 and hexlify(value) == text else None
 
 
 def _checked_columns(originator_id: object, version: object, topic: object, state: object) -> bytes:
