@@ -21,6 +21,7 @@ from ledger.cli.events import add_events_command
 from ledger.cli.keys import add_key_commands
 from ledger.cli.output import tolerate_closed_stdout
 from ledger.cli.projections import add_projection_commands
+from ledger.cli.recall import add_recall_command
 from ledger.cli.simulate import add_simulate_command
 from ledger.cli.variants import add_variant_commands
 from ledger.errors import LedgerError
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_projection_commands(commands, open_from_args)
     add_variant_commands(commands)
     add_events_command(commands)
+    add_recall_command(commands)
     return parser
 
 

@@ -1,0 +1,259 @@
+"""`ledger recall`: a round replayed from its signed events, dice and cards
+alike, on both stores; a tampered, removed or relabelled event is reported and
+never shown; an unknown or malformed id is one error line (exit 2)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from ledger.audit.recall import Recall, recall_round
+from ledger.casino import Casino
+from ledger.cli.main import main
+from ledger.cli.recall import render
+from ledger.crypto.keys import Role
+from ledger.node import Node
+from ledger.projections import ProjectionRunner, queries
+from tests.attacker import Attacker
+from tests.casino_support import HEADS, LIMITS, operator_signer, seen
+from tests.coin_variant import coin_games
+from tests.test_cli_bad_input import RIGHT, assert_one_error_line
+from tests.test_step_corrections import GAMES as HIGH_CARD
+from tests.test_step_corrections import played
+
+COIN = coin_games()
+
+
+def coin_round(node: Node) -> tuple[str, str]:
+    """A physical coin round: alice bets 1.00 EUR on heads, the device reports heads."""
+    casino = Casino(node.app, COIN)
+    table = casino.open_table(
+        request_id="table", name="T1", variant="coin", currency="EUR", limits=LIMITS
+    )
+    alice = casino.open_account(request_id="alice", owner="alice", currency="EUR")
+    casino.deposit(request_id="dep", account_id=alice, amount=1_000)
+    round_id = casino.open_round(request_id="round", table_id=table, dealer="D1")
+    casino.place_bet(request_id="bet", round_id=round_id, account_id=alice, bet=HEADS, stake=100)
+    casino.close_betting(request_id="close", round_id=round_id)
+    casino.record_outcome(
+        request_id="toss",
+        round_id=round_id,
+        outcome={"face": "heads"},
+        source=seen(node, casino, round_id, {"face": "heads"}),
+    )
+    return round_id, alice
+
+
+def test_a_round_is_recalled_with_every_fact_and_signer(node: Node) -> None:
+    round_id, alice = coin_round(node)
+    node.checkpointer().catch_up()
+    recall = recall_round(node.app, node.keys.keyring(), COIN, round_id)
+    assert recall.ok, recall.problems
+    kinds = [e.kind for e in recall.events]
+    assert kinds == ["Opened", "BetPlaced", "ActionRecorded", "ActionRecorded", "Settled"]
+    assert [e.version for e in recall.events] == [1, 2, 3, 4, 5]
+    positions = [e.position for e in recall.events]
+    assert None not in positions and positions == sorted(positions)
+    bet = recall.events[1].facts or {}
+    assert (bet["account_id"], bet["stake"], bet["bet"]) == (alice, 100, HEADS)
+    toss = recall.events[3]
+    device = node.keys.keyring().with_role(Role.DEALER_DEVICE)[0]
+    assert [(k.role, k.signed) for k in toss.keys] == [
+        ("ledger-node", "envelope"),
+        ("dealer-device", "dealer device report"),
+    ]
+    assert toss.keys[1].key_id == device.key_id and toss.keys[1].name == device.name
+    settled = recall.events[4].facts or {}
+    assert settled["results"][0]["returned"] == 200
+    assert "1 dealer device reports verified" in " ".join(recall.checked)
+    assert "1 settlements and corrections settled again (1 bets)" in " ".join(recall.checked)
+    assert any("inclusion in a checkpoint" in line for line in recall.not_checked)
+
+    text = render(recall)
+    assert text.startswith(f"REPLAY of round {round_id}")
+    assert "stake 1.00 EUR" in text and "returned 2.00" in text  # major units
+    assert f"dealer device report signed by dealer-device key {device.name}" in text
+    data = json.loads(json.dumps(recall.to_json()))
+    assert data["replay"] is True and data["currency"] == "EUR" and data["verified"] is True
+    assert data["events"][1]["facts"]["stake"] == 100  # minor units in JSON
+
+
+def test_a_corrected_card_round_shows_the_operator_and_what_changed(node: Node) -> None:
+    casino = Casino(node.app, HIGH_CARD)
+    round_id = played(node, casino)[3]
+    operator = operator_signer(node)
+    casino.correct_step(
+        request_id="fix",
+        round_id=round_id,
+        step=1,
+        drawn=[48],
+        reason="the camera shows the king of clubs",
+        operator=operator,
+    )
+    recall = recall_round(node.app, node.keys.keyring(), HIGH_CARD, round_id)
+    assert recall.ok, recall.problems
+    corrected = recall.events[-1]
+    assert corrected.kind == "Corrected"
+    assert corrected.keys[1].key_id == operator.key_id and corrected.keys[1].role == "operator"
+    assert (corrected.facts or {})["right_outcome"] == {"cards": [48]}
+    text = render(recall)
+    assert "CORRECTION at action #1 by an operator" in text
+    assert "amounts in VND" in text and "stake 1,000 VND" in text  # VND has no minor unit
+    actions = [e for e in recall.events if e.kind == "ActionRecorded"]
+    assert [(e.facts or {})["drawn"] for e in actions] == [[], [20], [51], [4]]
+
+
+def test_a_round_whose_game_is_not_installed_says_so(node: Node) -> None:
+    round_id, _ = coin_round(node)
+    recall = recall_round(node.app, node.keys.keyring(), {}, round_id)
+    assert recall.ok  # the envelopes, money and sources were checked and passed
+    assert recall.not_checked[0].startswith("the game's rules and payouts: could not check")
+    assert not any(line.startswith("game:") for line in recall.checked)
+
+
+def problems_of(node: Node, round_id: str) -> tuple[Recall, str]:
+    recall = recall_round(node.app, node.keys.keyring(), COIN, round_id)
+    return recall, render(recall)
+
+
+def test_a_tampered_bet_is_reported_never_shown(node: Node, store_url: str) -> None:
+    round_id, _ = coin_round(node)
+    attacker = Attacker(store_url)
+    row = attacker.row(round_id, 2)
+    assert b'"stake":100' in row[4]
+    attacker.set_state(round_id, 2, row[4].replace(b'"stake":100', b'"stake":900'))
+    recall, text = problems_of(node, round_id)
+    assert not recall.ok
+    bet = recall.events[1]
+    assert bet.facts is None and "payload bytes do not match" in (bet.problem or "")
+    assert "9.00" not in text and "NOT SHOWN" in text
+    assert "stopped at the first failure" in recall.not_checked[0]
+    assert text.splitlines()[-1].startswith("RESULT: 1 problem(s)")
+
+
+def test_a_removed_event_breaks_the_round(node: Node, store_url: str) -> None:
+    round_id, _ = coin_round(node)
+    Attacker(store_url).delete(round_id, 3)  # betting closed, gone
+    recall, _ = problems_of(node, round_id)
+    assert not recall.ok
+    assert recall.events[2].version == 4
+    assert "version 3 is missing" in (recall.events[2].problem or "")
+
+
+def test_a_replaced_event_breaks_the_chain(node: Node, store_url: str) -> None:
+    """An event from another round moved into this one: its envelope says so."""
+    round_id, _ = coin_round(node)
+    other = Casino(node.app, COIN).open_round(
+        request_id="other",
+        table_id=str(Casino(node.app, COIN).round(round_id).table_id),
+        dealer="D2",
+    )
+    attacker = Attacker(store_url)
+    attacker.set_state(round_id, 1, attacker.row(other, 1)[4])
+    recall, text = problems_of(node, round_id)
+    assert recall.events[0].facts is None
+    assert "belongs to stream" in (recall.events[0].problem or "")
+    assert "D2" not in text
+
+
+def test_a_relabelled_event_is_not_shown(node: Node, store_url: str) -> None:
+    round_id, _ = coin_round(node)
+    Attacker(store_url).set_topic(round_id, 5, "ledger.domain.round:Round.Voided")
+    recall, _ = problems_of(node, round_id)
+    assert recall.events[4].facts is None and "signed type" in (recall.events[4].problem or "")
+
+
+@pytest.fixture
+def workdir(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A small simulated store: dice (RNG and physical) and Xì dách tables."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LEDGER_PASSPHRASE", RIGHT)
+    monkeypatch.delenv("LEDGER_KEYS", raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    monkeypatch.setenv("LEDGER_STORE", store_url)
+    assert (
+        main(["simulate", "--rounds", "8", "--players", "4", "--tables", "2", "--seed", "7"]) == 0
+    )
+    return tmp_path
+
+
+def simulated_rounds(store_url: str) -> list[queries.RoundSummary]:
+    from ledger.node import open_node
+
+    node = open_node(store_url, "keys", writable=False)
+    try:
+        ProjectionRunner(node.app).catch_up()
+        return queries.rounds(node.app)
+    finally:
+        node.close()
+
+
+def test_cli_recalls_dice_and_card_rounds_alike(
+    workdir: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rounds = simulated_rounds(store_url)
+    assert {r.variant for r in rounds} >= {"taixiu", "xidach"}
+    capsys.readouterr()
+    sources: set[str] = set()
+    for found in rounds:
+        assert main(["recall", found.round_id, "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["verified"] and data["problems"] == []
+        assert all(e["facts"] is not None for e in data["events"])
+        for event in data["events"]:
+            source = (event["facts"] or {}).get("source") or {}
+            if source:
+                sources.add(f"{source['kind']}:{source.get('draw', '')}")
+        assert main(["recall", found.round_id]) == 0
+        text = capsys.readouterr().out
+        assert "RESULT: every event verified" in text and "REPLAY of round" in text
+    assert {"rng:dice", "rng:cards", "device:dice", "device:cards"} <= sources
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["recall", "not-a-round"], "is not a UUID"),
+        (["recall", str(uuid.uuid4())], "no round"),
+    ],
+)
+def test_cli_unknown_or_malformed_round(
+    workdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    assert code == 2
+    assert message in assert_one_error_line(capsys.readouterr().err)
+
+
+def test_cli_a_stream_that_is_not_a_round(
+    workdir: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    account = str(Attacker(store_url).sql("SELECT originator_id FROM " + _events(store_url))[0][0])
+    capsys.readouterr()
+    assert main(["recall", str(uuid.UUID(account))]) == 2
+    assert "is not a round" in assert_one_error_line(capsys.readouterr().err)
+
+
+def _events(store_url: str) -> str:
+    return "stored_events" if store_url.startswith("sqlite") else "ledger_events"
+
+
+def test_cli_a_tampered_round_exits_1(
+    workdir: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    round_id = simulated_rounds(store_url)[0].round_id
+    attacker = Attacker(store_url)
+    attacker.set_state(round_id, 2, attacker.row(round_id, 2)[4][:-2] + b"9}")
+    capsys.readouterr()
+    assert main(["recall", round_id, "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["verified"] is False and data["events"][1]["facts"] is None
