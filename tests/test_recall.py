@@ -237,7 +237,12 @@ def test_cli_unknown_or_malformed_round(
 def test_cli_a_stream_that_is_not_a_round(
     workdir: Path, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    account = str(Attacker(store_url).sql("SELECT originator_id FROM " + _events(store_url))[0][0])
+    account = str(
+        Attacker(store_url).sql(
+            f"SELECT originator_id FROM {_events(store_url)} WHERE topic = ?",
+            ("ledger.domain.account:Account.Opened",),
+        )[0][0]
+    )
     capsys.readouterr()
     assert main(["recall", str(uuid.UUID(account))]) == 2
     assert "is not a round" in assert_one_error_line(capsys.readouterr().err)

@@ -25,10 +25,10 @@ checked against each event's entry hash.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 from uuid import UUID
 
 from eventsourcing.utils import get_topic
@@ -44,6 +44,7 @@ from ledger.crypto.keys import Keyring, from_micros
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
 from ledger.errors import CannotCheckError, NotFoundError, VerificationError
+from ledger.games.api import BetView, RecordedAction, Step
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import MerkleLogTables, stream_of
@@ -201,11 +202,36 @@ def _actor_keys(reader: _Reader, payload: dict[str, Any]) -> list[KeyUse]:
     return found
 
 
+class _RememberedSteps:
+    """A game whose steps are computed once per (bets, actions so far): verify's
+    checks replay the round from its start at every settlement, which for a
+    card round of n actions is O(n^3) game work; a game's step is a pure
+    function of its arguments (the games contract), so one recall needs each
+    prefix once. Everything else is the game itself."""
+
+    def __init__(self, game: LoadedGame) -> None:
+        self._game = game
+        self._steps: dict[str, Step] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._game, name)
+
+    def step(self, bets: Mapping[str, BetView], actions: Sequence[RecordedAction]) -> Step:
+        # repr is exact for plain JSON values (equal text, equal arguments), and
+        # several times cheaper than a canonical encoding; a miss only costs time.
+        key = repr((bets, actions))
+        found = self._steps.get(key)
+        if found is None:
+            found = self._steps[key] = self._game.step(bets, actions)
+        return found
+
+
 class _Checks:
     """verify's own per-event checks, fed only this round (and its seed's events)."""
 
     def __init__(self, keyring: Keyring, variants: Mapping[str, LoadedGame]) -> None:
-        rounds = RoundVariants(variants)
+        remembered = {name: _RememberedSteps(game) for name, game in variants.items()}
+        rounds = RoundVariants(cast(Mapping[str, LoadedGame], remembered))
         self.money = MoneyAudit(keyring)
         self.sources = SourceAudit(keyring)
         self.rules: RoundRulesAudit | None = RoundRulesAudit(rounds)
@@ -224,20 +250,63 @@ class _Checks:
             self.rules = self.payouts = None
 
 
-def _seed_events(
-    reader: _Reader, tables: MerkleLogTables, table: str, seed_id: str
-) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
-    """The table's commitment and reveal of `seed_id`, each verified (envelope,
-    signature, link to its predecessor), found by stream and type; or a problem."""
-    found: list[tuple[str, dict[str, Any]]] = []
-    for topic in (_COMMITTED, _REVEALED):
+_WINDOW = 128  # table events searched first on each side of the round's opening
+
+
+def _table_version_at(tables: MerkleLogTables, opened_id: int, table: str) -> int | None:
+    """The table's version saved with the round's opening (a search hint only:
+    whatever it points at is verified before use)."""
+    for notification_id in range(opened_id + 1, opened_id + 4):
+        row = tables.row_by_id(notification_id)
+        if row is not None and stream_of(row[1]) == table:
+            return int(row[2])
+    return None
+
+
+def _seed_rows(
+    tables: MerkleLogTables, table: str, topic: str, needle: bytes, around: int, before: bool
+) -> list[Row]:
+    """Rows of `table` of type `topic` naming the seed, searched in growing
+    windows from version `around` backwards (`before`) or forwards."""
+    found = _select(
+        tables,
+        "SELECT MAX(originator_version) FROM {events} WHERE originator_id = %s",
+        (_key(tables, table),),
+    )
+    last = int(found[0][0] or 0)
+    size, edge = _WINDOW, around
+    while (edge > 0) if before else (edge < last):
+        low, high = (max(0, edge - size), edge) if before else (edge, edge + size)
         rows = _select(
             tables,
             "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
-            "WHERE originator_id = %s AND topic = %s ORDER BY originator_version",
-            (_key(tables, table), topic),
+            "WHERE originator_id = %s AND topic = %s AND originator_version > %s "
+            "AND originator_version <= %s ORDER BY originator_version",
+            (_key(tables, table), topic, low, high),
         )
-        for row in rows:
+        named = [tuple(r) for r in rows if needle in bytes(r[4])]
+        if named:
+            return named
+        edge, size = (low if before else high), size * 4
+    return []
+
+
+def _seed_events(
+    reader: _Reader, tables: MerkleLogTables, table: str, seed_id: str, opened_id: int
+) -> tuple[list[tuple[str, dict[str, Any]]], str | None]:
+    """The table's commitment and reveal of `seed_id`, each verified (envelope,
+    signature, link to its predecessor), found by stream, type and version
+    windows around the round's opening; or a problem.
+
+    Only rows whose bytes name the seed are opened: a row edited so as not to
+    name it is simply not found, which leaves the round's seed uncommitted
+    (a problem) or unrevealed (its draws listed as not checked), never an OK."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    needle = seed_id.encode()
+    around = _table_version_at(tables, opened_id, table)
+    for topic, before in ((_COMMITTED, True), (_REVEALED, False)):
+        start = around if around is not None else (1 << 62 if before else 0)
+        for row in _seed_rows(tables, table, topic, needle, start, before):
             version = int(row[2])
             previous = tables.row_by_stream(table, version - 1) if version > 1 else None
             try:
@@ -248,7 +317,7 @@ def _seed_events(
                         bytes(previous[4]), stream=table, version=version - 1
                     ).entry_hash
                 )
-                _, payload = reader.opened(tuple(row), prev_hash)
+                _, payload = reader.opened(row, prev_hash)
             except VerificationError as exc:
                 return [], f"table {table} version {version}: {exc}"
             if payload.get("seed_id") == seed_id:
@@ -301,7 +370,11 @@ def recall_round(
             recall.currency = str(payload.get("currency"))
             if checking and payload.get("dice_seed"):
                 seed_events, problem = _seed_events(
-                    reader, tables, stream_of(payload["table_id"]), str(payload["dice_seed"])
+                    reader,
+                    tables,
+                    stream_of(payload["table_id"]),
+                    str(payload["dice_seed"]),
+                    notification_id,
                 )
                 if problem:
                     recall.problems.append(problem)
