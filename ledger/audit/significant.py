@@ -50,6 +50,11 @@ RESUMED = _ROUND + "Resumed"
 CORRECTED = _ROUND + "Corrected"
 REVOKED = "ledger.domain.key_registry:KeyRegistry.KeyRevoked"
 VERIFIED = "ledger.domain.audit_trail:AuditTrail.VerificationRecorded"
+_SIGNED_AS = {
+    "operator": "operator signature",
+    "auditor": "auditor signature",
+    "source": "dealer device report",
+}
 _INTERESTING = {OPENED, VOIDED, RESUMED, CORRECTED, REVOKED, VERIFIED}
 
 KINDS = (
@@ -131,7 +136,7 @@ class _Scanner:
                     and isinstance(signed.get("key_id"), str)
                     and "signature" in signed
                 ):
-                    found.append((signed["key_id"], f"{name} signature"))
+                    found.append((signed["key_id"], _SIGNED_AS[name]))
         return found
 
     def key_events(
