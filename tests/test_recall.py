@@ -262,3 +262,79 @@ def test_cli_a_tampered_round_exits_1(
     assert main(["recall", round_id, "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["verified"] is False and data["events"][1]["facts"] is None
+
+
+def test_a_round_voided_by_its_rules_is_recalled_and_significant(node: Node) -> None:
+    """Two faulty throws void a physical taixiu round by its rules: the recall
+    shows each fault with its device signature and the void; the significant
+    events list it as a `void` (no operator)."""
+    from ledger.audit.significant import iter_significant
+    from ledger.plugins.manager import get_plugin_manager
+    from tests.casino_support import seen_faulty
+    from tests.test_taixiu_rounds import table_with_players
+
+    games = get_plugin_manager().games()
+    casino = Casino(node.app, get_plugin_manager().variants())
+    table, (an, _) = table_with_players(casino, "taixiu")
+    round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
+    casino.place_bet(
+        request_id="b1", round_id=round_id, account_id=an, bet={"bet": "big"}, stake=2_000
+    )
+    casino.close_betting(request_id="c", round_id=round_id)
+    for n, reason in enumerate(("die not flat", "dice stacked")):
+        casino.record_fault(
+            request_id=f"f{n}",
+            round_id=round_id,
+            reason=reason,
+            source=seen_faulty(node, casino, round_id, reason),
+        )
+    recall = recall_round(node.app, node.keys.keyring(), games, round_id)
+    assert recall.ok, recall.problems
+    assert recall.events[-1].kind == "Voided"
+    text = render(recall)
+    assert "VOIDED by the game's rules" in text and "stake 2,000 VND" in text
+    faults = [e for e in recall.events if (e.facts or {}).get("action") == "fault"]
+    assert len(faults) == 2 and all(e.keys[1].role == "dealer-device" for e in faults)
+    voids = [e for e in iter_significant(node.app) if e.kind == "void"]
+    assert [v.stream for v in voids] == [round_id]
+    assert voids[0].details["operator_key_id"] is None
+
+
+def test_an_rng_round_is_recomputed_once_its_seed_is_revealed(
+    node: Node, store_url: str, tmp_path: Path
+) -> None:
+    """While the seed is secret the throw is listed as not checked; once it is
+    revealed, recomputed; a reveal edited in the table's stream is a problem."""
+    from ledger.plugins.manager import get_plugin_manager
+    from ledger.rng.server import RngServer
+    from tests.test_taixiu_rounds import table_with_players
+
+    games = get_plugin_manager().games()
+    casino = Casino(node.app, get_plugin_manager().variants())
+    rng = RngServer(tmp_path / "seeds")
+    table, (an, _) = table_with_players(casino, "taixiu")
+    casino.commit_seed(request_id="commit", table_id=table, rng=rng)
+    round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
+    casino.place_bet(
+        request_id="b", round_id=round_id, account_id=an, bet={"bet": "big"}, stake=1_000
+    )
+    casino.close_betting(request_id="c", round_id=round_id)
+    casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
+    secret = recall_round(node.app, node.keys.keyring(), games, round_id)
+    assert secret.ok
+    assert secret.not_checked[0].startswith("1 RNG throws and 0 RNG card draws: the seed is not")
+    casino.retire_seed(request_id="retire", table_id=table, rng=rng)
+    revealed = recall_round(node.app, node.keys.keyring(), games, round_id)
+    assert revealed.ok
+    assert "1 RNG throws and 0 RNG card draws recomputed" in " ".join(revealed.checked)
+    assert not any("not revealed" in line for line in revealed.not_checked)
+
+    attacker = Attacker(store_url)
+    version = next(v for v in range(1, 20) if attacker.row(table, v)[3].endswith("SeedRevealed"))
+    row = attacker.row(table, version)
+    state = bytearray(row[4])
+    state[-10] ^= 1  # a bit of the payload of the table's reveal of the seed
+    attacker.set_state(table, version, bytes(state))
+    edited = recall_round(node.app, node.keys.keyring(), games, round_id)
+    assert not edited.ok
+    assert f"table {table} version {version}" in edited.problems[0]
