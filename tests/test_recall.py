@@ -338,3 +338,15 @@ def test_an_rng_round_is_recomputed_once_its_seed_is_revealed(
     edited = recall_round(node.app, node.keys.keyring(), games, round_id)
     assert not edited.ok
     assert f"table {table} version {version}" in edited.problems[0]
+
+
+def test_a_tampered_opening_is_still_recalled_as_a_round(node: Node, store_url: str) -> None:
+    """Relabelling the round's first row does not make it "not a round": its
+    signed header says it is; the opening is not shown, the bets still are, in
+    the currency their postings name."""
+    round_id, _ = coin_round(node)
+    Attacker(store_url).set_topic(round_id, 1, "ledger.domain.account:Account.Opened")
+    recall, text = problems_of(node, round_id)
+    assert not recall.ok and recall.events[0].facts is None
+    assert "signed type" in (recall.events[0].problem or "")
+    assert recall.currency == "EUR" and "stake 1.00 EUR" in text

@@ -333,7 +333,7 @@ def recall_round(
     rows = stream_rows(tables, round_id)
     if not rows:
         raise NotFoundError(f"no round {round_id} in this store")
-    if rows[0][3] != OPENED or rows[0][2] != 1:
+    if OPENED not in (rows[0][3], _signed_type(rows[0])):
         raise NotFoundError(f"{round_id} is not a round (its first event is {rows[0][3]!r})")
     reader = _Reader(app, keyring)
     checks = _Checks(keyring, variants)
@@ -366,6 +366,8 @@ def recall_round(
         event.facts = {
             k: plain(v) for k, v in payload.items() if k not in _BOOKKEEPING or k == "timestamp"
         }
+        if recall.currency is None and payload.get("postings"):
+            recall.currency = str(payload["postings"][0].get("currency"))
         if topic == OPENED:
             recall.currency = str(payload.get("currency"))
             if checking and payload.get("dice_seed"):
@@ -400,6 +402,14 @@ def recall_round(
             checking = False
     _conclude(recall, checks, verified, checking)
     return recall
+
+
+def _signed_type(row: Row) -> str | None:
+    """The event type its header signs (a relabelled row is still a round's)."""
+    try:
+        return open_envelope(bytes(row[4]), stream=stream_of(row[1]), version=row[2]).event_type
+    except VerificationError:
+        return None
 
 
 def _claimed_hash(row: Row) -> bytes | None:
