@@ -83,6 +83,7 @@ def main() -> int:
         recall_ms: list[float] = []
         base_ms: list[float] = []
         sizes: list[int] = []
+        by_game: dict[str, list[float]] = {}
         failed = 0
         gc.collect()
         with bench.progress("recalling", len(rounds)) as advance:
@@ -94,6 +95,8 @@ def main() -> int:
                         recall = recall_round(app, keyring, variants, round_id)
                         recall_ms.append((time.perf_counter() - started) * 1000)
                         sizes.append(len(recall.events))
+                        game = str((recall.events[0].facts or {}).get("variant"))
+                        by_game.setdefault(game, []).append(recall_ms[-1])
                         failed += 0 if recall.ok else 1
                     else:
                         read_one(app, signer_check, round_id)
@@ -115,6 +118,10 @@ def main() -> int:
         "recall_ms_median": round(statistics.median(recall_ms), 3),
         "recall_ms_p95": round(sorted(recall_ms)[int(len(recall_ms) * 0.95) - 1], 3),
         "recall_ms_max": round(max(recall_ms), 3),
+        "recall_ms_median_by_game": {
+            game: {"recalls": len(times), "median": round(statistics.median(times), 3)}
+            for game, times in sorted(by_game.items())
+        },
         "baseline_one_event_ms_median": round(statistics.median(base_ms), 3),
         "ratio_median": round(statistics.median(ratios), 2),
         "rounds_not_verified": failed,
@@ -131,6 +138,13 @@ def main() -> int:
         f"recall: median {result['recall_ms_median']} ms, p95 {result['recall_ms_p95']} ms, "
         f"max {result['recall_ms_max']} ms (target < {TARGET_MS:.0f} ms median: "
         f"{'met' if result['met'] else 'NOT met'})"
+    )
+    print(
+        "by game: "
+        + ", ".join(
+            f"{game} {v['median']} ms ({v['recalls']} recalls)"
+            for game, v in result["recall_ms_median_by_game"].items()
+        )
     )
     print(
         f"baseline (one event by index, envelope checked): median "
