@@ -27,7 +27,7 @@ signatures (`ledger verify` checks all of them, recorded runs included).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -318,6 +318,16 @@ def iter_significant(
 
     Raises `VerificationError` at the first row that does not match its signed
     header, or a reported event whose envelope signature does not verify."""
+    return scan_significant(app, since=since)
+
+
+def scan_significant(
+    app: LedgerApplication,
+    *,
+    since: datetime | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[SignificantEvent]:
+    """`iter_significant`, calling `progress(n)` after each batch of n events read."""
     scanner = _Scanner(app.current_keyring())
     transcoder = app.mapper.transcoder
     tables = app.tables
@@ -342,3 +352,5 @@ def iter_significant(
                 yield from (e for e in found if since is None or e.at >= since)
             position += 1
         after = rows[-1][0]
+        if progress:
+            progress(len(rows))

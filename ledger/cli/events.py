@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ledger.cli.common import open_from_args
+from ledger.cli.progress import progress_bar
 
 
 def since_time(text: str) -> datetime:
@@ -24,20 +25,23 @@ def since_time(text: str) -> datetime:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from ledger.audit.significant import iter_significant
+    from ledger.audit.significant import scan_significant
 
     node = open_from_args(args, writable=False)
     try:
         shown = 0
-        for found in iter_significant(node.app, since=args.since):
-            shown += 1
-            if args.json:
-                print(json.dumps(found.to_json(), sort_keys=True))
-            else:
-                print(
-                    f"{found.position:>9}  {found.at.isoformat(timespec='seconds')}  "
-                    f"{found.kind:<25} {found.summary}"
-                )
+        with progress_bar("reading the log") as (advance, set_total):
+            set_total(node.app.tables.event_count()[0])
+            for found in scan_significant(node.app, since=args.since, progress=advance):
+                shown += 1
+                if args.json:
+                    print(json.dumps(found.to_json(), sort_keys=True), flush=True)
+                else:
+                    print(
+                        f"{found.position:>9}  {found.at.isoformat(timespec='seconds')}  "
+                        f"{found.kind:<25} {found.summary}",
+                        flush=True,
+                    )
     finally:
         node.close()
     if not args.json:
