@@ -149,15 +149,29 @@ def stream_rows(tables: MerkleLogTables, stream: str) -> list[Row]:
     ]
 
 
-def _position(tables: MerkleLogTables, notification_id: int, envelope: Envelope) -> int | None:
+def _leaves_of(tables: MerkleLogTables, rows: list[Row]) -> dict[int, tuple[int, bytes]]:
+    """Notification id -> (leaf index, leaf hash) for the rows, in one query (one
+    round trip on PostgreSQL, not one per event)."""
+    if not rows:
+        return {}
+    marks = ", ".join(["%s"] * len(rows))
     found = _select(
         tables,
-        "SELECT leaf_index, leaf_hash FROM {leaves} WHERE notification_id = %s",
-        (notification_id,),
+        "SELECT notification_id, leaf_index, leaf_hash FROM {leaves} "
+        f"WHERE notification_id IN ({marks})",
+        tuple(int(r[0]) for r in rows),
     )
-    if not found or bytes(found[0][1]) != envelope.entry_hash:
+    return {int(n): (int(index), bytes(leaf)) for n, index, leaf in found}
+
+
+def _position(
+    leaves: dict[int, tuple[int, bytes]], notification_id: int, envelope: Envelope
+) -> int | None:
+    """The event's log position, if its leaf row holds this event's entry hash."""
+    leaf = leaves.get(notification_id)
+    if leaf is None or leaf[1] != envelope.entry_hash:
         return None
-    return int(found[0][0])
+    return leaf[0]
 
 
 class _Reader:
@@ -337,6 +351,7 @@ def recall_round(
         raise NotFoundError(f"{round_id} is not a round (its first event is {rows[0][3]!r})")
     reader = _Reader(app, keyring)
     checks = _Checks(keyring, variants)
+    leaves = _leaves_of(tables, rows)
     recall = Recall(round_id, None, [], [], list(NOT_CHECKED), [])
     expected: bytes | None = GENESIS_HASH
     reveals: list[tuple[str, str, dict[str, Any]]] = []  # fed last: a seed is revealed after use
@@ -360,7 +375,7 @@ def recall_round(
             continue
         verified += 1
         expected = envelope.entry_hash
-        event.position = _position(tables, notification_id, envelope)
+        event.position = _position(leaves, notification_id, envelope)
         event.signed_at = from_micros(envelope.signed_at) if envelope.signed_at else None
         event.keys = [reader.key(envelope.key_id, "envelope"), *_actor_keys(reader, payload)]
         event.facts = {
