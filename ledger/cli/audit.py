@@ -16,7 +16,9 @@ from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Keyring, Role
+from ledger.crypto.signing import Signer
 from ledger.errors import CannotCheckError, ConfigError, VerificationError
 from ledger.node import holds_private_key, keys_dir
 from ledger.plugins.manager import get_plugin_manager
@@ -93,7 +95,12 @@ def _load_trusted(path: str | None) -> Checkpoint | None:
         raise ConfigError(f"cannot read kept checkpoint {path}: {exc.strerror}") from exc
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not a checkpoint note (not UTF-8 text)") from None
-    return Checkpoint.from_note(text)
+    try:
+        return Checkpoint.from_note(text)
+    except VerificationError as exc:
+        # Either form (C2SP, or the project-specific one of releases <= 0.2) is read;
+        # anything else is bad input, not a failed check of the log.
+        raise ConfigError(f"{path} is not a checkpoint note: {exc}") from None
 
 
 def _verify_keyring(args: argparse.Namespace) -> tuple[Keyring, str]:
@@ -104,16 +111,45 @@ def _verify_keyring(args: argparse.Namespace) -> tuple[Keyring, str]:
     return directory.keyring(), str(directory.keyring_path)
 
 
+def _auditor(args: argparse.Namespace) -> tuple[Signer, bytes] | None:
+    """With --record: the auditor key that signs the run (loaded before verifying,
+    so a wrong key or passphrase fails before the work)."""
+    if not args.record:
+        return None
+    passphrase = read_passphrase()
+    return keys_dir(args.keys).signer(Role.AUDITOR, passphrase, args.auditor_key), passphrase
+
+
+def _record(args: argparse.Namespace, auditor: tuple[Signer, bytes], run: dict[str, Any]) -> None:
+    from ledger.audit.record import record_run
+
+    signer, passphrase = auditor
+    node = open_from_args(args, writable=True, passphrase=passphrase)
+    try:
+        record_run(node.app, run, signer)
+    finally:
+        node.close()
+    print(
+        f"   recorded in the log: verification {run['result']} over {run['tree_size']} events, "
+        f"signed by auditor key {signer.key_id[:16]}"
+    )
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
+    from ledger.audit.record import failed_run, passed_run
+
     level = Level.parse(args.level)
     trusted = _load_trusted(args.trusted)
     keyring, source = _verify_keyring(args)
     fingerprint = keyring.fingerprint()
+    auditor = _auditor(args)
+    tree_size = 0
     try:
         variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
         # Read-only, and no keys directory needed: only the public keyring is trusted.
         app = LedgerApplication(store_url(args.store), keyring=keyring, create=False)
         try:
+            tree_size = app.tables.event_count()[0]
             with progress_bar("verifying") as (advance, set_total):
                 report = verify_store(
                     app,
@@ -135,11 +171,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except (VerificationError, CannotCheckError) as exc:
         # A verdict (or the lack of one): still one line, naming the keyring it rests on.
         exc.args = (f"{exc} [keyring {fingerprint}]",)
+        if auditor is not None:
+            _record(
+                args,
+                auditor,
+                failed_run(level.value, tree_size, str(exc), fingerprint, now_micros()),
+            )
         raise
     print(report.summary())
     print(f"   trusted keyring {fingerprint} ({source})")
     if projections is not None:
         print(projections.summary())
+    if auditor is not None:
+        _record(args, auditor, passed_run(report, fingerprint, now_micros()))
     return 0
 
 
@@ -191,6 +235,15 @@ def add_audit_commands(commands: Any) -> None:
         "--keyring",
         metavar="FILE",
         help="your own copy of the public keyring (default: the keys directory's)",
+    )
+    verify.add_argument(
+        "--record",
+        action="store_true",
+        help="append the run's result to the log, signed with an auditor key "
+        "(needs the keys directory's ledger-node key too)",
+    )
+    verify.add_argument(
+        "--auditor-key", metavar="NAME", help="the auditor key (default: the only one held)"
     )
     verify.set_defaults(handler=cmd_verify)
 

@@ -17,9 +17,11 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 
 from ledger.cli.audit import add_audit_commands
 from ledger.cli.common import check_keys_path, open_from_args
+from ledger.cli.events import add_events_command
 from ledger.cli.keys import add_key_commands
 from ledger.cli.output import tolerate_closed_stdout
 from ledger.cli.projections import add_projection_commands
+from ledger.cli.recall import add_recall_command
 from ledger.cli.report import add_report_command
 from ledger.cli.simulate import add_simulate_command
 from ledger.cli.variants import add_variant_commands
@@ -43,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_commands(commands)
     add_projection_commands(commands, open_from_args)
     add_variant_commands(commands)
+    add_events_command(commands)
+    add_recall_command(commands)
     add_report_command(commands)
     return parser
 
