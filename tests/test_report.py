@@ -11,6 +11,7 @@ import re
 import sys
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
+from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 from statistics import NormalDist
@@ -31,6 +32,7 @@ from ledger.report import tally as tally_module
 from ledger.report.html import render
 from ledger.report.reader import read_log
 from ledger.report.returns import MIN_ROUNDS, Cluster, Returns
+from ledger.report.significant import collect
 from ledger.report.status import not_verified, run_verifier
 from ledger.report.tally import OpenRound, ReportTally
 from ledger.report.theory import NONE, Theories, load_edges
@@ -197,6 +199,22 @@ def test_the_page_is_self_contained_and_says_what_was_verified(node: Node, tmp_p
     assert "<script" not in page and "<link" not in page and "url(" not in page
     text = _text(page)
     assert "-2.00 EUR" in text and "6.70 EUR" in text and "500 VND" in text  # minor units
+
+
+def test_the_page_lists_the_significant_events(node: Node) -> None:
+    scenario(node)
+    found = collect(node.app)
+    assert found.counts["interrupted-round-voided"] == 1
+    assert found.counts["round-resumed"] == 1 and found.counts["correction"] == 1
+    assert found.last_verification is None
+    tally = read_log(node.app, Theories(GAMES, []))
+    status = not_verified(node.app, node.keys.keyring(), found.last_verification)
+    page = render(tally, status, "store", found)
+    text = _text(page)
+    assert "Significant events" in text and "No verification run is recorded" in text
+    for event in found.newest:
+        assert escape(event.summary) in page
+    assert len(found.newest) == found.total  # fewer than SHOWN: every one listed
 
 
 class _Refs(HTMLParser):

@@ -42,6 +42,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ledger.report import charts  # matplotlib missing: said before the log is read
     from ledger.report.html import render
     from ledger.report.reader import read_log
+    from ledger.report.significant import collect
     from ledger.report.status import not_verified, run_verifier
     from ledger.report.theory import Theories, load_edges
 
@@ -54,8 +55,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     url = store_url(args.store)
     app = LedgerApplication(url, keyring=keyring, create=False)
     try:
+        with progress_bar("significant events") as (advance, _):
+            significant = collect(app, advance)
         if level is None:
-            status = not_verified(app, keyring)
+            status = not_verified(app, keyring, significant.last_verification)
         else:
             with progress_bar("verifying") as (advance, _):
                 status = run_verifier(app, keyring, level, games, advance)
@@ -63,7 +66,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             tally = read_log(app, Theories(games, edges), advance, set_total)
     finally:
         app.close()
-    page = render(tally, status, _shown(url))
+    page = render(tally, status, _shown(url), significant)
     partial = output.with_name(f".{output.name}.{os.getpid()}.part")
     partial.write_text(page, encoding="utf-8")
     partial.replace(output)  # a reader never sees half a report

@@ -17,6 +17,7 @@ from ledger.domain.currency import format_major, minor_unit_exponent
 from ledger.domain.percent import percent
 from ledger.report import charts
 from ledger.report.returns import MIN_ROUNDS
+from ledger.report.significant import Significant
 from ledger.report.status import Status
 from ledger.report.tally import Counts, ReportTally
 
@@ -211,7 +212,37 @@ def _house_charts(tally: ReportTally) -> str:
     return "\n".join(images) or "<p>No settlement in the log.</p>"
 
 
-def render(tally: ReportTally, status: Status, store: str) -> str:
+def _significant(found: Significant | None) -> str:
+    if found is None:
+        return "<p>Not collected.</p>"
+    if not found.total:
+        return "<p>None in the log.</p>"
+    counts = _table(["kind", "events"], [[k, f"{n:,}"] for k, n in sorted(found.counts.items())])
+    shown = len(found.newest)
+    note = (
+        f"The newest {shown:,} of {found.total:,}; every one: "
+        "<code>ledger events --significant</code>."
+        if shown < found.total
+        else "Every one, in log order."
+    )
+    rows = [
+        [f"{e.position:,}", e.at.isoformat(timespec="seconds"), e.kind, e.summary]
+        for e in found.newest
+    ]
+    return "\n".join(
+        [
+            counts,
+            f'<p class="note">{note} Each was checked against its signed envelope as it was '
+            "read; actor signatures, chains and the Merkle tree are checked by "
+            "<code>ledger verify</code>.</p>",
+            _table(["log position", "signed at (UTC)", "kind", "what"], rows, 0),
+        ]
+    )
+
+
+def render(
+    tally: ReportTally, status: Status, store: str, significant: Significant | None = None
+) -> str:
     open_per_game: dict[tuple[str, str], int] = defaultdict(int)
     for round_ in tally.open.values():
         open_per_game[(round_.game, round_.currency)] += 1
@@ -246,6 +277,8 @@ def render(tally: ReportTally, status: Status, store: str) -> str:
         f"({tally.events:,} events read), UTC days {escape(span)}; made {escape(now)}.</p>",
         "<h2>Verification</h2>",
         _status(status),
+        "<h2>Significant events</h2>",
+        _significant(significant),
         "<h2>Games</h2>",
         _table(["game", "currency", *COUNT_HEADERS, "open at end of log"], game_rows, 2),
         '<p class="note">Voided by rules: the game voided the round (its fault policy). '

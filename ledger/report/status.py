@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ledger.audit.proofs import newest_checkpoint
+from ledger.audit.significant import SignificantEvent
 from ledger.audit.verify import Level, verify_store
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
@@ -27,7 +28,7 @@ class CheckpointInfo:
     size: int
     root: str  # base64, as in the note
     issued_at: str
-    key_id: str
+    key_id: str  # the signing key as the note names it
 
     @classmethod
     def of(cls, checkpoint: Checkpoint) -> CheckpointInfo:
@@ -36,7 +37,7 @@ class CheckpointInfo:
             checkpoint.size,
             base64.b64encode(checkpoint.root).decode(),
             checkpoint.issued_at.isoformat(),
-            checkpoint.key_id,
+            checkpoint.key_label,
         )
 
 
@@ -61,11 +62,26 @@ READ_CHECKS = (
 )
 
 
-def not_verified(app: LedgerApplication, keyring: Keyring) -> Status:
+def not_verified(
+    app: LedgerApplication, keyring: Keyring, recorded: SignificantEvent | None = None
+) -> Status:
+    """Not verified by this report; the newest recorded `verify --record` run quoted."""
     newest = newest_checkpoint(app, keyring)
+    lines = [READ_CHECKS]
+    if recorded is None:
+        lines.append("No verification run is recorded in the log.")
+    else:
+        run = recorded.details
+        lines.append(
+            f"The newest verification run recorded in the log (log position {recorded.position}, "
+            f"signed {recorded.at.isoformat()}, auditor key {run.get('auditor_key_id')}): "
+            f"{recorded.summary}. This report did not re-check it (`ledger verify` checks "
+            f"every recorded run), and events after log position {run.get('tree_size')} are "
+            "not covered by it."
+        )
     return Status(
         "not verified",
-        [READ_CHECKS],
+        lines,
         CheckpointInfo.of(newest) if newest else None,
         keyring.fingerprint(),
     )
