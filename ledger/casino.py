@@ -44,7 +44,13 @@ from ledger.domain.round import (
     operator_fact,
     throw_fact,
 )
-from ledger.errors import ConflictError, InvalidCommandError, NotFoundError, VerificationError
+from ledger.errors import (
+    ConflictError,
+    InvalidCommandError,
+    NotFoundError,
+    RequestIdReusedError,
+    VerificationError,
+)
 from ledger.games.api import DECK_SIZE, BetView, Draw, RecordedAction, Step
 from ledger.games.replay import (
     CLOSE_BETTING,
@@ -145,7 +151,7 @@ class Casino:
             return None
         assert isinstance(found, Request)
         if found.fingerprint != fingerprint:
-            raise InvalidCommandError(
+            raise RequestIdReusedError(
                 f"request id {request_id!r} was already used for a different {found.command}"
             )
         return found

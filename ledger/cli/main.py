@@ -20,6 +20,7 @@ from ledger.cli.common import check_keys_path, open_from_args
 from ledger.cli.keys import add_key_commands
 from ledger.cli.output import tolerate_closed_stdout
 from ledger.cli.projections import add_projection_commands
+from ledger.cli.serve import add_serve_commands
 from ledger.cli.simulate import add_simulate_command
 from ledger.cli.variants import add_variant_commands
 from ledger.errors import LedgerError
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_commands(commands)
     add_projection_commands(commands, open_from_args)
     add_variant_commands(commands)
+    add_serve_commands(commands)
     return parser
 
 
