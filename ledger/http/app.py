@@ -14,12 +14,14 @@ ledger call at a time per worker process (run several workers, see
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Security
+from fastapi import Depends, FastAPI, Header, Path, Query, Request, Security
 from fastapi.exceptions import HTTPException
 from fastapi.security import HTTPBearer
 
@@ -28,11 +30,11 @@ from ledger.casino import MAX_REQUEST_ID, Casino
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
 from ledger.domain.money import wallet
-from ledger.errors import NotFoundError
+from ledger.errors import InvalidCommandError, NotFoundError
 from ledger.http import models
 from ledger.http.errors import install_error_handlers
 from ledger.http.middleware import Authenticate, BodyLimit
-from ledger.http.signers import PresignedSigner
+from ledger.http.signers import CapturingSigner, FactCaptured, PresignedSigner
 from ledger.http.tokens import ApiRole, Token, TokenStore
 from ledger.plugins.paytable import paytable
 from ledger.plugins.registry import LoadedGame
@@ -101,7 +103,6 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         redoc_url=None,
     )
     install_error_handlers(api)
-    router = APIRouter(prefix="/v1", dependencies=[])
     casino = service.casino
     bearer = HTTPBearer(auto_error=False)  # documents the scheme; Authenticate enforces it
 
@@ -114,8 +115,8 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
             async def check(request: Request) -> Token:
                 return token_of(request, roles)
 
-            router.add_api_route(
-                path,
+            api.add_api_route(
+                f"/v1{path}",
                 handler,
                 methods=[method],
                 status_code=status,
@@ -201,8 +202,11 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"table_id": table_id}
 
     @route("GET", "/tables/{table_id}", (*READERS, DEVICE))
-    async def get_table(table_id: Uuid) -> dict[str, Any]:
+    async def get_table(request: Request, table_id: Uuid) -> dict[str, Any]:
         """A table's state, from its events."""
+        token: Token = request.state.token
+        if token.role is DEVICE and token.table != str(casino.table(table_id).id):
+            raise HTTPException(403, "this table device's token is for another table")
         table = casino.table(table_id)
         return {
             "table_id": str(table.id),
@@ -412,6 +416,42 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         )
         return {"results": results}
 
+    @route("POST", "/rounds/{round_id}/fact-to-sign", (OPERATOR,))
+    async def fact_to_sign(round_id: RoundId, body: models.FactToSign) -> dict[str, Any]:
+        """The exact bytes an operator signs (Ed25519) for a void, resume or correction
+        with these arguments; nothing is recorded. Send the signature, base64, with
+        the command itself."""
+        signer = CapturingSigner(body.key_id, Role.OPERATOR)
+        request_id = f"fact-to-sign-{uuid.uuid4()}"  # never saved: the signer stops the command
+        try:
+            if body.command in ("void", "resume"):
+                command = casino.void_round if body.command == "void" else casino.resume_round
+                command(
+                    request_id=request_id, round_id=round_id, reason=body.reason, operator=signer
+                )
+            elif body.command == "correct":
+                casino.correct(
+                    request_id=request_id,
+                    round_id=round_id,
+                    outcome=body.outcome or {},
+                    reason=body.reason,
+                    operator=signer,
+                )
+            else:
+                if body.step is None or body.drawn is None:
+                    raise InvalidCommandError("a step correction needs its step and drawn")
+                casino.correct_step(
+                    request_id=request_id,
+                    round_id=round_id,
+                    step=body.step,
+                    drawn=body.drawn,
+                    reason=body.reason,
+                    operator=signer,
+                )
+        except FactCaptured as captured:
+            return {"key_id": body.key_id, "message": base64.b64encode(captured.message).decode()}
+        raise RuntimeError(f"{body.command} finished without asking for a signature")
+
     # Queries.
     @route("GET", "/balances", READERS)
     async def balances(
@@ -505,7 +545,6 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         """Revoke a token (at once, on every worker); revoking twice changes nothing."""
         return service.tokens.revoke(token_id).public()
 
-    api.include_router(router)
     api.add_middleware(BodyLimit, limit=max_body)
     api.add_middleware(Authenticate, tokens=service.tokens)
     return api

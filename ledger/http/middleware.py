@@ -7,6 +7,7 @@ import json
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from ledger.errors import ConfigError
 from ledger.http.tokens import TokenStore
 
 Scope = MutableMapping[str, Any]
@@ -99,7 +100,11 @@ class Authenticate:
                 scheme, _, text = value.decode("latin-1").partition(" ")
                 if scheme.lower() == "bearer" and text.strip():
                     presented = text.strip()
-        token = self.tokens.authenticate(presented) if presented else None
+        try:
+            token = self.tokens.authenticate(presented) if presented else None
+        except ConfigError as exc:  # fail closed, saying why (the file's path, not its content)
+            await _reply(send, 500, str(exc), [])
+            return
         if token is None:
             detail = (
                 "missing bearer token (Authorization: Bearer <token>)"

@@ -7,7 +7,7 @@ known account, a legal move) is the Python API's to decide.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
@@ -111,3 +111,14 @@ class StepCorrection(Body):
 
 class TrustedCheckpoint(Body):
     checkpoint: Annotated[StrictStr, Field(min_length=1, max_length=10_000)]
+
+
+class FactToSign(Body):
+    """Which operator command will be sent, with its arguments (all but the signature)."""
+
+    command: Literal["void", "resume", "correct", "correct_step"]
+    key_id: Annotated[StrictStr, Field(min_length=64, max_length=64, pattern="^[0-9a-f]{64}$")]
+    reason: Text
+    outcome: Json | None = None
+    step: Step | None = None
+    drawn: Annotated[list[StrictInt], Field(max_length=52)] | None = None
