@@ -193,3 +193,17 @@ def test_the_committed_openapi_document_is_the_served_one(api: Api) -> None:
     served = api.client.get("/openapi.json").json()
     committed = json.loads(OPENAPI.read_text())
     assert served == committed, "run `ledger serve --openapi docs/openapi.json` and commit it"
+
+
+def test_a_float_inside_a_bet_or_a_stake_is_refused_and_records_nothing(api: Api) -> None:
+    player = api.wallet(1_000)
+    round_id = api.round(api.table())
+    before = api.events()
+    path = f"/v1/rounds/{round_id}/bets"
+    nested = api.post(path, {"account_id": player, "bet": {"on": 0.5}, "stake": 100})
+    stake = api.post(path, {"account_id": player, "bet": {"on": "heads"}, "stake": 100.0})
+    huge = api.post(path, {"account_id": player, "bet": {"on": "heads"}, "stake": 2**64})
+    assert nested.status_code == 400 and "0.5" in nested.json()["detail"], nested.text
+    assert stake.status_code == 422 and "stake" in stake.json()["detail"]
+    assert huge.status_code == 422 and "stake" in huge.json()["detail"]
+    assert api.events() == before
