@@ -30,35 +30,48 @@ def cmd_openapi(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from ledger.cli.passphrase import read_passphrase
     from ledger.http import asgi
+    from ledger.node import PASSPHRASE_ENV, open_node
 
     directory = keys_dir(args.keys)
-    directory.keyring()  # missing keys fail here, in one line, before any worker starts
+    if not args.unencrypted and asgi.passphrase() is None:
+        # Every worker needs the ledger-node key: read the passphrase once, hand it on.
+        os.environ[PASSPHRASE_ENV] = read_passphrase(confirm=not directory.has_node_keys()).decode()
+    if not directory.has_node_keys():  # one command on a new machine, as `simulate` does
+        for record in directory.create_node_keys(asgi.passphrase()):
+            print(f"created {record.role.value} key {record.name} in {directory.path}")
     # The workers read their settings from the environment (each opens its own node).
     if args.store:
         os.environ[asgi.STORE_ENV] = args.store
+    os.environ["LEDGER_KEYS"] = str(directory.path)
+    os.environ[asgi.RNG_ENV] = str(Path(args.rng_dir) if args.rng_dir else asgi.default_rng_dir())
     if args.workers > 1:
         # Several writers: checkpoint in one process of its own (`ledger checkpoint --follow`).
         os.environ[asgi.ANCHOR_ENV] = "0"
-    os.environ["LEDGER_KEYS"] = str(directory.path)
-    os.environ[asgi.RNG_ENV] = str(Path(args.rng_dir) if args.rng_dir else asgi.default_rng_dir())
-    if asgi.passphrase() is None and not args.unencrypted:
-        # Each worker needs the ledger-node key: read the passphrase once, hand it on.
-        from ledger.cli.passphrase import read_passphrase
-
-        os.environ["LEDGER_PASSPHRASE"] = read_passphrase().decode()
+    # Open the node once here, so a wrong passphrase, a missing key or an unusable
+    # store is one line (exit 2) before any worker starts.
+    open_node(
+        args.store, str(directory.path), passphrase=asgi.passphrase(), anchor_seconds=0
+    ).close()
+    if not TokenStore(directory.path).list():
+        print(
+            "no API tokens yet: create one with `ledger tokens create --role ROLE`",
+            file=sys.stderr,
+        )
     print(
         f"serving the ledger API on http://{args.host}:{args.port}/v1 "
         f"({args.workers} worker{'s' * (args.workers != 1)}; OpenAPI at /openapi.json)",
         file=sys.stderr,
+        flush=True,
     )
     uvicorn.run(
         "ledger.http.asgi:build",
+        factory=True,
         host=args.host,
         port=args.port,
         workers=args.workers,
         log_level=args.log_level,
-        factory=True,
     )
     return 0
 
