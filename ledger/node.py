@@ -107,11 +107,11 @@ def check_store_is_ours(
     if newest is None:
         return
     checkpoint = parse_checkpoint_row(newest)
-    record = keyring.get(checkpoint.key_id)
+    record = checkpoint.key_record(keyring)
     if record is None or record.role is not Role.CHECKPOINT:
         raise ConfigError(
             f"the store's newest checkpoint was signed by checkpoint key "
-            f"{checkpoint.key_id[:16]}, which this keyring does not hold: {advice}"
+            f"{checkpoint.key_label}, which this keyring does not hold: {advice}"
         )
     if checkpoint.origin != node_origin:
         raise ConfigError(

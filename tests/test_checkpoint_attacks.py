@@ -373,7 +373,8 @@ def other_origin(a: Attacker, node: Node) -> None:
 def bad_signature(a: Attacker, node: Node) -> None:
     note = a.checkpoint_note(8)
     body, signature = note.rsplit(" ", 1)
-    flipped = ("B" if signature[0] == "A" else "A") + signature[1:]
+    # Characters 6.. of the base64 encode the signature (0-5 hold the 4-byte key hash).
+    flipped = signature[:8] + ("B" if signature[8] == "A" else "A") + signature[9:]
     a.sql("UPDATE ledger_checkpoints SET note = ? WHERE tree_size = 8", (f"{body} {flipped}",))
 
 

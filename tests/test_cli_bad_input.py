@@ -14,11 +14,13 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from base64 import b64decode
 from pathlib import Path
 
 import pytest
 
 from ledger.cli.main import main
+from ledger.crypto.note import key_hash
 
 RIGHT = "right"
 TABLES = ("stored_events", "ledger_merkle_leaves", "ledger_merkle_nodes", "ledger_checkpoints")
@@ -346,18 +348,22 @@ def test_store_sealed_by_keys_missing_from_the_keyring(
 ) -> None:
     make_store(capsys)
     make_store(capsys, "--keys", "other", "--store", "sqlite:///other.db", rounds=2)
-    store_checkpoint_key = keyring_entries(workdir / "keys")["checkpoint"]["key_id"]
+    entry = keyring_entries(workdir / "keys")["checkpoint"]
+    # C2SP checkpoints name their key by name and key hash (both keyrings have a
+    # key named "checkpoint": the hash tells them apart).
+    hashed = key_hash("checkpoint", b64decode(entry["public_key"]))
+    store_checkpoint_key = f"checkpoint+{hashed.hex()}"
 
     line, out = refused(capsys, workdir, "--keys", "other", "verify", code=1)
     assert out == ""
     # Checkpoints are verified before events, so the first failure is the
     # store's checkpoint, signed by a key the `other` keyring does not hold.
     assert re.match(r"ledger: error: checkpoint of size \d+: ", line), line
-    assert f"signed by unknown key {store_checkpoint_key[:16]}" in line
+    assert f"signed by unknown key {store_checkpoint_key} (the keyring's key" in line
 
     # At the integrity level too.
     line, _ = refused(capsys, workdir, "--keys", "other", "verify", "--level", "integrity", code=1)
-    assert f"unknown key {store_checkpoint_key[:16]}" in line
+    assert f"unknown key {store_checkpoint_key}" in line
 
 
 @pytest.mark.parametrize("level", ["signatures", "integrity"])

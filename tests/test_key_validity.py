@@ -68,7 +68,7 @@ def position_of(node: Node, stream: str, version: int) -> int:
 
 def stolen(keys: KeyDirectory, name: str, role: Role) -> InMemorySigner:
     """What a thief holding the key file (and its passphrase) signs with."""
-    return InMemorySigner(read_private_key(keys.private_key_path(name), PASSPHRASE), role)
+    return InMemorySigner(read_private_key(keys.private_key_path(name), PASSPHRASE), role, name)
 
 
 def one_error_line(output: str) -> str:

@@ -19,7 +19,7 @@ def checkpoint_times(checkpoints: list[Checkpoint], keyring: Keyring) -> list[tu
         issued_at = checkpoint.issued_at
         if issued_at.tzinfo is None or issued_at.utcoffset() is None:
             raise VerificationError("its time has no time zone", where=label)
-        record = keyring.get(checkpoint.key_id)
+        record = checkpoint.key_record(keyring)
         if record is not None and record.revoked_at and issued_at >= record.revoked_at:
             raise VerificationError(
                 f"signed at {issued_at.isoformat()} by a checkpoint key revoked at "

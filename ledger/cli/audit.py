@@ -93,7 +93,12 @@ def _load_trusted(path: str | None) -> Checkpoint | None:
         raise ConfigError(f"cannot read kept checkpoint {path}: {exc.strerror}") from exc
     except UnicodeDecodeError:
         raise ConfigError(f"{path} is not a checkpoint note (not UTF-8 text)") from None
-    return Checkpoint.from_note(text)
+    try:
+        return Checkpoint.from_note(text)
+    except VerificationError as exc:
+        # Either form (C2SP, or the project-specific one of releases <= 0.2) is read;
+        # anything else is bad input, not a failed check of the log.
+        raise ConfigError(f"{path} is not a checkpoint note: {exc}") from None
 
 
 def _verify_keyring(args: argparse.Namespace) -> tuple[Keyring, str]:

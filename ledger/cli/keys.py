@@ -11,7 +11,8 @@ from ledger.cli.args import int_range
 from ledger.cli.common import open_from_args, passphrase_for
 from ledger.cli.passphrase import read_passphrase
 from ledger.crypto.envelope import now_micros
-from ledger.crypto.keys import Role
+from ledger.crypto.keys import PublicKeyRecord, Role
+from ledger.crypto.note import NoteError, verifier_key
 from ledger.errors import KeyStoreError
 from ledger.node import keys_dir
 from ledger.revocation import revoke_key
@@ -29,7 +30,9 @@ def cmd_keys_create(args: argparse.Namespace) -> int:
 
 
 def cmd_keys_list(args: argparse.Namespace) -> int:
-    """Every key; `[signs now]` marks the key each role signs with (none when ambiguous)."""
+    """Every key; `[signs now]` marks the key each role signs with (none when ambiguous).
+    A checkpoint key also shows its C2SP note verifier key (`name+hash+base64`),
+    the form any signed-note tool takes to check our checkpoints."""
     directory = keys_dir(args.keys)
     keyring = directory.keyring()
     signing: dict[Role, str] = {}
@@ -41,6 +44,8 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
     for record in keyring:
         until = record.not_after.isoformat() if record.not_after else "no expiry"
         line = f"{record.key_id}  {record.role.value:<13} {record.name}  until {until}"
+        if record.role is Role.CHECKPOINT:
+            line += f"  verifier-key {_verifier_key(record)}"
         if record.revoked_at is not None:
             line += f"  revoked {record.revoked_at.isoformat()} ({record.revocation_reason})"
         elif not record.valid_at(now):
@@ -49,6 +54,13 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
             line += "  [signs now]"
         print(line)
     return 0
+
+
+def _verifier_key(record: PublicKeyRecord) -> str:
+    try:
+        return verifier_key(record.name, record.public_key)
+    except NoteError:
+        return "none (its name cannot appear in a signed note)"
 
 
 def cmd_keys_use(args: argparse.Namespace) -> int:

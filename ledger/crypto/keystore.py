@@ -204,7 +204,7 @@ class KeyDirectory:
         """A signer for the key `choose(role, name)` picks."""
         record = self.choose(role, name)
         private_key = read_private_key(self.private_key_path(record.name), passphrase)
-        signer = InMemorySigner(private_key, role)
+        signer = InMemorySigner(private_key, role, record.name)
         if signer.key_id != record.key_id:
             raise KeyStoreError(f"{record.name}.pem does not match its keyring entry")
         return signer

@@ -31,10 +31,22 @@ class Signer(Protocol):
         ...
 
 
+@runtime_checkable
+class NamedSigner(Signer, Protocol):
+    """A `Signer` that also knows its key's name and public key, as a signed
+    note's signature line needs (C2SP signed-note: name and key hash)."""
+
+    @property
+    def name(self) -> str | None: ...
+
+    @property
+    def public_key(self) -> bytes: ...
+
+
 class InMemorySigner:
     """A `Signer` over a private key held in this process (read from a key file)."""
 
-    def __init__(self, private_key: Ed25519PrivateKey, role: Role) -> None:
+    def __init__(self, private_key: Ed25519PrivateKey, role: Role, name: str | None = None) -> None:
         raw_private = private_key.private_bytes(
             serialization.Encoding.Raw,
             serialization.PrivateFormat.Raw,
@@ -48,7 +60,17 @@ class InMemorySigner:
         _, self._secret = nacl.bindings.crypto_sign_seed_keypair(raw_private)
         self._key_id = key_id_of(raw_public)
         self._role = role
-        self.public_key = raw_public
+        self._name = name
+        self._public_key = raw_public
+
+    @property
+    def name(self) -> str | None:
+        """The key's name in the keyring (None when made from a bare private key)."""
+        return self._name
+
+    @property
+    def public_key(self) -> bytes:
+        return self._public_key
 
     @property
     def key_id(self) -> str:

@@ -31,7 +31,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck, check_row, open_envelope
 from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.merkle import CompactRange, hash_children, inclusion_proof, verify_inclusion
-from ledger.crypto.signing import Signer
+from ledger.crypto.signing import NamedSigner
 from ledger.errors import ConfigError, ConflictError, VerificationError
 from ledger.store.merkle_log import (
     MerkleLogTables,
@@ -75,7 +75,7 @@ class Checkpointer:
         self,
         tables: MerkleLogTables,
         *,
-        signer: Signer,
+        signer: NamedSigner,
         signer_check: SignerCheck,
         keyring: Keyring | None = None,
         origin: str = DEFAULT_ORIGIN,
@@ -87,6 +87,12 @@ class Checkpointer:
             raise ConfigError(f"checkpoints need a checkpoint key, not {signer.role.value}")
         if keyring is None:
             raise ConfigError("the checkpointer needs the keyring to check the signed checkpoints")
+        record = keyring.get(signer.key_id)
+        if signer.name is None or (record is not None and record.name != signer.name):
+            # C2SP checkpoints name their key: a wrong name signs notes nobody can check.
+            raise ConfigError(
+                f"the checkpoint signer's key name {signer.name!r} is not its keyring name"
+            )
         self.tables = tables
         self.signer = signer
         self.signer_check = signer_check
