@@ -192,7 +192,7 @@ def test_queries_balances_rounds_games_paytable_checkpoint_and_proofs(api: Api) 
 def test_the_committed_openapi_document_is_the_served_one(api: Api) -> None:
     served = api.client.get("/openapi.json").json()
     committed = json.loads(OPENAPI.read_text())
-    assert served == committed, "run `ledger serve --openapi docs/openapi.json` and commit it"
+    assert served == committed, "run `ledger openapi --output docs/openapi.json` and commit it"
 
 
 def test_a_float_inside_a_bet_or_a_stake_is_refused_and_records_nothing(api: Api) -> None:
