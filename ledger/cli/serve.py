@@ -33,8 +33,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ledger.cli.passphrase import read_passphrase
     from ledger.http import asgi
     from ledger.node import PASSPHRASE_ENV, open_node
+    from ledger.store.application import probe_store
+    from ledger.store.config import store_url
 
     directory = keys_dir(args.keys)
+    probe_store(store_url(args.store))  # an unusable store fails before keys are made
     if not args.unencrypted and asgi.passphrase() is None:
         # Every worker needs the ledger-node key: read the passphrase once, hand it on.
         os.environ[PASSPHRASE_ENV] = read_passphrase(confirm=not directory.has_node_keys()).decode()
