@@ -207,3 +207,27 @@ def test_a_float_inside_a_bet_or_a_stake_is_refused_and_records_nothing(api: Api
     assert stake.status_code == 422 and "stake" in stake.json()["detail"]
     assert huge.status_code == 422 and "stake" in huge.json()["detail"]
     assert api.events() == before
+
+
+def test_a_device_report_the_device_did_not_sign_is_refused_over_http(api: Api) -> None:
+    """The server never vouches for a device: an outcome changed after signing, a
+    report signed as another step, or none at all, is refused; nothing recorded."""
+    player = api.wallet(1_000)
+    table = api.table()
+    round_id = api.round(table)
+    api.ok(
+        f"/v1/rounds/{round_id}/bets", {"account_id": player, "bet": {"on": "heads"}, "stake": 100}
+    )
+    api.ok(f"/v1/rounds/{round_id}/close-betting")
+    api.device_token(table)
+    device = dealer_device(api.node)
+    signed_tails = device.act(round_id, 1, "dealer", "toss", {"face": "tails"}, [])
+    wrong_step = device.act(round_id, 2, "dealer", "toss", {"face": "heads"}, [])
+    before = api.events()
+    path = f"/v1/rounds/{round_id}/act"
+    for source in (signed_tails, wrong_step, None):
+        body = {"actor": "dealer", "action": "toss", "args": {"face": "heads"}, "source": source}
+        refused = api.post(path, body, "table-device")
+        assert refused.status_code == 400, refused.text
+    assert api.events() == before
+    assert api.get(f"/v1/accounts/{player}").json()["balance"] == 900
