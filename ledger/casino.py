@@ -49,6 +49,7 @@ from ledger.errors import (
     InvalidCommandError,
     LedgerError,
     NotFoundError,
+    RequestIdReusedError,
     VerificationError,
 )
 from ledger.games.api import DECK_SIZE, BetView, Draw, RecordedAction, Step
@@ -175,7 +176,7 @@ class Casino:
             return None
         assert isinstance(found, Request)
         if found.fingerprint != fingerprint:
-            raise InvalidCommandError(
+            raise RequestIdReusedError(
                 f"request id {request_id!r} was already used for a different {found.command}"
             )
         return found
