@@ -29,16 +29,39 @@ from tests.test_xidach_rounds import seated, simple_move
 GAMES = get_plugin_manager().games()
 
 
-def played_rng_round(node: Node, tmp_path: Any) -> tuple[Casino, str, list[dict[str, Any]]]:
-    """A whole Xì dách round on an RNG table through Casino.act; the step the
-    casino's cache gave after every action, next to a full replay's."""
+def played_rng_round(
+    node: Node, tmp_path: Any, min_steps: int = 8
+) -> tuple[Casino, str, list[dict[str, Any]]]:
+    """A whole Xì dách round on an RNG table through Casino.act, of at least
+    `min_steps` steps (a short round, e.g. a dealt blackjack, is followed by another);
+    the step the casino's cache gave after every action, next to a full replay's."""
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
         request_id="t", name="XD", variant="xidach", currency="VND", limits=XD_LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
-    round_id, _ = seated(casino, table, {1: 100, 2: 200, 3: 300})
+    round_id, players = seated(casino, table, {1: 100, 2: 200, 3: 300})
+    for attempt in range(50):
+        if attempt:  # the same players in a new round
+            round_id = casino.open_round(request_id=f"r{attempt}", table_id=table, dealer="D")
+            for seat, who in players.items():
+                casino.place_bet(
+                    request_id=f"b{seat}-{attempt}",
+                    round_id=round_id,
+                    account_id=who,
+                    bet={"bet": f"seat:{seat}"},
+                    stake=100 * seat,
+                )
+        pairs = play_to_the_end(casino, round_id, rng, f"{attempt}-")
+        if len(pairs) >= min_steps:
+            return casino, round_id, pairs
+    raise AssertionError(f"no round of {min_steps} steps in 50")
+
+
+def play_to_the_end(
+    casino: Casino, round_id: str, rng: RngServer, prefix: str
+) -> list[dict[str, Any]]:
     pairs: list[dict[str, Any]] = []
     number = 0
     while True:
@@ -49,9 +72,11 @@ def played_rng_round(node: Node, tmp_path: Any) -> tuple[Casino, str, list[dict[
         cached = casino.steps.replay(game, game_round.id, bets, game_round.log)
         pairs.append({"full": full, "cached": cached})
         if full[1]["over"]:
-            return casino, round_id, pairs
+            return pairs
         actor, action = simple_move(full[1])
-        casino.act(request_id=f"a{number}", round_id=round_id, actor=actor, action=action, rng=rng)
+        casino.act(
+            request_id=f"a{prefix}{number}", round_id=round_id, actor=actor, action=action, rng=rng
+        )
         number += 1
 
 
