@@ -67,6 +67,11 @@ class NotFoundError(InvalidCommandError):
     """An account, round or table that does not exist."""
 
 
+class RequestIdReusedError(InvalidCommandError):
+    """A request id already used for another command or other arguments (the
+    HTTP API answers 409); nothing is recorded."""
+
+
 class ConflictError(LedgerError):
     """Concurrent writers kept conflicting; the command was not carried out."""
 

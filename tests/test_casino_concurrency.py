@@ -5,7 +5,6 @@ doubled bet, and a request sent by both is carried out once."""
 from __future__ import annotations
 
 import multiprocessing
-import time
 from typing import Any
 
 from eventsourcing.persistence import IntegrityError
@@ -46,7 +45,7 @@ def plan(worker: int) -> Plan:
 
 
 def bettor(
-    store: str, keys: str, round_id: str, account: str, worker: int, start: float
+    store: str, keys: str, round_id: str, account: str, worker: int, start: Any
 ) -> tuple[list[Outcome], int]:
     """Send this worker's plan; return what each request got, and how many
     saves lost a race (and were retried from fresh state)."""
@@ -65,7 +64,7 @@ def bettor(
     node.app.save = save  # type: ignore[method-assign]
     try:
         casino = Casino(node.app, VARIANTS)
-        time.sleep(max(0.0, start - time.time()))  # both begin together
+        start.wait(timeout=120)  # both begin together, however slowly each started
         outcomes: list[Outcome] = []
         for request_id, stake, side in plan(worker):
             try:
@@ -101,8 +100,8 @@ def test_two_processes_betting_from_one_wallet(node: Node, store_url: str) -> No
     assert requested > DEPOSIT + 300  # far more than the wallet holds
 
     context = multiprocessing.get_context("spawn")
-    start = time.time() + 2.0  # time for both to start and open their nodes
-    with context.Pool(2) as pool:
+    with context.Manager() as manager, context.Pool(2) as pool:
+        start = manager.Barrier(2)
         args = [(store_url, str(node.keys.path), round_id, account, w, start) for w in (0, 1)]
         answers = pool.starmap(bettor, args)
     outcomes = [o for found, _ in answers for o in found]

@@ -44,6 +44,7 @@ from ledger.audit.parallel import run_chunks
 from ledger.audit.revocations import log_revocations, merged
 from ledger.audit.round_variants import installed_variants
 from ledger.audit.settlement import SettlementCounts, check_settlement
+from ledger.audit.verifications import recorded_runs
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
@@ -52,7 +53,10 @@ from ledger.errors import ConfigError, VerificationError
 from ledger.plugins.registry import LoadedGame as Variant
 from ledger.store.application import LedgerApplication
 
-CHUNK_LEAVES = 1 << 14
+# Small enough that the processes finish together (a worker starts late and
+# the last chunks are shared out finely), large enough that a chunk's query
+# and its result's trip back cost little next to its events.
+CHUNK_LEAVES = 1 << 12
 
 
 class Level(StrEnum):
@@ -87,6 +91,9 @@ class VerificationReport:
     seconds: float = 0.0
     workers: int = 1
     settlement: SettlementCounts | None = None  # what the settlement level re-derived
+    root: str = ""  # the whole log's Merkle root (hex) the events give
+    checkpoint_root: str | None = None  # the newest valid checkpoint's root (hex)
+    recorded_runs: int = 0  # recorded verification runs checked (signature, size, root)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -119,6 +126,11 @@ class VerificationReport:
             lines += _settlement_lines(self.settlement)
         if self.trusted_size is not None:
             lines.append(f"   consistent with the kept checkpoint of size {self.trusted_size}")
+        if self.recorded_runs:
+            lines.append(
+                f"   {_n(self.recorded_runs, 'recorded verification run')} checked: auditor "
+                "signatures, and each run's tree size and root against the log"
+            )
         if self.unanchored:
             lines.append(f"   {self.unanchored}")
         return "\n".join(lines + [f"   {note}" for note in self.notes])
@@ -174,7 +186,7 @@ def plan_chunks(
     times = times or []
     while first < count:
         end = min(first + chunk_leaves, count)
-        last_id = highest if end == count else app.tables.id_at_offset(end - 1)
+        last_id = highest if end == count else app.tables.id_after(after, end - first - 1)
         if last_id is None:  # rows vanished while planning
             raise VerificationError(f"the log changed while it was read (log position {end - 1})")
         inside = tuple(s for s in sizes if first < s <= end)
@@ -221,9 +233,11 @@ def verify_store(
     if trusted is not None:
         report.trusted_size = trusted.size
     everyone = checkpoints + ([trusted] if trusted is not None else [])
+    runs = recorded_runs(app.tables, app.mapper.transcoder, keyring)
+    claimed = {r.tree_size: r for r in runs if r.root is not None}
     times = checkpoint_times(everyone, keyring)
     expected_roots = {c.size: c.root for c in checkpoints}
-    sizes = set(expected_roots) | ({trusted.size} if trusted else set())
+    sizes = set(expected_roots) | ({trusted.size} if trusted else set()) | set(claimed)
 
     count, specs = plan_chunks(app, sorted(sizes), level, chunk_leaves, times)
     if on_total:
@@ -255,6 +269,16 @@ def verify_store(
                 whole = tree.copy()
                 whole.extend(partial)
                 root = whole.root()
+                run = claimed.get(size)
+                if run is not None and root != run.root:
+                    problems.append(
+                        Problem(
+                            run.position,
+                            f"a recorded verification run claims the log's root at size {size} "
+                            "is one the events do not give",
+                        )
+                    )
+                    break
                 if size in expected_roots and root != expected_roots[size]:
                     problems.append(first_difference(app.tables, matched, size))
                     break
@@ -296,6 +320,14 @@ def verify_store(
             keyring,
             installed_variants() if variants is None else variants,
         )
+    empty = claimed.get(0)
+    if empty is not None and empty.root != CompactRange(0).root():
+        raise Problem(
+            empty.position, "a recorded verification run claims a wrong empty root"
+        ).as_error()
+    report.recorded_runs = len(runs)
+    report.root = tree.root().hex()
+    report.checkpoint_root = checkpoints[-1].root.hex() if checkpoints else None
     report.events = count
     report.streams = len(heads)
     report.checkpoints = len(checkpoints)

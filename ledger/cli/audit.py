@@ -16,7 +16,9 @@ from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Keyring, Role
+from ledger.crypto.signing import Signer
 from ledger.errors import CannotCheckError, ConfigError, VerificationError
 from ledger.node import holds_private_key, keys_dir
 from ledger.plugins.manager import get_plugin_manager
@@ -131,18 +133,49 @@ def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoin
     return 0
 
 
+def _auditor(args: argparse.Namespace) -> tuple[Signer, bytes] | None:
+    """With --record: the auditor key that signs the run (loaded before verifying,
+    so a wrong key or passphrase fails before the work)."""
+    if not args.record:
+        return None
+    passphrase = read_passphrase()
+    return keys_dir(args.keys).signer(Role.AUDITOR, passphrase, args.auditor_key), passphrase
+
+
+def _record(args: argparse.Namespace, auditor: tuple[Signer, bytes], run: dict[str, Any]) -> None:
+    from ledger.audit.record import record_run
+
+    signer, passphrase = auditor
+    node = open_from_args(args, writable=True, passphrase=passphrase)
+    try:
+        record_run(node.app, run, signer)
+    finally:
+        node.close()
+    print(
+        f"   recorded in the log: verification {run['result']} over {run['tree_size']} events, "
+        f"signed by auditor key {signer.key_id[:16]}"
+    )
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
+    from ledger.audit.record import failed_run, passed_run
+
     level = Level.parse(args.level)
     trusted = _load_trusted(args.trusted)
     if args.bundle is not None:
+        if args.record:
+            raise ConfigError("--record appends to a store's log: it cannot verify a --bundle")
         return cmd_verify_bundle(args, level, trusted)
     keyring, source = _verify_keyring(args)
     fingerprint = keyring.fingerprint()
+    auditor = _auditor(args)
+    tree_size = 0
     try:
         variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
         # Read-only, and no keys directory needed: only the public keyring is trusted.
         app = LedgerApplication(store_url(args.store), keyring=keyring, create=False)
         try:
+            tree_size = app.tables.event_count()[0]
             with progress_bar("verifying") as (advance, set_total):
                 report = verify_store(
                     app,
@@ -164,11 +197,19 @@ def cmd_verify(args: argparse.Namespace) -> int:
     except (VerificationError, CannotCheckError) as exc:
         # A verdict (or the lack of one): still one line, naming the keyring it rests on.
         exc.args = (f"{exc} [keyring {fingerprint}]",)
+        if auditor is not None:
+            _record(
+                args,
+                auditor,
+                failed_run(level.value, tree_size, str(exc), fingerprint, now_micros()),
+            )
         raise
     print(report.summary())
     print(f"   trusted keyring {fingerprint} ({source})")
     if projections is not None:
         print(projections.summary())
+    if auditor is not None:
+        _record(args, auditor, passed_run(report, fingerprint, now_micros()))
     return 0
 
 
@@ -225,6 +266,15 @@ def add_audit_commands(commands: Any) -> None:
         "--bundle",
         metavar="DIR",
         help="verify an export bundle (ledger export) instead of a store: no database needed",
+    )
+    verify.add_argument(
+        "--record",
+        action="store_true",
+        help="append the run's result to the log, signed with an auditor key "
+        "(needs the keys directory's ledger-node key too)",
+    )
+    verify.add_argument(
+        "--auditor-key", metavar="NAME", help="the auditor key (default: the only one held)"
     )
     verify.set_defaults(handler=cmd_verify)
 

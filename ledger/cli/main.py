@@ -17,10 +17,14 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 
 from ledger.cli.audit import add_audit_commands
 from ledger.cli.common import check_keys_path, open_from_args
+from ledger.cli.events import add_events_command
 from ledger.cli.export import add_export_command
 from ledger.cli.keys import add_key_commands
 from ledger.cli.output import tolerate_closed_stdout
 from ledger.cli.projections import add_projection_commands
+from ledger.cli.recall import add_recall_command
+from ledger.cli.report import add_report_command
+from ledger.cli.serve import add_serve_commands
 from ledger.cli.simulate import add_simulate_command
 from ledger.cli.variants import add_variant_commands
 from ledger.errors import LedgerError
@@ -44,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_command(commands)
     add_projection_commands(commands, open_from_args)
     add_variant_commands(commands)
+    add_events_command(commands)
+    add_recall_command(commands)
+    add_report_command(commands)
+    add_serve_commands(commands)
     return parser
 
 

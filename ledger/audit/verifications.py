@@ -1,0 +1,114 @@
+"""Recorded verification runs (`ledger verify --record`), as `ledger verify` checks them.
+
+Read from the audit trail stream by its fixed id, version by version (an
+indexed lookup, never a scan). Each run counts only once checked: its
+envelope against its row, the node's signature, the chain, the auditor's own
+signature over the run (an `auditor` key of the keyring, valid and not
+revoked when the run was made, never after the event was signed), and the
+claims it makes about the log: the tree size it verified is no larger than
+the log before it, and `verify_store` checks its root against the log's root
+at that size like a checkpoint's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eventsourcing.persistence import Transcoder
+
+from ledger.audit.locate import position_of
+from ledger.crypto.actor import actor_signature, verify_fact
+from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_envelope, where
+from ledger.crypto.keys import Keyring, Role, from_micros
+from ledger.domain.audit_trail import AUDIT_TRAIL_ID, RECORDED_TOPIC, verification_fact
+from ledger.errors import VerificationError
+from ledger.store.merkle_log import MerkleLogTables
+
+_STREAM = str(AUDIT_TRAIL_ID)
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    position: int  # log position of the event recording it
+    tree_size: int
+    root: bytes | None  # the log's root at tree_size the run verified (None: it failed)
+    result: str
+
+
+def recorded_runs(
+    tables: MerkleLogTables, transcoder: Transcoder, keyring: Keyring
+) -> list[RecordedRun]:
+    """Every recorded run, checked; raise `VerificationError` naming the first bad one."""
+    signer_check = SignerCheck(keyring)
+    runs: list[RecordedRun] = []
+    previous, version = GENESIS_HASH, 1
+    while (row := tables.row_by_stream(_STREAM, version)) is not None:
+        notification_id, _, _, topic, state = row
+        position = position_of(tables, notification_id)
+        try:
+            envelope = open_envelope(bytes(state), stream=_STREAM, version=version)
+            check_row(envelope, stream=_STREAM, version=version, topic=topic)
+            signer_check.check_signature(envelope, stream=_STREAM, version=version)
+            if envelope.prev_hash != previous:
+                raise VerificationError("chain broken", where=where(_STREAM, version))
+            if topic == RECORDED_TOPIC:
+                run = _checked_run(transcoder, envelope.payload, keyring, version)
+                if envelope.signed_at is not None and run["verified_at"] > envelope.signed_at:
+                    raise VerificationError(
+                        "verification run made after the event recording it was signed",
+                        where=where(_STREAM, version),
+                    )
+                if run["tree_size"] > position:
+                    raise VerificationError(
+                        f"verification run claims a tree of {run['tree_size']} events, more "
+                        f"than the log held before it ({position})",
+                        where=where(_STREAM, version),
+                    )
+                root = bytes.fromhex(run["root"]) if run["root"] is not None else None
+                runs.append(RecordedRun(position, run["tree_size"], root, run["result"]))
+        except VerificationError as exc:
+            raise VerificationError(f"audit trail: {exc} (log position {position})") from exc
+        previous, version = envelope.entry_hash, version + 1
+    return runs
+
+
+def _checked_run(
+    transcoder: Transcoder, payload: bytes, keyring: Keyring, version: int
+) -> dict[str, Any]:
+    label = where(_STREAM, version)
+    try:
+        data: dict[str, Any] = transcoder.decode(payload)
+        run, signed = data["run"], actor_signature(data["auditor"])
+        size, root, at = run["tree_size"], run["root"], run["verified_at"]
+        result = run["result"]
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise VerificationError(f"malformed verification run: {exc}", where=label) from exc
+    if (
+        type(size) is not int
+        or size < 0
+        or type(at) is not int
+        or result not in ("passed", "failed")
+    ):
+        raise VerificationError("malformed verification run: wrong field types", where=label)
+    if root is not None and (type(root) is not str or len(root) != 64):
+        raise VerificationError("malformed verification run: root is not a hash", where=label)
+    if root is not None:
+        try:
+            bytes.fromhex(root)
+        except ValueError:
+            raise VerificationError(
+                "malformed verification run: root is not hex", where=label
+            ) from None
+    verify_fact(keyring, verification_fact(run), signed, Role.AUDITOR, label)
+    auditor = keyring.get(signed["key_id"])
+    assert auditor is not None  # verify_fact found it
+    try:
+        moment = from_micros(at)
+    except OverflowError:
+        raise VerificationError("verification time out of range", where=label) from None
+    if not auditor.usable_at(moment):
+        raise VerificationError(
+            "verification run signed with an auditor key not valid at its time", where=label
+        )
+    return dict(run)

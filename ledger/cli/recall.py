@@ -1,0 +1,190 @@
+"""`ledger recall ROUND_ID [--json]`: a round replayed step by step from its
+signed events (see ledger.audit.recall). Text shows amounts in major units of
+the round's currency; JSON keeps integer minor units beside the currency.
+Exit 0 when every event verified and every check made passed (what was not
+checked is listed), 1 when one did not, 2 for an unknown or malformed id."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ledger.audit.recall import Recall, RecalledEvent, recall_round
+from ledger.cli.args import uuid_text
+from ledger.cli.common import open_from_args
+from ledger.crypto.keys import Keyring
+from ledger.domain.currency import format_major
+
+
+def _who(event: RecalledEvent) -> str:
+    return "; ".join(
+        f"{k.signed} signed by {k.role or 'unknown-role'} key {k.name or '?'} ({k.key_id[:16]})"
+        for k in event.keys
+    )
+
+
+def _postings(facts: dict[str, Any], currency: str) -> list[str]:
+    legs = facts.get("postings") or []
+    return [
+        "postings: "
+        + ", ".join(f"{leg['account']} {format_major(leg['amount'], currency)}" for leg in legs)
+    ]
+
+
+def _results(results: list[dict[str, Any]], currency: str) -> str:
+    return "; ".join(
+        f"bet {r['bet_id']} ({r['account_id']}) staked {format_major(r['stake'], currency)}, "
+        f"returned {format_major(r['returned'], currency)}"
+        for r in results
+    )
+
+
+def _source(source: dict[str, Any]) -> str:
+    kind = source.get("kind")
+    if kind == "rng":
+        where = (
+            f"counter {source.get('counter')}"
+            if "counter" in source
+            else f"deck positions {source.get('positions')}"
+        )
+        return f"RNG seed {source.get('seed_id')} {where}"
+    if kind == "device":
+        return "the dealer device's signed report"
+    return "the node's command" if kind == "command" else f"source {kind!r}"
+
+
+def describe(event: RecalledEvent, currency: str) -> list[str]:
+    """What the event says, in lines for a person (facts verified before this)."""
+    f = event.facts or {}
+    money = format_major
+    kind = event.kind
+    if kind == "Opened":
+        seed = f.get("dice_seed")
+        limits = f.get("limits") or {}
+        return [
+            f"round opened: game {f.get('variant')} {f.get('variant_version')} "
+            f"(rules {str(f.get('rules_hash'))[:16]}, settlement API {f.get('settlement_api')}) "
+            f"at table {f.get('table_id')}, dealer {f.get('dealer')}",
+            (f"RNG table: randomness from committed seed {seed}" if seed else "physical table")
+            + f"; limits {money(limits.get('min_bet', 0), currency)}"
+            f"..{money(limits.get('max_bet', 0), currency)} {currency} a bet, "
+            f"{money(limits.get('max_round', 0), currency)} a player",
+        ]
+    if kind == "BetPlaced":
+        return [
+            f"bet {f.get('bet_id')}: account {f.get('account_id')} on {json.dumps(f.get('bet'))}, "
+            f"stake {money(f.get('stake', 0), currency)} {currency}",
+            *_postings(f, currency),
+        ]
+    if kind == "BetWithdrawn":
+        return [
+            f"bet {f.get('bet_id')} withdrawn by {f.get('account_id')}: "
+            f"{money(f.get('stake', 0), currency)} {currency} back",
+            *_postings(f, currency),
+        ]
+    if kind == "BettingClosed":
+        return ["betting closed"]
+    if kind == "BettingReopened":
+        return [f"betting reopened: {f.get('reason')}"]
+    if kind == "OutcomeRecorded":
+        return [f"outcome {json.dumps(f.get('outcome'))} from {_source(f.get('source') or {})}"]
+    if kind == "FaultRecorded":
+        return [
+            f"faulty throw #{f.get('faults')}: {f.get('reason')} "
+            f"(from {_source(f.get('source') or {})})"
+        ]
+    if kind == "ActionRecorded":
+        drawn = f" drew {f.get('drawn')}" if f.get("drawn") else ""
+        args = f" {json.dumps(f.get('args'))}" if f.get("args") else ""
+        flags = f"; flags {', '.join(f.get('flags') or [])}" if f.get("flags") else ""
+        return [
+            f"action #{f.get('step')}: {f.get('actor')} {f.get('action')}{args}{drawn} "
+            f"(from {_source(f.get('source') or {})}){flags}",
+            f"game state after: {json.dumps(f.get('state'), sort_keys=True)}",
+        ]
+    if kind == "Settled":
+        at = f" by action #{f.get('step')}" if f.get("step") is not None else ""
+        over = " (round over)" if f.get("over") else ""
+        return [
+            f"settled{at}{over}: {_results(f.get('results') or [], currency)}",
+            *_postings(f, currency),
+        ]
+    if kind == "Corrected":
+        at = f" at action #{f.get('step')}" if f.get("step") is not None else ""
+        return [
+            f"CORRECTION{at} by an operator: {json.dumps(f.get('wrong_outcome'))} -> "
+            f"{json.dumps(f.get('right_outcome'))} ({f.get('reason')})",
+            f"reversed: {_results(f.get('reversed_results') or [], currency)}",
+            f"settled again: {_results(f.get('results') or [], currency)}",
+            *_postings(f, currency),
+        ]
+    if kind == "Voided":
+        who = "an operator" if f.get("operator") else "the game's rules"
+        return [
+            f"VOIDED by {who}: {f.get('reason')}; returned: "
+            f"{_results(f.get('returns') or [], currency)}",
+            *_postings(f, currency),
+        ]
+    if kind == "Resumed":
+        return [f"RESUMED by an operator: {f.get('reason')}"]
+    return [f"{kind}: {json.dumps(f, sort_keys=True)}"]
+
+
+def render(recall: Recall) -> str:
+    currency = recall.currency or "XXX"
+    lines = [
+        f"REPLAY of round {recall.round_id}: re-derived from its signed events, not a live view",
+        f"amounts in {currency} (major units)",
+        "",
+    ]
+    for event in recall.events:
+        at = event.signed_at.isoformat(timespec="milliseconds") if event.signed_at else "-"
+        position = "?" if event.position is None else str(event.position)
+        head = f"v{event.version:<3} log {position:>9}  {at}  "
+        if event.facts is None or event.problem:
+            lines.append(f"{head}{event.kind}: {event.problem}")
+        if event.facts is None:
+            continue
+        said = describe(event, currency)
+        lines.append(f"{head}{said[0]}" if not event.problem else f"{' ' * len(head)}{said[0]}")
+        lines += [f"{' ' * len(head)}{line}" for line in said[1:]]
+        lines.append(f"{' ' * len(head)}{_who(event)}")
+    lines += ["", "CHECKED"] + [f"  {line}" for line in recall.checked]
+    lines += ["NOT CHECKED HERE"] + [f"  {line}" for line in recall.not_checked]
+    if recall.problems:
+        lines += ["PROBLEMS"] + [f"  {line}" for line in recall.problems]
+    lines.append(
+        "RESULT: every event verified and every check above passed"
+        if recall.ok
+        else f"RESULT: {len(recall.problems)} problem(s): this round's record cannot be trusted"
+    )
+    return "\n".join(lines)
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ledger.plugins.manager import get_plugin_manager
+
+    variants = get_plugin_manager().games()
+    node = open_from_args(args, writable=False)
+    try:
+        keyring = Keyring.load(Path(args.keyring)) if args.keyring else node.keyring
+        recall = recall_round(node.app, keyring, variants, args.round)
+    finally:
+        node.close()
+    print(json.dumps(recall.to_json(), indent=2) if args.json else render(recall))
+    return 0 if recall.ok else 1
+
+
+def add_recall_command(commands: Any) -> None:
+    recall = commands.add_parser(
+        "recall", help="replay one round step by step from its signed events (game recall)"
+    )
+    recall.add_argument("round", type=uuid_text, help="the round id")
+    recall.add_argument("--json", action="store_true", help="JSON (integer minor units)")
+    recall.add_argument(
+        "--keyring", metavar="FILE", help="your own copy of the public keyring (default: keys dir)"
+    )
+    recall.set_defaults(handler=cmd_recall)

@@ -1,0 +1,101 @@
+"""`ledger report FILE.html`: the auditor's report, in one pass over the log."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from ledger.audit.verify import Level
+from ledger.cli.audit import _verify_keyring
+from ledger.cli.progress import progress_bar
+from ledger.errors import ConfigError
+from ledger.plugins.manager import get_plugin_manager
+from ledger.store.application import LedgerApplication
+from ledger.store.config import store_url
+
+
+def _output(given: str) -> Path:
+    """Where the report goes; a bad path fails before the log is read."""
+    path = Path(given)
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise ConfigError(f"the report is an HTML file: {given} does not end in .html")
+    if path.is_dir():
+        raise ConfigError(f"cannot write the report to {given}: it is a directory")
+    if not path.parent.is_dir():
+        raise ConfigError(f"cannot write the report to {given}: no directory {path.parent}")
+    return path
+
+
+def _shown(url: str) -> str:
+    """The store URL without a password."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ledger.report import charts  # matplotlib missing: said before the log is read
+    from ledger.report.html import render
+    from ledger.report.reader import read_log
+    from ledger.report.significant import collect
+    from ledger.report.status import not_verified, run_verifier
+    from ledger.report.theory import Theories, load_edges
+
+    output = _output(args.file)
+    charts.require()
+    level = Level.parse(args.level) if args.verify else None
+    edges = load_edges(args.edge or [])
+    keyring, _ = _verify_keyring(args)
+    games = get_plugin_manager().games()
+    url = store_url(args.store)
+    app = LedgerApplication(url, keyring=keyring, create=False)
+    try:
+        with progress_bar("significant events") as (advance, _):
+            significant = collect(app, advance)
+        if level is None:
+            status = not_verified(app, keyring, significant.last_verification)
+        else:
+            with progress_bar("verifying") as (advance, _):
+                status = run_verifier(app, keyring, level, games, advance)
+        with progress_bar("reporting") as (advance, set_total):
+            tally = read_log(app, Theories(games, edges), advance, set_total)
+    finally:
+        app.close()
+    page = render(tally, status, _shown(url), significant)
+    partial = output.with_name(f".{output.name}.{os.getpid()}.part")
+    partial.write_text(page, encoding="utf-8")
+    partial.replace(output)  # a reader never sees half a report
+    print(f"wrote {output}: {tally.events:,} events, verification: {status.verdict}")
+    return 1 if status.failed else 0
+
+
+def add_report_command(commands: Any) -> None:
+    report = commands.add_parser("report", help="write an HTML audit report (one file, offline)")
+    report.add_argument("file", metavar="FILE.html", help="where to write the report")
+    report.add_argument(
+        "--verify",
+        action="store_true",
+        help="run the verifier first and state its result (default: stated as not verified)",
+    )
+    report.add_argument(
+        "--level",
+        default=Level.SETTLEMENT.value,
+        help="with --verify: integrity | signatures | settlement (default)",
+    )
+    report.add_argument(
+        "--edge",
+        action="append",
+        metavar="FILE",
+        help="a simulated return of a card game (docs/xidach_edge.json); repeatable",
+    )
+    report.add_argument(
+        "--keyring",
+        metavar="FILE",
+        help="your own copy of the public keyring (default: the keys directory's)",
+    )
+    report.set_defaults(handler=cmd_report)

@@ -1,0 +1,145 @@
+"""`ledger serve`: the HTTP API (ledger.http) under uvicorn; `ledger openapi`:
+its OpenAPI document; `ledger tokens create|revoke|list`: who may call it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ledger.cli.args import int_range
+from ledger.http.tokens import ApiRole, TokenStore
+from ledger.node import keys_dir
+
+
+def cmd_openapi(args: argparse.Namespace) -> int:
+    from ledger.http.app import openapi_document
+
+    text = json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n"
+    if args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from ledger.cli.passphrase import read_passphrase
+    from ledger.http import asgi
+    from ledger.node import PASSPHRASE_ENV, open_node
+    from ledger.store.application import probe_store
+    from ledger.store.config import store_url
+
+    directory = keys_dir(args.keys)
+    probe_store(store_url(args.store))  # an unusable store fails before keys are made
+    if not args.unencrypted and asgi.passphrase() is None:
+        # Every worker needs the ledger-node key: read the passphrase once, hand it on.
+        os.environ[PASSPHRASE_ENV] = read_passphrase(confirm=not directory.has_node_keys()).decode()
+    if not directory.has_node_keys():  # one command on a new machine, as `simulate` does
+        for record in directory.create_node_keys(asgi.passphrase()):
+            print(f"created {record.role.value} key {record.name} in {directory.path}")
+    # The workers read their settings from the environment (each opens its own node).
+    if args.store:
+        os.environ[asgi.STORE_ENV] = args.store
+    os.environ["LEDGER_KEYS"] = str(directory.path)
+    os.environ[asgi.RNG_ENV] = str(Path(args.rng_dir) if args.rng_dir else asgi.default_rng_dir())
+    if args.workers > 1:
+        # Several writers: checkpoint in one process of its own (`ledger checkpoint --follow`).
+        os.environ[asgi.ANCHOR_ENV] = "0"
+    # Open the node once here, so a wrong passphrase, a missing key or an unusable
+    # store is one line (exit 2) before any worker starts.
+    open_node(
+        args.store, str(directory.path), passphrase=asgi.passphrase(), anchor_seconds=0
+    ).close()
+    if not TokenStore(directory.path).list():
+        print(
+            "no API tokens yet: create one with `ledger tokens create --role ROLE`",
+            file=sys.stderr,
+        )
+    print(
+        f"serving the ledger API on http://{args.host}:{args.port}/v1 "
+        f"({args.workers} worker{'s' * (args.workers != 1)}; OpenAPI at /openapi.json)",
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(
+        "ledger.http.asgi:build",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level=args.log_level,
+    )
+    return 0
+
+
+def _expiry(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 time (e.g. 2027-01-31T18:00+00:00)"
+        ) from None
+    if moment.tzinfo is None:
+        raise argparse.ArgumentTypeError(f"{text!r} has no time zone (add +00:00 or Z)")
+    return moment
+
+
+def cmd_tokens(args: argparse.Namespace) -> int:
+    store = TokenStore(keys_dir(args.keys).path)
+    if args.tokens_command == "create":
+        text, entry = store.create(ApiRole(args.role), table=args.table, expires_at=args.expires)
+        print(text)  # the only time it is shown: the file keeps its hash
+        where = f" for table {entry.table}" if entry.table else ""
+        until = f", expires {entry.expires_at}" if entry.expires_at else ""
+        print(f"token {entry.token_id}: {entry.role.value}{where}{until}", file=sys.stderr)
+    elif args.tokens_command == "revoke":
+        entry = store.revoke(args.token_id)
+        print(f"token {entry.token_id} revoked at {entry.revoked_at}")
+    else:
+        for entry in store.list():
+            state = "revoked" if entry.revoked_at else "active"
+            print(
+                f"{entry.token_id}  {entry.role.value:<12} {state:<8} "
+                f"table={entry.table or '-'}  expires={entry.expires_at or 'never'}  "
+                f"created={entry.created_at}"
+            )
+    return 0
+
+
+def add_serve_commands(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="serve the HTTP API (uvicorn)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int_range(1, 65535), default=8000)
+    serve.add_argument("--workers", type=int_range(1, 64), default=1)
+    serve.add_argument("--rng-dir", help="where RNG seeds are kept (default: <keys>/../rng-seeds)")
+    serve.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    serve.add_argument("--unencrypted", action="store_true", help="the keys have no passphrase")
+    serve.set_defaults(handler=cmd_serve)
+
+    openapi = commands.add_parser("openapi", help="print the HTTP API's OpenAPI document")
+    openapi.add_argument("--output", metavar="FILE", help="write it here (docs/openapi.json)")
+    openapi.set_defaults(handler=cmd_openapi)
+
+    tokens = commands.add_parser("tokens", help="API tokens for `ledger serve`").add_subparsers(
+        dest="tokens_command", required=True
+    )
+    create = tokens.add_parser("create", help="create a token (printed once, stored as a hash)")
+    create.add_argument("--role", required=True, choices=[r.value for r in ApiRole])
+    create.add_argument("--table", help="a table-device token's table id")
+    create.add_argument("--expires", type=_expiry, help="ISO 8601 time with a zone")
+    create.set_defaults(handler=cmd_tokens)
+    revoke = tokens.add_parser("revoke", help="revoke a token by its id")
+    revoke.add_argument("token_id")
+    revoke.set_defaults(handler=cmd_tokens)
+    tokens.add_parser("list", help="every token (id, role, state; never a secret)").set_defaults(
+        handler=cmd_tokens
+    )

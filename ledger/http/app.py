@@ -1,0 +1,567 @@
+"""The routes: each parses its request, checks the caller's role, and makes one
+call to the Python API (`Casino`, the projections' queries, the proofs).
+
+Every write needs an `Idempotency-Key` header, which becomes the Python API's
+request id: a retry gets the first result (and the same status) back and
+records nothing; the same key with another command or other arguments is
+refused (409), because the Python API keeps a SHA-256 of each request's
+canonical command and arguments with its result.
+
+The handlers are `async def` calling the synchronous Python API directly: one
+ledger call at a time per worker process (run several workers, see
+`ledger serve --workers`), and no thread ever shares the store's connections.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Header, Path, Query, Request, Security
+from fastapi.exceptions import HTTPException
+from fastapi.security import HTTPBearer
+
+from ledger.audit.proofs import consistency_from, inclusion_of, newest_checkpoint
+from ledger.casino import MAX_REQUEST_ID, Casino
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.keys import Role
+from ledger.domain.money import wallet
+from ledger.errors import InvalidCommandError, NotFoundError
+from ledger.http import models
+from ledger.http.errors import install_error_handlers
+from ledger.http.middleware import Authenticate, BodyLimit
+from ledger.http.signers import CapturingSigner, FactCaptured, PresignedSigner
+from ledger.http.tokens import ApiRole, Token, TokenStore
+from ledger.plugins.paytable import paytable
+from ledger.plugins.registry import LoadedGame
+from ledger.projections import ProjectionRunner, queries
+from ledger.rng.server import RngServer
+from ledger.store.application import LedgerApplication
+
+MAX_BODY = 64 * 1024  # bytes: a bet or a signed report is well under 2 KiB
+TITLE = "casino-ledger"
+API_VERSION = "1"
+
+DEVICE, CASHIER, OPERATOR, AUDITOR, ADMIN = (
+    ApiRole.TABLE_DEVICE,
+    ApiRole.CASHIER,
+    ApiRole.OPERATOR,
+    ApiRole.AUDITOR,
+    ApiRole.ADMIN,
+)
+READERS = (AUDITOR, OPERATOR, CASHIER)
+PLAY = (DEVICE, OPERATOR)  # a round's play: a device for its own table, or an operator
+
+IdempotencyKey = Annotated[
+    str,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=MAX_REQUEST_ID,
+        description="the request id: a retry with the same key returns the first result",
+    ),
+]
+RoundId = Annotated[str, Path(min_length=1, max_length=64)]
+Uuid = Annotated[str, Path(min_length=1, max_length=64)]
+
+
+@dataclass
+class Service:
+    """What the routes call: the casino on an open ledger, its RNG, the tokens."""
+
+    app: LedgerApplication
+    variants: Mapping[str, LoadedGame]
+    rng: RngServer
+    tokens: TokenStore
+
+    def __post_init__(self) -> None:
+        self.casino = Casino(self.app, self.variants)
+
+
+def token_of(request: Request, allowed: tuple[ApiRole, ...]) -> Token:
+    token: Token = request.state.token  # set by Authenticate
+    if token.role not in allowed:
+        raise HTTPException(
+            403,
+            f"a {token.role.value} token may not do this (allowed: "
+            f"{', '.join(r.value for r in allowed)})",
+        )
+    return token
+
+
+def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
+    """The ASGI application over `service` (see `ledger serve`)."""
+    api = FastAPI(
+        title=TITLE,
+        version=API_VERSION,
+        description=__doc__,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    install_error_handlers(api)
+    casino = service.casino
+    bearer = HTTPBearer(auto_error=False)  # documents the scheme; Authenticate enforces it
+
+    def route(
+        method: str, path: str, roles: tuple[ApiRole, ...], *, status: int = 200
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """A route open to `roles`, its roles in the OpenAPI document (x-roles)."""
+
+        def add(handler: Callable[..., Any]) -> Callable[..., Any]:
+            async def check(request: Request) -> Token:
+                return token_of(request, roles)
+
+            api.add_api_route(
+                f"/v1{path}",
+                handler,
+                methods=[method],
+                status_code=status,
+                dependencies=[Security(bearer), Depends(check)],
+                openapi_extra={"x-roles": [r.value for r in roles]},
+                summary=(handler.__doc__ or "").strip().splitlines()[0] or None,
+            )
+            return handler
+
+        return add
+
+    def round_of_own_table(request: Request, round_id: str) -> None:
+        """A table device may play only its own table's rounds."""
+        token: Token = request.state.token
+        if token.role is DEVICE:
+            table_id = str(casino.round(round_id).table_id)
+            if table_id != token.table:
+                raise HTTPException(403, "this table device's token is for another table")
+
+    def operator(keyring_sig: models.ActorSignature) -> PresignedSigner:
+        return PresignedSigner(
+            service.app.current_keyring(), keyring_sig.key_id, keyring_sig.signature, Role.OPERATOR
+        )
+
+    # Accounts.
+    @route("POST", "/accounts", (CASHIER,), status=201)
+    async def open_account(body: models.NewAccount, key: IdempotencyKey) -> dict[str, Any]:
+        """Open a player's wallet."""
+        return {
+            "account_id": casino.open_account(
+                request_id=key, owner=body.owner, currency=body.currency
+            )
+        }
+
+    @route("GET", "/accounts/{account_id}", READERS)
+    async def get_account(account_id: Uuid) -> dict[str, Any]:
+        """An account's state, from its events."""
+        account = casino.account(account_id)
+        return {
+            "account_id": str(account.id),
+            "kind": account.kind,
+            "owner": account.owner,
+            "currency": account.currency,
+            "balance": account.balance,
+            "closed": account.closed,
+        }
+
+    @route("POST", "/accounts/{account_id}/deposits", (CASHIER,))
+    async def deposit(account_id: Uuid, body: models.Amount, key: IdempotencyKey) -> dict[str, Any]:
+        """Deposit into a wallet (minor units): the balance after it."""
+        return {
+            "balance": casino.deposit(request_id=key, account_id=account_id, amount=body.amount)
+        }
+
+    @route("POST", "/accounts/{account_id}/withdrawals", (CASHIER,))
+    async def withdraw(
+        account_id: Uuid, body: models.Amount, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """Withdraw from a wallet (minor units): the balance after it."""
+        return {
+            "balance": casino.withdraw(request_id=key, account_id=account_id, amount=body.amount)
+        }
+
+    @route("POST", "/accounts/{account_id}/close", (CASHIER,))
+    async def close_account(
+        account_id: Uuid, body: models.Reason, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """Close a wallet."""
+        casino.close_account(request_id=key, account_id=account_id, reason=body.reason)
+        return {"closed": account_id}
+
+    # Tables and their seeds.
+    @route("POST", "/tables", (OPERATOR,), status=201)
+    async def open_table(body: models.NewTable, key: IdempotencyKey) -> dict[str, Any]:
+        """Open a table (and its house account)."""
+        table_id = casino.open_table(
+            request_id=key,
+            name=body.name,
+            variant=body.variant,
+            currency=body.currency,
+            limits=body.limits.model_dump(),  # type: ignore[arg-type]
+        )
+        return {"table_id": table_id}
+
+    @route("GET", "/tables/{table_id}", (*READERS, DEVICE))
+    async def get_table(request: Request, table_id: Uuid) -> dict[str, Any]:
+        """A table's state, from its events."""
+        token: Token = request.state.token
+        if token.role is DEVICE and token.table != str(casino.table(table_id).id):
+            raise HTTPException(403, "this table device's token is for another table")
+        table = casino.table(table_id)
+        return {
+            "table_id": str(table.id),
+            "name": table.name,
+            "variant": table.variant,
+            "currency": table.currency,
+            "limits": dict(table.limits),
+            "house_account": str(table.house_account),
+            "active_seed": table.active_seed,
+            "rounds_in_play": table.rounds_in_play,
+        }
+
+    @route("POST", "/tables/{table_id}/seeds", (OPERATOR,), status=201)
+    async def commit_seed(table_id: Uuid, key: IdempotencyKey) -> dict[str, Any]:
+        """Commit an RNG table to a new secret seed (its hash, signed)."""
+        return {"seed_id": casino.commit_seed(request_id=key, table_id=table_id, rng=service.rng)}
+
+    @route("POST", "/tables/{table_id}/seeds/retire", (OPERATOR,))
+    async def retire_seed(table_id: Uuid, key: IdempotencyKey) -> dict[str, Any]:
+        """Reveal the table's seed in use, so anyone can recompute its draws."""
+        return {"seed_id": casino.retire_seed(request_id=key, table_id=table_id, rng=service.rng)}
+
+    # Rounds.
+    @route("POST", "/rounds", (OPERATOR,), status=201)
+    async def open_round(body: models.NewRound, key: IdempotencyKey) -> dict[str, Any]:
+        """Open a round at a table."""
+        round_id = casino.open_round(request_id=key, table_id=body.table_id, dealer=body.dealer)
+        return {"round_id": round_id}
+
+    @route("GET", "/rounds/{round_id}", (*READERS, DEVICE))
+    async def get_round(request: Request, round_id: RoundId) -> dict[str, Any]:
+        """A round's state and log, from its events."""
+        round_of_own_table(request, round_id)
+        found = casino.round(round_id)
+        return {
+            "round_id": str(found.id),
+            "table_id": str(found.table_id),
+            "variant": found.variant,
+            "variant_version": found.variant_version,
+            "rules_hash": found.rules_hash,
+            "settlement_api": found.settlement_api,
+            "currency": found.currency,
+            "limits": dict(found.limits),
+            "dealer": found.dealer,
+            "status": found.status,
+            "dice_seed": found.dice_seed,
+            "throws": found.throws,
+            "actions": found.actions,
+            "faults": found.faults,
+            "bets": found.bets,
+            "outcome": found.outcome,
+            "results": found.results,
+            "dealt": found.dealt,
+            "log": found.log,
+        }
+
+    @route("GET", "/rounds", READERS)
+    async def list_rounds(
+        open_only: Annotated[bool, Query(alias="open")] = False,
+    ) -> dict[str, Any]:
+        """Round summaries (the rounds projection, caught up first)."""
+        _catch_up(service.app)
+        rows = queries.rounds(service.app, open_only=open_only)
+        return {"rounds": [dataclasses.asdict(r) for r in rows]}
+
+    @route("POST", "/rounds/{round_id}/bets", PLAY, status=201)
+    async def place_bet(
+        request: Request, round_id: RoundId, body: models.NewBet, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """Place a bet from a wallet (the stake leaves it now)."""
+        round_of_own_table(request, round_id)
+        bet_id = casino.place_bet(
+            request_id=key,
+            round_id=round_id,
+            account_id=body.account_id,
+            bet=body.bet,
+            stake=body.stake,
+        )
+        return {"bet_id": bet_id}
+
+    @route("POST", "/rounds/{round_id}/bets/{bet_id}/withdraw", PLAY)
+    async def withdraw_bet(
+        request: Request,
+        round_id: RoundId,
+        bet_id: Uuid,
+        body: models.BetWithdrawal,
+        key: IdempotencyKey,
+    ) -> dict[str, Any]:
+        """Withdraw a bet while betting is open (the stake goes back)."""
+        round_of_own_table(request, round_id)
+        casino.withdraw_bet(
+            request_id=key, round_id=round_id, account_id=body.account_id, bet_id=bet_id
+        )
+        return {"withdrawn": bet_id}
+
+    @route("POST", "/rounds/{round_id}/close-betting", PLAY)
+    async def close_betting(
+        request: Request, round_id: RoundId, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """Close betting."""
+        round_of_own_table(request, round_id)
+        casino.close_betting(request_id=key, round_id=round_id)
+        return {"closed": round_id}
+
+    @route("POST", "/rounds/{round_id}/throw", PLAY)
+    async def throw_dice(
+        request: Request, round_id: RoundId, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """An RNG table's throw, from its committed seed."""
+        round_of_own_table(request, round_id)
+        return {"thrown": casino.throw_dice(request_id=key, round_id=round_id, rng=service.rng)}
+
+    @route("POST", "/rounds/{round_id}/outcome", PLAY)
+    async def record_outcome(
+        request: Request, round_id: RoundId, body: models.Outcome, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """A physical table's outcome, in its dealer device's signed report."""
+        round_of_own_table(request, round_id)
+        casino.record_outcome(
+            request_id=key, round_id=round_id, outcome=body.outcome, source=body.source
+        )
+        return {"recorded": round_id}
+
+    @route("POST", "/rounds/{round_id}/faults", PLAY)
+    async def record_fault(
+        request: Request, round_id: RoundId, body: models.Fault, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """A faulty physical throw, in its dealer device's signed report."""
+        round_of_own_table(request, round_id)
+        return {
+            "fault": casino.record_fault(
+                request_id=key, round_id=round_id, reason=body.reason, source=body.source
+            )
+        }
+
+    @route("POST", "/rounds/{round_id}/act", PLAY)
+    async def act(
+        request: Request, round_id: RoundId, body: models.Act, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """The game's next action (a draw, a card, a decision); on a physical table
+        once betting is closed, in the dealer device's signed report."""
+        round_of_own_table(request, round_id)
+        return {
+            "played": casino.act(
+                request_id=key,
+                round_id=round_id,
+                actor=body.actor,
+                action=body.action,
+                args=body.args,
+                source=body.source,
+                rng=service.rng,
+            )
+        }
+
+    @route("POST", "/rounds/{round_id}/settle", PLAY)
+    async def settle(request: Request, round_id: RoundId, key: IdempotencyKey) -> dict[str, Any]:
+        """Settle a decided round: every bet's return."""
+        round_of_own_table(request, round_id)
+        return {"results": casino.settle(request_id=key, round_id=round_id)}
+
+    @route("POST", "/rounds/{round_id}/void", (OPERATOR,))
+    async def void_round(
+        round_id: RoundId, body: models.OperatorReason, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """Void a round (every stake back), signed by the operator."""
+        returns = casino.void_round(
+            request_id=key, round_id=round_id, reason=body.reason, operator=operator(body.operator)
+        )
+        return {"results": returns}
+
+    @route("POST", "/rounds/{round_id}/resume", (OPERATOR,))
+    async def resume_round(
+        round_id: RoundId, body: models.OperatorReason, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """Resume an interrupted round, signed by the operator."""
+        casino.resume_round(
+            request_id=key, round_id=round_id, reason=body.reason, operator=operator(body.operator)
+        )
+        return {"resumed": round_id}
+
+    @route("POST", "/rounds/{round_id}/corrections", (OPERATOR,))
+    async def correct(
+        round_id: RoundId, body: models.Correction, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """Correct a settled physical round's outcome, signed by the operator."""
+        results = casino.correct(
+            request_id=key,
+            round_id=round_id,
+            outcome=body.outcome,
+            reason=body.reason,
+            operator=operator(body.operator),
+        )
+        return {"results": results}
+
+    @route("POST", "/rounds/{round_id}/step-corrections", (OPERATOR,))
+    async def correct_step(
+        round_id: RoundId, body: models.StepCorrection, key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """Correct what a physical table's device misread at one action, signed."""
+        results = casino.correct_step(
+            request_id=key,
+            round_id=round_id,
+            step=body.step,
+            drawn=body.drawn,
+            reason=body.reason,
+            operator=operator(body.operator),
+        )
+        return {"results": results}
+
+    @route("POST", "/rounds/{round_id}/fact-to-sign", (OPERATOR,))
+    async def fact_to_sign(round_id: RoundId, body: models.FactToSign) -> dict[str, Any]:
+        """The exact bytes an operator signs (Ed25519) for a void, resume or correction
+        with these arguments; nothing is recorded. Send the signature, base64, with
+        the command itself."""
+        signer = CapturingSigner(body.key_id, Role.OPERATOR)
+        request_id = f"fact-to-sign-{uuid.uuid4()}"  # never saved: the signer stops the command
+        try:
+            if body.command in ("void", "resume"):
+                command = casino.void_round if body.command == "void" else casino.resume_round
+                command(
+                    request_id=request_id, round_id=round_id, reason=body.reason, operator=signer
+                )
+            elif body.command == "correct":
+                casino.correct(
+                    request_id=request_id,
+                    round_id=round_id,
+                    outcome=body.outcome or {},
+                    reason=body.reason,
+                    operator=signer,
+                )
+            else:
+                if body.step is None or body.drawn is None:
+                    raise InvalidCommandError("a step correction needs its step and drawn")
+                casino.correct_step(
+                    request_id=request_id,
+                    round_id=round_id,
+                    step=body.step,
+                    drawn=body.drawn,
+                    reason=body.reason,
+                    operator=signer,
+                )
+        except FactCaptured as captured:
+            return {"key_id": body.key_id, "message": base64.b64encode(captured.message).decode()}
+        raise RuntimeError(f"{body.command} finished without asking for a signature")
+
+    # Queries.
+    @route("GET", "/balances", READERS)
+    async def balances(
+        account: Annotated[str | None, Query(max_length=100)] = None,
+    ) -> dict[str, Any]:
+        """Balances from the postings (the balances projection, caught up first):
+        every ledger account, or one (an account id, or a name like cashier:EUR)."""
+        _catch_up(service.app)
+        if account is None:
+            rows = queries.balances(service.app)
+        else:
+            rows = queries.balances(service.app, account) or queries.balances(
+                service.app, wallet(account)
+            )
+            if not rows:
+                raise NotFoundError(f"no ledger account {account!r}")
+        return {
+            "balances": [dataclasses.asdict(r) for r in rows],
+            "totals": queries.currency_totals(service.app),
+        }
+
+    @route("GET", "/checkpoints/newest", READERS)
+    async def newest() -> dict[str, Any]:
+        """The newest stored checkpoint whose signature verifies."""
+        found = newest_checkpoint(service.app, service.app.current_keyring())
+        if found is None:
+            raise NotFoundError("no checkpoint yet")
+        return {"size": found.size, "note": found.to_note()}
+
+    @route("GET", "/proofs/inclusion", READERS)
+    async def inclusion(
+        stream: Annotated[str, Query(min_length=1, max_length=64)],
+        version: Annotated[int, Query(ge=1, le=2**63 - 1)],
+    ) -> dict[str, Any]:
+        """An event's inclusion proof under the newest checkpoint (checkable offline)."""
+        return inclusion_of(service.app, stream, version, service.app.current_keyring())
+
+    @route("POST", "/proofs/consistency", READERS)
+    async def consistency(body: models.TrustedCheckpoint) -> dict[str, Any]:
+        """Proof that the log only grew since a checkpoint kept from earlier."""
+        trusted = Checkpoint.from_note(body.checkpoint)
+        return consistency_from(service.app, trusted, service.app.current_keyring())
+
+    @route("GET", "/games", READERS)
+    async def games() -> dict[str, Any]:
+        """The installed games."""
+        return {
+            "games": [
+                {
+                    "id": g.id,
+                    "plugin": g.plugin,
+                    "version": g.version,
+                    "rules_hash": g.rules_hash,
+                    "settlement_api": g.settlement_api,
+                    "bets": list(g.bets),
+                    "capabilities": sorted(g.capabilities),
+                }
+                for g in sorted(service.variants.values(), key=lambda g: g.id)
+            ]
+        }
+
+    @route("GET", "/games/{game_id}/paytable", READERS)
+    async def get_paytable(game_id: Annotated[str, Path(max_length=100)]) -> dict[str, Any]:
+        """A game's payouts and exact theoretical returns (as fractions)."""
+        lines = paytable(casino.variant(game_id))
+        return {
+            "game": game_id,
+            "lines": [
+                {
+                    "bet": line.bet,
+                    "pays": line.pays,
+                    "return": {
+                        "numerator": line.theoretical_return.numerator,
+                        "denominator": line.theoretical_return.denominator,
+                    },
+                }
+                for line in lines
+            ],
+        }
+
+    # Tokens (created on the command line only: the secret is shown once, there).
+    @route("GET", "/tokens", (ADMIN,))
+    async def list_tokens() -> dict[str, Any]:
+        """Every token's id, role, table and dates (never a secret or a hash)."""
+        return {"tokens": [t.public() for t in service.tokens.list()]}
+
+    @route("POST", "/tokens/{token_id}/revoke", (ADMIN,))
+    async def revoke_token(
+        token_id: Annotated[str, Path(max_length=64)], key: IdempotencyKey
+    ) -> dict[str, Any]:
+        """Revoke a token (at once, on every worker); revoking twice changes nothing."""
+        return service.tokens.revoke(token_id).public()
+
+    api.add_middleware(BodyLimit, limit=max_body)
+    api.add_middleware(Authenticate, tokens=service.tokens)
+    return api
+
+
+def _catch_up(app: LedgerApplication) -> None:
+    """Bring the projections up to date (they hold only what the log says)."""
+    runner = ProjectionRunner(app)
+    if not runner.is_built() or runner.status().behind:
+        runner.catch_up()
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI document, which depends on the routes only (no store is opened)."""
+    from pathlib import Path
+    from typing import cast
+
+    idle = Service(cast(LedgerApplication, None), {}, RngServer(), TokenStore(Path(".")))
+    document: dict[str, Any] = create_app(idle).openapi()
+    return document

@@ -1,0 +1,117 @@
+"""Two pure ASGI layers in front of the routes: a body size limit (413) and
+authentication (401), both before any body is parsed or any route runs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ledger.errors import ConfigError
+from ledger.http.tokens import TokenStore
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# Served without a token: the API's own description.
+PUBLIC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+
+async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps({"detail": detail}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimit:
+    """Refuse a request body over `limit` bytes (413) without handing it on:
+    the body is read up to the limit, then replayed to the app."""
+
+    def __init__(self, app: Asgi, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        too_large = f"request body over {self.limit} bytes"
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
+                await _reply(send, 413, too_large, [(b"connection", b"close")])
+                return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, receive, send)  # the client went away: let the app see it
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await _reply(send, 413, too_large, [(b"connection", b"close")])
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+class Authenticate:
+    """Every path but the API's description needs a usable bearer token (401
+    otherwise, saying only that). The token found goes in the scope's state
+    for the routes' role checks; its text goes nowhere else."""
+
+    def __init__(self, app: Asgi, tokens: TokenStore) -> None:
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        presented = None
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                scheme, _, text = value.decode("latin-1").partition(" ")
+                if scheme.lower() == "bearer" and text.strip():
+                    presented = text.strip()
+        try:
+            token = self.tokens.authenticate(presented) if presented else None
+        except ConfigError as exc:  # fail closed, saying why (the file's path, not its content)
+            await _reply(send, 500, str(exc), [])
+            return
+        if token is None:
+            detail = (
+                "missing bearer token (Authorization: Bearer <token>)"
+                if presented is None
+                else "unknown, revoked or expired token"
+            )
+            await _reply(send, 401, detail, [(b"www-authenticate", b"Bearer")])
+            return
+        scope.setdefault("state", {})["token"] = token
+        await self.app(scope, receive, send)

@@ -1,0 +1,124 @@
+"""Request bodies: strict (no coercion: a float or a string for money is refused),
+closed (an unknown field is refused) and bounded (no megabyte strings).
+
+Only the shape is checked here; what the values mean (a positive amount, a
+known account, a legal move) is the Python API's to decide.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+
+# Money: integer minor units only. The bound is the canonical JSON range every
+# fingerprint needs; the Python API refuses what it does not accept within it.
+Money = Annotated[StrictInt, Field(ge=-(2**53), le=2**53)]
+Text = Annotated[StrictStr, Field(min_length=1, max_length=1000)]
+Name = Annotated[StrictStr, Field(min_length=1, max_length=200)]
+Currency = Annotated[StrictStr, Field(min_length=1, max_length=8)]
+Id = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+Step = Annotated[StrictInt, Field(ge=0, le=2**31)]
+Json = dict[str, Any]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class NewAccount(Body):
+    owner: Name
+    currency: Currency
+
+
+class Amount(Body):
+    amount: Money
+
+
+class Reason(Body):
+    reason: Text
+
+
+class Limits(Body):
+    min_bet: Money
+    max_bet: Money
+    max_round: Money
+
+
+class NewTable(Body):
+    name: Name
+    variant: Name
+    currency: Currency
+    limits: Limits
+
+
+class NewRound(Body):
+    table_id: Id
+    dealer: Name
+
+
+class NewBet(Body):
+    account_id: Id
+    bet: Json
+    stake: Money
+
+
+class BetWithdrawal(Body):
+    account_id: Id
+
+
+class Outcome(Body):
+    outcome: Json
+    source: Json = Field(description="the dealer device's signed report (ledger.devices)")
+
+
+class Fault(Body):
+    reason: Text
+    source: Json = Field(description="the dealer device's signed report (ledger.devices)")
+
+
+class Act(Body):
+    actor: Name
+    action: Name
+    args: Json = Field(default_factory=dict)
+    source: Json | None = Field(
+        default=None, description="on a physical table, the dealer device's signed report"
+    )
+
+
+class ActorSignature(Body):
+    key_id: Annotated[StrictStr, Field(min_length=64, max_length=64, pattern="^[0-9a-f]{64}$")]
+    signature: Annotated[StrictStr, Field(min_length=1, max_length=200)]
+
+
+class OperatorReason(Body):
+    reason: Text
+    operator: ActorSignature = Field(description="the operator's signature of the recorded fact")
+
+
+class Correction(Body):
+    outcome: Json
+    reason: Text
+    operator: ActorSignature
+
+
+class StepCorrection(Body):
+    step: Step
+    drawn: Annotated[list[StrictInt], Field(max_length=52)]
+    reason: Text
+    operator: ActorSignature
+
+
+class TrustedCheckpoint(Body):
+    checkpoint: Annotated[StrictStr, Field(min_length=1, max_length=10_000)]
+
+
+class FactToSign(Body):
+    """Which operator command will be sent, with its arguments (all but the signature)."""
+
+    command: Literal["void", "resume", "correct", "correct_step"]
+    key_id: Annotated[StrictStr, Field(min_length=64, max_length=64, pattern="^[0-9a-f]{64}$")]
+    reason: Text
+    outcome: Json | None = None
+    step: Step | None = None
+    drawn: Annotated[list[StrictInt], Field(max_length=52)] | None = None

@@ -1,0 +1,1 @@
+"""`ledger report`: an auditor's HTML report, aggregated in one pass over the log."""
