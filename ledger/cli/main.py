@@ -17,6 +17,7 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 
 from ledger.cli.audit import add_audit_commands
 from ledger.cli.common import check_keys_path, open_from_args
+from ledger.cli.export import add_export_command
 from ledger.cli.keys import add_key_commands
 from ledger.cli.output import tolerate_closed_stdout
 from ledger.cli.projections import add_projection_commands
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_key_commands(commands)
     add_simulate_command(commands)
     add_audit_commands(commands)
+    add_export_command(commands)
     add_projection_commands(commands, open_from_args)
     add_variant_commands(commands)
     add_serve_commands(commands)

@@ -1,0 +1,79 @@
+"""`ledger export DIR`: the auditor's bundle (docs/export.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from ledger.cli.args import MAX_INT64, int_range, uuid_text
+from ledger.cli.common import open_from_args
+from ledger.cli.progress import progress_bar
+from ledger.errors import ConfigError
+from ledger.export.writer import Selection, export_bundle
+from ledger.plugins.manager import get_plugin_manager
+
+
+def _selection(args: argparse.Namespace) -> Selection:
+    if args.round is not None and (args.first is not None or args.last is not None):
+        raise ConfigError("--round cannot be combined with --from/--to")
+    if args.first is not None and args.last is not None and args.first > args.last:
+        raise ConfigError(f"--from {args.first} is after --to {args.last}")
+    return Selection(round_id=args.round, first=args.first, last=args.last)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    selection = _selection(args)
+    directory = Path(args.directory)
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise ConfigError(f"cannot export to {directory}: it exists and is not an empty directory")
+    installed = get_plugin_manager().games()
+    node = open_from_args(args, writable=False)
+    try:
+        with progress_bar("exporting") as (advance, set_total):
+            summary = export_bundle(
+                node.app,
+                node.keyring,
+                directory,
+                selection,
+                installed,
+                progress=advance,
+                on_total=set_total,
+            )
+    finally:
+        node.close()
+    proofs = (
+        f", each with an inclusion proof against the checkpoint of size {summary.proofs_against}"
+        if summary.proofs_against is not None
+        else ""
+    )
+    print(
+        f"exported {_n(summary.events, 'event')}{proofs}, {_n(summary.checkpoints, 'checkpoint')}"
+        f", the public keyring and the rules of {_n(summary.games, 'game profile')} to {directory}"
+    )
+    return 0
+
+
+def add_export_command(commands: Any) -> None:
+    export = commands.add_parser(
+        "export", help="write an auditor's bundle (events, keyring, checkpoints, rules)"
+    )
+    export.add_argument("directory", help="a new or empty directory")
+    export.add_argument("--round", type=uuid_text, help="only this round's events (with proofs)")
+    export.add_argument(
+        "--from",
+        dest="first",
+        type=int_range(0, MAX_INT64),
+        help="first log position (with proofs)",
+    )
+    export.add_argument(
+        "--to",
+        dest="last",
+        type=int_range(0, MAX_INT64),
+        help="last log position, included (with proofs)",
+    )
+    export.set_defaults(handler=cmd_export)

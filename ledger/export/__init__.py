@@ -1,0 +1,1 @@
+"""The auditor's export bundle: writing it, reading it, verifying it offline."""

@@ -1,0 +1,213 @@
+"""Reading a bundle back, trusting nothing in it: every file and line is
+checked for form, and every event record's decoded part is re-derived from
+its envelope bytes. Any problem is a `VerificationError` naming the file,
+the line and (for events) the log position."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.keys import Keyring
+from ledger.errors import ConfigError, KeyStoreError, VerificationError
+from ledger.export.bundle_files import (
+    CHECKPOINTS,
+    EVENTS,
+    FORMAT,
+    GAMES,
+    KEYRING,
+    MANIFEST,
+    PROOFS,
+)
+from ledger.export.records import SCHEMA_VERSION, event_record, stream_currency
+from ledger.plugins.registry import rules_hash
+
+_decode = json.JSONDecoder().decode
+ROUND_OPENED_TOPIC = ":Round.Opened"
+
+
+@dataclass(frozen=True)
+class BundleEvent:
+    position: int
+    stream: str
+    version: int
+    topic: str  # the signed header's type (the store's topic column)
+    envelope: bytes
+    payload: dict[str, Any]
+    label: str  # "events.jsonl line N (log position P)"
+
+
+def _lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) of a JSON Lines file, or a named error."""
+    try:
+        handle = path.open("r", encoding="utf-8")
+    except OSError as exc:
+        raise VerificationError(f"bundle file {path.name} cannot be read: {exc.strerror}") from exc
+    with handle:
+        try:
+            for number, line in enumerate(handle, 1):
+                try:
+                    yield number, _decode(line)
+                except ValueError:
+                    raise VerificationError(
+                        f"bundle {path.name} line {number} is not JSON"
+                    ) from None
+        except UnicodeDecodeError:
+            raise VerificationError(f"bundle {path.name} is not UTF-8 text") from None
+
+
+def _object(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise VerificationError(f"bundle file {path.name} cannot be read: {exc.strerror}") from exc
+    except (ValueError, UnicodeDecodeError):
+        raise VerificationError(f"bundle {path.name} is not JSON") from None
+    if type(data) is not dict:
+        raise VerificationError(f"bundle {path.name} is not a JSON object")
+    return data
+
+
+class Bundle:
+    """A bundle directory, read file by file (events are streamed)."""
+
+    def __init__(self, directory: Path) -> None:
+        if not directory.is_dir():  # nothing to verify: bad input, not a failed check
+            raise ConfigError(f"bundle {directory} is not a directory")
+        self.directory = directory
+        self.manifest = _object(directory / MANIFEST)
+        if self.manifest.get("format") != FORMAT:
+            raise VerificationError(f"bundle {MANIFEST}: format is not {FORMAT!r}")
+        if self.manifest.get("schema_version") != SCHEMA_VERSION:
+            raise VerificationError(
+                f"bundle {MANIFEST}: schema_version {self.manifest.get('schema_version')!r} is "
+                f"not {SCHEMA_VERSION}, the version this ledger reads"
+            )
+        selection = self.manifest.get("selection")
+        kind = selection.get("kind") if type(selection) is dict else None
+        if kind not in ("all", "round", "range"):
+            raise VerificationError(f"bundle {MANIFEST}: selection kind {kind!r} is unknown")
+        self.kind: str = kind
+        self.round_id = selection.get("round") if type(selection) is dict else None
+        # (game, rules hash) of every round opened in the events read so far.
+        self.profiles_used: set[tuple[str, str]] = set()
+
+    @property
+    def whole_log(self) -> bool:
+        return self.kind == "all"
+
+    def keyring(self) -> Keyring:
+        path = self.directory / KEYRING
+        try:
+            return Keyring.from_json(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, KeyStoreError) as exc:
+            raise VerificationError(f"bundle {KEYRING}: {exc}") from exc
+
+    def checkpoints(self) -> list[tuple[object, object, str]]:
+        """(tree_size column, note text, label) of every exported checkpoint."""
+        found = []
+        for number, record in _lines(self.directory / CHECKPOINTS):
+            label = f"{CHECKPOINTS} line {number}"
+            if type(record) is not dict or set(record) != {"tree_size", "note"}:
+                raise VerificationError(f"bundle {label}: not a checkpoint record")
+            found.append((record["tree_size"], record["note"], label))
+        return found
+
+    def games(self) -> list[dict[str, Any]]:
+        """Every game profile record, its rules checked against its rules hash."""
+        games = []
+        for number, record in _lines(self.directory / GAMES):
+            label = f"bundle {GAMES} line {number}"
+            if type(record) is not dict or type(record.get("rules_hash")) is not str:
+                raise VerificationError(f"{label}: not a game profile record")
+            rules = record.get("rules")
+            if rules is not None:
+                if type(rules) is not dict:
+                    raise VerificationError(f"{label}: rules are not a JSON object")
+                if rules_hash(rules) != record["rules_hash"]:
+                    raise VerificationError(
+                        f"{label}: the rules of {record.get('game')!r} do not hash to its "
+                        f"rules hash {record['rules_hash'][:12]}"
+                    )
+            games.append(record)
+        return games
+
+    def proofs(self) -> Iterator[tuple[int, int, list[bytes], str]]:
+        """(position, tree size, audit path, label) of each inclusion proof, in order."""
+        for number, record in _lines(self.directory / PROOFS):
+            label = f"{PROOFS} line {number}"
+            if (
+                type(record) is not dict
+                or type(record.get("position")) is not int
+                or type(record.get("tree_size")) is not int
+                or type(record.get("proof")) is not list
+            ):
+                raise VerificationError(f"bundle {label}: not an inclusion proof record")
+            try:
+                path = [base64.b64decode(p, validate=True) for p in record["proof"]]
+            except (binascii.Error, ValueError, TypeError):
+                raise VerificationError(f"bundle {label}: a proof hash is not base64") from None
+            yield record["position"], record["tree_size"], path, label
+
+    def events(self) -> Iterator[BundleEvent]:
+        """Every event record, checked against its own envelope bytes."""
+        currencies: dict[str, str | None] = {}
+        used = self.profiles_used
+        for number, record in _lines(self.directory / EVENTS):
+            event = _checked_event(record, number, currencies)
+            if event.version == 1 and event.topic.endswith(ROUND_OPENED_TOPIC):
+                used.add((str(event.payload.get("variant")), str(event.payload.get("rules_hash"))))
+            yield event
+
+
+def _checked_event(record: Any, number: int, currencies: dict[str, str | None]) -> BundleEvent:
+    label = f"{EVENTS} line {number}"
+    if type(record) is not dict or type(record.get("position")) is not int:
+        raise VerificationError(f"bundle {label}: not an event record")
+    position = record["position"]
+    label = f"{label} (log position {position})"
+    try:
+        envelope = base64.b64decode(record["envelope"], validate=True)
+    except (KeyError, binascii.Error, ValueError, TypeError):
+        raise VerificationError(f"bundle {label}: envelope is not base64") from None
+    try:
+        expected = event_record(position, envelope, record.get("currency"))
+    except VerificationError as exc:
+        raise VerificationError(f"bundle {label}: {exc}") from None
+    if record != expected:
+        field = next(
+            (k for k in expected if record.get(k) != expected[k]),
+            next(iter(set(record) - set(expected)), "?"),
+        )
+        raise VerificationError(f"bundle {label}: its {field!r} disagrees with its envelope bytes")
+    stream, version, payload = expected["stream"], expected["version"], expected["payload"]
+    currency = record.get("currency")
+    if version == 1:
+        currencies[stream] = stream_currency(payload)
+    if stream in currencies and currency != currencies[stream]:
+        raise VerificationError(
+            f"bundle {label}: currency {currency!r} is not its stream's "
+            f"({currencies[stream]!r}, from the stream's opening event)"
+        )
+    return BundleEvent(
+        position,
+        stream,
+        version,
+        expected["header"]["type"],
+        envelope,
+        payload,
+        label,
+    )
+
+
+def parse_checkpoint(note: object, label: str) -> Checkpoint:
+    try:
+        return Checkpoint.from_note(note)
+    except VerificationError as exc:
+        raise VerificationError(f"bundle {label}: {exc}") from None

@@ -1,0 +1,273 @@
+"""`ledger verify --bundle DIR`: a bundle verified on a machine with no database.
+
+A whole-log bundle is loaded into a temporary SQLite store and checked by
+`ledger verify` itself (`verify_store`), every level included. A partial
+bundle (one round, or a range of log positions) carries an inclusion proof
+per event against one checkpoint and is checked here: the checkpoint's
+signature, each envelope against its record, signer, signature and key
+validity, each stream's chain inside the bundle, the log order, each
+inclusion proof, and (level settlement) each round opened in the bundle
+re-derived by its own game and rules.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, JSONTranscoder, UUIDAsHex
+
+from ledger.audit.resettle import Resettler
+from ledger.audit.round_rules import RoundRulesAudit
+from ledger.audit.round_variants import RoundVariants, installed_variants
+from ledger.audit.verify import Level, VerificationReport, verify_store
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.envelope import (
+    GENESIS_HASH,
+    SignerCheck,
+    check_row,
+    open_envelope,
+    time_problem,
+    where,
+)
+from ledger.crypto.keys import Keyring, to_micros
+from ledger.crypto.merkle import verify_inclusion
+from ledger.errors import ConfigError, VerificationError
+from ledger.export.bundle_files import GAMES, PROOFS
+from ledger.export.load import load_bundle
+from ledger.export.reader import Bundle, parse_checkpoint
+from ledger.plugins.registry import LoadedGame
+
+_STORED_LEAVES = "(the stored Merkle leaves, which would say which, were changed too)"
+_NO_LEAVES = "(a bundle holds no Merkle leaves of the store's to say which)"
+
+
+@dataclass
+class BundleReport:
+    kind: str
+    keyring_source: str
+    events: int = 0
+    games: int = 0
+    store: VerificationReport | None = None  # a whole-log bundle: verify's own report
+    lines: list[str] = field(default_factory=list)  # a partial bundle: what was checked
+
+    def summary(self) -> str:
+        if self.store is not None:
+            head = self.store.summary().replace("OK: ", "OK (bundle, the whole log): ", 1)
+            extra = [
+                f"   {self.games} game profiles' rules match the rules hash their rounds pinned"
+            ]
+        else:
+            events = f"{self.events} event{'' if self.events == 1 else 's'}"
+            head, extra = f"OK (bundle, {self.kind}): {events}", self.lines
+        return "\n".join([head, *extra, f"   keyring: {self.keyring_source}"])
+
+
+def verify_bundle(
+    directory: Path,
+    *,
+    keyring: Keyring | None = None,
+    level: Level = Level.SETTLEMENT,
+    trusted: Checkpoint | None = None,
+    workers: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    variants: Mapping[str, LoadedGame] | None = None,
+) -> BundleReport:
+    """Verify the bundle in `directory`; raise the first `VerificationError`.
+
+    `keyring` is the auditor's own (default: the bundle's keyring.json)."""
+    bundle = Bundle(directory)
+    source = "the auditor's own keyring" if keyring is not None else "the bundle's keyring.json"
+    keyring = keyring if keyring is not None else bundle.keyring()
+    games = bundle.games()
+    report = BundleReport(bundle.kind, source, games=len(games))
+    if level is Level.SETTLEMENT and variants is None:
+        variants = installed_variants()
+    if bundle.whole_log:
+        with tempfile.TemporaryDirectory(prefix="ledger-bundle-") as scratch:
+            app = load_bundle(bundle, Path(scratch) / "bundle.db", keyring, progress)
+            try:
+                report.store = verify_store(
+                    app,
+                    keyring,
+                    level=level,
+                    trusted=trusted,
+                    workers=workers,
+                    variants=variants,
+                    progress=progress,
+                )
+            except VerificationError as exc:
+                # The scratch store's Merkle rows come from the bundle's own events.
+                raise VerificationError(
+                    "bundle: " + str(exc).replace(_STORED_LEAVES, _NO_LEAVES)
+                ) from None
+            finally:
+                app.close()
+        report.events = report.store.events
+    else:
+        if trusted is not None:
+            raise ConfigError("--trusted needs a whole-log bundle (consistency proofs)")
+        _verify_partial(bundle, keyring, level, variants or {}, report, progress)
+    _check_manifest_count(bundle, report.events)
+    _check_profiles(bundle, games)
+    return report
+
+
+def _check_manifest_count(bundle: Bundle, events: int) -> None:
+    stated = bundle.manifest.get("events")
+    if stated != events:
+        raise VerificationError(
+            f"bundle manifest.json says {stated!r} events but events.jsonl holds {events}: "
+            "the bundle is incomplete or was added to"
+        )
+
+
+def _check_profiles(bundle: Bundle, games: list[dict[str, object]]) -> None:
+    """Every round's pinned rules are in games.jsonl, as data."""
+    present = {(g.get("game"), g.get("rules_hash")) for g in games if g.get("rules") is not None}
+    for game, rules in sorted(bundle.profiles_used):
+        if (game, rules) not in present:
+            raise VerificationError(
+                f"bundle {GAMES}: the rules of {game} (rules hash {rules[:12]}), which a round "
+                "opened with, are missing"
+            )
+
+
+def _valid_checkpoints(bundle: Bundle, keyring: Keyring) -> dict[int, Checkpoint]:
+    """Every exported checkpoint, parsed and its signature checked, by signed size."""
+    found: dict[int, Checkpoint] = {}
+    origin = None
+    for column, note, label in bundle.checkpoints():
+        checkpoint = parse_checkpoint(note, label)
+        if column != checkpoint.size:
+            raise VerificationError(
+                f"bundle {label}: its tree_size {column!r} is not the size it signs "
+                f"({checkpoint.size})"
+            )
+        try:
+            checkpoint.verify(keyring, origin=origin)
+        except VerificationError as exc:
+            raise VerificationError(f"bundle {label}: {exc}") from None
+        origin = checkpoint.origin
+        if checkpoint.size in found and found[checkpoint.size].root != checkpoint.root:
+            raise VerificationError(
+                f"bundle {label}: two signed checkpoints of size {checkpoint.size} state "
+                "different roots (a fork)"
+            )
+        found[checkpoint.size] = checkpoint
+    return found
+
+
+def _verify_partial(
+    bundle: Bundle,
+    keyring: Keyring,
+    level: Level,
+    variants: Mapping[str, LoadedGame],
+    report: BundleReport,
+    progress: Callable[[int], None] | None,
+) -> None:
+    checkpoints = _valid_checkpoints(bundle, keyring)
+    signer_check = SignerCheck(keyring)
+    transcoder = JSONTranscoder()
+    for transcoding in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO()):
+        transcoder.register(transcoding)
+    rounds = RoundVariants(variants)
+    rules, payouts = RoundRulesAudit(rounds), Resettler(rounds)
+    heads: dict[str, tuple[int, bytes]] = {}
+    proofs = bundle.proofs()
+    last_position = -1
+    used: set[int] = set()
+    count = 0
+    for event in bundle.events():
+        label = f"bundle {event.label}"
+        proof = next(proofs, None)
+        if proof is None or proof[0] != event.position:
+            raise VerificationError(f"{label}: no inclusion proof for it in {PROOFS}")
+        if event.position <= last_position:
+            raise VerificationError(
+                f"{label}: after log position {last_position}: events out of log order"
+            )
+        last_position = event.position
+        _, size, path, proof_label = proof
+        checkpoint = checkpoints.get(size)
+        if checkpoint is None:
+            raise VerificationError(
+                f"bundle {proof_label}: no valid checkpoint of size {size} in the bundle"
+            )
+        used.add(size)
+        stream, version = event.stream, event.version
+        try:
+            envelope = open_envelope(event.envelope, stream=stream, version=version)
+            check_row(envelope, stream=stream, version=version, topic=event.topic)
+            if level is Level.INTEGRITY:
+                signer_check.check_signer(envelope, stream=stream, version=version)
+            else:
+                signer_check.check_signature(envelope, stream=stream, version=version)
+            bound = to_micros(checkpoint.issued_at)
+            signed_at = bound if envelope.signed_at is None else envelope.signed_at
+            problem = time_problem(signed_at, signer_check.windows[envelope.key_id], bound, size)
+            if problem:
+                raise VerificationError(problem, where=where(stream, version))
+            _check_link(stream, version, envelope.prev_hash, heads.get(stream), bundle)
+            verify_inclusion(event.position, size, envelope.entry_hash, path, checkpoint.root)
+        except VerificationError as exc:
+            raise VerificationError(f"{label}: {exc}") from None
+        heads[stream] = (version, envelope.entry_hash)
+        if level is Level.SETTLEMENT:
+            state = transcoder.decode(envelope.payload)
+            at = f"{where(stream, version)} ({label})"
+            rules.observe(stream, event.topic, state, at)
+            payouts.observe(stream, event.topic, state, at)
+        count += 1
+        if progress and count % 1000 == 0:
+            progress(1000)
+    if next(proofs, None) is not None:
+        raise VerificationError(f"bundle {PROOFS}: more proofs than events (an event was removed)")
+    if bundle.kind == "round" and set(heads) != {bundle.round_id}:
+        raise VerificationError(
+            f"bundle of round {bundle.round_id} holds events of other streams or none of its own"
+        )
+    report.events = count
+    sizes = ", ".join(str(s) for s in sorted(used)) or "none"
+    report.lines = [
+        f"   {len(checkpoints)} checkpoint signatures verified; every event proven included "
+        f"under the checkpoint of size {sizes}",
+        f"   every envelope matches its record, signer and "
+        f"{'signature' if level is not Level.INTEGRITY else '(signatures NOT checked)'} "
+        "and was signed inside its key's validity, before that checkpoint",
+        f"   {len(heads)} streams' chains unbroken inside the bundle"
+        + (" from their first event" if bundle.kind == "round" else ""),
+    ]
+    if level is Level.SETTLEMENT:
+        report.lines.append(
+            f"   {rules.checked} rounds re-derived (step order, fault policy); "
+            f"{payouts.resettled} settlements re-settled with their own game and rules "
+            f"({payouts.bets} bets)"
+        )
+    report.lines.append(
+        "   NOT CHECKED here: money across wallets, RNG seeds and device reports outside the "
+        "bundle, events of the log not in the bundle (verify a whole-log bundle for those)"
+    )
+
+
+def _check_link(
+    stream: str, version: int, prev: bytes, head: tuple[int, bytes] | None, bundle: Bundle
+) -> None:
+    if head is None:
+        if version == 1 and prev != GENESIS_HASH:
+            raise VerificationError("a stream's first event names a previous event")
+        if bundle.kind == "round" and version != 1:
+            raise VerificationError(
+                f"the round's events start at version {version}: versions before it are missing"
+            )
+        return
+    if version != head[0] + 1:
+        raise VerificationError(
+            f"stream jumps from version {head[0]} to {version}: an event is missing or out of order"
+        )
+    if prev != head[1]:
+        raise VerificationError(
+            "chain broken: previous-envelope hash does not match the stream's previous event"
+        )

@@ -1,0 +1,310 @@
+"""`ledger export DIR`: write an auditor's bundle, streaming through the log.
+
+What is selected: the whole log, one round (its stream's events), or a range
+of log positions. A bundle that is not the whole log carries an inclusion
+proof for each of its events against one checkpoint, so it verifies alone.
+Memory stays flat in the log's size: rows are read in batches and written as
+they come; only a small per-stream currency cache grows with the streams.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import nullcontext
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ledger.audit.proofs import newest_checkpoint
+from ledger.crypto.keys import Keyring
+from ledger.crypto.merkle import inclusion_proof
+from ledger.errors import ConfigError
+from ledger.export.bundle_files import (
+    CHECKPOINTS,
+    EVENTS,
+    FORMAT,
+    GAMES,
+    KEYRING,
+    MANIFEST,
+    PROOFS,
+    ROUND_OPENED,
+)
+from ledger.export.records import (
+    SCHEMA_VERSION,
+    decode_payload,
+    event_line,
+    opening_currency,
+    split_envelope,
+)
+from ledger.plugins.registry import LoadedGame
+from ledger.store.application import LedgerApplication
+from ledger.store.merkle_log import MerkleLogTables, stream_of
+from ledger.store.recorders import Row
+
+BATCH = 5000
+ROUND_OPENED_TOPIC = ":" + ROUND_OPENED
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What to export: everything, one round, or log positions [first, last]."""
+
+    round_id: str | None = None
+    first: int | None = None
+    last: int | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.round_id is not None:
+            return "round"
+        return "all" if self.first is None and self.last is None else "range"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "round": self.round_id, "from": self.first, "to": self.last}
+
+
+@dataclass
+class ExportSummary:
+    directory: Path
+    events: int
+    checkpoints: int
+    games: int
+    proofs_against: int | None
+
+
+class _Currencies:
+    """The currency of each stream, from its opening event (read once when needed)."""
+
+    def __init__(self, tables: MerkleLogTables) -> None:
+        self._tables = tables
+        self._known: dict[object, str | None] = {}
+
+    def of(self, stream: object, version: int, state: bytes) -> str | None:
+        """`stream` is the row's stream id column (its form depends on the store)."""
+        if version == 1:
+            currency = opening_currency(state)
+            if currency is not None:
+                self._known[stream] = currency
+            return currency
+        if stream not in self._known:
+            row = self._tables.row_by_stream(stream_of(stream), 1)
+            self._known[stream] = opening_currency(bytes(row[4])) if row else None
+        return self._known[stream]
+
+
+def _rows_from(tables: MerkleLogTables, after_id: int) -> Iterator[Row]:
+    while rows := tables.rows_after(after_id, BATCH):
+        yield from rows
+        after_id = rows[-1][0]
+
+
+def _round_rows(tables: MerkleLogTables, round_id: str) -> Iterator[tuple[int, Row]]:
+    """(log position, row) of every event of the round's stream, by version."""
+    version = 1
+    while (row := tables.row_by_stream(round_id, version)) is not None:
+        position = tables.leaf_index_of(row[0])
+        if position is None:
+            raise ConfigError(
+                f"round {round_id} version {version} is not under a checkpoint yet: "
+                "run `ledger checkpoint` first"
+            )
+        yield position, row
+        version += 1
+    if version == 1:
+        raise ConfigError(f"no round {round_id} in this store")
+
+
+def _selected(
+    tables: MerkleLogTables, selection: Selection, log_size: int
+) -> Iterator[tuple[int, Row]]:
+    if selection.round_id is not None:
+        yield from _round_rows(tables, selection.round_id)
+        return
+    first = selection.first or 0
+    last = log_size - 1 if selection.last is None else selection.last
+    if first > last or last >= log_size:
+        raise ConfigError(
+            f"log positions {first}..{last} are not in the log (it holds positions "
+            f"0..{log_size - 1})"
+        )
+    after = 0
+    if first > 0:
+        found = tables.id_at_offset(first - 1)
+        if found is None:
+            raise ConfigError(f"log position {first} is not in the log")
+        after = found
+    position = first
+    for row in _rows_from(tables, after):
+        if position > last:
+            return
+        yield position, row
+        position += 1
+
+
+def _games_used(
+    seen: Mapping[tuple[str, str], Mapping[str, Any]], installed: Mapping[str, LoadedGame]
+) -> list[dict[str, Any]]:
+    """The rules data of every (game, rules hash) a round in the bundle opened with."""
+    games = []
+    for (game_id, rules_hash), opened in sorted(seen.items()):
+        game = installed.get(game_id)
+        if game is not None and game.rules_hash != rules_hash:
+            game = None  # installed, but with other rules than the rounds pinned
+        games.append(
+            {
+                "game": game_id,
+                "rules_hash": rules_hash,
+                "settlement_api": opened.get("settlement_api", 1),
+                "played_with": opened.get("variant_version"),
+                "rules": dict(game.rules) if game else None,
+                "plugin": game.plugin if game else None,
+                "plugin_version": game.version if game else None,
+            }
+        )
+    return games
+
+
+def export_bundle(
+    app: LedgerApplication,
+    keyring: Keyring,
+    directory: Path,
+    selection: Selection,
+    installed: Mapping[str, LoadedGame],
+    progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> ExportSummary:
+    """Write the bundle into `directory` (created; must be empty if it exists).
+
+    The files are written into a scratch directory beside it, renamed into
+    place only when complete: a refused or failed export leaves nothing."""
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise ConfigError(f"cannot export to {directory}: it exists and is not an empty directory")
+    if not directory.parent.is_dir():
+        raise ConfigError(f"cannot export to {directory}: {directory.parent} is not a directory")
+    scratch = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    try:
+        summary = _export_into(app, keyring, scratch, selection, installed, progress, on_total)
+        if directory.exists():
+            directory.rmdir()
+        scratch.rename(directory)
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    summary.directory = directory
+    return summary
+
+
+def _export_into(
+    app: LedgerApplication,
+    keyring: Keyring,
+    directory: Path,
+    selection: Selection,
+    installed: Mapping[str, LoadedGame],
+    progress: Callable[[int], None] | None,
+    on_total: Callable[[int], None] | None,
+) -> ExportSummary:
+    tables = app.tables
+    log_size, _ = tables.event_count()
+    if log_size == 0:
+        raise ConfigError("the log is empty: nothing to export")
+    checkpoint = newest_checkpoint(app, keyring)
+    partial = selection.kind != "all"
+    if partial and checkpoint is None:
+        raise ConfigError("no valid checkpoint in the store: run `ledger checkpoint` first")
+    if on_total:
+        on_total(log_size if selection.kind == "all" else 0)
+    currencies = _Currencies(tables)
+    rounds: dict[tuple[str, str], Mapping[str, Any]] = {}
+    count, first, last = 0, None, None
+    subtree = tables.subtree_reader() if partial else None
+    with (
+        (directory / EVENTS).open("w", encoding="utf-8") as events,
+        (directory / PROOFS).open("w", encoding="utf-8") if partial else nullcontext() as proofs,
+    ):
+        pending: list[str] = []  # lines written a batch at a time
+        for position, row in _selected(tables, selection, log_size):
+            state = bytes(row[4])
+            version = row[2]
+            line = event_line(position, state, currencies.of(row[1], version, state))
+            if row[3].endswith(ROUND_OPENED_TOPIC):
+                payload = decode_payload(split_envelope(state)[3])
+                key = (str(payload.get("variant")), str(payload.get("rules_hash")))
+                rounds.setdefault(key, payload)
+            pending.append(line)
+            if proofs is not None and subtree is not None and checkpoint is not None:
+                if position >= checkpoint.size:
+                    raise ConfigError(
+                        f"log position {position} is not under the newest checkpoint (size "
+                        f"{checkpoint.size}): run `ledger checkpoint` first"
+                    )
+                path = inclusion_proof(position, checkpoint.size, subtree)
+                proofs.write(
+                    _dumps(
+                        {
+                            "position": position,
+                            "tree_size": checkpoint.size,
+                            "proof": [_b64(p) for p in path],
+                        }
+                    )
+                    + "\n"
+                )
+            count += 1
+            first = position if first is None else first
+            last = position
+            if count % 1000 == 0:
+                events.write("".join(pending))
+                pending.clear()
+                if progress:
+                    progress(1000)
+        events.write("".join(pending))
+    if progress:
+        progress(count % 1000)
+    checkpoints = _write_checkpoints(tables, directory / CHECKPOINTS)
+    (directory / KEYRING).write_text(keyring.to_json(), encoding="utf-8")
+    games = _games_used(rounds, installed)
+    with (directory / GAMES).open("w", encoding="utf-8") as out:
+        for game in games:
+            out.write(_dumps(game) + "\n")
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "format": FORMAT,
+        "origin": checkpoint.origin if checkpoint else None,
+        "selection": selection.to_json(),
+        "log_size": log_size,
+        "events": count,
+        "first_position": first,
+        "last_position": last,
+        "proofs_against": checkpoint.size if partial and checkpoint else None,
+        "exported_at": datetime.now(UTC).isoformat(),
+    }
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return ExportSummary(
+        directory,
+        count,
+        checkpoints,
+        len(games),
+        checkpoint.size if partial and checkpoint else None,
+    )
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _write_checkpoints(tables: MerkleLogTables, path: Path) -> int:
+    """Every stored checkpoint as its exact note text, by the size column."""
+    rows = sorted(
+        tables.checkpoint_rows(), key=lambda r: (0, r[0]) if type(r[0]) is int else (1, 0)
+    )
+    with path.open("w", encoding="utf-8") as out:
+        for column, note in rows:
+            size = column if type(column) is int else None
+            text = note if isinstance(note, str) else None
+            out.write(_dumps({"tree_size": size, "note": text}) + "\n")
+    return len(rows)

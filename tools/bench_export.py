@@ -1,0 +1,169 @@
+"""Benchmark: `ledger export` and `ledger verify --bundle` on a store.
+
+Measures, on the store given (issue 11 asks for a 1,000,000-event one):
+
+- export: events/s (wall clock, and per CPU second: the machine is shared),
+  peak RSS of the export process;
+- verify --bundle against verify on the store itself (the baseline, same
+  level, same workers), run interleaved with the order alternating run by
+  run: seconds, events/s, peak RSS, and the median of the per-run ratios
+  verify --bundle / verify.
+
+Every command is the installed `ledger` CLI in a child process; its CPU time
+and peak RSS come from the kernel's accounting of that child (os.wait4), its
+worker processes included. Results: stdout and tools/results/bench_export.json.
+
+    .venv/bin/python tools/bench_export.py --store sqlite:////path/ledger.db --keys DIR \
+        [--runs 3] [--level settlement] [--workers 2] [--verify-runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+TOOLS = Path(__file__).resolve().parent
+LEDGER = Path(sys.executable).parent / "ledger"
+
+
+@dataclass
+class Run:
+    what: str
+    seconds: float
+    cpu_seconds: float
+    peak_rss_mb: float
+    events: int
+
+    @property
+    def rate(self) -> float:
+        return self.events / self.seconds
+
+    @property
+    def cpu_rate(self) -> float:
+        return self.events / self.cpu_seconds if self.cpu_seconds else 0.0
+
+
+def run_ledger(what: str, argv: list[str], events: int) -> Run:
+    """One `ledger` command, timed; its own and its children's CPU and peak RSS."""
+    env = os.environ | {"LEDGER_PROGRESS_INTERVAL": "off"}
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        [str(LEDGER), *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - started
+    out = child.stdout.read().decode() if child.stdout else ""
+    err = child.stderr.read().decode() if child.stderr else ""
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{what} failed ({child.returncode}): {err.strip() or out.strip()}")
+    print(f"  {what}: {seconds:.1f} s; {out.splitlines()[0] if out else ''}", flush=True)
+    return Run(what, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, events)
+
+
+def count_events(store: str, keys: str) -> int:
+    from ledger.crypto.keystore import KeyDirectory
+    from ledger.store.application import LedgerApplication
+
+    with LedgerApplication(store, keyring=KeyDirectory(Path(keys)).keyring(), create=False) as app:
+        return app.tables.event_count()[0]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", required=True)
+    parser.add_argument("--keys", required=True)
+    parser.add_argument("--runs", type=int, default=3, help="export runs (default 3)")
+    parser.add_argument(
+        "--verify-runs", type=int, default=None, help="verify pairs (default: --runs)"
+    )
+    parser.add_argument("--level", default="settlement")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--scratch", default=None, help="where bundles go (default: a temp dir)")
+    args = parser.parse_args()
+    verify_runs = args.runs if args.verify_runs is None else args.verify_runs
+
+    events = count_events(args.store, args.keys)
+    print(f"store: {events} events; {args.runs} export runs, {verify_runs} verify pairs")
+    scratch = Path(tempfile.mkdtemp(prefix="bench-export-", dir=args.scratch))
+    common = ["--store", args.store, "--keys", args.keys]
+    verify_args = ["--level", args.level, "--workers", str(args.workers)]
+    exports: list[Run] = []
+    bundles: list[Run] = []
+    stores: list[Run] = []
+    try:
+        bundle = scratch / "bundle"
+        for number in range(max(args.runs, verify_runs)):
+            if bundle.exists():
+                shutil.rmtree(bundle)
+            run = run_ledger("export", [*common, "export", str(bundle)], events)
+            if number < args.runs:
+                exports.append(run)
+            if number >= verify_runs:
+                continue
+            pair = [
+                ("verify --bundle", ["verify", "--bundle", str(bundle), *verify_args], bundles),
+                ("verify (store)", [*common, "verify", *verify_args], stores),
+            ]
+            for what, argv, into in pair if number % 2 == 0 else reversed(pair):
+                into.append(run_ledger(what, argv, events))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    ratios = [b.seconds / s.seconds for b, s in zip(bundles, stores, strict=True)]
+    summary: dict[str, Any] = {
+        "events": events,
+        "store": args.store,
+        "level": args.level,
+        "workers": args.workers,
+        "export_events_per_s": median([r.rate for r in exports]),
+        "export_events_per_cpu_s": median([r.cpu_rate for r in exports]),
+        "export_peak_rss_mb": max(r.peak_rss_mb for r in exports),
+        "verify_bundle_events_per_s": median([r.rate for r in bundles]),
+        "verify_store_events_per_s": median([r.rate for r in stores]),
+        "verify_bundle_peak_rss_mb": max((r.peak_rss_mb for r in bundles), default=None),
+        "verify_store_peak_rss_mb": max((r.peak_rss_mb for r in stores), default=None),
+        "ratio_verify_bundle_over_store_time": median(ratios),
+        "ratios": ratios,
+        "load_average": os.getloadavg(),
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "runs": [asdict(r) for r in exports + bundles + stores],
+    }
+    print(
+        f"export: {summary['export_events_per_s']:,.0f} events/s wall, "
+        f"{summary['export_events_per_cpu_s']:,.0f} events per CPU second, "
+        f"peak RSS {summary['export_peak_rss_mb']:.0f} MB (median of {len(exports)})"
+    )
+    if ratios:
+        print(
+            f"verify --bundle: {summary['verify_bundle_events_per_s']:,.0f} events/s, "
+            f"verify on the store: {summary['verify_store_events_per_s']:,.0f} events/s; "
+            f"time ratio bundle/store {summary['ratio_verify_bundle_over_store_time']:.2f} "
+            f"(median of {len(ratios)}: {', '.join(f'{r:.2f}' for r in ratios)}); peak RSS "
+            f"{summary['verify_bundle_peak_rss_mb']:.0f} MB vs "
+            f"{summary['verify_store_peak_rss_mb']:.0f} MB"
+        )
+    print(f"load average {summary['load_average'][0]:.1f} (2 cores shared)")
+    results = TOOLS / "results"
+    results.mkdir(exist_ok=True)
+    (results / "bench_export.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
