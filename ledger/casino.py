@@ -47,6 +47,7 @@ from ledger.domain.round import (
 from ledger.errors import (
     ConflictError,
     InvalidCommandError,
+    LedgerError,
     NotFoundError,
     RequestIdReusedError,
     VerificationError,
@@ -61,6 +62,7 @@ from ledger.games.replay import (
     replay,
     settlements_from,
 )
+from ledger.games.step_cache import StepCache
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.deck import shuffled_deck
 from ledger.rng.server import RngServer
@@ -86,6 +88,8 @@ class Casino:
         self.app = app
         self.variants = variants
         self.max_attempts = max_attempts
+        # Each round's last replay, so a command continues it (see step_cache).
+        self.steps = StepCache()
 
     # Plumbing.
     def _get(self, cls: type[A], aggregate_id: UUID | str, what: str) -> A:
@@ -119,26 +123,47 @@ class Casino:
         request_id: str,
         args: dict[str, Any],
         body: Callable[[], tuple[Result, list[Aggregate]]],
+        *,
+        look_first: bool = False,
     ) -> Result:
+        """Run `body` and save what it changed with the request's record, once.
+
+        A request is not looked up before its first attempt (a read per command):
+        its record is the first event of a stream named by the request id, so
+        saving it conflicts if the request was done before, and the request is
+        looked up then, as it is when the body refuses (the round may have moved
+        on since the request was done). `look_first` looks it up before the body
+        runs, for a body with effects outside the ledger (a new RNG seed)."""
         if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID:
             raise InvalidCommandError(f"a request id is 1..{MAX_REQUEST_ID} characters")
         try:
             fingerprint = hashlib.sha256(canonical({"command": command, "args": args})).hexdigest()
         except CanonicalizationError as exc:  # e.g. an int past 2**53, NaN, bytes
             raise InvalidCommandError(f"{command}: arguments are not plain JSON: {exc}") from None
-        for attempt in range(self.max_attempts):
+        if look_first:
             done = self._done(request_id, command, fingerprint)
             if done is not None:
                 return done.result
-            result, changed = body()
+        for attempt in range(self.max_attempts):
+            try:
+                result, changed = body()
+            except LedgerError:
+                done = self._done(request_id, command, fingerprint)
+                if done is not None:
+                    return done.result
+                raise
             record = Request(
                 request_id=request_id, command=command, fingerprint=fingerprint, result=result
             )
             try:
                 self.app.save(*changed, record)
             except IntegrityError:
-                # Someone else wrote one of these streams first: start again
-                # from what they wrote (jittered, so racers spread out).
+                # This request was done already, or someone else wrote one of
+                # these streams first: start again from what they wrote
+                # (jittered, so racers spread out).
+                done = self._done(request_id, command, fingerprint)
+                if done is not None:
+                    return done.result
                 time.sleep(random.uniform(0, 0.002 * (attempt + 1)))
                 continue
             return result
@@ -281,7 +306,7 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             if game_round.settlement_api >= 2:
-                return None, self._play(round_id, self._wrapped(CLOSE_BETTING, None))[1]
+                return None, self._play(game_round, self._wrapped(CLOSE_BETTING, None))[1]
             self._legal(self._variant_of(game_round), game_round, "close_betting")
             game_round.close_betting()
             return None, [game_round]
@@ -306,7 +331,7 @@ class Casino:
         def body() -> tuple[Result, list[Aggregate]]:
             game_round = self.round(round_id)
             if game_round.settlement_api >= 2:
-                return None, self._play(round_id, self._reported(outcome, source))[1]
+                return None, self._play(game_round, self._reported(outcome, source))[1]
             variant = self._variant_of(game_round)
             checked = self._outcome(variant, game_round, outcome)
             game_round.check_awaiting_throw()
@@ -331,7 +356,8 @@ class Casino:
             table.commit_seed(seed_id, committed)
             return seed_id, [table]
 
-        return str(self._run("commit_seed", request_id, {"table_id": str(table_id)}, body))
+        args = {"table_id": str(table_id)}
+        return str(self._run("commit_seed", request_id, args, body, look_first=True))
 
     def retire_seed(self, *, request_id: str, table_id: str, rng: RngServer) -> str:
         """Reveal the table's seed, so anyone can recompute every throw made with it."""
@@ -366,7 +392,7 @@ class Casino:
                 )
             if game_round.settlement_api >= 2:  # the throw settles what the game says
                 assert move is not None
-                played, changed = self._play(round_id, self._wrapped(move[1], rng))
+                played, changed = self._play(game_round, self._wrapped(move[1], rng))
                 return {draw["kind"]: played["drawn"]}, changed
             counter = game_round.throws
             drawn = list(rng.throw(game_round.dice_seed, str(game_round.id), counter))
@@ -418,7 +444,7 @@ class Casino:
             actor = self._legal(variant, game_round, FAULT)
             reason_args = variant.validate_args(actor, FAULT, {"reason": reason})
             if game_round.settlement_api >= 2:
-                played, changed = self._play(round_id, self._fault_reported(reason_args, source))
+                played, changed = self._play(game_round, self._fault_reported(reason_args, source))
                 after = changed[0]  # the round, as the fault left it
                 assert isinstance(after, Round)
                 then = (
@@ -690,7 +716,7 @@ class Casino:
 
     def _step(self, variant: LoadedGame, game_round: Round) -> Step:
         """The game's step after everything the round recorded."""
-        return replay(variant, self._bets(game_round), game_round.log)[1]
+        return self.steps.replay(variant, game_round.id, self._bets(game_round), game_round.log)[1]
 
     @staticmethod
     def _offers(step: Step) -> str:
@@ -749,7 +775,7 @@ class Casino:
     def _outcome(self, variant: LoadedGame, game_round: Round, outcome: Any) -> dict[str, Any]:
         """The outcome in canonical form, once the game accepts it as its next move."""
         bets = self._bets(game_round)
-        actions, step = replay(variant, bets, game_round.log)
+        actions, step = self.steps.replay(variant, game_round.id, bets, game_round.log)
         action = self._outcome_action(variant, game_round, step, outcome)
         variant.step(bets, [*actions, action])  # the game's own refusal of bad randomness
         return self._stored(step, action)
@@ -806,8 +832,10 @@ class Casino:
             done: RecordedAction = {"actor": actor, "action": action, "args": given, "drawn": drawn}
             return done, attested
 
+        loaded = [game_round]  # the first attempt plays on the round just loaded
+
         def body() -> tuple[Result, list[Aggregate]]:
-            return self._play(round_id, choose)
+            return self._play(loaded.pop() if loaded else self.round(round_id), choose)
 
         fingerprint_args = {
             "round_id": str(round_id),
@@ -903,19 +931,21 @@ class Casino:
 
     def _play(
         self,
-        round_id: str,
+        game_round: Round,
         choose: Chooser,
     ) -> tuple[Result, list[Aggregate]]:
         """Record the action `choose` picks (legal, attested) on a settlement-API-2
-        round, then settle in the same save what the game's step settles, or void."""
-        game_round = self.round(round_id)
+        round (as the command just loaded it), then settle in the same save what
+        the game's step settles, or void."""
         variant = self._variant_of(game_round)
         bets = self._bets(game_round)
-        actions, step = replay(variant, bets, game_round.log)
+        actions, step = self.steps.replay(variant, game_round.id, bets, game_round.log)
         number = game_round.actions
         done, attested = choose(variant, game_round, step, number)
-        after = variant.step(bets, [*actions, done])
+        actions.append(done)
+        after = variant.step(bets, actions)
         game_round.record_action(dict(done), attested, dict(after))
+        self.steps.remember(variant, game_round.id, bets, game_round.log, actions, after)
         changed: list[Aggregate] = [game_round]
         settled: list[BetResult] = []
         if after["void"] is not None:

@@ -156,3 +156,36 @@ def test_json_problem_agrees_with_the_canonical_encoder(value: object) -> None:
 def test_json_problem_refuses_floats() -> None:
     assert json_problem({"stake": 1.5}) == "a float is not plain JSON"
     assert json_problem({"ok": [1, "x", None, True, {"a": 2**53 - 1}]}) is None
+
+
+json_trees = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**60), max_value=2**60),  # past ±2**53 too: refused alike
+        ascii_text,
+        any_text,
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=5),
+        st.dictionaries(st.one_of(ascii_text, any_text), children, max_size=5),
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.dictionaries(st.one_of(ascii_text, any_text), json_trees, max_size=6))
+@example({"a": [{"b": {"c": [1, True, None, "x"]}}], "A": []})
+@example({"nested": {"\U0001f3b2": 1, "\uff61": 2}})  # UTF-16 vs code point order, nested
+@example({"ctl": ["\x00\x08\t\n\x0c\r\x1f\x7f", '"\\/'], "n": [-SAFE, SAFE, 0]})
+@example({"big": [2**53]})
+@example({"tuple": (1, 2), "float": 1.5})  # not the plain subset: rfc8785 encodes them
+def test_canonical_of_nested_json_is_rfc8785(fields: dict[str, object]) -> None:
+    try:
+        expected = bytes(rfc8785.dumps(fields))
+    except CanonicalizationError:
+        with pytest.raises(CanonicalizationError):
+            canonical(fields)
+        return
+    assert canonical(fields) == expected

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from ledger.crypto.merkle import (
     EMPTY_ROOT,
+    AlignedLeaves,
     CompactRange,
     consistency_proof,
     hash_children,
@@ -344,3 +345,24 @@ def test_compact_range_split_and_extend(cuts: list[int]) -> None:
         joined.extend(tail)
         tail = joined
     assert tail == _range_of(bounds[1], MAX_LEAVES)
+
+
+@given(st.integers(0, 5), st.integers(0, 3), st.data())
+def test_aligned_leaves_equal_appending(k: int, block: int, data: st.DataObject) -> None:
+    """The verifier's level-by-level chunk subtree equals CompactRange.append at every prefix."""
+    width = 1 << k
+    begin = block * width
+    count = data.draw(st.integers(0, min(width, MAX_LEAVES - begin)))
+    leaves = LEAVES[begin : begin + count]
+    aligned = AlignedLeaves(begin, list(leaves))
+    assert aligned.end == begin + count
+    for end in range(begin, begin + count + 1):
+        assert aligned.compact_range(end) == _range_of(begin, end)
+    assert aligned.compact_range() == _range_of(begin, begin + count)
+
+
+def test_aligned_leaves_refuse_misuse() -> None:
+    with pytest.raises(ValueError, match="not aligned"):
+        AlignedLeaves(2, list(LEAVES[2:5]))  # 3 leaves need a start that is a multiple of 4
+    with pytest.raises(ValueError, match="not inside"):
+        AlignedLeaves(4, list(LEAVES[4:6])).compact_range(7)

@@ -9,24 +9,29 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from binascii import hexlify, unhexlify
 from dataclasses import dataclass, field
+from typing import Final
 
 from ledger.crypto.canonical import ENVELOPE_DOMAIN
 from ledger.crypto.envelope import (
     ENVELOPE_PREFIX,
     GENESIS_HASH,
+    JSON_SAFE_INT,
     MAGIC,
+    PLAIN_HEADER,
+    PREV_OFFSET,
     SIGNED_AT_OFFSET,
     Envelope,
     SignerCheck,
     check_row,
-    header_bytes,
+    is_plain,
     open_envelope,
     time_problem,
     where,
 )
 from ledger.crypto.keys import NEVER, Keyring
-from ledger.crypto.merkle import CompactRange, hash_leaf
+from ledger.crypto.merkle import LEAF_PREFIX, AlignedLeaves, CompactRange
 from ledger.crypto.signing import verify_signature
 from ledger.errors import VerificationError
 from ledger.store.merkle_log import MerkleLogTables, stream_of
@@ -115,63 +120,105 @@ class _Cover:
 def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> ChunkResult:
     """All checks that need only this chunk's rows.
 
-    Fast path: once a stream's previous event and the signing key are known,
-    every field of the next header but its signing time is predictable, and
-    the signing time sits at a fixed offset: the stored header is checked by
-    rebuilding its canonical bytes and comparing (one comparison instead of
-    parsing and seven), and the time by two integer comparisons against the
-    key's window under the covering checkpoint. Anything else takes the full,
-    explaining path.
+    Fast path: once the signing key is known, every field of a v2 header but
+    its signing time is predictable from the row and the stream's previous
+    event, and the fields vary only at fixed offsets. So the stored header is
+    checked by rebuilding its canonical bytes and comparing (one comparison
+    instead of parsing and seven), and the time by two integer comparisons
+    against the key's window under the covering checkpoint. The time's digits
+    are parsed (and held to canonical form) only when they differ from the
+    previous event's: a batch shares one signing time. A stream's first event
+    in the chunk takes the same path, its `prev` read at its fixed offset (the
+    merge checks that link). Anything else takes the full, explaining path.
+    Leaf hashes are collected and hashed into the chunk's subtree once, level
+    by level, at the end.
     """
-    result = ChunkResult(spec, CompactRange(spec.first_leaf))
-    leaves, firsts, lasts = result.leaves, result.firsts, result.lasts
+    firsts: dict[str, tuple[int, int, bytes]] = {}
+    lasts: dict[str, tuple[int, bytes]] = {}
+    hashes: list[bytes] = []
+    add_leaf = hashes.append
+    cuts: list[int] = []  # checkpoint sizes inside the chunk, as reached
     wanted = set(spec.checkpoint_sizes)
+    check_signatures = spec.check_signatures
     sha256 = hashlib.sha256
     unpack = ENVELOPE_PREFIX.unpack_from
     start = ENVELOPE_PREFIX.size
     at = SIGNED_AT_OFFSET
+    prev_at, prev_end = start + PREV_OFFSET, start + PREV_OFFSET + 64
+    template = _FAST_HEADER
     position = spec.first_leaf
     cover = _Cover(spec.covering, wanted, position)
-    names: dict[object, str] = {}  # row's stream id -> envelope form, parsed once per stream
-    key_id, public_key = "", b""  # the signer of the last event taken on the full path
+    # Row's stream id -> (envelope form, its bytes), for plain names only.
+    names: dict[object, tuple[str, bytes]] = {}
+    topics: dict[str, bytes] = {}  # plain event types -> their bytes
+    key_id, key_bytes, public_key = "", b"", b""  # the last full-path event's signer
     window: Window = (0, 0, 0)
     low, high = _limits(window, cover.bound)
+    time_digits, signed_at = b"", -1  # the last signing time parsed, as stored and as an int
     stream, version = "", 0
+    problem = None
     try:
         for _, originator_id, version, topic, state in rows:
             if type(state) is not bytes or type(topic) is not str or type(version) is not int:
                 state = _checked_columns(originator_id, version, topic, state)
-            stream = names.get(originator_id)  # type: ignore[assignment]
-            if stream is None:
+            fast = key_id
+            named = names.get(originator_id)
+            if named is None:
                 if originator_id is None:
                     raise VerificationError("stream id column is NULL", where=where("?", version))
-                stream = names[originator_id] = stream_of(originator_id)
+                stream = stream_of(originator_id)
+                if is_plain(stream):
+                    named = names[originator_id] = (stream, stream.encode())
+                else:
+                    named, fast = (stream, b""), ""  # (not encodable, maybe)
+            stream, stream_bytes = named
+            topic_bytes = topics.get(topic)
+            if topic_bytes is None and fast:
+                if is_plain(topic):
+                    topic_bytes = topics[topic] = topic.encode()
+                else:
+                    fast = ""
             last = lasts.get(stream)
             entry_hash = None
-            if last is not None and key_id and version == last[0] + 1:
-                magic, size = unpack(state)
-                header_end = start + size
-                header = state[start:header_end]
+            if fast:
+                prev_hex = None
                 try:
-                    signed_at = int(header[at : header.find(b",", at)])
-                except ValueError:
-                    signed_at = -1  # cannot match: the full path says what is wrong
-                expected = header_bytes(
-                    key_id,
-                    sha256(state[header_end + 64 :]).hexdigest(),
-                    last[1].hex(),
-                    signed_at,
-                    stream,
-                    topic,
-                    version,
-                )
-                if magic == MAGIC and header == expected:
+                    magic, size = unpack(state)
+                    header_end = start + size
+                    header = state[start:header_end]
+                    digits = header[at : header.find(b",", at)]
+                    if digits != time_digits:
+                        time_digits, signed_at = digits, _signing_time(digits)
+                    if last is not None:
+                        if version == last[0] + 1:
+                            prev_hex = hexlify(last[1])
+                    elif 0 <= version < JSON_SAFE_INT:
+                        prev_hex = _hex_or_none(state[prev_at:prev_end])
+                except struct.error:
+                    prev_hex = None  # truncated: the full path says so
+                if (
+                    prev_hex is not None
+                    and signed_at >= 0
+                    and magic == MAGIC
+                    and len(state) >= header_end + 64
+                    and header
+                    == template
+                    % (
+                        key_bytes,
+                        sha256(state[header_end + 64 :]).hexdigest().encode(),
+                        prev_hex,
+                        digits,
+                        stream_bytes,
+                        topic_bytes,
+                        version,
+                    )
+                ):
                     if not low <= signed_at <= high:
                         raise VerificationError(
                             time_problem(signed_at, window, cover.bound, cover.size) or "",
                             where=where(stream, version),
                         )
-                    if spec.check_signatures and not verify_signature(
+                    if check_signatures and not verify_signature(
                         public_key,
                         ENVELOPE_DOMAIN + header,
                         state[header_end : header_end + 64],
@@ -179,27 +226,59 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
                         raise VerificationError(
                             "envelope signature is invalid", where=where(stream, version)
                         )
-                    entry_hash = hash_leaf(header)
+                    if last is None:
+                        firsts[stream] = (position, version, unhexlify(prev_hex))
+                    entry_hash = sha256(LEAF_PREFIX + header).digest()
             if entry_hash is None:
                 envelope, public_key = _full_check(
                     spec, stream, version, topic, state, last, signer_check, firsts, position, cover
                 )
                 key_id, entry_hash = envelope.key_id, envelope.entry_hash
+                key_bytes = key_id.encode()
                 window = signer_check.windows[key_id]
                 low, high = _limits(window, cover.bound)
             lasts[stream] = (version, entry_hash)
-            leaves.append(entry_hash)
+            add_leaf(entry_hash)
             position += 1
             if position == cover.next_change:
                 if position in wanted:
-                    result.at_size[position] = leaves.copy()
+                    cuts.append(position)
                 cover.advance(position)
                 low, high = _limits(window, cover.bound)
     except VerificationError as exc:
-        result.problem = Problem(position, str(exc))
+        problem = Problem(position, str(exc))
     except struct.error:
-        result.problem = Problem(position, f"{where(stream, version)}: malformed envelope")
+        problem = Problem(position, f"{where(stream, version)}: malformed envelope")
+    tree = AlignedLeaves(spec.first_leaf, hashes)
+    result = ChunkResult(spec, tree.compact_range(), firsts=firsts, lasts=lasts, problem=problem)
+    result.at_size = {size: tree.compact_range(size) for size in cuts}
     return result
+
+
+# PLAIN_HEADER as bytes, the signing time's digits spliced in as stored (held
+# to canonical form by `_signing_time`, so the comparison still proves them).
+_FAST_HEADER: Final = PLAIN_HEADER.encode().replace(b"%d", b"%s", 1)
+
+
+def _signing_time(digits: bytes) -> int:
+    """The signing time these digits canonically write, or -1 (the full path says why)."""
+    try:
+        value = int(digits)
+    except ValueError:
+        return -1
+    if not 0 <= value < JSON_SAFE_INT or b"%d" % value != digits:
+        return -1
+    return value
+
+
+def _hex_or_none(text: bytes) -> bytes | None:
+    """The same 64 lowercase hex digits if that is what `text` is, else None
+    (the full path then says what is wrong)."""
+    try:
+        value = bytes.fromhex(text.decode())
+    except ValueError:
+        return None
+    return text if len(value) == 32 and hexlify(value) == text else None
 
 
 def _checked_columns(originator_id: object, version: object, topic: object, state: object) -> bytes:

@@ -52,7 +52,10 @@ from ledger.errors import ConfigError, VerificationError
 from ledger.plugins.registry import LoadedGame as Variant
 from ledger.store.application import LedgerApplication
 
-CHUNK_LEAVES = 1 << 14
+# Small enough that the processes finish together (a worker starts late and
+# the last chunks are shared out finely), large enough that a chunk's query
+# and its result's trip back cost little next to its events.
+CHUNK_LEAVES = 1 << 12
 
 
 class Level(StrEnum):
@@ -174,7 +177,7 @@ def plan_chunks(
     times = times or []
     while first < count:
         end = min(first + chunk_leaves, count)
-        last_id = highest if end == count else app.tables.id_at_offset(end - 1)
+        last_id = highest if end == count else app.tables.id_after(after, end - first - 1)
         if last_id is None:  # rows vanished while planning
             raise VerificationError(f"the log changed while it was read (log position {end - 1})")
         inside = tuple(s for s in sizes if first < s <= end)

@@ -23,8 +23,44 @@ SignedValue = str | int | bool | None
 
 
 def canonical(fields: dict[str, Any]) -> bytes:
-    """RFC 8785 bytes of `fields` (nested JSON-safe values, no floats)."""
+    """RFC 8785 bytes of `fields` (nested JSON-safe values, no floats).
+
+    Every command's fingerprint and every signed fact goes through here. For
+    a tree of plain JSON (exactly dicts with string keys, lists, strings,
+    integers within ±2**53, booleans, null) whose encoding is ASCII, the
+    standard library's sorted, separator-tight JSON is byte-identical to RFC
+    8785 (a property test holds the two to each other) and several times
+    faster; anything else is encoded by rfc8785 itself (and refused by it).
+    """
+    if _plain_tree(fields):
+        text = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        if text.isascii():  # escapes and key order differ from RFC 8785 outside ASCII
+            return text.encode()
     return bytes(rfc8785.dumps(fields))
+
+
+def _plain_tree(value: Any) -> bool:
+    """True when `value` is exactly dicts (string keys), lists, strings, integers
+    within ±2**53, booleans and null: the subset `canonical` may encode itself."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is bool or item is None:
+            continue
+        if kind is int:
+            if not -SAFE_INTEGER <= item <= SAFE_INTEGER:
+                return False
+        elif kind is dict:
+            for key, member in item.items():
+                if type(key) is not str:
+                    return False
+                stack.append(member)
+        elif kind is list:
+            stack.extend(item)
+        else:
+            return False
+    return True
 
 
 def canonical_flat(fields: dict[str, str | int]) -> bytes:

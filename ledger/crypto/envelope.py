@@ -47,7 +47,8 @@ ENVELOPE_PREFIX = _PREFIX = struct.Struct(">4sH")
 _SIGNATURE_SIZE = 64
 _decode_header = json.JSONDecoder().decode  # str in: skips json.loads' encoding sniffing
 # '{"key_id":"' + 64 + '","payload_sha256":"' + 64 + '","prev":"' + 64 + '","signed_at":'
-SIGNED_AT_OFFSET: Final = 11 + 64 + 20 + 64 + 10 + 64 + 14
+PREV_OFFSET: Final = 11 + 64 + 20 + 64 + 10  # where a v2 header's "prev" hex starts
+SIGNED_AT_OFFSET: Final = PREV_OFFSET + 64 + 14
 _V2_FIELDS = frozenset(
     ("key_id", "payload_sha256", "prev", "signed_at", "stream", "type", "version")
 )
@@ -105,6 +106,7 @@ _HEADER = (
 _HEADER_V1 = (
     '{"key_id":"%s","payload_sha256":"%s","prev":"%s","stream":"%s","type":"%s","version":%d}'
 )
+PLAIN_HEADER: Final = _HEADER  # for values `is_plain` accepts: the verifier's fast path
 
 
 def is_plain(text: str) -> bool:

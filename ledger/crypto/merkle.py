@@ -24,6 +24,7 @@ from ledger.errors import VerificationError
 __all__ = [
     "EMPTY_ROOT",
     "HASH_SIZE",
+    "AlignedLeaves",
     "CompactRange",
     "consistency_proof",
     "hash_children",
@@ -41,7 +42,8 @@ HASH_SIZE: Final = 32
 EMPTY_ROOT: Final = hashlib.sha256(b"").digest()
 
 # Domain separation (RFC 9162 §2.1.1): a leaf can never be read as a node.
-_LEAF_PREFIX: Final = b"\x00"
+LEAF_PREFIX: Final = b"\x00"
+_LEAF_PREFIX: Final = LEAF_PREFIX
 _NODE_PREFIX: Final = b"\x01"
 _sha256 = hashlib.sha256
 
@@ -227,6 +229,51 @@ class CompactRange:
 
     def __repr__(self) -> str:
         return f"CompactRange({self._begin}, {self._end}, [{len(self._hashes)} hashes])"
+
+
+class AlignedLeaves:
+    """Every perfect subtree over leaves [begin, begin + n), hashed level by level.
+
+    For a run of leaves whose start is a multiple of a power of two >= n (a
+    verification chunk), every aligned subtree inside it is one node of these
+    levels, so the compact range of any prefix is read off them: the same n - 1
+    node hashes `CompactRange.append` would compute, in list comprehensions
+    instead of one Python call per leaf.
+    """
+
+    __slots__ = ("_begin", "_levels")
+
+    def __init__(self, begin: int, leaf_hashes: list[bytes]) -> None:
+        n = len(leaf_hashes)
+        if begin < 0 or (n > 1 and begin % (1 << (n - 1).bit_length())):
+            raise ValueError(f"leaves from {begin} are not aligned to a power of two >= {n}")
+        self._begin = begin
+        level = leaf_hashes
+        self._levels = [level]
+        sha256, prefix = _sha256, _NODE_PREFIX
+        while len(level) > 1:
+            level = [
+                sha256(prefix + level[i] + level[i + 1]).digest()
+                for i in range(0, len(level) - 1, 2)
+            ]
+            self._levels.append(level)
+
+    @property
+    def end(self) -> int:
+        return self._begin + len(self._levels[0])
+
+    def compact_range(self, end: int | None = None) -> CompactRange:
+        """Leaves [begin, end) (all of them by default) as a `CompactRange`."""
+        begin = self._begin
+        end = self.end if end is None else end
+        if not begin <= end <= self.end:
+            raise ValueError(f"[{begin}, {end}) is not inside [{begin}, {self.end})")
+        hashes, position = [], begin
+        for width in _range_sizes(begin, end):
+            level = width.bit_length() - 1
+            hashes.append(self._levels[level][(position - begin) >> level])
+            position += width
+        return CompactRange(begin, end, hashes)
 
 
 def subtree_from_leaves(leaf_hashes: Sequence[bytes]) -> Subtree:

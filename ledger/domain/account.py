@@ -12,6 +12,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from ledger.domain.copying import PlainCopy
 from ledger.domain.money import (
     Posting,
     cashier,
@@ -27,7 +28,7 @@ PLAYER = "player"
 HOUSE = "house"
 
 
-class Account(Aggregate):
+class Account(PlainCopy, Aggregate):
     """A wallet (never negative) or a house bankroll (may run negative: the
     house pays what it owes)."""
 

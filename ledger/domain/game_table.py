@@ -7,11 +7,12 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from ledger.domain.copying import PlainCopy
 from ledger.domain.round import Limits
 from ledger.errors import InvalidCommandError
 
 
-class GameTable(Aggregate):
+class GameTable(PlainCopy, Aggregate):
     class Opened(Aggregate.Created):
         class_version: ClassVar[int] = 1
         name: str

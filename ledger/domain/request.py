@@ -9,6 +9,8 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 
 from eventsourcing.domain import Aggregate, event
 
+from ledger.domain.copying import PlainCopy
+
 REQUEST_NAMESPACE = uuid5(NAMESPACE_URL, "casino-ledger/request")
 
 
@@ -16,7 +18,7 @@ def request_uuid(request_id: str) -> UUID:
     return uuid5(REQUEST_NAMESPACE, request_id)
 
 
-class Request(Aggregate):
+class Request(PlainCopy, Aggregate):
     class Completed(Aggregate.Created):
         class_version: ClassVar[int] = 1
         request_id: str

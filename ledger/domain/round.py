@@ -14,6 +14,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from ledger.domain.copying import PlainCopy
 from ledger.domain.money import Posting, check_amount, check_balanced, in_play, posting, wallet
 from ledger.errors import InvalidCommandError
 
@@ -118,7 +119,7 @@ def check_limits(limits: Limits) -> Limits:
     return {k: limits[k] for k in ("min_bet", "max_bet", "max_round")}  # type: ignore[return-value]
 
 
-class Round(Aggregate):
+class Round(PlainCopy, Aggregate):
     class Opened(Aggregate.Created):
         """`variant` is the game id; `variant_version` the plugin distribution's
         version and `code_hash` its code, both for information: a round pins the

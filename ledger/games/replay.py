@@ -88,9 +88,19 @@ def replay(
 ) -> tuple[list[RecordedAction], Step]:
     """Every recorded entry as an action, and the game's step after the last;
     InvalidCommandError if an entry is not a move the game offered then."""
-    actions: list[RecordedAction] = []
-    step = game.step(bets, actions)
-    for entry in log:
+    return replay_from(game, bets, log, [], game.step(bets, []))
+
+
+def replay_from(
+    game: LoadedGame,
+    bets: Mapping[str, BetView],
+    log: Sequence[LogEntry],
+    actions: list[RecordedAction],
+    step: Step,
+) -> tuple[list[RecordedAction], Step]:
+    """`replay`, continued: `actions` are the first entries of `log` as actions
+    (extended in place) and `step` the game's step after them."""
+    for entry in log[len(actions) :]:
         action = entry_action(step, entry)
         if action is None:
             raise InvalidCommandError(f"{_describe(entry)} is not a move the game offered")

@@ -83,6 +83,9 @@ class MerkleLogTables:
         )
         self._count_ids = sql("SELECT COUNT(*), MAX({id}) FROM {events}")
         self._id_at_offset = sql("SELECT {id} FROM {events} ORDER BY {id} LIMIT 1 OFFSET %s")
+        self._id_after = sql(
+            "SELECT {id} FROM {events} WHERE {id} > %s ORDER BY {id} LIMIT 1 OFFSET %s"
+        )
         self._tail = sql(
             "SELECT leaf_index, notification_id FROM {leaves} ORDER BY leaf_index DESC LIMIT 1"
         )
@@ -179,6 +182,12 @@ class MerkleLogTables:
 
     def id_at_offset(self, offset: int) -> int | None:
         row = self._one(self._id_at_offset, (offset,), None)
+        return int(row[0]) if row else None
+
+    def id_after(self, after_id: int, offset: int) -> int | None:
+        """The id `offset` rows past the first event after `after_id`: from a known
+        id, an index seek skips only those rows (`id_at_offset` skips all before)."""
+        row = self._one(self._id_after, (after_id, offset), None)
         return int(row[0]) if row else None
 
     # The Merkle tables. Their rows are untrusted: a column that does not
