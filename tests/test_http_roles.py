@@ -265,6 +265,8 @@ SCENARIOS: dict[str, Callable[[Api], Call]] = {
     "POST /v1/rounds/{round_id}/step-corrections": _correct_step,
     "POST /v1/rounds/{round_id}/fact-to-sign": _fact_to_sign,
     "GET /v1/balances": lambda api: Call("/v1/balances"),
+    "GET /v1/events": lambda api: Call("/v1/events", params={"limit": 5}),
+    "GET /v1/events/stream": lambda api: Call("/v1/events/stream", params={"limit": 5}),
     "GET /v1/checkpoints/newest": _newest,
     "GET /v1/proofs/inclusion": _inclusion,
     "POST /v1/proofs/consistency": _consistency,

@@ -14,15 +14,17 @@ ledger call at a time per worker process (run several workers, see
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Path, Query, Request, Security
 from fastapi.exceptions import HTTPException
+from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPBearer
 
 from ledger.audit.proofs import consistency_from, inclusion_of, newest_checkpoint
@@ -31,7 +33,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
 from ledger.domain.money import wallet
 from ledger.errors import InvalidCommandError, NotFoundError
-from ledger.http import models
+from ledger.http import feed, models
 from ledger.http.errors import install_error_handlers
 from ledger.http.middleware import Authenticate, BodyLimit
 from ledger.http.signers import CapturingSigner, FactCaptured, PresignedSigner
@@ -42,6 +44,7 @@ from ledger.projections import ProjectionRunner, queries
 from ledger.rng.server import RngServer
 from ledger.store.application import LedgerApplication
 
+FOLLOW_POLL = 0.2  # seconds between looks at the log's end for a following stream
 MAX_BODY = 64 * 1024  # bytes: a bet or a signed report is well under 2 KiB
 TITLE = "casino-ledger"
 API_VERSION = "1"
@@ -531,6 +534,48 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
                 for line in lines
             ],
         }
+
+    # The event feed.
+    @route("GET", "/events", READERS)
+    async def events(
+        after: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+        limit: Annotated[int, Query(ge=1, le=feed.MAX_LIMIT)] = 100,
+    ) -> dict[str, Any]:
+        """Events after log position `after` (from the start without it), in the export
+        bundle's record format, each with its Merkle leaf index; `next_after` is the
+        position to ask from next."""
+        records = feed.events_after(service.app, after, limit)
+        return {
+            "events": records,
+            "next_after": records[-1]["position"] if records else after,
+        }
+
+    @route("GET", "/events/stream", READERS)
+    async def events_stream(
+        after: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+        limit: Annotated[int, Query(ge=1, le=10**9)] = 10**9,
+        follow: bool = False,
+    ) -> StreamingResponse:
+        """The same records as JSON Lines, one event a line, up to `limit`; with
+        `follow`, waiting for new events until the client goes away."""
+        feed.check_position(service.app, after)  # a bad position is a 400, not a cut stream
+
+        async def lines() -> AsyncIterator[bytes]:
+            position, sent = after, 0
+            while sent < limit:
+                got = 0
+                for line in feed.stream_lines(service.app, position, limit - sent):
+                    got += 1
+                    yield line
+                if got:
+                    sent += got
+                    position = (position if position is not None else -1) + got
+                elif not follow:
+                    return
+                else:
+                    await asyncio.sleep(FOLLOW_POLL)
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
 
     # Tokens (created on the command line only: the secret is shown once, there).
     @route("GET", "/tokens", (ADMIN,))
