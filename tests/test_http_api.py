@@ -231,3 +231,30 @@ def test_a_device_report_the_device_did_not_sign_is_refused_over_http(api: Api) 
         assert refused.status_code == 400, refused.text
     assert api.events() == before
     assert api.get(f"/v1/accounts/{player}").json()["balance"] == 900
+
+
+def test_a_round_is_recalled_over_http_from_its_signed_events(api: Api) -> None:
+    player = api.wallet(1_000)
+    table = api.table()
+    round_id = api.round(table)
+    api.post(
+        f"/v1/rounds/{round_id}/bets", {"account_id": player, "bet": {"on": "tails"}, "stake": 250}
+    )
+    api.ok(f"/v1/rounds/{round_id}/close-betting")
+    report = dealer_device(api.node).act(round_id, 1, "dealer", "toss", {"face": "heads"}, [])
+    api.ok(
+        f"/v1/rounds/{round_id}/act",
+        {"actor": "dealer", "action": "toss", "args": {"face": "heads"}, "source": report},
+    )
+    recalled = api.get(f"/v1/rounds/{round_id}/recall")
+    assert recalled.status_code == 200, recalled.text
+    body = recalled.json()
+    assert (body["replay"], body["round"], body["verified"], body["problems"]) == (
+        True,
+        round_id,
+        True,
+        [],
+    )
+    text = json.dumps(body["events"])
+    assert "250" in text and "heads" in text  # the stake and the toss, as recorded
+    assert api.get("/v1/rounds/00000000-0000-4000-8000-000000000000/recall").status_code == 404

@@ -251,6 +251,7 @@ SCENARIOS: dict[str, Callable[[Api], Call]] = {
     "POST /v1/rounds": lambda api: Call("/v1/rounds", {"table_id": api.table(), "dealer": "D"}),
     "GET /v1/rounds": lambda api: Call("/v1/rounds", params={"open": "true"}),
     "GET /v1/rounds/{round_id}": _round,
+    "GET /v1/rounds/{round_id}/recall": lambda api: Call(f"/v1/rounds/{coin_round(api)[1]}/recall"),
     "POST /v1/rounds/{round_id}/bets": _place_bet,
     "POST /v1/rounds/{round_id}/bets/{bet_id}/withdraw": _withdraw_bet,
     "POST /v1/rounds/{round_id}/close-betting": _close_betting,

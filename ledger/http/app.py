@@ -28,6 +28,7 @@ from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPBearer
 
 from ledger.audit.proofs import consistency_from, inclusion_of, newest_checkpoint
+from ledger.audit.recall import recall_round
 from ledger.casino import MAX_REQUEST_ID, Casino
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
@@ -475,6 +476,19 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
             "balances": [dataclasses.asdict(r) for r in rows],
             "totals": queries.currency_totals(service.app),
         }
+
+    @route("GET", "/rounds/{round_id}/recall", READERS)
+    async def recall(round_id: RoundId) -> dict[str, Any]:
+        """Game recall: the round replayed step by step from its signed events, each
+        event's envelope, signature and chain checked as it is read (`ledger recall`);
+        `verified` is false, with the problems named, when a check failed."""
+        try:
+            canonical_id = str(uuid.UUID(round_id))
+        except ValueError:
+            raise NotFoundError(f"unknown round {round_id}") from None
+        return recall_round(
+            service.app, service.app.current_keyring(), service.variants, canonical_id
+        ).to_json()
 
     @route("GET", "/checkpoints/newest", READERS)
     async def newest() -> dict[str, Any]:
