@@ -15,6 +15,7 @@ from __future__ import annotations
 import gc
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,15 +30,24 @@ PLAYERS = 10
 LIMITS = {"min_bet": 10, "max_bet": 10_000, "max_round": 10_000}
 
 
-def play_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[int], float]:
-    """(rounds/s, the size of every save, projection rebuild events/s)."""
+@dataclass
+class Floor:
+    """A physical table with funded wallets on a sealed store, every save's size counted."""
+
+    app: Any
+    casino: Any
+    device: Any
+    wallets: list[str]
+    table: str
+    sizes: list[int]
+
+
+def open_floor(url: str, keys: bench.Keys, games: Any, variant: str, players: int) -> Floor:
     from ledger.casino import Casino
     from ledger.crypto.keys import Role
     from ledger.crypto.keystore import KeyDirectory
     from ledger.devices import DealerDevice
-    from ledger.projections import rebuild
     from ledger.store.application import LedgerApplication
-    from tests.coin_variant import VARIANTS
 
     # A physical table: every outcome is a dealer device's signed report.
     directory = KeyDirectory(keys.path)
@@ -46,28 +56,45 @@ def play_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[in
     device = DealerDevice(directory.signer(Role.DEALER_DEVICE, None))
     app = LedgerApplication(url, keyring=directory.keyring(), signer=keys.node_signer)
     try:
-        casino = Casino(app, VARIANTS)
+        casino = Casino(app, games)
         wallets = []
-        for p in range(PLAYERS):
+        for p in range(players):
             wallet = casino.open_account(request_id=f"acc-{p}", owner=f"p{p}", currency="EUR")
             casino.deposit(request_id=f"dep-{p}", account_id=wallet, amount=10**9)
             wallets.append(wallet)
         table = casino.open_table(
-            request_id="table",
-            name="T1",
-            variant="coin",
-            currency="EUR",
-            limits=LIMITS,  # type: ignore[arg-type]
+            request_id="table", name="T1", variant=variant, currency="EUR", limits=LIMITS
         )
-        sizes: list[int] = []
-        save = app.save
+    except BaseException:
+        app.close()
+        raise
+    sizes: list[int] = []
+    save = app.save
 
-        def counting_save(*objs: Any, **kwargs: Any) -> Any:
-            recordings = save(*objs, **kwargs)
-            sizes.append(len(recordings))
-            return recordings
+    def counting_save(*objs: Any, **kwargs: Any) -> Any:
+        recordings = save(*objs, **kwargs)
+        sizes.append(len(recordings))
+        return recordings
 
-        app.save = counting_save  # type: ignore[method-assign]
+    app.save = counting_save
+    return Floor(app, casino, device, wallets, table, sizes)
+
+
+def play_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[int], float]:
+    """(rounds/s, the size of every save, projection rebuild events/s)."""
+    from ledger.projections import rebuild
+    from ledger.store.application import LedgerApplication
+    from tests.coin_variant import VARIANTS
+
+    floor = open_floor(url, keys, VARIANTS, "coin", PLAYERS)
+    app, casino, device, wallets, table = (
+        floor.app,
+        floor.casino,
+        floor.device,
+        floor.wallets,
+        floor.table,
+    )
+    try:
         gc.collect()
         with bench.progress("rounds", rounds) as advance:
             started = time.perf_counter()
@@ -104,7 +131,7 @@ def play_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[in
         rebuild_rate = events / (time.perf_counter() - started)
     finally:
         reader.close()
-    return rounds / elapsed, sizes, rebuild_rate
+    return rounds / elapsed, floor.sizes, rebuild_rate
 
 
 XIDACH_SEATS = 5
@@ -118,42 +145,18 @@ def play_xidach_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, 
     from ledger_xidach.strategy import DealerStrategy, PlayerStrategy
     from ledger_xidach.table import DEALER, Round, seat_actor
 
-    from ledger.casino import Casino
-    from ledger.crypto.keys import Role
-    from ledger.crypto.keystore import KeyDirectory
-    from ledger.devices import DealerDevice
     from ledger.plugins.manager import get_plugin_manager
-    from ledger.store.application import LedgerApplication
 
-    directory = KeyDirectory(keys.path)
-    if not directory.keyring().with_role(Role.DEALER_DEVICE):
-        directory.create("bench-device", Role.DEALER_DEVICE, None)
-    device = DealerDevice(directory.signer(Role.DEALER_DEVICE, None))
-    app = LedgerApplication(url, keyring=directory.keyring(), signer=keys.node_signer)
+    floor = open_floor(url, keys, get_plugin_manager().games(), "xidach", XIDACH_SEATS)
+    app, casino, device, wallets, table = (
+        floor.app,
+        floor.casino,
+        floor.device,
+        floor.wallets,
+        floor.table,
+    )
     rules, player, dealer = PROFILES["xidach"], PlayerStrategy(), DealerStrategy()
     try:
-        casino = Casino(app, get_plugin_manager().games())
-        wallets = []
-        for p in range(XIDACH_SEATS):
-            wallet = casino.open_account(request_id=f"acc-{p}", owner=f"p{p}", currency="EUR")
-            casino.deposit(request_id=f"dep-{p}", account_id=wallet, amount=10**9)
-            wallets.append(wallet)
-        table = casino.open_table(
-            request_id="table",
-            name="XD",
-            variant="xidach",
-            currency="EUR",
-            limits=LIMITS,  # type: ignore[arg-type]
-        )
-        sizes: list[int] = []
-        save = app.save
-
-        def counting_save(*objs: Any, **kwargs: Any) -> Any:
-            recordings = save(*objs, **kwargs)
-            sizes.append(len(recordings))
-            return recordings
-
-        app.save = counting_save  # type: ignore[method-assign]
         gc.collect()
         with bench.progress("xidach rounds", rounds) as advance:
             started = time.perf_counter()
@@ -202,7 +205,7 @@ def play_xidach_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, 
             elapsed = time.perf_counter() - started
     finally:
         app.close()
-    return rounds / elapsed, sizes
+    return rounds / elapsed, floor.sizes
 
 
 def plain_appends(url: str, sizes: list[int]) -> float:
