@@ -258,3 +258,5 @@ def test_a_round_is_recalled_over_http_from_its_signed_events(api: Api) -> None:
     text = json.dumps(body["events"])
     assert "250" in text and "heads" in text  # the stake and the toss, as recorded
     assert api.get("/v1/rounds/00000000-0000-4000-8000-000000000000/recall").status_code == 404
+    assert api.get("/v1/rounds/not-a-round/recall").status_code == 404
+    assert api.get(f"/v1/rounds/{round_id.replace('-', '').upper()}/recall").json()["verified"]

@@ -342,7 +342,12 @@ def _seed_events(
 def recall_round(
     app: LedgerApplication, keyring: Keyring, variants: Mapping[str, LoadedGame], round_id: str
 ) -> Recall:
-    """Replay round `round_id` from its signed events (`NotFoundError` if it is none)."""
+    """Replay round `round_id` from its signed events (`NotFoundError` if it is none,
+    or not a round id at all)."""
+    try:
+        round_id = str(UUID(round_id))  # the one form the store's rows hold
+    except ValueError:
+        raise NotFoundError(f"no round {round_id} in this store") from None
     tables = app.tables
     rows = stream_rows(tables, round_id)
     if not rows:

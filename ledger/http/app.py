@@ -482,12 +482,8 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         """Game recall: the round replayed step by step from its signed events, each
         event's envelope, signature and chain checked as it is read (`ledger recall`);
         `verified` is false, with the problems named, when a check failed."""
-        try:
-            canonical_id = str(uuid.UUID(round_id))
-        except ValueError:
-            raise NotFoundError(f"unknown round {round_id}") from None
         return recall_round(
-            service.app, service.app.current_keyring(), service.variants, canonical_id
+            service.app, service.app.current_keyring(), service.variants, round_id
         ).to_json()
 
     @route("GET", "/checkpoints/newest", READERS)
