@@ -15,6 +15,7 @@ import itertools
 from datetime import datetime
 
 from ledger.audit.chunks import Problem
+from ledger.audit.log_rows import LogRows
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import consistency_proof, verify_consistency
@@ -27,7 +28,7 @@ def _label(checkpoint: Checkpoint) -> str:
 
 
 def load_checkpoints(
-    tables: MerkleLogTables, keyring: Keyring, trusted: Checkpoint | None
+    tables: LogRows, keyring: Keyring, trusted: Checkpoint | None
 ) -> list[Checkpoint]:
     """Every stored checkpoint, checked, one per signed size, by size."""
     rows = sorted(tables.checkpoint_rows(), key=_by_column)  # the first bad row is named
@@ -103,6 +104,16 @@ def kept_mismatch(position: int, trusted: Checkpoint, stored: bytes | None) -> P
     )
 
 
+def check_not_rolled_back(checkpoints: list[Checkpoint], trusted: Checkpoint | None) -> None:
+    """The newest checkpoint must be no older than the auditor's kept one."""
+    if trusted is not None and checkpoints and checkpoints[-1].size < trusted.size:
+        raise VerificationError(
+            f"the store's newest checkpoint (size {checkpoints[-1].size}) is older than the "
+            "kept one: the log was rolled back",
+            where=f"kept {_label(trusted)}",
+        )
+
+
 def check_proofs(
     tables: MerkleLogTables, checkpoints: list[Checkpoint], trusted: Checkpoint | None
 ) -> None:
@@ -111,16 +122,8 @@ def check_proofs(
     events, so this checks the stored tree an auditor's proofs come from."""
     subtree = tables.subtree_reader()
     pairs = [(a, b) for a, b in itertools.pairwise(checkpoints) if a.size > 0]
-    if trusted is not None and checkpoints:
-        newest = checkpoints[-1]
-        if newest.size < trusted.size:
-            raise VerificationError(
-                f"the store's newest checkpoint (size {newest.size}) is older than the kept one: "
-                "the log was rolled back",
-                where=f"kept {_label(trusted)}",
-            )
-        if trusted.size > 0:
-            pairs.append((trusted, newest))
+    if trusted is not None and checkpoints and trusted.size > 0:
+        pairs.append((trusted, checkpoints[-1]))
     for older, newer in pairs:
         try:
             proof = consistency_proof(older.size, newer.size, subtree)

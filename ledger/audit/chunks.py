@@ -11,7 +11,7 @@ import hashlib
 import struct
 from binascii import hexlify, unhexlify
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from ledger.crypto.canonical import ENVELOPE_DOMAIN
 from ledger.crypto.envelope import (
@@ -52,14 +52,18 @@ class ChunkSpec:
     # (size, issued_at µs) of the valid checkpoints covering this chunk's events,
     # ascending: from the first of size > first_leaf to the first reaching the chunk's end.
     covering: tuple[tuple[int, int], ...] = ()
+    offset: int = 0  # a bundle's chunk: the byte offset of its first line
 
 
 @dataclass
 class Problem:
     position: int  # log position (leaf index) of the event at fault
     message: str
+    located: bool = False  # the message names the position already
 
     def as_error(self) -> VerificationError:
+        if self.located:
+            return VerificationError(self.message)
         return VerificationError(f"{self.message} (log position {self.position})")
 
 
@@ -73,6 +77,7 @@ class ChunkResult:
     firsts: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
     lasts: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     problem: Problem | None = None
+    facts: Any = None  # what a source's own chunk reader found, for its merge
 
     @property
     def count(self) -> int:

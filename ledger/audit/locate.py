@@ -17,15 +17,6 @@ from ledger.store.merkle_log import MerkleLogTables, stream_of
 _SCAN_LIMIT = 1 << 16  # rows read looking for a missing event's successor
 
 
-def position_of(tables: MerkleLogTables, notification_id: int) -> int:
-    """The log position of the row with this notification id (rows before it)."""
-    with tables.recorder.read() as cursor:
-        cursor.execute(
-            tables.recorder.sql("SELECT COUNT(*) FROM {events} WHERE {id} < %s"), (notification_id,)
-        )
-        return int(cursor.fetchone()[0])
-
-
 def _leaf_id(tables: MerkleLogTables, position: int) -> int | None:
     found = tables.leaves(position, position + 1)
     return found[0][1] if found else None

@@ -11,10 +11,11 @@ import multiprocessing
 import queue
 import traceback
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
-from ledger.audit.chunks import ChunkResult, ChunkSpec, init_worker, verify_chunk
+from ledger.audit.chunks import ChunkResult, ChunkSpec
 
 _POLL_SECONDS = 1.0
 
@@ -28,17 +29,27 @@ def _claim(counter: Synchronized[int], total: int) -> int | None:
         return index
 
 
+@dataclass(frozen=True)
+class WorkerPlan:
+    """What a worker process runs: `init(*args)` once, then `work(spec)` per chunk.
+
+    Both are module-level functions, so a spawned process imports them by name."""
+
+    init: Callable[..., None]
+    args: tuple[Any, ...]
+    work: Callable[[ChunkSpec], ChunkResult]
+
+
 def _worker_main(
-    store: str,
-    keyring_json: str,
+    plan: WorkerPlan,
     specs: Sequence[ChunkSpec],
     counter: Synchronized[int],
     results: Any,
 ) -> None:
     try:
-        init_worker(store, keyring_json)
+        plan.init(*plan.args)
         while (index := _claim(counter, len(specs))) is not None:
-            results.put((index, verify_chunk(specs[index])))
+            results.put((index, plan.work(specs[index])))
     except BaseException:  # report every failure; the caller raises it
         results.put((-1, traceback.format_exc(limit=5)))
 
@@ -47,8 +58,7 @@ def run_chunks(
     specs: Sequence[ChunkSpec],
     run_here: Callable[[ChunkSpec], ChunkResult],
     *,
-    store: str,
-    keyring_json: str,
+    plan: WorkerPlan,
     processes: int,
 ) -> Generator[ChunkResult, None, None]:
     """Yield each chunk's result in order, using `processes` processes in all."""
@@ -62,7 +72,7 @@ def run_chunks(
     workers = [
         context.Process(
             target=_worker_main,
-            args=(store, keyring_json, specs, counter, results),
+            args=(plan, specs, counter, results),
             daemon=True,
         )
         for _ in range(processes - 1)

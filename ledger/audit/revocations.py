@@ -15,20 +15,17 @@ from typing import Any
 
 from eventsourcing.persistence import Transcoder
 
-from ledger.audit.locate import position_of
+from ledger.audit.log_rows import LogRows
 from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_envelope, where
 from ledger.crypto.keys import Keyring, Role, from_micros, to_micros
 from ledger.domain.key_registry import KEY_REGISTRY_ID, REVOKED_TOPIC, revocation_fact
 from ledger.errors import VerificationError
-from ledger.store.merkle_log import MerkleLogTables
 
 _STREAM = str(KEY_REGISTRY_ID)
 
 
-def log_revocations(
-    tables: MerkleLogTables, transcoder: Transcoder, keyring: Keyring
-) -> dict[str, int]:
+def log_revocations(tables: LogRows, transcoder: Transcoder, keyring: Keyring) -> dict[str, int]:
     """Key id -> earliest revocation time (µs) recorded in the log."""
     signer_check = SignerCheck(keyring)
     revoked: dict[str, int] = {}
@@ -45,7 +42,7 @@ def log_revocations(
                 key_id, at = _checked_fact(transcoder, envelope.payload, keyring, version)
                 revoked[key_id] = min(at, revoked.get(key_id, at))
         except VerificationError as exc:
-            position = position_of(tables, notification_id)
+            position = tables.position_of(notification_id)
             raise VerificationError(f"key registry: {exc} (log position {position})") from exc
         previous, version = envelope.entry_hash, version + 1
     return revoked

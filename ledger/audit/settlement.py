@@ -17,7 +17,7 @@ A round whose variant is not installed stops it with `CannotCheckError`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,9 @@ from ledger.plugins.registry import LoadedGame as Variant
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 
 READ_BATCH = 5000
+
+# (log position, stream, version, topic, payload) of one event.
+Event = tuple[int, str, int, str, dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,8 @@ class SettlementCounts:
 
 def events(
     tables: MerkleLogTables, transcoder: Transcoder, progress: Callable[[int], None] | None
-) -> Iterator[tuple[int, str, int, str, dict[str, Any]]]:
-    """(log position, stream, version, topic, payload) of every event, in log order."""
+) -> Iterator[Event]:
+    """Every event of a store, in log order."""
     position, after = 0, 0
     while rows := tables.rows_after(after, READ_BATCH):
         if progress:
@@ -71,19 +74,16 @@ def events(
 
 
 def check_settlement(
-    tables: MerkleLogTables,
-    transcoder: Transcoder,
-    keyring: Keyring,
-    variants: Mapping[str, Variant],
-    progress: Callable[[int], None] | None = None,
+    log: Iterable[Event], keyring: Keyring, variants: Mapping[str, Variant]
 ) -> SettlementCounts:
-    """Run every settlement check; raise the first `VerificationError`."""
+    """Run every settlement check over the log's events (already verified, in log
+    order); raise the first `VerificationError`."""
     rounds = RoundVariants(variants)
     money = MoneyAudit(keyring)
     sources = SourceAudit(keyring)
     rules = RoundRulesAudit(rounds)
     payouts = Resettler(rounds)
-    for position, stream, version, topic, state in events(tables, transcoder, progress):
+    for position, stream, version, topic, state in log:
         where = f"stream {stream} version {version} (log position {position})"
         money.observe(stream, topic, state, where)
         sources.observe(stream, topic, state, where)

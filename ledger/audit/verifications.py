@@ -17,13 +17,12 @@ from typing import Any
 
 from eventsourcing.persistence import Transcoder
 
-from ledger.audit.locate import position_of
+from ledger.audit.log_rows import LogRows
 from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_envelope, where
 from ledger.crypto.keys import Keyring, Role, from_micros
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID, RECORDED_TOPIC, verification_fact
 from ledger.errors import VerificationError
-from ledger.store.merkle_log import MerkleLogTables
 
 _STREAM = str(AUDIT_TRAIL_ID)
 
@@ -36,16 +35,14 @@ class RecordedRun:
     result: str
 
 
-def recorded_runs(
-    tables: MerkleLogTables, transcoder: Transcoder, keyring: Keyring
-) -> list[RecordedRun]:
+def recorded_runs(tables: LogRows, transcoder: Transcoder, keyring: Keyring) -> list[RecordedRun]:
     """Every recorded run, checked; raise `VerificationError` naming the first bad one."""
     signer_check = SignerCheck(keyring)
     runs: list[RecordedRun] = []
     previous, version = GENESIS_HASH, 1
     while (row := tables.row_by_stream(_STREAM, version)) is not None:
         notification_id, _, _, topic, state = row
-        position = position_of(tables, notification_id)
+        position = tables.position_of(notification_id)
         try:
             envelope = open_envelope(bytes(state), stream=_STREAM, version=version)
             check_row(envelope, stream=_STREAM, version=version, topic=topic)

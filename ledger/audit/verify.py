@@ -27,19 +27,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from ledger.audit.checkpoints import (
-    check_proofs,
     kept_mismatch,
     load_checkpoints,
     unanchored_note,
 )
-from ledger.audit.chunks import (
-    ChunkSpec,
-    Problem,
-    link_problem,
-    verify_chunk_with,
-)
+from ledger.audit.chunks import ChunkSpec, Problem, link_problem
 from ledger.audit.key_times import checkpoint_times
-from ledger.audit.locate import first_difference, first_removed
+from ledger.audit.log_source import LogSource, StoreLog
 from ledger.audit.parallel import run_chunks
 from ledger.audit.revocations import log_revocations, merged
 from ledger.audit.round_variants import installed_variants
@@ -49,7 +43,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
-from ledger.errors import ConfigError, VerificationError
+from ledger.errors import ConfigError
 from ledger.plugins.registry import LoadedGame as Variant
 from ledger.store.application import LedgerApplication
 
@@ -180,30 +174,8 @@ def plan_chunks(
     chunk_leaves: int,
     times: list[tuple[int, int]] | None = None,
 ) -> tuple[int, list[ChunkSpec]]:
-    """Cut the log into chunks; `times` are the checkpoints' (size, issued_at µs)."""
-    count, highest = app.tables.event_count()
-    specs, first, after = [], 0, 0
-    times = times or []
-    while first < count:
-        end = min(first + chunk_leaves, count)
-        last_id = highest if end == count else app.tables.id_after(after, end - first - 1)
-        if last_id is None:  # rows vanished while planning
-            raise VerificationError(f"the log changed while it was read (log position {end - 1})")
-        inside = tuple(s for s in sizes if first < s <= end)
-        covering = [t for t in times if t[0] > first]
-        reach = next((i for i, t in enumerate(covering) if t[0] >= end), len(covering) - 1)
-        specs.append(
-            ChunkSpec(
-                first,
-                after,
-                last_id,
-                inside,
-                level is not Level.INTEGRITY,
-                tuple(covering[: reach + 1]),
-            )
-        )
-        first, after = end, last_id
-    return count, specs
+    """Cut a store's log into chunks; `times` are the checkpoints' (size, issued_at µs)."""
+    return StoreLog(app).plan(sizes, level is not Level.INTEGRITY, chunk_leaves, times or [])
 
 
 def verify_store(
@@ -218,9 +190,35 @@ def verify_store(
     on_total: Callable[[int], None] | None = None,
     variants: Mapping[str, Variant] | None = None,
 ) -> VerificationReport:
-    """Verify everything; return the report or raise the first `VerificationError`
+    """Verify a store; return the report or raise the first `VerificationError`
     (or `CannotCheckError` when the level cannot be fully checked). At level
     settlement, `variants` defaults to the installed ones."""
+    return verify_log(
+        StoreLog(app),
+        keyring,
+        level=level,
+        trusted=trusted,
+        workers=workers,
+        chunk_leaves=chunk_leaves,
+        progress=progress,
+        on_total=on_total,
+        variants=variants,
+    )
+
+
+def verify_log(
+    log: LogSource,
+    keyring: Keyring,
+    *,
+    level: Level = Level.SETTLEMENT,
+    trusted: Checkpoint | None = None,
+    workers: int | None = None,
+    chunk_leaves: int = CHUNK_LEAVES,
+    progress: Callable[[int], None] | None = None,
+    on_total: Callable[[int], None] | None = None,
+    variants: Mapping[str, Variant] | None = None,
+) -> VerificationReport:
+    """Verify a log, from a store or a bundle (see `verify_store`)."""
     started = time.perf_counter()
     if chunk_leaves & (chunk_leaves - 1):
         raise ValueError("chunk size must be a power of two")
@@ -228,18 +226,18 @@ def verify_store(
     report = VerificationReport(level=level, workers=workers)
 
     # Revocations: the log's KeyRevoked events and the keyring's, the earlier wins.
-    keyring = merged(keyring, log_revocations(app.tables, app.mapper.transcoder, keyring))
-    checkpoints = load_checkpoints(app.tables, keyring, trusted)
+    keyring = merged(keyring, log_revocations(log.rows, log.transcoder, keyring))
+    checkpoints = load_checkpoints(log.rows, keyring, trusted)
     if trusted is not None:
         report.trusted_size = trusted.size
     everyone = checkpoints + ([trusted] if trusted is not None else [])
-    runs = recorded_runs(app.tables, app.mapper.transcoder, keyring)
+    runs = recorded_runs(log.rows, log.transcoder, keyring)
     claimed = {r.tree_size: r for r in runs if r.root is not None}
     times = checkpoint_times(everyone, keyring)
     expected_roots = {c.size: c.root for c in checkpoints}
     sizes = set(expected_roots) | ({trusted.size} if trusted else set()) | set(claimed)
 
-    count, specs = plan_chunks(app, sorted(sizes), level, chunk_leaves, times)
+    count, specs = log.plan(sorted(sizes), level is not Level.INTEGRITY, chunk_leaves, times)
     if on_total:
         on_total(count)
     report.workers = min(workers, max(1, len(specs)))
@@ -249,16 +247,16 @@ def verify_store(
     signer_check = SignerCheck(keyring)
     results = run_chunks(
         specs,
-        lambda spec: verify_chunk_with(app.tables, signer_check, spec),
-        store=app.store_url,
-        keyring_json=keyring.to_json(),
+        lambda spec: log.verify_chunk(signer_check, spec),
+        plan=log.worker_plan(keyring.to_json()),
         processes=report.workers,
     )
     matched = 0  # the largest checkpoint size whose root the events reproduce
     with closing(results):  # stops the workers even when the merge stops early
         for result in results:
-            if result.problem:
-                problems.append(result.problem)
+            problem = result.problem or log.merge(result)
+            if problem:
+                problems.append(problem)
                 break  # later chunks cannot be merged past a broken one
             for stream, (position, version, prev_hash) in result.firsts.items():
                 problem = link_problem(stream, position, version, prev_hash, heads.get(stream))
@@ -280,7 +278,7 @@ def verify_store(
                     )
                     break
                 if size in expected_roots and root != expected_roots[size]:
-                    problems.append(first_difference(app.tables, matched, size))
+                    problems.append(log.root_mismatch(matched, size))
                     break
                 if trusted is not None and size == trusted.size and root != trusted.root:
                     # The kept checkpoint against the log itself, never a stored one.
@@ -309,16 +307,14 @@ def verify_store(
         first = min(problems, key=lambda p: p.position)
         # A removed event shows up later (its stream's next version, a root, the
         # tail): name the gap itself when the stored leaves show where it was.
-        removed = first_removed(app.tables, matched, first.position + 1)
+        removed = log.first_removed(matched, first.position + 1)
         raise (removed if removed and removed.position <= first.position else first).as_error()
 
-    check_proofs(app.tables, checkpoints, trusted)
+    log.finish_chunks()
+    log.check_proofs(checkpoints, trusted)
     if level is Level.SETTLEMENT:
         report.settlement = check_settlement(
-            app.tables,
-            app.mapper.transcoder,
-            keyring,
-            installed_variants() if variants is None else variants,
+            log.events(), keyring, installed_variants() if variants is None else variants
         )
     empty = claimed.get(0)
     if empty is not None and empty.root != CompactRange(0).root():

@@ -162,18 +162,57 @@ class Bundle:
 
     def events(self) -> Iterator[BundleEvent]:
         """Every event record, checked against its own envelope bytes."""
-        currencies: dict[str, str | None] = {}
+        currencies = StreamCurrencies()
         used = self.profiles_used
         for number, line, record in _raw_lines(self.directory / EVENTS):
-            event = _checked_event(line, record, number, currencies)
-            if event.version == 1 and event.topic.endswith(ROUND_OPENED_TOPIC):
-                used.add((str(event.payload.get("variant")), str(event.payload.get("rules_hash"))))
+            event, currency = checked_event(line, record, number)
+            currencies.check(event, currency)
+            if opens_round(event):
+                used.add(round_profile(event))
             yield event
 
 
-def _checked_event(
-    line: str, record: Any, number: int, currencies: dict[str, str | None]
-) -> BundleEvent:
+def opens_round(event: BundleEvent) -> bool:
+    return event.version == 1 and event.topic.endswith(ROUND_OPENED_TOPIC)
+
+
+def round_profile(event: BundleEvent) -> tuple[str, str]:
+    """(game, rules hash) a round's opening event pins."""
+    return str(event.payload.get("variant")), str(event.payload.get("rules_hash"))
+
+
+class StreamCurrencies:
+    """Every record of a stream must carry one currency: the one its opening
+    event implies, or (for a stream opened before what is read here) the one
+    its first record read says."""
+
+    def __init__(self) -> None:
+        self.opened: dict[str, object] = {}  # streams opened here
+        # Streams first seen past their opening: (currency, position, label) of that sighting.
+        self.assumed: dict[str, tuple[object, int, str]] = {}
+
+    def check(self, event: BundleEvent, currency: object) -> None:
+        stream = event.stream
+        if event.version == 1:
+            self.opened[stream] = stream_currency(event.payload)
+        if stream in self.opened:
+            expected, source = self.opened[stream], "from the stream's opening event"
+        elif stream in self.assumed:
+            expected, source = self.assumed[stream][0], "as its earlier records say"
+        else:
+            self.assumed[stream] = (currency, event.position, event.label)
+            return
+        if currency != expected:
+            raise VerificationError(currency_problem(event.label, currency, expected, source))
+
+
+def currency_problem(label: str, currency: object, expected: object, source: str) -> str:
+    return f"bundle {label}: currency {currency!r} is not its stream's ({expected!r}, {source})"
+
+
+def checked_event(line: str, record: Any, number: int) -> tuple[BundleEvent, object]:
+    """One event record checked against its envelope bytes: the event and the
+    currency the record states (checked against its stream by `StreamCurrencies`)."""
     label = f"{EVENTS} line {number}"
     if type(record) is not dict or type(record.get("position")) is not int:
         raise VerificationError(f"bundle {label}: not an event record")
@@ -198,17 +237,16 @@ def _checked_event(
                 raise VerificationError(f"its {field!r} disagrees with its envelope bytes")
     except VerificationError as exc:
         raise VerificationError(f"bundle {label}: {exc}") from None
-    stream, version, payload = record["stream"], record["version"], record["payload"]
-    if version == 1:
-        currencies[stream] = stream_currency(payload)
-    if stream in currencies and currency != currencies[stream]:
-        raise VerificationError(
-            f"bundle {label}: currency {currency!r} is not its stream's "
-            f"({currencies[stream]!r}, from the stream's opening event)"
-        )
-    return BundleEvent(
-        position, stream, version, record["header"]["type"], envelope, payload, label
+    event = BundleEvent(
+        position,
+        record["stream"],
+        record["version"],
+        record["header"]["type"],
+        envelope,
+        record["payload"],
+        label,
     )
+    return event, currency
 
 
 def parse_checkpoint(note: object, label: str) -> Checkpoint:

@@ -1,7 +1,7 @@
 """`ledger verify --bundle DIR`: a bundle verified on a machine with no database.
 
-A whole-log bundle is loaded into a temporary SQLite store and checked by
-`ledger verify` itself (`verify_store`), every level included. A partial
+A whole-log bundle is read as a log (`bundle_log.BundleLog`) and checked by
+`ledger verify`'s own code (`verify_log`), every level included. A partial
 bundle (one round, or a range of log positions) carries an inclusion proof
 per event against one checkpoint and is checked here: the checkpoint's
 signature, each envelope against its record, signer, signature and key
@@ -12,17 +12,14 @@ re-derived by its own game and rules.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, JSONTranscoder, UUIDAsHex
-
 from ledger.audit.resettle import Resettler
 from ledger.audit.round_rules import RoundRulesAudit
 from ledger.audit.round_variants import RoundVariants, installed_variants
-from ledger.audit.verify import Level, VerificationReport, verify_store
+from ledger.audit.verify import Level, VerificationReport, verify_log
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import (
     GENESIS_HASH,
@@ -36,12 +33,9 @@ from ledger.crypto.keys import Keyring, to_micros
 from ledger.crypto.merkle import verify_inclusion
 from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import GAMES, PROOFS
-from ledger.export.load import load_bundle
+from ledger.export.bundle_log import BundleLog, ledger_transcoder
 from ledger.export.reader import Bundle, parse_checkpoint
 from ledger.plugins.registry import LoadedGame
-
-_STORED_LEAVES = "(the stored Merkle leaves, which would say which, were changed too)"
-_NO_LEAVES = "(a bundle holds no Merkle leaves of the store's to say which)"
 
 
 @dataclass
@@ -86,25 +80,21 @@ def verify_bundle(
     if level is Level.SETTLEMENT and variants is None:
         variants = installed_variants()
     if bundle.whole_log:
-        with tempfile.TemporaryDirectory(prefix="ledger-bundle-") as scratch:
-            app = load_bundle(bundle, Path(scratch) / "bundle.db", keyring, progress)
-            try:
-                report.store = verify_store(
-                    app,
-                    keyring,
-                    level=level,
-                    trusted=trusted,
-                    workers=workers,
-                    variants=variants,
-                    progress=progress,
-                )
-            except VerificationError as exc:
-                # The scratch store's Merkle rows come from the bundle's own events.
-                raise VerificationError(
-                    "bundle: " + str(exc).replace(_STORED_LEAVES, _NO_LEAVES)
-                ) from None
-            finally:
-                app.close()
+        try:
+            report.store = verify_log(
+                BundleLog(bundle),
+                keyring,
+                level=level,
+                trusted=trusted,
+                workers=workers,
+                variants=variants,
+                progress=progress,
+            )
+        except VerificationError as exc:
+            message = str(exc)
+            raise VerificationError(
+                message if message.startswith("bundle") else f"bundle: {message}"
+            ) from None
         report.events = report.store.events
     else:
         if trusted is not None:
@@ -170,9 +160,7 @@ def _verify_partial(
 ) -> None:
     checkpoints = _valid_checkpoints(bundle, keyring)
     signer_check = SignerCheck(keyring)
-    transcoder = JSONTranscoder()
-    for transcoding in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO()):
-        transcoder.register(transcoding)
+    transcoder = ledger_transcoder()
     rounds = RoundVariants(variants)
     rules, payouts = RoundRulesAudit(rounds), Resettler(rounds)
     heads: dict[str, tuple[int, bytes]] = {}

@@ -81,6 +81,7 @@ class MerkleLogTables:
             "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
             "WHERE originator_id = %s AND originator_version = %s"
         )
+        self._position_of = sql("SELECT COUNT(*) FROM {events} WHERE {id} < %s")
         self._count_ids = sql("SELECT COUNT(*), MAX({id}) FROM {events}")
         self._id_at_offset = sql("SELECT {id} FROM {events} ORDER BY {id} LIMIT 1 OFFSET %s")
         self._id_after = sql(
@@ -179,6 +180,10 @@ class MerkleLogTables:
     def count_between(self, after_id: int, last_id: int, cursor: Cursor | None = None) -> int:
         """How many events have ids in (after_id, last_id]."""
         return int(self._one(self._count_between, (after_id, last_id), cursor)[0])
+
+    def position_of(self, notification_id: int) -> int:
+        """The log position of the row with this notification id (rows before it)."""
+        return int(self._one(self._position_of, (notification_id,), None)[0])
 
     def id_at_offset(self, offset: int) -> int | None:
         row = self._one(self._id_at_offset, (offset,), None)

@@ -1,0 +1,138 @@
+"""Where `ledger verify` reads a log from: a store, or an export bundle.
+
+`verify_log` runs the same checks on either. A source says how the log is
+cut into chunks and read (in this process and in worker processes), hands the
+settlement level every event in log order, and says what it can about where
+a failure lies: a store has the Merkle rows its checkpointer wrote, a bundle
+has only its events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from eventsourcing.persistence import Transcoder
+
+from ledger.audit.checkpoints import check_not_rolled_back, check_proofs
+from ledger.audit.chunks import (
+    ChunkResult,
+    ChunkSpec,
+    Problem,
+    init_worker,
+    verify_chunk,
+    verify_chunk_with,
+)
+from ledger.audit.locate import first_difference, first_removed
+from ledger.audit.log_rows import LogRows
+from ledger.audit.parallel import WorkerPlan
+from ledger.audit.settlement import Event, events
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.envelope import SignerCheck
+
+
+class LogSource(Protocol):
+    @property
+    def rows(self) -> LogRows: ...
+    @property
+    def transcoder(self) -> Transcoder: ...
+
+    def plan(
+        self, sizes: list[int], check_signatures: bool, chunk_leaves: int, times: list[Any]
+    ) -> tuple[int, list[ChunkSpec]]:
+        """(events in the log, its chunks)."""
+        ...
+
+    def verify_chunk(self, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult: ...
+    def worker_plan(self, keyring_json: str) -> WorkerPlan: ...
+
+    def merge(self, result: ChunkResult) -> Problem | None:
+        """Checks across chunks the source itself needs (in log order)."""
+        ...
+
+    def finish_chunks(self) -> None:
+        """After every chunk merged: raise what the chunks together show."""
+        ...
+
+    def root_mismatch(self, matched: int, size: int) -> Problem:
+        """Where the log departs from a checkpoint's root, as well as the source can say."""
+        ...
+
+    def first_removed(self, begin: int, end: int) -> Problem | None: ...
+    def check_proofs(self, checkpoints: list[Checkpoint], trusted: Checkpoint | None) -> None: ...
+    def events(self, progress: Any = None) -> Iterator[Event]: ...
+
+
+class StoreLog:
+    """A store, read through its tables (and in workers, by its URL)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.rows = app.tables
+        self.transcoder = app.mapper.transcoder
+
+    def plan(
+        self, sizes: list[int], check_signatures: bool, chunk_leaves: int, times: list[Any]
+    ) -> tuple[int, list[ChunkSpec]]:
+        tables = self.app.tables
+        count, highest = tables.event_count()
+        specs, first, after = [], 0, 0
+        while first < count:
+            end = min(first + chunk_leaves, count)
+            last_id = highest if end == count else tables.id_after(after, end - first - 1)
+            if last_id is None:  # rows vanished while planning
+                raise Problem(end - 1, "the log changed while it was read").as_error()
+            specs.append(chunk_spec(first, end, after, last_id, sizes, check_signatures, times))
+            first, after = end, last_id
+        return count, specs
+
+    def verify_chunk(self, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult:
+        return verify_chunk_with(self.app.tables, signer_check, spec)
+
+    def worker_plan(self, keyring_json: str) -> WorkerPlan:
+        return WorkerPlan(init_worker, (self.app.store_url, keyring_json), verify_chunk)
+
+    def merge(self, result: ChunkResult) -> Problem | None:
+        return None
+
+    def finish_chunks(self) -> None:
+        return None
+
+    def root_mismatch(self, matched: int, size: int) -> Problem:
+        return first_difference(self.app.tables, matched, size)
+
+    def first_removed(self, begin: int, end: int) -> Problem | None:
+        return first_removed(self.app.tables, begin, end)
+
+    def check_proofs(self, checkpoints: list[Checkpoint], trusted: Checkpoint | None) -> None:
+        check_not_rolled_back(checkpoints, trusted)
+        check_proofs(self.app.tables, checkpoints, trusted)
+
+    def events(self, progress: Any = None) -> Iterator[Event]:
+        return events(self.app.tables, self.transcoder, progress)
+
+
+def chunk_spec(
+    first: int,
+    end: int,
+    after_id: int,
+    last_id: int,
+    sizes: list[int],
+    check_signatures: bool,
+    times: list[tuple[int, int]],
+    offset: int = 0,
+) -> ChunkSpec:
+    """The chunk of leaves [first, end): the checkpoint sizes inside it and the
+    checkpoints (size, issued_at µs) that cover its events."""
+    inside = tuple(s for s in sizes if first < s <= end)
+    covering = [t for t in times if t[0] > first]
+    reach = next((i for i, t in enumerate(covering) if t[0] >= end), len(covering) - 1)
+    return ChunkSpec(
+        first,
+        after_id,
+        last_id,
+        inside,
+        check_signatures,
+        tuple(covering[: reach + 1]),
+        offset,
+    )

@@ -1,0 +1,267 @@
+"""A whole-log bundle read by `ledger verify` as it reads a store: no database.
+
+One pass over events.jsonl as bytes finds where each line starts (an array
+of offsets, 8 bytes an event) and the few lines of the key registry and the
+audit trail, which verification reads first. The log is then cut into chunks
+of lines that worker processes read, check line by line against their own
+envelope bytes (`reader.checked_event`), and verify exactly as a store's rows
+(`chunks.verify_rows`); what crosses chunks (each stream's currency, which
+game profiles rounds pinned, where the registry's lines are) is merged in log
+order here. The settlement level reads the lines once more, in order.
+
+A bundle holds no Merkle rows: every checkpoint's root is recomputed from the
+events (which is what consistency proofs would vouch for), and a root that
+differs cannot be narrowed to one event.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, JSONTranscoder, UUIDAsHex
+
+from ledger.audit.checkpoints import check_not_rolled_back
+from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem, verify_rows
+from ledger.audit.log_source import chunk_spec
+from ledger.audit.parallel import WorkerPlan
+from ledger.audit.settlement import Event
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.envelope import SignerCheck, open_envelope
+from ledger.crypto.keys import Keyring
+from ledger.domain.audit_trail import AUDIT_TRAIL_ID
+from ledger.domain.key_registry import KEY_REGISTRY_ID
+from ledger.errors import VerificationError
+from ledger.export.bundle_files import EVENTS
+from ledger.export.reader import (
+    Bundle,
+    BundleEvent,
+    StreamCurrencies,
+    checked_event,
+    currency_problem,
+    opens_round,
+    round_profile,
+)
+from ledger.store.merkle_log import CheckpointRow
+from ledger.store.recorders import Row
+
+# Streams verification reads before the log (revocations, recorded runs).
+INDEXED: Final = (str(KEY_REGISTRY_ID), str(AUDIT_TRAIL_ID))
+_INDEXED_BYTES: Final = tuple(s.encode() for s in INDEXED)
+_decode = json.JSONDecoder().decode
+
+
+def ledger_transcoder() -> JSONTranscoder:
+    """The payload transcoder a ledger store uses (eventsourcing's defaults)."""
+    transcoder = JSONTranscoder()
+    for transcoding in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO()):
+        transcoder.register(transcoding)
+    return transcoder
+
+
+class BundleRows:
+    """The lookups of `LogRows`, from the bundle: the indexed streams' events
+    by version, notification id = log position + 1, and the checkpoints."""
+
+    def __init__(self, indexed: dict[tuple[str, int], Row], checkpoints: list[CheckpointRow]):
+        self._indexed = indexed
+        self._checkpoints = checkpoints
+
+    def row_by_stream(self, stream: str, version: int) -> Row | None:
+        if stream not in INDEXED:
+            raise LookupError(f"stream {stream} is not indexed in a bundle")
+        return self._indexed.get((stream, version))
+
+    def position_of(self, notification_id: int) -> int:
+        return notification_id - 1
+
+    def checkpoint_rows(self) -> list[CheckpointRow]:
+        return list(self._checkpoints)
+
+
+@dataclass
+class ChunkFacts:
+    """What one chunk's lines say that other chunks must agree with."""
+
+    currencies: StreamCurrencies = field(default_factory=StreamCurrencies)
+    profiles: set[tuple[str, str]] = field(default_factory=set)
+    indexed: list[int] = field(default_factory=list)  # positions of INDEXED streams' events
+
+
+class BundleLog:
+    """A `LogSource` over a whole-log bundle."""
+
+    def __init__(self, bundle: Bundle, progress: Callable[[int], None] | None = None) -> None:
+        self.bundle = bundle
+        self.path = bundle.directory / EVENTS
+        self.transcoder = ledger_transcoder()
+        self._offsets = array("q")
+        indexed = self._scan(progress)
+        self._indexed_positions = {row[0] - 1 for row in indexed.values()}
+        self.rows = BundleRows(indexed, [(c, n) for c, n, _ in bundle.checkpoints()])
+        self._currencies: dict[str, object] = {}  # each stream's, from its opening event
+        self._indexed_seen: set[int] = set()
+
+    @property
+    def count(self) -> int:
+        return len(self._offsets) - 1
+
+    def _scan(self, progress: Callable[[int], None] | None) -> dict[tuple[str, int], Row]:
+        """Line offsets, and the events of the indexed streams (checked lines)."""
+        offsets, position = self._offsets, 0
+        candidates: list[tuple[int, bytes]] = []
+        try:
+            handle = self.path.open("rb")
+        except OSError as exc:
+            raise VerificationError(f"bundle file {EVENTS} cannot be read: {exc.strerror}") from exc
+        with handle:
+            for number, raw in enumerate(handle, 1):
+                offsets.append(position)
+                position += len(raw)
+                if _INDEXED_BYTES[0] in raw or _INDEXED_BYTES[1] in raw:
+                    candidates.append((number, raw))
+        offsets.append(position)
+        indexed: dict[tuple[str, int], Row] = {}
+        for number, raw in candidates:
+            try:
+                event, _ = _line_event(raw, number, number - 1)
+            except VerificationError:
+                continue  # not indexed: the chunk that reads it names what is wrong, in order
+            if event.stream in INDEXED:
+                row = (event.position + 1, event.stream, event.version, event.topic, event.envelope)
+                indexed[(event.stream, event.version)] = row
+        return indexed
+
+    def plan(
+        self, sizes: list[int], check_signatures: bool, chunk_leaves: int, times: list[Any]
+    ) -> tuple[int, list[ChunkSpec]]:
+        count, specs = self.count, []
+        for first in range(0, count, chunk_leaves):
+            end = min(first + chunk_leaves, count)
+            offset = self._offsets[first]
+            specs.append(chunk_spec(first, end, first, end, sizes, check_signatures, times, offset))
+        return count, specs
+
+    def verify_chunk(self, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult:
+        return verify_lines(self.path, signer_check, spec)
+
+    def worker_plan(self, keyring_json: str) -> WorkerPlan:
+        return WorkerPlan(init_worker, (str(self.path), keyring_json), verify_chunk)
+
+    def merge(self, result: ChunkResult) -> Problem | None:
+        facts: ChunkFacts = result.facts
+        for stream, (currency, position, label) in facts.currencies.assumed.items():
+            # A stream never opened is named by its chain (version 1 missing).
+            expected = self._currencies.get(stream, currency)
+            if currency != expected:
+                source = "from the stream's opening event"
+                message = currency_problem(label, currency, expected, source)
+                return Problem(position, message, located=True)
+        self._currencies.update(facts.currencies.opened)
+        self.bundle.profiles_used.update(facts.profiles)
+        self._indexed_seen.update(facts.indexed)
+        return None
+
+    def finish_chunks(self) -> None:
+        differ = self._indexed_seen ^ self._indexed_positions
+        if differ:
+            position = min(differ)
+            raise VerificationError(
+                f"bundle {EVENTS} line {position + 1} (log position {position}): an event of "
+                "the key registry or the audit trail that does not spell its stream id as the "
+                "ledger writes it, so it was not read before the log"
+            )
+
+    def root_mismatch(self, matched: int, size: int) -> Problem:
+        return Problem(
+            matched,
+            f"the Merkle root of the first {size} events does not match its checkpoint: an "
+            f"event at a log position from {matched} to {size - 1} was changed, removed or "
+            "inserted (a bundle holds no Merkle leaves of the store's to say which)",
+        )
+
+    def first_removed(self, begin: int, end: int) -> Problem | None:
+        return None  # no stored leaves to compare with
+
+    def check_proofs(self, checkpoints: list[Checkpoint], trusted: Checkpoint | None) -> None:
+        # Every checkpoint's root was recomputed from the events: consistency
+        # proofs between them would add nothing, and a bundle has no tree to serve them.
+        check_not_rolled_back(checkpoints, trusted)
+
+    def events(self, progress: Any = None) -> Iterator[Event]:
+        """Every event in log order (the chunks already checked each line)."""
+        decode, payload_of = self.transcoder.decode, base64.b64decode
+        with self.path.open("rb") as handle:
+            for position, raw in enumerate(handle):
+                record = _decode(raw.decode("utf-8"))
+                stream, version = record["stream"], record["version"]
+                envelope = open_envelope(
+                    payload_of(record["envelope"]), stream=stream, version=version
+                )
+                yield position, stream, version, record["header"]["type"], decode(envelope.payload)
+                if progress and position % 1000 == 999:
+                    progress(1000)
+
+
+def _line_event(raw: bytes, number: int, position: int) -> tuple[BundleEvent, object]:
+    """Line `number` of events.jsonl, checked, which must hold log position `position`."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise VerificationError(f"bundle {EVENTS} line {number} is not UTF-8 text") from None
+    try:
+        record = _decode(line)
+    except ValueError:
+        raise VerificationError(f"bundle {EVENTS} line {number} is not JSON") from None
+    event, currency = checked_event(line, record, number)
+    if event.position != position:
+        raise VerificationError(
+            f"bundle {event.label}: expected log position {position} next: the bundle "
+            "holds the whole log, so an event is missing, repeated or out of order"
+        )
+    return event, currency
+
+
+def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult:
+    """One chunk of events.jsonl: each line checked, then verified as a store row."""
+    rows: list[Row] = []
+    facts = ChunkFacts()
+    problem = None
+    with path.open("rb") as handle:
+        handle.seek(spec.offset)
+        for position in range(spec.first_leaf, spec.last_id):
+            try:
+                event, currency = _line_event(handle.readline(), position + 1, position)
+                facts.currencies.check(event, currency)
+            except VerificationError as exc:
+                problem = Problem(position, str(exc), located=True)
+                break
+            if opens_round(event):
+                facts.profiles.add(round_profile(event))
+            if event.stream in INDEXED:
+                facts.indexed.append(position)
+            rows.append((position + 1, event.stream, event.version, event.topic, event.envelope))
+    result = verify_rows(spec, rows, signer_check)
+    if result.problem is None:  # an earlier row's problem comes first
+        result.problem = problem
+    result.facts = facts
+    return result
+
+
+# Worker-process state, set once per process by `init_worker`.
+_worker: tuple[Path, SignerCheck] | None = None
+
+
+def init_worker(path: str, keyring_json: str) -> None:
+    global _worker
+    _worker = (Path(path), SignerCheck(Keyring.from_json(keyring_json)))
+
+
+def verify_chunk(spec: ChunkSpec) -> ChunkResult:
+    assert _worker is not None, "init_worker not called"
+    return verify_lines(*_worker, spec)

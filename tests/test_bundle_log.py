@@ -1,0 +1,151 @@
+"""A whole-log bundle read directly as a log (`BundleLog`), cut into many chunks:
+it re-derives exactly what `verify` re-derives from the store it came from, on
+one process or several, and what only crosses chunks — a stream's currency,
+the registry and audit-trail lines read before the log — is checked across
+them."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ledger.audit.verify import Level, VerificationReport, verify_log, verify_store
+from ledger.cli.main import main
+from ledger.crypto.keys import Keyring
+from ledger.domain.audit_trail import AUDIT_TRAIL_ID
+from ledger.errors import VerificationError
+from ledger.export.bundle_log import BundleLog
+from ledger.export.reader import Bundle
+from ledger.store.application import LedgerApplication
+from tests.conftest import PASSPHRASE
+
+Records = list[dict[str, object]]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Keyring, Path]]:
+    """A simulated store with a recorded verification run, and its whole-log bundle."""
+    base = tmp_path_factory.mktemp("bundle-log")
+    store, keys = f"sqlite:///{base / 'ledger.db'}", base / "keys"
+    patch = pytest.MonkeyPatch()
+    patch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
+    patch.setattr(sys, "stdin", io.StringIO(""))
+    cli = ["--store", store, "--keys", str(keys)]
+    try:
+        assert main([*cli, "simulate", "--rounds", "6", "--players", "4", "--tables", "1"]) == 0
+        assert main([*cli, "keys", "create", "auditor-1", "--role", "auditor"]) == 0
+        assert main([*cli, "verify", "--record"]) == 0
+        assert main([*cli, "checkpoint"]) == 0
+        assert main([*cli, "export", str(base / "bundle")]) == 0
+        yield store, Keyring.from_json((keys / "keyring.json").read_text()), base / "bundle"
+    finally:
+        patch.undo()
+
+
+def read_lines(path: Path) -> Records:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_lines(path: Path, records: Records) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def from_bundle(bundle: Path, keyring: Keyring, workers: int, chunk: int) -> VerificationReport:
+    return verify_log(
+        BundleLog(Bundle(bundle)),
+        keyring,
+        level=Level.SETTLEMENT,
+        workers=workers,
+        chunk_leaves=chunk,
+    )
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_bundle_in_many_chunks_re_derives_what_the_store_does(
+    exported: tuple[str, Keyring, Path], workers: int
+) -> None:
+    store, keyring, bundle = exported
+    app = LedgerApplication(store, keyring=keyring, create=False)
+    try:
+        expected = verify_store(app, keyring, level=Level.SETTLEMENT, workers=1)
+    finally:
+        app.close()
+    got = from_bundle(bundle, keyring, workers, chunk=16)
+    assert got.events == expected.events > 16 * 8  # many chunks
+    assert got.streams == expected.streams
+    assert got.root == expected.root and got.checkpoint_root == expected.checkpoint_root
+    assert got.checkpoints == expected.checkpoints > 1
+    assert got.recorded_runs == expected.recorded_runs == 1
+    assert got.settlement == expected.settlement
+    assert got.settlement is not None and got.settlement.resettled > 0
+
+
+def test_a_lied_currency_in_a_later_chunk_is_named(
+    exported: tuple[str, Keyring, Path], tmp_path: Path
+) -> None:
+    _, keyring, bundle = exported
+    copy = tmp_path / "bundle"
+    copy.mkdir()
+    for path in bundle.iterdir():
+        (copy / path.name).write_bytes(path.read_bytes())
+    records = read_lines(copy / "events.jsonl")
+    opened = {r["stream"]: i for i, r in enumerate(records) if r["version"] == 1}
+    # An account's later event, in another chunk of 8 than the account's opening.
+    index = next(
+        i
+        for i, r in enumerate(records)
+        if r["currency"] is not None and r["version"] != 1 and i // 8 != opened[r["stream"]] // 8
+    )
+    records[index]["currency"] = "USD" if records[index]["currency"] != "USD" else "EUR"
+    write_lines(copy / "events.jsonl", records)
+    with pytest.raises(VerificationError) as caught:
+        from_bundle(copy, keyring, workers=1, chunk=8)
+    message = str(caught.value)
+    assert f"events.jsonl line {index + 1} (log position {index})" in message
+    assert re.search(r"currency '(USD|EUR)' is not its stream's", message)
+
+
+def test_an_audit_trail_line_spelled_otherwise_is_named(
+    exported: tuple[str, Keyring, Path], tmp_path: Path
+) -> None:
+    """The run's stream id written with JSON escapes: the same record to a JSON
+    reader, but not found by the byte scan that reads the audit trail (and key
+    registry) before the log. Verification must not pass without it."""
+    _, keyring, bundle = exported
+    copy = tmp_path / "bundle"
+    copy.mkdir()
+    for path in bundle.iterdir():
+        (copy / path.name).write_bytes(path.read_bytes())
+    trail = str(AUDIT_TRAIL_ID)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in trail)
+    lines = (copy / "events.jsonl").read_text().splitlines(keepends=True)
+    index = next(i for i, line in enumerate(lines) if f'"stream":"{trail}"' in line)
+    lines[index] = lines[index].replace(trail, escaped)
+    assert json.loads(lines[index])["stream"] == trail  # the same record
+    (copy / "events.jsonl").write_text("".join(lines))
+    with pytest.raises(VerificationError) as caught:
+        from_bundle(copy, keyring, workers=1, chunk=8)
+    assert f"line {index + 1} (log position {index})" in str(caught.value)
+    assert "does not spell its stream id as the ledger writes it" in str(caught.value)
+
+
+def test_a_dropped_line_in_a_later_chunk_is_named(
+    exported: tuple[str, Keyring, Path], tmp_path: Path
+) -> None:
+    _, keyring, bundle = exported
+    copy = tmp_path / "bundle"
+    copy.mkdir()
+    for path in bundle.iterdir():
+        (copy / path.name).write_bytes(path.read_bytes())
+    records = read_lines(copy / "events.jsonl")
+    write_lines(copy / "events.jsonl", records[:40] + records[41:])
+    with pytest.raises(VerificationError) as caught:
+        from_bundle(copy, keyring, workers=2, chunk=8)
+    assert "events.jsonl line 41 (log position 41)" in str(caught.value)
+    assert "expected log position 40" in str(caught.value)
