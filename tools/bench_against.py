@@ -80,9 +80,7 @@ def main() -> int:
     if options.runs < 1:
         parser.error("--runs must be at least 1")
     script_args = [a for a in options.args if a != "--"]
-    old_tree = ensure_worktree(
-        options.rev, options.worktree or Path(f"/tmp/ledger-{options.rev}")
-    )
+    old_tree = ensure_worktree(options.rev, options.worktree or Path(f"/tmp/ledger-{options.rev}"))
     sides = {"earlier": old_tree, "this": ROOT}
     runs: dict[str, list[dict[str, float]]] = {"earlier": [], "this": []}
     started = datetime.now(UTC)
