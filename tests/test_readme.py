@@ -2,8 +2,8 @@
 in document order, in one empty directory, with LEDGER_PASSPHRASE set and the
 virtualenv's `ledger` on the PATH. Blocks fenced without a language are
 synopses and sample output; the two set-up commands at the top are checked
-against the jobs tools/bootstrap.py knows, and the exit codes against the
-code."""
+against the jobs tools/bootstrap.py knows, and the exit codes and the Layout
+block against the code."""
 
 from __future__ import annotations
 
@@ -200,3 +200,37 @@ def test_the_documented_cases_exit_with_the_documented_codes(
     code, err = ledger("verify")
     assert code == code_for("verification failed"), err
     assert stream in err
+
+
+# The Layout section (issue 8, item 7): every path exists, nothing is left out.
+
+
+def layout_paths() -> list[str]:
+    section = README.read_text().split("\n## Layout\n", 1)[1]
+    block = FENCE.search(section)
+    assert block and block.group(1) == ""
+    return [line.split()[0] for line in block.group(2).splitlines() if line.strip()]
+
+
+def test_every_layout_path_exists() -> None:
+    missing = [path for path in layout_paths() if not (ROOT / path).exists()]
+    assert missing == []
+    for path in layout_paths():
+        assert path.endswith("/") == (ROOT / path).is_dir(), path
+
+
+def test_the_layout_lists_every_package_module_and_plugin() -> None:
+    listed = set(layout_paths())
+    packages = {
+        f"ledger/{d.name}/" for d in (ROOT / "ledger").iterdir() if (d / "__init__.py").is_file()
+    }
+    modules = {
+        f"ledger/{f.name}" for f in (ROOT / "ledger").glob("*.py") if f.name != "__init__.py"
+    }
+    distributions = {
+        f"plugins/{d.name}/"
+        for d in (ROOT / "plugins").iterdir()
+        if (d / "pyproject.toml").is_file()
+    }
+    assert "ledger/games/" in packages and "plugins/xidach/" in distributions
+    assert (packages | modules | distributions) - listed == set()
