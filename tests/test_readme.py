@@ -2,11 +2,12 @@
 in document order, in one empty directory, with LEDGER_PASSPHRASE set and the
 virtualenv's `ledger` on the PATH. Blocks fenced without a language are
 synopses and sample output; the two set-up commands at the top are checked
-against the jobs tools/bootstrap.py knows, and the exit codes and the Layout
-block against the code."""
+against the jobs tools/bootstrap.py knows, and the exit codes, the Layout
+block and the command synopses against the code."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import io
 import os
@@ -14,11 +15,12 @@ import re
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ledger.cli.main import main
+from ledger.cli.main import build_parser, main
 from ledger.errors import (
     CannotReDeriveError,
     InvalidCommandError,
@@ -234,3 +236,60 @@ def test_the_layout_lists_every_package_module_and_plugin() -> None:
     }
     assert "ledger/games/" in packages and "plugins/xidach/" in distributions
     assert (packages | modules | distributions) - listed == set()
+
+
+# The command synopses: each lists exactly the options its command has.
+
+
+def synopses() -> list[str]:
+    """The Commands block's synopses, each with its continuation lines, comments cut."""
+    section = README.read_text().split("\n## Commands\n", 1)[1]
+    block = FENCE.search(section)
+    assert block and block.group(1) == ""
+    entries: list[str] = []
+    for line in block.group(2).splitlines():
+        text = line.split("  #")[0]
+        if line.startswith("ledger "):
+            entries.append(text)
+        else:
+            assert line.startswith(" ") and entries, line
+            entries[-1] += " " + text
+    return entries
+
+
+def commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from commands(sub, (*path, name))
+
+
+def options_of(parser: argparse.ArgumentParser, *, hidden: bool = False) -> set[str]:
+    """The command's long options; `hidden`: with those --help leaves out."""
+    return {
+        option
+        for action in parser._actions
+        if hidden or action.help != argparse.SUPPRESS
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+
+
+def test_every_synopsis_lists_exactly_its_commands_options() -> None:
+    parsers = dict(commands(build_parser()))
+    shown: dict[tuple[str, ...], set[str]] = {path: set() for path in parsers}
+    for entry in synopses():
+        words = entry.split()[1:]
+        path = max(
+            (p for p in parsers if tuple(words[: len(p)]) == p), key=len
+        )  # the deepest command the synopsis names
+        assert path, entry
+        options = set(re.findall(r"--[a-z][a-z-]*", entry))
+        assert options <= options_of(parsers[path], hidden=True), f"{entry}: not {path}'s"
+        shown[path] |= options
+    for path, parser in parsers.items():
+        if path:
+            assert options_of(parser) <= shown[path], f"ledger {' '.join(path)}"
