@@ -41,8 +41,8 @@ class VerificationError(LedgerError):
 
 class CannotCheckError(LedgerError):
     """A check that could not be made, so no verdict is given (exit 2, never
-    an OK): e.g. `verify --level settlement` when a round's variant, at the
-    version and rules it opened with, is not installed or is blocked."""
+    an OK): e.g. `verify --projections` on a store whose projections were never
+    built. A round no installed game can re-derive is the subclass below."""
 
     def __init__(self, message: str) -> None:
         super().__init__(f"could not check: {message}")
@@ -51,7 +51,9 @@ class CannotCheckError(LedgerError):
 class CannotReDeriveError(CannotCheckError):
     """No installed game can re-derive a round (exit 3, never an OK, never
     tampering): none declares the game id, rules hash and settlement API the
-    round pinned. The message names the plugin, version and rules hash."""
+    round pinned, because its plugin is not installed, is another release, or
+    is blocked by LEDGER_PLUGINS_BLOCK. The message names the plugin, version
+    and rules hash (and the blocked plugins)."""
 
     exit_code = 3
 

@@ -33,27 +33,32 @@ def workdir(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     return tmp_path
 
 
-def interrupted_rounds(count: int) -> list[str]:
-    """Rounds a process opened, took bets on and closed, then died: left open."""
+def interrupted_rounds(count: int, currency: str = "EUR") -> list[str]:
+    """Rounds a process opened, took a 1,000 minor-unit bet on and closed, then
+    died: left open."""
     node = open_node(None, "keys", passphrase=RIGHT.encode())
     try:
         casino = Casino(node.app, get_plugin_manager().variants())
-        player = casino.open_account(request_id="acc", owner="Alice", currency="EUR")
-        casino.deposit(request_id="dep", account_id=player, amount=50_000)
+        player = casino.open_account(request_id=f"acc-{currency}", owner="Alice", currency=currency)
+        casino.deposit(request_id=f"dep-{currency}", account_id=player, amount=50_000)
         table = casino.open_table(
-            request_id="t", name="Crash", variant="taixiu", currency="EUR", limits=LIMITS
+            request_id=f"t-{currency}",
+            name=f"Crash-{currency}",
+            variant="taixiu",
+            currency=currency,
+            limits=LIMITS,
         )
         rounds = []
         for n in range(count):
-            round_id = casino.open_round(request_id=f"r{n}", table_id=table, dealer="D1")
+            round_id = casino.open_round(request_id=f"r{n}-{currency}", table_id=table, dealer="D1")
             casino.place_bet(
-                request_id=f"b{n}",
+                request_id=f"b{n}-{currency}",
                 round_id=round_id,
                 account_id=player,
                 bet={"bet": "big"},
                 stake=1_000,
             )
-            casino.close_betting(request_id=f"c{n}", round_id=round_id)
+            casino.close_betting(request_id=f"c{n}-{currency}", round_id=round_id)
             rounds.append(round_id)
         return rounds
     finally:
@@ -82,7 +87,7 @@ def test_void_and_resume_from_the_command_line(
     assert run(capsys, "keys", "create", "floor-op", "--role", "operator")[0] == 0
     code, out, err = run(capsys, "rounds", "void", to_void, "--reason", "shoe dropped")
     assert (code, err) == (0, ""), err
-    assert f"voided round {to_void}: 1 stake returned (1000 minor units)" in out
+    assert f"voided round {to_void}: 1 stake returned (10.00 EUR)" in out
     code, out, err = run(capsys, "rounds", "resume", to_resume, "--reason", "power back")
     assert (code, err) == (0, ""), err
     assert f"resumed round {to_resume}" in out
@@ -95,6 +100,25 @@ def test_void_and_resume_from_the_command_line(
     code, out, err = run(capsys, "verify")
     assert code == 0, err
     assert out.startswith("OK: ")
+
+
+def test_amounts_in_major_units_as_balances_shows_them(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 1,000 minor units by each currency's ISO 4217 exponent (3, 2, 0).
+    shown = {"BHD": ("1.000", "0.000"), "EUR": ("10.00", "0.00"), "JPY": ("1,000", "0")}
+    opened = {currency: interrupted_rounds(1, currency)[0] for currency in shown}
+    code, out, err = run(capsys, "rounds", "--open")
+    assert code == 0, err
+    header, *rows = out.splitlines()
+    assert header.split()[5:8] == ["STAKES", "RETURNED", "CUR"]
+    listed = {row.split()[0]: tuple(row.split()[5:8]) for row in rows}
+    assert listed == {opened[c]: (*shown[c], c) for c in shown}
+
+    assert run(capsys, "keys", "create", "floor-op", "--role", "operator")[0] == 0
+    code, out, err = run(capsys, "rounds", "void", opened["BHD"], "--reason", "table closed")
+    assert (code, err) == (0, ""), err
+    assert "1 stake returned (1.000 BHD)" in out
 
 
 def test_refusals_record_nothing(workdir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -560,7 +560,9 @@ def test_cli_rounds_open_lists_exactly_the_open_round(
     code, out, err = cli("rounds", "--open")
     assert (code, err) == (0, "")
     assert round_ids(out) == [day.open_round]
-    assert "betting" in out and "T1" in out and "250" in out
+    (row,) = out.splitlines()[1:]
+    # Status, table, variant, bets, stakes and returns in major units, currency.
+    assert row.split()[1:8] == ["betting", "T1", "coin", "2", "2.50", "0.00", "EUR"]
     code, out, _ = cli("rounds")
     assert sorted(round_ids(out)) == sorted(day.rounds.values())
     # Settle the open round: the projections are behind until updated.

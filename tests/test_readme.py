@@ -2,20 +2,34 @@
 in document order, in one empty directory, with LEDGER_PASSPHRASE set and the
 virtualenv's `ledger` on the PATH. Blocks fenced without a language are
 synopses and sample output; the two set-up commands at the top are checked
-against the jobs tools/bootstrap.py knows."""
+against the jobs tools/bootstrap.py knows, and the exit codes, the Layout
+block and the command synopses against the code."""
 
 from __future__ import annotations
 
+import argparse
+import ast
+import io
 import os
 import re
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from ledger.cli.main import build_parser, main
+from ledger.errors import (
+    CannotReDeriveError,
+    InvalidCommandError,
+    LedgerError,
+    VerificationError,
+)
+from tests.attacker import Attacker
 from tests.conftest import PG_URL, drop_pg_schema, require_postgres
+from tests.test_cli_pipes import first_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -88,3 +102,194 @@ def test_no_links_outside_the_repository() -> None:
     text = README.read_text()
     assert "../shared" not in text and "](RULES.md)" not in text
     assert "issue #4" not in text
+
+
+# The exit codes (issue 8, item 4; issue 9 gave "cannot re-derive" its own code).
+
+
+def documented_exit_codes() -> dict[int, str]:
+    """The README's "Exit codes:" list: code -> what it means."""
+    text = " ".join(README.read_text().split())
+    found = re.search(r"Exit codes: (.*?)\. Errors are one line", text)
+    assert found, "no 'Exit codes:' paragraph in the README"
+    listed = [re.fullmatch(r"(\d+) (.+)", item) for item in found.group(1).split("; ")]
+    assert all(listed), found.group(1)
+    return {int(item.group(1)): item.group(2) for item in listed if item}
+
+
+def code_for(meaning: str) -> int:
+    """The one documented code whose meaning starts with `meaning`."""
+    (code,) = [c for c, text in documented_exit_codes().items() if text.startswith(meaning)]
+    return code
+
+
+def cli_exit_codes() -> set[int]:
+    """Every code the CLI can return: success, each `LedgerError`'s own code, and
+    the literal codes ledger/cli/main.py returns (usage errors, a lost store,
+    an interrupt)."""
+    import ledger.cli.main
+    import ledger.projections.base  # ProjectionError, a LedgerError outside ledger.errors
+
+    classes, seen = [LedgerError], set()
+    while classes:
+        cls = classes.pop()
+        seen.add(cls.exit_code)
+        classes.extend(cls.__subclasses__())
+    tree = ast.parse(Path(ledger.cli.main.__file__).read_text())
+    for node in ast.walk(tree):
+        value = (
+            node.value
+            if isinstance(node, ast.Return)
+            else node.args[0]
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "exit"
+            and node.args
+            else None
+        )
+        if isinstance(value, ast.Constant) and isinstance(value.value, int):
+            seen.add(value.value)
+    return {0} | seen
+
+
+def test_the_readme_lists_every_exit_code_the_cli_uses() -> None:
+    assert set(documented_exit_codes()) == cli_exit_codes()
+    assert code_for("success") == 0
+    assert code_for("verification failed") == VerificationError.exit_code
+    assert code_for("bad input or setup") == LedgerError.exit_code == InvalidCommandError.exit_code
+    assert code_for("could not check: no installed plugin can re-derive a round") == (
+        CannotReDeriveError.exit_code
+    )
+    assert "LEDGER_PLUGINS_BLOCK" in documented_exit_codes()[CannotReDeriveError.exit_code]
+
+
+def test_the_documented_cases_exit_with_the_documented_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in [n for n in os.environ if n.startswith("LEDGER_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("LEDGER_PASSPHRASE", "readme passphrase")
+    monkeypatch.setenv("LEDGER_PROGRESS_INTERVAL", "off")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+
+    def ledger(*argv: str) -> tuple[int, str]:
+        code = main(list(argv))
+        return code, capsys.readouterr().err
+
+    assert ledger("simulate", "--rounds", "3", "--players", "2", "--tables", "1") == (
+        code_for("success"),
+        "",
+    )
+    code, err = ledger("verify", "--level", "everything")
+    assert code == code_for("bad input or setup"), err
+    code, err = ledger("rounds", "void", str(uuid.UUID(int=7)), "--reason", "x")
+    assert code == code_for("bad input or setup"), err
+
+    monkeypatch.setenv("LEDGER_PLUGINS_BLOCK", "taixiu")
+    code, err = ledger("verify")
+    assert code == code_for("could not check"), err
+    assert "taixiu" in err and "LEDGER_PLUGINS_BLOCK" in err
+    monkeypatch.delenv("LEDGER_PLUGINS_BLOCK")
+
+    attacker = Attacker(f"sqlite:///{tmp_path / 'ledger.db'}")
+    try:
+        stream, version = first_stream(attacker)
+        state = attacker.row(stream, version)[4]
+        attacker.set_state(stream, version, state[:-1] + bytes([state[-1] ^ 1]))
+    finally:
+        attacker.close()
+    code, err = ledger("verify")
+    assert code == code_for("verification failed"), err
+    assert stream in err
+
+
+# The Layout section (issue 8, item 7): every path exists, nothing is left out.
+
+
+def layout_paths() -> list[str]:
+    section = README.read_text().split("\n## Layout\n", 1)[1]
+    block = FENCE.search(section)
+    assert block and block.group(1) == ""
+    return [line.split()[0] for line in block.group(2).splitlines() if line.strip()]
+
+
+def test_every_layout_path_exists() -> None:
+    missing = [path for path in layout_paths() if not (ROOT / path).exists()]
+    assert missing == []
+    for path in layout_paths():
+        assert path.endswith("/") == (ROOT / path).is_dir(), path
+
+
+def test_the_layout_lists_every_package_module_and_plugin() -> None:
+    listed = set(layout_paths())
+    packages = {
+        f"ledger/{d.name}/" for d in (ROOT / "ledger").iterdir() if (d / "__init__.py").is_file()
+    }
+    modules = {
+        f"ledger/{f.name}" for f in (ROOT / "ledger").glob("*.py") if f.name != "__init__.py"
+    }
+    distributions = {
+        f"plugins/{d.name}/"
+        for d in (ROOT / "plugins").iterdir()
+        if (d / "pyproject.toml").is_file()
+    }
+    assert "ledger/games/" in packages and "plugins/xidach/" in distributions
+    assert (packages | modules | distributions) - listed == set()
+
+
+# The command synopses: each lists exactly the options its command has.
+
+
+def synopses() -> list[str]:
+    """The Commands block's synopses, each with its continuation lines, comments cut."""
+    section = README.read_text().split("\n## Commands\n", 1)[1]
+    block = FENCE.search(section)
+    assert block and block.group(1) == ""
+    entries: list[str] = []
+    for line in block.group(2).splitlines():
+        text = line.split("  #")[0]
+        if line.startswith("ledger "):
+            entries.append(text)
+        else:
+            assert line.startswith(" ") and entries, line
+            entries[-1] += " " + text
+    return entries
+
+
+def commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from commands(sub, (*path, name))
+
+
+def options_of(parser: argparse.ArgumentParser, *, hidden: bool = False) -> set[str]:
+    """The command's long options; `hidden`: with those --help leaves out."""
+    return {
+        option
+        for action in parser._actions
+        if hidden or action.help != argparse.SUPPRESS
+        for option in action.option_strings
+        if option.startswith("--") and option != "--help"
+    }
+
+
+def test_every_synopsis_lists_exactly_its_commands_options() -> None:
+    parsers = dict(commands(build_parser()))
+    shown: dict[tuple[str, ...], set[str]] = {path: set() for path in parsers}
+    for entry in synopses():
+        words = entry.split()[1:]
+        path = max(
+            (p for p in parsers if tuple(words[: len(p)]) == p), key=len
+        )  # the deepest command the synopsis names
+        assert path, entry
+        options = set(re.findall(r"--[a-z][a-z-]*", entry))
+        assert options <= options_of(parsers[path], hidden=True), f"{entry}: not {path}'s"
+        shown[path] |= options
+    for path, parser in parsers.items():
+        if path:
+            assert options_of(parser) <= shown[path], f"ledger {' '.join(path)}"

@@ -7,31 +7,69 @@ ledger's application must read none of them (issue 8, item 2).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from ledger.casino import Casino
-from ledger.crypto.keystore import KeyDirectory
+from ledger.crypto.keys import Role
+from ledger.crypto.keystore import KeyDirectory, key_env
 from ledger.node import open_node
 from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import LedgerApplication
 from tests.conftest import PASSPHRASE, PG_DSN, drop_pg_schema, new_pg_schema
 from tests.test_cli_new_user import store_rows
+from tests.test_readme import README
+
+ROLE_KEYS = {key_env(role) for role in Role}
+
+
+def documented_settings() -> set[str]:
+    """Every LEDGER_* variable in the environment column of the README's
+    Settings table; a "…" beside a role's key variable stands for every role's."""
+    section = README.read_text().split("\n## Settings\n", 1)[1].split("\n#", 1)[0]
+    header, _, *rows = [line.split("|") for line in section.splitlines() if line.startswith("|")]
+    column = [cell.strip() for cell in header].index("environment")
+    names: set[str] = set()
+    for row in rows:
+        found = set(re.findall(r"LEDGER_[A-Z_]+", row[column]))
+        names |= found | (ROLE_KEYS if "…" in row[column] and found & ROLE_KEYS else set())
+    return names
+
+
+def test_the_settings_table_is_read() -> None:
+    documented = documented_settings()
+    assert {"LEDGER_STORE", "LEDGER_ANCHOR_EVENTS", "LEDGER_OPERATOR_KEY"} <= documented
+    assert len(documented) >= 14
+
+
+def documented_decoys(tmp_path: Path, decoy_db: str) -> dict[str, str]:
+    """A decoy for every documented LEDGER_* setting (a URL given explicitly
+    beats LEDGER_STORE). Settings the node reads get values it accepts; any
+    other, a newly documented one included, points at the decoy store."""
+    accepted = {
+        "LEDGER_KEYS": str(tmp_path / "decoy-keys"),
+        "LEDGER_ORIGIN": "decoy-origin",
+        "LEDGER_PASSPHRASE": "decoy",
+        "LEDGER_PLUGINS_ALLOW": "nothing-installed",
+        "LEDGER_PLUGINS_BLOCK": "nothing-installed",
+        "LEDGER_PROGRESS_INTERVAL": "off",
+        # Anchor after every write: the checkpoints must land in the URL's store too.
+        "LEDGER_ANCHOR_SECONDS": "1",
+        "LEDGER_ANCHOR_EVENTS": "1",
+        # The keys this node holds (choosing a key is not choosing a store).
+        key_env(Role.LEDGER_NODE): "ledger-node",
+        key_env(Role.CHECKPOINT): "checkpoint",
+    }
+    return {name: accepted.get(name, f"sqlite:///{decoy_db}") for name in documented_settings()}
 
 
 def stray_environment(tmp_path: Path, decoy_schema: str) -> dict[str, str]:
     """Every variable that could plausibly redirect a store, pointing at decoys."""
     decoy_db = str(tmp_path / "decoy.db")
-    stray = {
-        # The ledger's own, documented settings (a URL given explicitly beats LEDGER_STORE).
-        "LEDGER_STORE": f"sqlite:///{decoy_db}",
-        "LEDGER_KEYS": str(tmp_path / "decoy-keys"),
-        "LEDGER_ORIGIN": "decoy-origin",
-        "LEDGER_PASSPHRASE": "decoy",
-        "LEDGER_PLUGINS_BLOCK": "nothing-installed",
-    }
+    stray = documented_decoys(tmp_path, decoy_db)
     settings = {
         "PERSISTENCE_MODULE": "eventsourcing.popo",
         "SQLITE_DBNAME": decoy_db,

@@ -12,7 +12,8 @@ pass over the log (the envelopes were already verified), as a checklist:
 4. payouts (`resettle`): every settlement and correction settled again with
    the round's own variant version and rules.
 
-A round whose variant is not installed stops it with `CannotCheckError`.
+A round no installed variant can re-derive (not installed, or blocked) stops it
+with `CannotReDeriveError` (exit 3).
 """
 
 from __future__ import annotations

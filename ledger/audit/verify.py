@@ -9,7 +9,7 @@ Levels:
 - ``settlement``: all of that plus everything the events say, re-derived
   (money, outcome sources, round rules and fault policies, payouts: see
   `ledger.audit.settlement`); a round that cannot be re-derived (its variant
-  is not installed) fails with `CannotCheckError`, never an OK.
+  is not installed, or is blocked) fails with `CannotReDeriveError`, never an OK.
 
 The log is cut into chunks of 2^k leaves; each chunk is verified on its own
 (in parallel over all cores) and the results are merged in log order: chain

@@ -1,7 +1,8 @@
 """`ledger`: the command line for operators and auditors.
 
-Every `LedgerError` becomes one line on stderr and a non-zero exit code
-(1: verification failed; 2: bad input or setup); nothing else is caught.
+Every `LedgerError` becomes one line on stderr and its non-zero exit code
+(1: verification failed; 2: bad input or setup; 3: no installed plugin can
+re-derive a round, see ledger.errors); nothing else is caught.
 A reader that closes stdout early (`ledger ... | head`) ends no command: the
 rest of the output goes nowhere and the exit code is still the command's.
 """

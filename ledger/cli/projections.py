@@ -199,6 +199,7 @@ def _print_json(
 
 
 def cmd_rounds(opener: Opener, args: argparse.Namespace) -> int:
+    """Stakes and returns in major units, as `balances` shows them."""
     node = _reader(opener, args)
     try:
         found = queries.rounds(node.app, open_only=args.open)
@@ -206,13 +207,14 @@ def cmd_rounds(opener: Opener, args: argparse.Namespace) -> int:
         node.close()
     print(
         f"{'ROUND':<36} {'STATUS':<8} {'TABLE':<12} {'VARIANT':<10} {'BETS':>5} "
-        f"{'STAKES':>12} {'RETURNED':>12} {'CUR':<3} OPENED"
+        f"{'STAKES':>14} {'RETURNED':>14} {'CUR':<3} OPENED"
     )
     for r in found:
         table = r.table_name or r.table_id[:8]
+        stakes, returned = (format_major(amount, r.currency) for amount in (r.stakes, r.returned))
         print(
             f"{r.round_id:<36} {r.status:<8} {table:<12} {r.variant:<10} {r.bets:>5} "
-            f"{r.stakes:>12} {r.returned:>12} {r.currency:<3} {r.opened_at}"
+            f"{stakes:>14} {returned:>14} {r.currency:<3} {r.opened_at}"
         )
     if not found:
         print("no open rounds" if args.open else "no rounds", file=sys.stderr)

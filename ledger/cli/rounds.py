@@ -19,6 +19,7 @@ from ledger.cli.passphrase import read_passphrase
 from ledger.crypto.keys import Role, read_private_key
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.signing import InMemorySigner
+from ledger.domain.currency import format_major
 from ledger.domain.names import MAX_TEXT, check_name
 from ledger.errors import KeyStoreError
 from ledger.node import keys_dir
@@ -72,9 +73,11 @@ def cmd_round_action(args: argparse.Namespace) -> int:
                 request_id=request_id, round_id=args.round, reason=reason, operator=operator
             )
             staked = sum(r["stake"] for r in returns)
+            currency = casino.round(args.round).currency
             print(
                 f"voided round {args.round}: {len(returns)} stake{'s' * (len(returns) != 1)} "
-                f"returned ({staked} minor units), signed by operator key {operator.key_id[:16]}"
+                f"returned ({format_major(staked, currency)} {currency}), "
+                f"signed by operator key {operator.key_id[:16]}"
             )
         else:
             casino.resume_round(
