@@ -10,7 +10,7 @@ import pytest
 
 import ledger.plugins.manager as manager_module
 from ledger.casino import Casino
-from ledger.errors import NotFoundError, PluginError
+from ledger.errors import ConfigError, NotFoundError, PluginError
 from ledger.node import Node
 from ledger.plugins import hookimpl
 from ledger.plugins.contract import GameContract
@@ -147,6 +147,21 @@ def test_a_plugin_that_fails_to_register_is_named() -> None:
     plugins = get_plugin_manager(load_entry_points=False, extra=[("boom", Exploding(), "3.0")])
     with pytest.raises(PluginError, match=r"plugin boom 3\.0: ledger_register_games raised"):
         plugins.variants()
+
+
+def test_a_plugin_refusing_its_own_configuration_is_its_line_under_its_name() -> None:
+    class Misconfigured:
+        @hookimpl
+        def ledger_register_games(self, registry: GameRegistry) -> None:
+            raise ConfigError("profile /etc/games/vip.json: seats must be an integer 1..9: 10")
+
+    plugins = get_plugin_manager(load_entry_points=False, extra=[("cfg", Misconfigured(), "1.2")])
+    with pytest.raises(PluginError) as caught:
+        plugins.variants()
+    # On purpose, so no "raised ConfigError(...)": the plugin's message, as it wrote it.
+    assert str(caught.value) == (
+        "plugin cfg 1.2: profile /etc/games/vip.json: seats must be an integer 1..9: 10"
+    )
 
 
 def test_two_plugins_cannot_claim_one_variant() -> None:

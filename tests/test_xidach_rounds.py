@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from ledger_xidach.game import XiDach
-from ledger_xidach.rules import PROFILES
+from ledger_xidach.profile_files import PROFILES
 
 from ledger.audit.verify import Level, verify_store
 from ledger.casino import Casino

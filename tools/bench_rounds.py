@@ -141,7 +141,7 @@ def play_xidach_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, 
     """(rounds/s, the size of every save) for Xì dách rounds of 5 players."""
     import random
 
-    from ledger_xidach.rules import PROFILES
+    from ledger_xidach.profile_files import PROFILES
     from ledger_xidach.strategy import DealerStrategy, PlayerStrategy
     from ledger_xidach.table import DEALER, Round, seat_actor
 

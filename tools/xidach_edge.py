@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger_xidach.rules import PROFILES
+from ledger_xidach.profile_files import PROFILES
 from ledger_xidach.strategy import DealerStrategy, PlayerStrategy, play_round
 
 STAKE = 100  # minor units per seat: 3:2 on 100 is exact

@@ -15,7 +15,7 @@ from typing import Any
 
 import pluggy
 
-from ledger.errors import ConfigError, PluginError
+from ledger.errors import ConfigError, LedgerError, PluginError
 from ledger.plugins import ENTRY_POINT_GROUP, PROJECT_NAME, spec
 from ledger.plugins.registry import GameRegistry, LoadedGame
 
@@ -88,6 +88,10 @@ class Plugins:
                         caller(registry=registry)
                     except PluginError:
                         raise
+                    except LedgerError as exc:
+                        # The plugin refusing its own configuration on purpose
+                        # (a bad profile file): its one line, under its name.
+                        raise PluginError(info.distribution, info.version, str(exc)) from exc
                     except Exception as exc:
                         raise PluginError(
                             info.distribution, info.version, f"{hook} raised {exc!r}"

@@ -8,7 +8,8 @@ from typing import Any
 import ledger_xidach.plugin
 import pytest
 from ledger_xidach.game import XiDach
-from ledger_xidach.rules import PROFILES, XIDACH, XiDachRules
+from ledger_xidach.profile_files import PROFILES, XIDACH
+from ledger_xidach.rules import XiDachRules
 
 from ledger.crypto.canonical import canonical
 from ledger.errors import ConfigError
@@ -19,6 +20,7 @@ from ledger.plugins.registry import rules_hash
 class Collecting:
     def __init__(self) -> None:
         self.added: list[Any] = []
+        self.games: dict[str, Any] = {}  # no other plugin's games
 
     def add(self, game: Any) -> None:
         self.added.append(game)

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ledger_xidach.game import XiDach
 from ledger_xidach.plugin import games
-from ledger_xidach.rules import XIDACH, XiDachRules, paid
+from ledger_xidach.profile_files import XIDACH
+from ledger_xidach.rules import XiDachRules, paid
 from ledger_xidach.strategy import DealerStrategy, PlayerStrategy, play_round, replay
 from xidach_cards import act, bets
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from ledger_xidach.game import XiDach
-from ledger_xidach.rules import XIDACH, XIDACH_HOUSE, XiDachRules
+from ledger_xidach.profile_files import XIDACH, XIDACH_HOUSE
+from ledger_xidach.rules import XiDachRules
 from xidach_cards import Script, Shoe, act, bets, deal
 
 from ledger.errors import InvalidCommandError
