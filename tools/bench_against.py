@@ -98,14 +98,15 @@ def main() -> int:
     for key in keys:
         earlier = [r[key] for r in runs["earlier"] if key in r]
         this = [r[key] for r in runs["this"] if key in r]
-        row = {
+        earlier_median, this_median = statistics.median(earlier), statistics.median(this)
+        row: dict[str, Any] = {
             "measure": key,
             "earlier_runs": earlier,
             "this_runs": this,
-            "earlier_median": statistics.median(earlier),
-            "this_median": statistics.median(this),
+            "earlier_median": earlier_median,
+            "this_median": this_median,
+            "this_over_earlier": this_median / earlier_median,
         }
-        row["this_over_earlier"] = row["this_median"] / row["earlier_median"]
         table.append(row)
         print(
             f"{key}: earlier {row['earlier_median']:.3f}x, this {row['this_median']:.3f}x "
