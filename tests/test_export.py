@@ -163,6 +163,7 @@ def test_a_whole_bundle_verifies_at_every_level(
     assert "settlements re-settled with their own variant and rules" in out
     assert "RNG card draws recomputed" in out and "RNG throws recomputed" in out
     assert "keyring: the bundle's keyring.json" in out
+    assert "every checkpoint's root recomputed from the bundle's events" in out
     assert [e["position"] for e in events] == list(range(len(events)))
 
 

@@ -383,6 +383,20 @@ def test_the_command_writes_the_report_and_says_what_it_checked(
     assert not list(workdir.glob(".out.html.*.part"))
 
 
+def test_the_exit_code_is_the_one_verify_gives(
+    workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A report whose verifier could not re-derive a round exits as `ledger verify`
+    does (3), never 0 and never 1 (which says the log failed)."""
+    monkeypatch.setenv("LEDGER_PLUGINS_BLOCK", "taixiu")
+    capsys.readouterr()
+    assert main(["report", "out.html", "--edge", str(EDGE), "--verify"]) == 3
+    assert main(["verify"]) == 3
+    out = capsys.readouterr().out
+    assert "verification: could not check" in out
+    assert "could not check" in _text((workdir / "out.html").read_text())
+
+
 def test_without_matplotlib_it_says_so_before_reading(
     workdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -71,7 +71,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     partial.write_text(page, encoding="utf-8")
     partial.replace(output)  # a reader never sees half a report
     print(f"wrote {output}: {tally.events:,} events, verification: {status.verdict}")
-    return 1 if status.failed else 0
+    return status.exit_code  # as `ledger verify` would: 1 failed, 2 or 3 could not check
 
 
 def add_report_command(commands: Any) -> None:

@@ -51,7 +51,9 @@ class BundleReport:
         if self.store is not None:
             head = self.store.summary().replace("OK: ", "OK (bundle, the whole log): ", 1)
             extra = [
-                f"   {self.games} game profiles' rules match the rules hash their rounds pinned"
+                "   every checkpoint's root recomputed from the bundle's events (a bundle "
+                "holds no Merkle tree: consistency between checkpoints follows from the roots)",
+                f"   {self.games} game profiles' rules match the rules hash their rounds pinned",
             ]
         else:
             events = f"{self.events} event{'' if self.events == 1 else 's'}"

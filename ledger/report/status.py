@@ -47,6 +47,7 @@ class Status:
     lines: list[str] = field(default_factory=list)  # what was checked, in the verifier's words
     checkpoint: CheckpointInfo | None = None  # what the log was checked against (or found)
     keyring: str = ""  # the keyring's fingerprint the verdict rests on
+    exit_code: int = 0  # what `ledger verify` would exit with for this verdict
 
     @property
     def failed(self) -> bool:
@@ -99,9 +100,9 @@ def run_verifier(
     try:
         report = verify_store(app, keyring, level=level, progress=progress, variants=games)
     except VerificationError as exc:
-        return Status("FAILED", [str(exc)], None, fingerprint)
+        return Status("FAILED", [str(exc)], None, fingerprint, exc.exit_code)
     except CannotCheckError as exc:
-        return Status("could not check", [str(exc)], None, fingerprint)
+        return Status("could not check", [str(exc)], None, fingerprint, exc.exit_code)
     newest = newest_checkpoint(app, keyring)
     return Status(
         "verified",
