@@ -54,6 +54,7 @@ from ledger.store.recorders import Row
 INDEXED: Final = (str(KEY_REGISTRY_ID), str(AUDIT_TRAIL_ID))
 _INDEXED_BYTES: Final = tuple(s.encode() for s in INDEXED)
 _decode = json.JSONDecoder().decode
+_ENVELOPE_KEY: Final = b',"envelope":"'
 
 
 def ledger_transcoder() -> JSONTranscoder:
@@ -91,6 +92,7 @@ class ChunkFacts:
     currencies: StreamCurrencies = field(default_factory=StreamCurrencies)
     profiles: set[tuple[str, str]] = field(default_factory=set)
     indexed: list[int] = field(default_factory=list)  # positions of INDEXED streams' events
+    rewritten: list[int] = field(default_factory=list)  # lines not as the ledger writes them
 
 
 class BundleLog:
@@ -106,6 +108,7 @@ class BundleLog:
         self.rows = BundleRows(indexed, [(c, n) for c, n, _ in bundle.checkpoints()])
         self._currencies: dict[str, object] = {}  # each stream's, from its opening event
         self._indexed_seen: set[int] = set()
+        self._rewritten: set[int] = set()
 
     @property
     def count(self) -> int:
@@ -165,6 +168,7 @@ class BundleLog:
         self._currencies.update(facts.currencies.opened)
         self.bundle.profiles_used.update(facts.profiles)
         self._indexed_seen.update(facts.indexed)
+        self._rewritten.update(facts.rewritten)
         return None
 
     def finish_chunks(self) -> None:
@@ -194,16 +198,22 @@ class BundleLog:
         check_not_rolled_back(checkpoints, trusted)
 
     def events(self, progress: Any = None) -> Iterator[Event]:
-        """Every event in log order (the chunks already checked each line)."""
-        decode, payload_of = self.transcoder.decode, base64.b64decode
+        """Every event in log order, from its envelope (the chunks already checked
+        each line against its envelope). A line as the ledger writes it has its
+        envelope right after `,"envelope":"`, the first place that text can be
+        (a JSON string holds no bare quote); any other line is parsed, as the
+        chunk that checked it parsed it."""
+        decode, b64decode, rewritten = self.transcoder.decode, base64.b64decode, self._rewritten
         with self.path.open("rb") as handle:
             for position, raw in enumerate(handle):
-                record = _decode(raw.decode("utf-8"))
-                stream, version = record["stream"], record["version"]
-                envelope = open_envelope(
-                    payload_of(record["envelope"]), stream=stream, version=version
-                )
-                yield position, stream, version, record["header"]["type"], decode(envelope.payload)
+                if position in rewritten:
+                    state = b64decode(_decode(raw.decode("utf-8"))["envelope"])
+                else:
+                    start = raw.index(_ENVELOPE_KEY) + len(_ENVELOPE_KEY)
+                    state = b64decode(raw[start : raw.index(b'"', start)])
+                envelope = open_envelope(state, stream="bundle", version=position)
+                payload = decode(envelope.payload)
+                yield position, envelope.stream, envelope.version, envelope.event_type, payload
                 if progress and position % 1000 == 999:
                     progress(1000)
 
@@ -245,6 +255,8 @@ def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> Chun
                 facts.profiles.add(round_profile(event))
             if event.stream in INDEXED:
                 facts.indexed.append(position)
+            if not event.canonical:
+                facts.rewritten.append(position)
             rows.append((position + 1, event.stream, event.version, event.topic, event.envelope))
     result = verify_rows(spec, rows, signer_check)
     if result.problem is None:  # an earlier row's problem comes first

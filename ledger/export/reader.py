@@ -41,6 +41,7 @@ class BundleEvent:
     envelope: bytes
     payload: dict[str, Any]
     label: str  # "events.jsonl line N (log position P)"
+    canonical: bool = True  # the line is exactly what the ledger writes for it
 
 
 def _raw_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
@@ -227,7 +228,8 @@ def checked_event(line: str, record: Any, number: int) -> tuple[BundleEvent, obj
         # The line exactly as the ledger writes it from these bytes (the fast
         # path: `event_line` is held to `event_record` by a test), or else the
         # same JSON value as the record the envelope decodes to.
-        if event_line(position, envelope, currency) != line:
+        canonical = event_line(position, envelope, currency) == line
+        if not canonical:
             expected = event_record(position, envelope, currency)
             if record != expected:
                 field = next(
@@ -245,6 +247,7 @@ def checked_event(line: str, record: Any, number: int) -> tuple[BundleEvent, obj
         envelope,
         record["payload"],
         label,
+        canonical,
     )
     return event, currency
 
