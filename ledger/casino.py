@@ -27,6 +27,7 @@ from ledger.crypto.canonical import canonical
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.domain.account import HOUSE, PLAYER, Account
+from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
 from ledger.domain.money import check_currency
 from ledger.domain.names import check_name
@@ -798,6 +799,7 @@ class Casino:
         args: Mapping[str, Any] | None = None,
         source: dict[str, Any] | None = None,
         rng: RngServer | None = None,
+        attested_by: Mapping[str, str] | None = None,
     ) -> Any:
         """Take one of the moves the game offers now: legality from its last step
         (an illegal move is refused naming round, actor and action, and nothing
@@ -806,7 +808,16 @@ class Casino:
         taken from a dealer device's signed report (`source`,
         `ledger.devices.action_report`). Settlement API 2 rounds record it as
         `Round.ActionRecorded`, then settle in the same save whatever bets the
-        game's step settles (`Round.Settled` of that step) or void it."""
+        game's step settles (`Round.Settled` of that step) or void it.
+
+        `attested_by` ({"token": id, "role": API role}: the HTTP API's
+        authenticated session) is recorded as the `by` of a command-sourced
+        action, the node's statement of who asked (`ledger.domain.asked_by`);
+        without it such an action is the node's own command. It is part of the
+        request: the same request id from another session is refused."""
+        by = None if attested_by is None else dict(attested_by)
+        if by is not None and (problem := by_problem(by)) is not None:
+            raise InvalidCommandError(f"act: the session that asked is malformed: {problem}")
         game_round = self.round(round_id)
         if game_round.settlement_api < 2:
             return self._act_v1(request_id, game_round, actor, action, args, source, rng)
@@ -828,6 +839,7 @@ class Casino:
                 source,
                 rng,
                 betting_open=step["betting"],
+                asked_by=by,
             )
             done: RecordedAction = {"actor": actor, "action": action, "args": given, "drawn": drawn}
             return done, attested
@@ -844,6 +856,8 @@ class Casino:
             "args": dict(args or {}),
             "source": source,
         }
+        if by is not None:  # only when given: an earlier request's fingerprint is unchanged
+            fingerprint_args["attested_by"] = by
         return dict(self._run("act", request_id, fingerprint_args, body))
 
     # The convenience commands on settlement-API-2 rounds: each picks an action for `_play`.
@@ -978,12 +992,17 @@ class Casino:
         rng: RngServer | None,
         *,
         betting_open: bool,
+        asked_by: dict[str, str] | None = None,
     ) -> tuple[list[int], dict[str, Any]]:
         """What the action drew and the source attesting it (RULES.md §1.4): on an
         RNG table the core draws (never a fault) and any other move is the
-        node's own command; on a physical table, once betting is closed, every
-        action — draws, faults and decisions alike — comes only in a dealer
-        device's signed report (while betting is open the node may close it)."""
+        node's own command (with `asked_by`, the session that asked for it); on
+        a physical table, once betting is closed, every action — draws, faults
+        and decisions alike — comes only in a dealer device's signed report
+        (while betting is open the node may close it)."""
+        command: dict[str, Any] = {"kind": "command"}
+        if asked_by is not None:
+            command["by"] = dict(asked_by)
         if game_round.is_rng:
             if action == FAULT:
                 raise InvalidCommandError(
@@ -996,7 +1015,7 @@ class Casino:
                     "nobody reports it"
                 )
             if draw is None:
-                return [], {"kind": "command"}
+                return [], command
             if rng is None:
                 raise InvalidCommandError(f"round {game_round.id} is on an RNG table: pass its RNG")
             seed_id = str(game_round.dice_seed)
@@ -1023,7 +1042,7 @@ class Casino:
         # is open the node may end it by its own command (no randomness, no bet
         # decided by it).
         if source is None and betting_open and draw is None and action != FAULT:
-            return [], {"kind": "command"}
+            return [], command
         if not isinstance(source, dict) or source.get("kind") != "device":
             raise InvalidCommandError(
                 f"round {game_round.id} is on a physical table: {action} comes only from a "

@@ -41,6 +41,7 @@ from ledger.audit.significant import plain
 from ledger.audit.sources import SourceAudit
 from ledger.crypto.envelope import GENESIS_HASH, Envelope, SignerCheck, check_row, open_envelope
 from ledger.crypto.keys import Keyring, from_micros
+from ledger.domain.asked_by import describe_by
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
 from ledger.errors import CannotCheckError, NotFoundError, VerificationError
@@ -86,6 +87,9 @@ class RecalledEvent:
     keys: list[KeyUse] = field(default_factory=list)
     facts: dict[str, Any] | None = None  # plain JSON; None when the event did not verify
     problem: str | None = None  # why it is not shown (tampered), or the check it fails
+    # Who asked for a command-sourced action: "by token T (role R)" (the node's
+    # statement, sealed under its signature) or "node command"; else None.
+    asked: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -96,6 +100,7 @@ class RecalledEvent:
             "keys": [k.to_json() for k in self.keys],
             "facts": self.facts,
             "problem": self.problem,
+            "asked": self.asked,
         }
 
 
@@ -386,6 +391,8 @@ def recall_round(
         event.facts = {
             k: plain(v) for k, v in payload.items() if k not in _BOOKKEEPING or k == "timestamp"
         }
+        source = payload.get("source")
+        event.asked = describe_by(source) if isinstance(source, dict) else None
         if recall.currency is None and payload.get("postings"):
             recall.currency = str(payload["postings"][0].get("currency"))
         if topic == OPENED:

@@ -11,6 +11,9 @@ RULES.md §1.4).
 - A round of a physical table takes outcomes and faults only from a dealer
   device's report: its signature must verify with a `dealer-device` key of
   the keyring, valid when the event was recorded.
+- A decision recorded as the node's own command may name the session that
+  asked for it (`by`: exactly {token, role}, `ledger.domain.asked_by`): the
+  node's statement under its own signature, checked for shape only.
 - Any other source fails, naming the round.
 """
 
@@ -24,6 +27,7 @@ from eventsourcing.utils import get_topic
 
 from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
+from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round, action_fact, fault_fact, throw_fact
 from ledger.errors import VerificationError
@@ -219,6 +223,8 @@ class SourceAudit:
             # dealer device reports every action).
             if kind != "command":
                 raise fail(f"{action} is a command, recorded with a {kind!r} source")
+            if "by" in source and (problem := by_problem(source["by"])) is not None:
+                raise fail(f"{action}: the command's source is malformed: {problem}")
             return
         draw = source.get("draw")
         if drawn and draw not in ("dice", "cards"):

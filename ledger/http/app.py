@@ -351,8 +351,11 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         request: Request, round_id: RoundId, body: models.Act, key: IdempotencyKey
     ) -> dict[str, Any]:
         """The game's next action (a draw, a card, a decision); on a physical table
-        once betting is closed, in the dealer device's signed report."""
+        once betting is closed, in the dealer device's signed report. A decision
+        the node records as its own command names the token that asked for it
+        (`source.by`); a retry must come from the same token."""
         round_of_own_table(request, round_id)
+        token: Token = request.state.token
         return {
             "played": casino.act(
                 request_id=key,
@@ -362,6 +365,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
                 args=body.args,
                 source=body.source,
                 rng=service.rng,
+                attested_by={"token": token.token_id, "role": token.role.value},
             )
         }
 
