@@ -1024,19 +1024,17 @@ class Casino:
                     raise InvalidCommandError("the RNG throws three dice at a time")
                 counter = game_round.throws
                 dice = list(rng.throw(seed_id, str(game_round.id), counter))
-                return dice, {"kind": "rng", "seed_id": seed_id, "draw": "dice", "counter": counter}
+                drew = {"kind": "rng", "seed_id": seed_id, "draw": "dice", "counter": counter}
+                return dice, drew if asked_by is None else {**drew, "by": dict(asked_by)}
             first = len(game_round.dealt)
             positions = list(range(first, first + draw["count"]))
             if positions[-1] >= DECK_SIZE:
                 raise InvalidCommandError(f"round {game_round.id}: the deck is exhausted")
             deck = shuffled_deck(rng.seed(seed_id), str(game_round.id))
             cards = [deck[p] for p in positions]
-            return cards, {
-                "kind": "rng",
-                "seed_id": seed_id,
-                "draw": "cards",
-                "positions": positions,
-            }
+            dealt = {"kind": "rng", "seed_id": seed_id, "draw": "cards", "positions": positions}
+            # A hit is a decision too: who asked for it, beside the RNG's cards.
+            return cards, dealt if asked_by is None else {**dealt, "by": dict(asked_by)}
         # A physical table: once bets are locked, every action, decisions included,
         # is what its dealer device saw and signed (RULES.md §1.4); while betting
         # is open the node may end it by its own command (no randomness, no bet

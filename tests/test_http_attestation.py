@@ -95,11 +95,11 @@ def test_every_decision_over_http_names_the_session_that_asked(api: Api) -> None
     for event, (action, token) in zip(actions, asked, strict=True):
         facts = event["facts"]
         assert facts["action"] == action
-        if facts["drawn"]:  # cards: the RNG's, drawn from the committed deck
-            assert facts["source"]["kind"] == "rng" and "by" not in facts["source"]
-            assert event["asked"] is None
+        by = {"token": token, "role": "operator"}
+        if facts["drawn"]:  # cards: the RNG's, drawn from the committed deck, asked by `by`
+            assert facts["source"]["kind"] == "rng" and facts["source"]["by"] == by
+            assert event["asked"] == f"by token {token} (role operator)"
         else:
-            by = {"token": token, "role": "operator"}
             assert facts["source"] == {"kind": "command", "by": by}
             assert event["asked"] == f"by token {token} (role operator)"
             decisions += 1

@@ -216,6 +216,11 @@ class SourceAudit:
             return VerificationError(f"round {stream}: {message}", where=where)
 
         decision = not drawn and action != "fault"
+        if "by" in source:  # who asked the node: on its own commands and RNG draws only
+            if kind not in ("command", "rng"):
+                raise fail(f"{action}: a {kind!r} source names no session that asked (by)")
+            if (problem := by_problem(source["by"])) is not None:
+                raise fail(f"{action}: the {kind}'s source is malformed: {problem}")
         betting_before, game.betting = game.betting, bool(state.get("betting"))
         if decision and (game.seed is not None or (betting_before and kind == "command")):
             # At an RNG table a decision is the node's own command; at a physical
@@ -223,8 +228,6 @@ class SourceAudit:
             # dealer device reports every action).
             if kind != "command":
                 raise fail(f"{action} is a command, recorded with a {kind!r} source")
-            if "by" in source and (problem := by_problem(source["by"])) is not None:
-                raise fail(f"{action}: the command's source is malformed: {problem}")
             return
         draw = source.get("draw")
         if drawn and draw not in ("dice", "cards"):

@@ -98,9 +98,14 @@ def describe(event: RecalledEvent, currency: str) -> list[str]:
         drawn = f" drew {f.get('drawn')}" if f.get("drawn") else ""
         args = f" {json.dumps(f.get('args'))}" if f.get("args") else ""
         flags = f"; flags {', '.join(f.get('flags') or [])}" if f.get("flags") else ""
-        asked = event.asked  # a command's: "node command" or "by token T (role R)"
-        came = _source(f.get("source") or {}) if asked is None else asked
-        came = f"a command {came}" if came.startswith("by ") else came
+        # Who asked: a command's "node command" or "by token T (role R)"; an RNG draw's.
+        asked, source = event.asked, f.get("source") or {}
+        if asked is None:
+            came = _source(source)
+        elif source.get("kind") == "rng":
+            came = f"{_source(source)}, asked {asked}"
+        else:
+            came = f"a command {asked}" if asked.startswith("by ") else asked
         return [
             f"action #{f.get('step')}: {f.get('actor')} {f.get('action')}{args}{drawn} "
             f"(from {came}){flags}",

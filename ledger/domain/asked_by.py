@@ -43,8 +43,10 @@ def by_problem(by: Any) -> str | None:
 
 
 def describe_by(source: dict[str, Any]) -> str | None:
-    """Who asked for a command-sourced action, for a person; None for other sources."""
-    if source.get("kind") != "command":
+    """Who asked for a command-sourced action or an RNG draw (a hit), for a person;
+    None for other sources and for draws no session asked for."""
+    kind = source.get("kind")
+    if kind not in ("command", "rng") or (kind == "rng" and "by" not in source):
         return None
     if "by" not in source:
         return "node command"
