@@ -54,6 +54,28 @@ def test_checkpoints_commit_to_the_log_in_order(node: Node) -> None:
         assert checkpoint.root == root_of(leaves[: checkpoint.size])
 
 
+def test_beside_a_busy_writer_the_anchor_signs_what_was_there(node: Node) -> None:
+    """`catch_up(chase=False)`, what the anchor and `follow` run, covers the events
+    stored when it began and stops; chasing a busy writer instead signs a
+    checkpoint for every few events that arrive meanwhile."""
+    record(node, 20)
+    checkpointer = node.checkpointer(batch_size=50)
+    arrivals = 0
+
+    def busy_writer(_: int) -> None:  # called after each committed batch
+        nonlocal arrivals
+        if arrivals < 5:
+            arrivals += 1
+            record(node, 3)
+
+    checkpointer.catch_up(busy_writer, chase=False)
+    assert [c.size for c in node.app.tables.checkpoints()] == [20]
+    assert arrivals == 1  # the writer wrote 3 more meanwhile: left for the next turn
+    arrivals = 0
+    checkpointer.catch_up(busy_writer)  # chasing: one checkpoint per arrival
+    assert [c.size for c in node.app.tables.checkpoints()] == [20, 23, 26, 29, 32, 35, 38]
+
+
 def test_inclusion_proofs_verify_offline(node: Node) -> None:
     record(node, 21)
     node.checkpointer(batch_size=5).catch_up()

@@ -121,7 +121,7 @@ class Anchor:
             if self.error is not None:
                 return False
             try:
-                self._checkpointer.catch_up()
+                self._checkpointer.catch_up(chase=False)
             except LedgerError as exc:
                 # A store that fails the checks is not anchored again by this
                 # node; `close` raises the error so the operator sees it.

@@ -108,8 +108,16 @@ class Checkpointer:
         # ones only those since the point this process last checked.
         self._verified: _Verified | None = None
 
-    def catch_up(self, progress: Callable[[int], None] | None = None) -> Checkpoint | None:
-        """Cover every event stored so far; return the newest checkpoint made."""
+    def catch_up(
+        self, progress: Callable[[int], None] | None = None, *, chase: bool = True
+    ) -> Checkpoint | None:
+        """Cover every event stored so far; return the newest checkpoint made.
+
+        With `chase=False` it stops once the events stored when it started are
+        covered: beside a busy writer, chasing would sign a checkpoint for every
+        few events that arrive meanwhile (the anchor and `follow` checkpoint
+        what is there, then wait for their next turn)."""
+        target = None if chase else self.tables.highest_id()
         newest = None
         while True:
             made, count = self._batch_with_retries()
@@ -118,6 +126,9 @@ class Checkpointer:
             newest = made
             if progress:
                 progress(count)
+            verified = self._verified
+            if target is not None and verified is not None and verified.last_id >= target:
+                return newest
 
     def _batch_with_retries(self) -> tuple[Checkpoint | None, int]:
         for _ in range(RACE_RETRIES):
@@ -331,5 +342,5 @@ class Checkpointer:
     def follow(self, poll_seconds: float = 0.5, stop: Callable[[], bool] = lambda: False) -> None:
         """Keep the log checkpointed until `stop()` says otherwise."""
         while not stop():
-            if self.catch_up() is None:
-                time.sleep(poll_seconds)
+            self.catch_up(chase=False)
+            time.sleep(poll_seconds)
