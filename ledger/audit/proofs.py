@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterator
 from typing import Any
 from uuid import UUID
 
@@ -40,13 +41,15 @@ MAX_VERSION = 2**63 - 1  # both stores keep versions as 64-bit integers
 
 def newest_checkpoint(app: LedgerApplication, keyring: Keyring) -> Checkpoint | None:
     """The newest stored checkpoint whose signature verifies, by its signed size."""
-    parsed = []
-    for row in app.tables.checkpoint_rows():
-        try:
-            parsed.append(parse_checkpoint_row(row))
-        except VerificationError:
-            continue  # a row that is not a checkpoint proves nothing: skip it
-    return newest_valid(parsed, keyring)[0]
+
+    def parsed() -> Iterator[Checkpoint]:  # one at a time: a log can hold many
+        for row in app.tables.checkpoint_rows():
+            try:
+                yield parse_checkpoint_row(row)
+            except VerificationError:
+                continue  # a row that is not a checkpoint proves nothing: skip it
+
+    return newest_valid(parsed(), keyring)[0]
 
 
 def inclusion_of(app: LedgerApplication, stream: str, version: int, keyring: Keyring) -> Bundle:
