@@ -104,6 +104,16 @@ def test_the_stream_is_the_pages_and_bad_positions_are_refused(api: Api) -> None
     assert api.get("/v1/events", after=-1).status_code == 422
 
 
+def anchored(base: str, token: str) -> bool:
+    """Whether the log's first event is under a checkpoint yet (it has a leaf index)."""
+    first = httpx.get(
+        f"{base}/v1/events", params={"limit": 1}, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert first.status_code == 200, first.text
+    events = first.json()["events"]
+    return bool(events) and events[0]["leaf_index"] is not None
+
+
 def test_a_consumer_killed_mid_stream_resumes_without_gap_or_duplicate(
     store_url: str, tmp_path: Path
 ) -> None:
@@ -144,6 +154,13 @@ def test_a_consumer_killed_mid_stream_resumes_without_gap_or_duplicate(
                     time.sleep(0.05)
                 consumer.send_signal(signal.SIGKILL)
                 consumer.wait()
+            # Keep writing until the server's background anchor (1 s after a
+            # write) has checkpointed some of it: on a fast machine the kills
+            # above are over sooner than that.
+            deadline = time.monotonic() + 60
+            while not anchored(base, auditor):
+                assert time.monotonic() < deadline, "the server anchored nothing in 60 s"
+                time.sleep(0.1)
         finally:
             writing.clear()
             for thread in writers:
