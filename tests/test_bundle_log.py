@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +57,13 @@ def write_lines(path: Path, records: Records) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
 
 
+def copied(bundle: Path, tmp_path: Path) -> Path:
+    """A copy of the bundle to edit."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(bundle, copy)
+    return copy
+
+
 def from_bundle(bundle: Path, keyring: Keyring, workers: int, chunk: int) -> VerificationReport:
     return verify_log(
         BundleLog(Bundle(bundle)),
@@ -90,10 +98,7 @@ def test_a_lied_currency_in_a_later_chunk_is_named(
     exported: tuple[str, Keyring, Path], tmp_path: Path
 ) -> None:
     _, keyring, bundle = exported
-    copy = tmp_path / "bundle"
-    copy.mkdir()
-    for path in bundle.iterdir():
-        (copy / path.name).write_bytes(path.read_bytes())
+    copy = copied(bundle, tmp_path)
     records = read_lines(copy / "events.jsonl")
     opened = {r["stream"]: i for i, r in enumerate(records) if r["version"] == 1}
     # An account's later event, in another chunk of 8 than the account's opening.
@@ -118,10 +123,7 @@ def test_an_audit_trail_line_spelled_otherwise_is_named(
     reader, but not found by the byte scan that reads the audit trail (and key
     registry) before the log. Verification must not pass without it."""
     _, keyring, bundle = exported
-    copy = tmp_path / "bundle"
-    copy.mkdir()
-    for path in bundle.iterdir():
-        (copy / path.name).write_bytes(path.read_bytes())
+    copy = copied(bundle, tmp_path)
     trail = str(AUDIT_TRAIL_ID)
     escaped = "".join(f"\\u{ord(c):04x}" for c in trail)
     lines = (copy / "events.jsonl").read_text().splitlines(keepends=True)
@@ -139,10 +141,7 @@ def test_a_dropped_line_in_a_later_chunk_is_named(
     exported: tuple[str, Keyring, Path], tmp_path: Path
 ) -> None:
     _, keyring, bundle = exported
-    copy = tmp_path / "bundle"
-    copy.mkdir()
-    for path in bundle.iterdir():
-        (copy / path.name).write_bytes(path.read_bytes())
+    copy = copied(bundle, tmp_path)
     records = read_lines(copy / "events.jsonl")
     write_lines(copy / "events.jsonl", records[:40] + records[41:])
     with pytest.raises(VerificationError) as caught:
@@ -159,10 +158,7 @@ def test_lines_not_as_the_ledger_writes_them_are_read_as_json_readers_read_them(
     verify, and the settlement level reads the envelope a JSON reader reads,
     never the decoy."""
     _, keyring, bundle = exported
-    copy = tmp_path / "bundle"
-    copy.mkdir()
-    for path in bundle.iterdir():
-        (copy / path.name).write_bytes(path.read_bytes())
+    copy = copied(bundle, tmp_path)
     lines = (copy / "events.jsonl").read_text().splitlines(keepends=True)
     records = [json.loads(line) for line in lines]
     bet = next(i for i, r in enumerate(records) if r["type"] == "Round.BetPlaced")

@@ -17,15 +17,14 @@ from ledger.audit.verify import Level, verify_store
 from ledger.casino import Casino
 from ledger.cli.recall import render
 from ledger.errors import InvalidCommandError, RequestIdReusedError, VerificationError
-from ledger.games.replay import replay
 from ledger.http.tokens import ApiRole
 from ledger.node import Node
 from ledger.rng.server import RngServer
 from tests.casino_support import event_count
 from tests.http_support import Api, all_games, make_api
+from tests.test_xidach_rounds import LIMITS, offered, simple_move
 
 GAMES = all_games()
-LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 50_000}
 
 
 @pytest.fixture
@@ -33,22 +32,14 @@ def api(node: Node, tmp_path: Path) -> Api:
     return make_api(node, tmp_path)
 
 
-def offered(casino: Casino, round_id: str) -> dict[str, Any]:
-    game_round = casino.round(round_id)
-    return replay(GAMES[game_round.variant], dict(game_round.bets), game_round.log)[1]
-
-
-def next_move(step: dict[str, Any]) -> tuple[str, str]:
-    """Players draw below 16; the dealer draws below 17, then stops."""
-    state, moves = step["state"], step["moves"]
-    if state["turn"] is not None:
-        actor = f"seat:{state['turn']}"
-        points = state["seats"][str(state["turn"])]["score"]
-        return actor, "hit" if points < 16 and "hit" in moves[actor] else "stand"
-    dealer = moves["dealer"]
-    if "draw" in dealer and (state["dealer"]["score"] or 0) < 17:
-        return "dealer", "draw"
-    return "dealer", next(a for a in ("close_betting", "deal", "stop") if a in dealer)
+def rng_round(node: Node, tmp_path: Path) -> tuple[Casino, str]:
+    """A round open on an RNG Xì dách table whose seed is committed."""
+    casino = Casino(node.app, GAMES)
+    table = casino.open_table(
+        request_id="t", name="XD", variant="xidach", currency="VND", limits=LIMITS
+    )
+    casino.commit_seed(request_id="commit", table_id=table, rng=RngServer(tmp_path / "s"))
+    return casino, casino.open_round(request_id="r", table_id=table, dealer="D")
 
 
 def token_id(text: str) -> str:
@@ -78,7 +69,7 @@ def test_every_decision_over_http_names_the_session_that_asked(api: Api) -> None
     casino = Casino(api.node.app, GAMES)
     asked: list[tuple[str, str]] = []  # (action, the token it was asked with)
     while not (step := offered(casino, round_id))["over"]:
-        actor, action = next_move(step)
+        actor, action = simple_move(step)
         who = "terminal" if actor.startswith("seat:") else "operator"
         api.ok(f"/v1/rounds/{round_id}/act", {"actor": actor, "action": action}, who)
         asked.append((action, token_id(api.tokens[who])))
@@ -112,12 +103,7 @@ def test_every_decision_over_http_names_the_session_that_asked(api: Api) -> None
 
 
 def test_the_python_api_records_the_nodes_own_command(node: Node, tmp_path: Path) -> None:
-    casino = Casino(node.app, GAMES)
-    table = casino.open_table(
-        request_id="t", name="XD", variant="xidach", currency="VND", limits=LIMITS
-    )
-    casino.commit_seed(request_id="commit", table_id=table, rng=RngServer(tmp_path / "s"))
-    round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
+    casino, round_id = rng_round(node, tmp_path)
     casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
     recall = recall_round(node.app, node.keyring, GAMES, round_id)
     sources = [e.facts["source"] for e in recall.events if e.facts and "source" in e.facts]
@@ -138,12 +124,7 @@ def test_the_python_api_records_the_nodes_own_command(node: Node, tmp_path: Path
 def test_a_malformed_session_is_refused_and_records_nothing(
     node: Node, tmp_path: Path, by: dict[str, str]
 ) -> None:
-    casino = Casino(node.app, GAMES)
-    table = casino.open_table(
-        request_id="t", name="XD", variant="xidach", currency="VND", limits=LIMITS
-    )
-    casino.commit_seed(request_id="commit", table_id=table, rng=RngServer(tmp_path / "s"))
-    round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
+    casino, round_id = rng_round(node, tmp_path)
     before = event_count(node.app)
     with pytest.raises(InvalidCommandError, match="the session that asked is malformed"):
         casino.act(
@@ -157,12 +138,7 @@ def test_a_malformed_session_is_refused_and_records_nothing(
 
 
 def test_a_request_id_is_bound_to_the_session_that_used_it(node: Node, tmp_path: Path) -> None:
-    casino = Casino(node.app, GAMES)
-    table = casino.open_table(
-        request_id="t", name="XD", variant="xidach", currency="VND", limits=LIMITS
-    )
-    casino.commit_seed(request_id="commit", table_id=table, rng=RngServer(tmp_path / "s"))
-    round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
+    casino, round_id = rng_round(node, tmp_path)
     first_by = {"token": "aaaa", "role": "operator"}
     args: Any = {"round_id": round_id, "actor": "dealer", "action": "close_betting"}
     first = casino.act(request_id="c", **args, attested_by=first_by)
@@ -208,12 +184,7 @@ BAD_BY = [
 def test_attack_a_malformed_by_is_caught_by_verify(
     node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: Any, problem: str
 ) -> None:
-    casino = Casino(node.app, GAMES)
-    table = casino.open_table(
-        request_id="t", name="XD", variant="xidach", currency="VND", limits=LIMITS
-    )
-    casino.commit_seed(request_id="commit", table_id=table, rng=RngServer(tmp_path / "s"))
-    round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
+    casino, round_id = rng_round(node, tmp_path)
     honest_attest = Casino._attest
 
     def buggy(self: Casino, *args: Any, **kwargs: Any) -> Any:
