@@ -29,6 +29,7 @@ from ledger.audit.parallel import WorkerPlan
 from ledger.audit.settlement import Event, events
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
+from ledger.store.application import LedgerApplication
 
 
 class LogSource(Protocol):
@@ -38,7 +39,11 @@ class LogSource(Protocol):
     def transcoder(self) -> Transcoder: ...
 
     def plan(
-        self, sizes: list[int], check_signatures: bool, chunk_leaves: int, times: list[Any]
+        self,
+        sizes: list[int],
+        check_signatures: bool,
+        chunk_leaves: int,
+        times: list[tuple[int, int]],
     ) -> tuple[int, list[ChunkSpec]]:
         """(events in the log, its chunks)."""
         ...
@@ -66,13 +71,17 @@ class LogSource(Protocol):
 class StoreLog:
     """A store, read through its tables (and in workers, by its URL)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: LedgerApplication) -> None:
         self.app = app
         self.rows = app.tables
         self.transcoder = app.mapper.transcoder
 
     def plan(
-        self, sizes: list[int], check_signatures: bool, chunk_leaves: int, times: list[Any]
+        self,
+        sizes: list[int],
+        check_signatures: bool,
+        chunk_leaves: int,
+        times: list[tuple[int, int]],
     ) -> tuple[int, list[ChunkSpec]]:
         tables = self.app.tables
         count, highest = tables.event_count()

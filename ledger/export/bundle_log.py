@@ -141,7 +141,11 @@ class BundleLog:
         return indexed
 
     def plan(
-        self, sizes: list[int], check_signatures: bool, chunk_leaves: int, times: list[Any]
+        self,
+        sizes: list[int],
+        check_signatures: bool,
+        chunk_leaves: int,
+        times: list[tuple[int, int]],
     ) -> tuple[int, list[ChunkSpec]]:
         count, specs = self.count, []
         for first in range(0, count, chunk_leaves):
