@@ -13,7 +13,6 @@ import hashlib
 import random
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 from uuid import UUID, uuid4
 
@@ -24,8 +23,10 @@ from rfc8785 import CanonicalizationError
 
 from ledger.crypto.actor import actor_signature, sign_fact, verify_fact
 from ledger.crypto.canonical import canonical
-from ledger.crypto.keys import Role
+from ledger.crypto.envelope import now_micros
+from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.signing import Signer
+from ledger.crypto.validity import key_problem
 from ledger.domain.account import HOUSE, PLAYER, Account
 from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
@@ -418,17 +419,7 @@ class Casino:
         game_round.check_source(
             source, "a faulty throw" if fact["action"] == "fault" else "an outcome"
         )
-        signed = actor_signature(source)
-        keyring = self.app.current_keyring()
-        try:
-            verify_fact(keyring, fact, signed, Role.DEALER_DEVICE, "report")
-        except VerificationError as exc:
-            raise InvalidCommandError(f"dealer device report refused: {exc}") from None
-        record = keyring.get(signed["key_id"])
-        if record is None or not record.valid_at(datetime.now(UTC)):
-            raise InvalidCommandError(
-                f"dealer device report refused: key {signed['key_id'][:16]} is not valid now"
-            )
+        self._check_device(source, fact)
 
     def record_fault(
         self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
@@ -700,15 +691,22 @@ class Casino:
         self._run("resume_round", request_id, {"round_id": str(round_id), "reason": reason}, body)
 
     def _operator(self, operator: Signer) -> Signer:
-        """An operator key the keyring knows, valid now: else nothing is recorded."""
-        record = self.app.current_keyring().get(operator.key_id)
+        """An operator key the keyring knows that may sign now (valid, not revoked in
+        the keyring or the log: `ledger.crypto.validity`): else nothing is recorded."""
+        record = self._signing_keyring().get(operator.key_id)
         if record is None or record.role is not Role.OPERATOR:
             raise InvalidCommandError(
                 f"key {operator.key_id[:16]} is not an operator key in the keyring"
             )
-        if not record.valid_at(datetime.now(UTC)):
-            raise InvalidCommandError(f"operator key {record.name} is not valid now")
+        problem = key_problem(record, now_micros())
+        if problem is not None:
+            raise InvalidCommandError(f"operator key {record.name} may not sign now: {problem}")
         return operator
+
+    def _signing_keyring(self) -> Keyring:
+        """The keyring now, with every revocation the key registry holds merged in:
+        a key revoked through another node (its own keys directory) is revoked here."""
+        return self.app.signing_keyring()
 
     # Legality comes from the game: what its last step offers.
     @staticmethod
@@ -1066,17 +1064,19 @@ class Casino:
         return list(drawn), recorded
 
     def _check_device(self, source: dict[str, Any], fact: dict[str, Any]) -> None:
-        signed = actor_signature(source)
-        keyring = self.app.current_keyring()
+        """A dealer device's report: its signature over `fact`, by a `dealer-device`
+        key that may sign now (valid, not revoked: `ledger.crypto.validity`)."""
         try:
-            verify_fact(keyring, fact, signed, Role.DEALER_DEVICE, "report")
+            verify_fact(
+                self._signing_keyring(),
+                fact,
+                actor_signature(source),
+                Role.DEALER_DEVICE,
+                "report",
+                at=now_micros(),
+            )
         except VerificationError as exc:
             raise InvalidCommandError(f"dealer device report refused: {exc}") from None
-        record = keyring.get(signed["key_id"])
-        if record is None or not record.valid_at(datetime.now(UTC)):
-            raise InvalidCommandError(
-                f"dealer device report refused: key {signed['key_id'][:16]} is not valid now"
-            )
 
     def _act_v1(
         self,

@@ -60,6 +60,7 @@ class Node:
             origin=origin(),
             batch_size=batch_size,
             signed_here=self._signed_here,
+            keyring_source=self.app.signing_keyring,
         )
 
     def _signed_here(self, entry_hash: bytes) -> bytes | None:

@@ -11,9 +11,11 @@ from __future__ import annotations
 from eventsourcing.application import AggregateNotFoundError
 
 from ledger.crypto.actor import sign_fact
+from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import PublicKeyRecord, Role, from_micros
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.signing import Signer
+from ledger.crypto.validity import key_problem
 from ledger.domain.key_registry import KEY_REGISTRY_ID, KeyRegistry, revocation_fact
 from ledger.errors import InvalidCommandError, KeyStoreError
 from ledger.store.application import LedgerApplication
@@ -50,12 +52,27 @@ def revoke_key(
             f"key {record.name!r} signs this node's events: create another ledger-node key "
             "and `ledger keys use` it, then revoke this one"
         )
-    fact = revocation_fact(record.key_id, reason, revoked_at)
-    signature = sign_fact(operator, fact, Role.OPERATOR)
+    if record.role is Role.CHECKPOINT and _signs_checkpoints_here(keys, record):
+        raise InvalidCommandError(
+            f"key {record.name!r} signs this node's checkpoints: create another checkpoint key "
+            "and `ledger keys use` it, then revoke this one"
+        )
     try:
         registry: KeyRegistry = app.repository.get(KEY_REGISTRY_ID)
     except AggregateNotFoundError:
         registry = KeyRegistry()
+    if record.key_id in registry.revoked:
+        raise InvalidCommandError(f"key {record.name!r} is already revoked in the log")
+    signing = app.signing_keyring().get(operator.key_id)
+    if signing is None or signing.role is not Role.OPERATOR:
+        raise InvalidCommandError(
+            f"key {operator.key_id[:16]} is not an operator key in the keyring"
+        )
+    problem = key_problem(signing, now_micros())
+    if problem is not None:
+        raise InvalidCommandError(f"operator key {signing.name} may not sign now: {problem}")
+    fact = revocation_fact(record.key_id, reason, revoked_at)
+    signature = sign_fact(operator, fact, Role.OPERATOR)
     registry.revoke(
         key_id=record.key_id,
         reason=reason,
@@ -64,3 +81,13 @@ def revoke_key(
     )
     app.save(registry)
     return keys.mark_revoked(record.key_id, from_micros(revoked_at), reason)
+
+
+def _signs_checkpoints_here(keys: KeyDirectory, record: PublicKeyRecord) -> bool:
+    """Whether this keys directory would sign checkpoints with `record`."""
+    if not keys.private_key_path(record.name).exists():
+        return False
+    try:
+        return keys.choose(Role.CHECKPOINT).key_id == record.key_id
+    except KeyStoreError:  # several, or none usable: it signs nothing by itself
+        return False

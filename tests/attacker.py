@@ -4,12 +4,15 @@ edits the event tables directly, as the tamper tests need."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 from uuid import UUID
 
 import psycopg
 
+from ledger.crypto.keys import Keyring
+from ledger.store.application import LedgerApplication
 from ledger.store.recorders import LEDGER_TABLES
 
 Row = tuple[int, str, int, str, bytes]
@@ -123,3 +126,16 @@ class Attacker:
 
     def close(self) -> None:
         self.conn.close()
+
+
+class ThiefApplication(LedgerApplication):
+    """A writer run by whoever stole a key: the ledger's own writer refuses to
+    seal with a revoked or expired key, the thief's code does not ask."""
+
+    def check_node_key(self) -> None:
+        return None
+
+
+def unrevoked(keyring: Keyring) -> Keyring:
+    """The keyring as a thief's own code sees it: no revocation recorded."""
+    return Keyring([replace(r, revoked_at=None, revocation_reason=None) for r in keyring])

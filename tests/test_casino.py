@@ -13,7 +13,7 @@ from eventsourcing.persistence import IntegrityError, Recording
 from eventsourcing.utils import get_topic
 
 from ledger.casino import Casino
-from ledger.crypto.actor import verify_fact
+from ledger.crypto.actor import check_fact_signature
 from ledger.crypto.keys import Role
 from ledger.domain.account import Account
 from ledger.domain.money import in_play, wallet
@@ -371,9 +371,11 @@ def test_an_interrupted_round_is_voided_by_an_operator(
     assert event.operator["key_id"] == operator.key_id
     keyring = node.keys.keyring()
     fact = operator_fact("void", casino.round(round_id).id, "shoe dropped")
-    verify_fact(keyring, fact, event.operator, Role.OPERATOR, "void")
+    check_fact_signature(keyring, fact, event.operator, Role.OPERATOR, "void")
     with pytest.raises(VerificationError, match="bad operator signature"):
-        verify_fact(keyring, {**fact, "reason": "other"}, event.operator, Role.OPERATOR, "void")
+        check_fact_signature(
+            keyring, {**fact, "reason": "other"}, event.operator, Role.OPERATOR, "void"
+        )
     # Voided is final: no settlement, no second void.
     count = event_count(node.app)
     with pytest.raises(InvalidCommandError, match="already voided"):
@@ -397,7 +399,7 @@ def test_an_interrupted_round_is_resumed_with_a_reason(node: Node, store_url: st
     resumed = [e for _, e in domain_events(node.app) if isinstance(e, Round.Resumed)]
     assert [e.reason for e in resumed] == ["power restored"]
     fact = operator_fact("resume", casino.round(round_id).id, "power restored")
-    verify_fact(node.keys.keyring(), fact, resumed[0].operator, Role.OPERATOR, "resume")
+    check_fact_signature(node.keys.keyring(), fact, resumed[0].operator, Role.OPERATOR, "resume")
     # The round carries on where it stopped, and settles as usual.
     assert casino.round(round_id).status == CLOSED
     casino.record_outcome(

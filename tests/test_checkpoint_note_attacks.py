@@ -127,7 +127,7 @@ def downgraded_to_old_form(note: str) -> str:
 MALFORMED: dict[str, tuple[NoteEdit, str]] = {
     "second signature line": (
         second_signature_line,
-        "2 signature lines: a checkpoint carries exactly one",
+        "signature line 2 repeats an earlier one",
     ),
     "trailing junk": (trailing_junk, "signature line 2 is not"),
     "missing final newline": (missing_final_newline, "does not end in a newline"),

@@ -23,6 +23,7 @@ from ledger.errors import KeyStoreError
 from ledger.node import Node, open_node
 from ledger.store.application import LedgerApplication
 from ledger.store.checkpointer import Checkpointer
+from tests.attacker import ThiefApplication, unrevoked
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
 
@@ -190,7 +191,7 @@ def test_back_dated_event_by_a_revoked_key_fails_even_once_checkpointed(
     thief = stolen(keys, "ledger-node", Role.LEDGER_NODE)
     (record,) = [r for r in keys.keyring() if r.name == "ledger-node"]
     back_dated = to_micros(record.not_before) + 1  # inside its validity, before the revocation
-    app = LedgerApplication(
+    app = ThiefApplication(
         store_url, keyring=keys.keyring(), signer=thief, clock=lambda: back_dated
     )
     try:
@@ -234,10 +235,15 @@ def test_checkpoint_signed_by_a_revoked_checkpoint_key_fails(
 ) -> None:
     keys = rotated.keys
     checkpoint_key = keys.keyring().with_role(Role.CHECKPOINT)[0]
+    # The key this node signs checkpoints with is not revoked from under it...
+    code, output = cli(rotated, capsys, "keys", "revoke", "checkpoint", "--reason", "lost")
+    assert code == 2 and "signs this node's checkpoints" in one_error_line(output)
+    keys.create("checkpoint-2", Role.CHECKPOINT, PASSPHRASE)
+    assert cli(rotated, capsys, "keys", "use", "checkpoint-2")[0] == 0
     assert cli(rotated, capsys, "keys", "revoke", "checkpoint", "--reason", "lost")[0] == 0
-    # The node refuses to sign with it now...
+    # ...and once replaced and revoked, the node refuses to sign with it...
     with pytest.raises(KeyStoreError, match="revoked"):
-        keys.signer(Role.CHECKPOINT, PASSPHRASE)
+        keys.signer(Role.CHECKPOINT, PASSPHRASE, "checkpoint")
     # ...but a thief holding it signs a checkpoint after the revocation.
     save_tables(rotated.app, 1, "late")
     Checkpointer(
@@ -245,6 +251,7 @@ def test_checkpoint_signed_by_a_revoked_checkpoint_key_fails(
         signer=stolen(keys, checkpoint_key.name, Role.CHECKPOINT),
         signer_check=SignerCheck(keys.keyring()),
         keyring=keys.keyring(),
+        keyring_source=lambda: unrevoked(keys.keyring()),  # the thief's code does not ask
     ).catch_up()
     code, output = verify(rotated, capsys)
     assert code == 1

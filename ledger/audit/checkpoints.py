@@ -56,6 +56,21 @@ def load_checkpoints(
     return distinct
 
 
+def valid_checkpoints(tables: LogRows, keyring: Keyring) -> list[Checkpoint]:
+    """The stored checkpoints whose note parses and whose signature (and key)
+    verifies, by size; the others are left out, not reported (a reader that
+    only needs trusted times, as recall does: `ledger verify` reports them)."""
+    found = []
+    for row in tables.checkpoint_rows():
+        try:
+            checkpoint = parse_checkpoint_row(row)
+            checkpoint.verify(keyring)
+        except VerificationError:
+            continue
+        found.append(checkpoint)
+    return sorted(found, key=lambda c: (c.size, c.issued_at))
+
+
 def _by_column(row: CheckpointRow) -> tuple[int, int]:
     column = row[0]
     return (0, column) if type(column) is int else (1, 0)

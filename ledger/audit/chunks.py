@@ -27,17 +27,15 @@ from ledger.crypto.envelope import (
     check_row,
     is_plain,
     open_envelope,
-    time_problem,
     where,
 )
 from ledger.crypto.keys import NEVER, Keyring
 from ledger.crypto.merkle import LEAF_PREFIX, AlignedLeaves, CompactRange
 from ledger.crypto.signing import verify_signature
+from ledger.crypto.validity import Window, signing_problem, trusted_span
 from ledger.errors import VerificationError
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
-
-Window = tuple[int, int, int]  # a key's (not_before, not_after, revoked_at), µs
 
 
 @dataclass(frozen=True)
@@ -82,17 +80,6 @@ class ChunkResult:
     @property
     def count(self) -> int:
         return self.leaves.size
-
-
-def _limits(window: Window, bound: int | None) -> tuple[int, int]:
-    """The signing times [low, high] trusted for one key under one checkpoint bound."""
-    not_before, not_after, revoked_at = window
-    high = not_after - 1
-    if bound is not None and bound < high:
-        high = bound
-    if revoked_at != NEVER and (bound is None or bound >= revoked_at):
-        high = not_before - 1  # nothing this key signed here is trusted
-    return not_before, high
 
 
 class _Cover:
@@ -158,7 +145,7 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
     topics: dict[str, bytes] = {}  # plain event types -> their bytes
     key_id, key_bytes, public_key = "", b"", b""  # the last full-path event's signer
     window: Window = (0, 0, 0)
-    low, high = _limits(window, cover.bound)
+    low, high = trusted_span(window, cover.bound)
     time_digits, signed_at = b"", -1  # the last signing time parsed, as stored and as an int
     stream, version = "", 0
     problem = None
@@ -220,7 +207,7 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
                 ):
                     if not low <= signed_at <= high:
                         raise VerificationError(
-                            time_problem(signed_at, window, cover.bound, cover.size) or "",
+                            signing_problem(signed_at, window, cover.bound, cover.size) or "",
                             where=where(stream, version),
                         )
                     if check_signatures and not verify_signature(
@@ -241,7 +228,7 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
                 key_id, entry_hash = envelope.key_id, envelope.entry_hash
                 key_bytes = key_id.encode()
                 window = signer_check.windows[key_id]
-                low, high = _limits(window, cover.bound)
+                low, high = trusted_span(window, cover.bound)
             lasts[stream] = (version, entry_hash)
             add_leaf(entry_hash)
             position += 1
@@ -249,7 +236,7 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
                 if position in wanted:
                     cuts.append(position)
                 cover.advance(position)
-                low, high = _limits(window, cover.bound)
+                low, high = trusted_span(window, cover.bound)
     except VerificationError as exc:
         problem = Problem(position, str(exc))
     except struct.error:
@@ -332,7 +319,7 @@ def _full_check(
                 where=where(stream, version),
             )
         signed_at = cover.bound
-    problem = time_problem(
+    problem = signing_problem(
         signed_at, signer_check.windows[envelope.key_id], cover.bound, cover.size
     )
     if problem:

@@ -7,7 +7,9 @@ Reads every event's payload (the envelopes were already verified) and checks:
   wallet never goes below zero, at any point in the log;
 - every settlement's, void's and correction's postings are exactly what its
   results say (a correction also reverses the settlement in force);
-- every operator's signature on a void, a resume or a correction is valid;
+- every operator's signature on a void, a resume or a correction is valid, by an
+  operator key that may sign when its event was (validity and revocation:
+  `ledger.crypto.validity`);
 - every wallet and round a posting names has its stream in the log (an
   attacker who deletes a whole wallet stream leaves postings naming it).
 """
@@ -19,7 +21,8 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from ledger.crypto.actor import verify_fact
+from ledger.audit.key_times import SignedWhen
+from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.account import PLAYER, Account
 from ledger.domain.money import imbalance, in_play, posting, wallet
@@ -82,7 +85,9 @@ class MoneyAudit:
         self.movements = 0
         self.wallets = 0  # wallets whose balance matched their postings
 
-    def observe(self, stream: str, topic: str, state: dict[str, Any], where: str) -> None:
+    def observe(
+        self, stream: str, topic: str, state: dict[str, Any], where: str, when: SignedWhen
+    ) -> None:
         postings = state.get("postings")
         if postings is not None:
             self._movement(postings, where)
@@ -106,11 +111,25 @@ class MoneyAudit:
                 state["reason"],
                 state.get("step"),
             )
-            verify_fact(self.keyring, fact, state["operator"], Role.OPERATOR, where)
+            self._operator(fact, state["operator"], where, when)
         if topic in (_VOIDED, _RESUMED) and state.get("operator") is not None:
             action = "void" if topic == _VOIDED else "resume"
-            fact = operator_fact(action, stream, state["reason"])
-            verify_fact(self.keyring, fact, state["operator"], Role.OPERATOR, where)
+            self._operator(
+                operator_fact(action, stream, state["reason"]), state["operator"], where, when
+            )
+
+    def _operator(self, fact: dict[str, Any], signed: Any, where: str, when: SignedWhen) -> None:
+        """An operator's signature over `fact`, by a key that may sign when its event was."""
+        verify_fact(
+            self.keyring,
+            fact,
+            actor_signature(signed if isinstance(signed, dict) else {}),
+            Role.OPERATOR,
+            where,
+            at=when.at,
+            covered_at=when.covered_at,
+            covered_size=when.covered_size,
+        )
 
     def _movement(self, postings: list[dict[str, Any]], where: str) -> None:
         self.movements += 1

@@ -15,7 +15,6 @@ from ledger.crypto.envelope import (
     MAGIC_V1,
     SignerCheck,
     open_envelope,
-    time_problem,
     where,
 )
 from ledger.crypto.keys import Keyring, to_micros
@@ -25,6 +24,7 @@ from ledger.crypto.merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from ledger.crypto.validity import signing_problem
 from ledger.errors import ConfigError, VerificationError
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import parse_checkpoint_row
@@ -158,7 +158,7 @@ def verify_inclusion_bundle(
     issued = to_micros(checkpoint.issued_at)
     signed_at = issued if envelope.signed_at is None else envelope.signed_at
     window = signer_check.windows[envelope.key_id]
-    problem = time_problem(signed_at, window, issued, checkpoint.size)
+    problem = signing_problem(signed_at, window, issued, checkpoint.size)
     if problem:
         raise VerificationError(problem, where=where(stream, version))
     if not 0 <= index < checkpoint.size:

@@ -33,8 +33,11 @@ from uuid import UUID
 
 from eventsourcing.utils import get_topic
 
+from ledger.audit.checkpoints import valid_checkpoints
+from ledger.audit.key_times import Coverage, SignedWhen, checkpoint_times
 from ledger.audit.money import MoneyAudit
 from ledger.audit.resettle import Resettler
+from ledger.audit.revocations import earliest, log_revocations, merged
 from ledger.audit.round_rules import RoundRulesAudit
 from ledger.audit.round_variants import RoundVariants
 from ledger.audit.significant import plain
@@ -245,6 +248,10 @@ class _RememberedSteps:
         return found
 
 
+# The seed events' own times are not judged here (no actor signs them).
+_UNKNOWN = SignedWhen(-1)
+
+
 class _Checks:
     """verify's own per-event checks, fed only this round (and its seed's events)."""
 
@@ -257,9 +264,16 @@ class _Checks:
         self.payouts: Resettler | None = Resettler(rounds)
         self.cannot: str | None = None
 
-    def observe(self, stream: str, topic: str, state: dict[str, Any], where: str) -> None:
-        self.money.observe(stream, topic, state, where)
-        self.sources.observe(stream, topic, state, where)
+    def observe(
+        self,
+        stream: str,
+        topic: str,
+        state: dict[str, Any],
+        where: str,
+        when: SignedWhen = _UNKNOWN,
+    ) -> None:
+        self.money.observe(stream, topic, state, where, when)
+        self.sources.observe(stream, topic, state, where, when)
         try:
             if self.rules is not None and self.payouts is not None:
                 self.rules.observe(stream, topic, state, where)
@@ -359,6 +373,14 @@ def recall_round(
         raise NotFoundError(f"no round {round_id} in this store")
     if OPENED not in (rows[0][3], _signed_type(rows[0])):
         raise NotFoundError(f"{round_id} is not a round (its first event is {rows[0][3]!r})")
+    # Revocations recorded in the log count as verify counts them; a revoked
+    # key's facts are judged by the checkpoints covering them (read only then).
+    keyring = merged(keyring, earliest(log_revocations(tables, app.mapper.transcoder, keyring)))
+    coverage = (
+        Coverage(checkpoint_times(valid_checkpoints(tables, keyring)))
+        if any(record.revoked_at is not None for record in keyring)
+        else Coverage([])
+    )
     reader = _Reader(app, keyring)
     checks = _Checks(keyring, variants)
     leaves = _leaves_of(tables, rows)
@@ -416,7 +438,12 @@ def recall_round(
                         reveals.append((table, seed_topic, seed_state))
         if checking:
             try:
-                checks.observe(round_id, topic, payload, f"version {version}")
+                when = (
+                    coverage.when(event.position, envelope.signed_at)
+                    if event.position is not None
+                    else SignedWhen(-1 if envelope.signed_at is None else envelope.signed_at)
+                )
+                checks.observe(round_id, topic, payload, f"version {version}", when)
             except VerificationError as exc:
                 event.problem = f"CHECK FAILED: {exc}"
                 recall.problems.append(str(exc))

@@ -3,32 +3,55 @@
 From the log: every `KeyRevoked` event of the key registry stream (read by
 its fixed id, version by version: an indexed lookup, never a scan), each
 checked before it counts (envelope, chain, node signature, the operator's
-signature over the fact, the operator key's validity at that time). From
-the keyring: each entry's `revoked_at`, honoured even when the log holds no
-such event (the keyring is the auditor's own trust). The earlier time wins.
+signature over the fact). From the keyring: each entry's `revoked_at`,
+honoured even when the log holds no such event (the keyring is the auditor's
+own trust). The earlier time wins.
+
+Whether the operator key could sign the revocation when its event was signed
+depends on the checkpoints (a revoked operator key signs nothing but what a
+checkpoint older than its revocation covers), and which checkpoints are
+valid depends on the revocations: so the revocations are read first, and
+their operator keys judged once the checkpoints are known
+(`check_revokers`).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass
 from typing import Any
 
 from eventsourcing.persistence import Transcoder
 
+from ledger.audit.key_times import Coverage
 from ledger.audit.log_rows import LogRows
-from ledger.crypto.actor import actor_signature, verify_fact
+from ledger.crypto.actor import actor_signature, check_fact_signature
 from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_envelope, where
-from ledger.crypto.keys import Keyring, Role, from_micros, to_micros
+from ledger.crypto.keys import Keyring, Role, from_micros
+from ledger.crypto.validity import key_problem
 from ledger.domain.key_registry import KEY_REGISTRY_ID, REVOKED_TOPIC, revocation_fact
 from ledger.errors import VerificationError
 
 _STREAM = str(KEY_REGISTRY_ID)
 
 
-def log_revocations(tables: LogRows, transcoder: Transcoder, keyring: Keyring) -> dict[str, int]:
-    """Key id -> earliest revocation time (µs) recorded in the log."""
+@dataclass(frozen=True)
+class LogRevocation:
+    """One `KeyRevoked` event whose signatures verified."""
+
+    key_id: str
+    revoked_at: int  # µs
+    operator_key: str  # the key id that signed the fact
+    position: int  # log position of the event
+    signed_at: int | None  # the envelope's signing time (None: a v1 envelope)
+    label: str
+
+
+def log_revocations(
+    tables: LogRows, transcoder: Transcoder, keyring: Keyring
+) -> list[LogRevocation]:
+    """Every revocation recorded in the log, signatures checked, in log order."""
     signer_check = SignerCheck(keyring)
-    revoked: dict[str, int] = {}
+    found: list[LogRevocation] = []
     previous, version = GENESIS_HASH, 1
     while (row := tables.row_by_stream(_STREAM, version)) is not None:
         notification_id, _, _, topic, state = row
@@ -39,18 +62,45 @@ def log_revocations(tables: LogRows, transcoder: Transcoder, keyring: Keyring) -
             if envelope.prev_hash != previous:
                 raise VerificationError("chain broken", where=where(_STREAM, version))
             if topic == REVOKED_TOPIC:
-                key_id, at = _checked_fact(transcoder, envelope.payload, keyring, version)
-                revoked[key_id] = min(at, revoked.get(key_id, at))
+                key_id, at, operator = _checked_fact(transcoder, envelope.payload, keyring, version)
+                position = tables.position_of(notification_id)
+                label = where(_STREAM, version)
+                found.append(
+                    LogRevocation(key_id, at, operator, position, envelope.signed_at, label)
+                )
         except VerificationError as exc:
             position = tables.position_of(notification_id)
             raise VerificationError(f"key registry: {exc} (log position {position})") from exc
         previous, version = envelope.entry_hash, version + 1
+    return found
+
+
+def earliest(revocations: list[LogRevocation]) -> dict[str, int]:
+    """Key id -> its earliest revocation time (µs) among `revocations`."""
+    revoked: dict[str, int] = {}
+    for revocation in revocations:
+        at = revocation.revoked_at
+        revoked[revocation.key_id] = min(at, revoked.get(revocation.key_id, at))
     return revoked
+
+
+def check_revokers(revocations: list[LogRevocation], keyring: Keyring, coverage: Coverage) -> None:
+    """Each revocation's operator key could sign when its event was signed."""
+    for revocation in revocations:
+        record = keyring.get(revocation.operator_key)
+        assert record is not None  # its signature verified with it
+        when = coverage.when(revocation.position, revocation.signed_at)
+        problem = key_problem(record, when.at, when.covered_at, when.covered_size)
+        if problem is not None:
+            raise VerificationError(
+                f"key registry: {revocation.label}: the revocation's operator key "
+                f"{record.name}: {problem} (log position {revocation.position})"
+            )
 
 
 def _checked_fact(
     transcoder: Transcoder, payload: bytes, keyring: Keyring, version: int
-) -> tuple[str, int]:
+) -> tuple[str, int, str]:
     label = where(_STREAM, version)
     try:
         data: dict[str, Any] = transcoder.decode(payload)
@@ -60,32 +110,15 @@ def _checked_fact(
         raise VerificationError(f"malformed revocation: {exc}", where=label) from exc
     if type(key_id) is not str or type(reason) is not str or type(at) is not int:
         raise VerificationError("malformed revocation: wrong field types", where=label)
-    verify_fact(keyring, revocation_fact(key_id, reason, at), signed, Role.OPERATOR, label)
-    operator = keyring.get(signed["key_id"])
-    assert operator is not None  # verify_fact found it
     try:
-        moment = from_micros(at)
+        from_micros(at)
     except OverflowError:
         raise VerificationError("revocation time out of range", where=label) from None
-    if not operator.valid_at(moment) or (
-        operator.revoked_at is not None and operator.revoked_at < moment
-    ):
-        raise VerificationError(
-            "revocation signed with an operator key not valid at its time", where=label
-        )
-    return key_id, at
+    fact = revocation_fact(key_id, reason, at)
+    record = check_fact_signature(keyring, fact, signed, Role.OPERATOR, label)
+    return key_id, at, record.key_id
 
 
 def merged(keyring: Keyring, from_log: dict[str, int]) -> Keyring:
     """`keyring` with each key's revocation the earlier of the keyring's and the log's."""
-    records = []
-    for record in keyring:
-        at = from_log.get(record.key_id)
-        if at is not None and (record.revoked_at is None or at < to_micros(record.revoked_at)):
-            record = replace(
-                record,
-                revoked_at=from_micros(at),
-                revocation_reason=record.revocation_reason or "revoked in the log",
-            )
-        records.append(record)
-    return Keyring(records)
+    return keyring.with_revocations(from_log)

@@ -24,6 +24,7 @@ from typing import Any
 
 from eventsourcing.persistence import Transcoder
 
+from ledger.audit.key_times import Coverage
 from ledger.audit.money import MoneyAudit
 from ledger.audit.resettle import Resettler
 from ledger.audit.round_rules import RoundRulesAudit
@@ -36,8 +37,8 @@ from ledger.store.merkle_log import MerkleLogTables, stream_of
 
 READ_BATCH = 5000
 
-# (log position, stream, version, topic, payload) of one event.
-Event = tuple[int, str, int, str, dict[str, Any]]
+# (log position, stream, version, topic, payload, signing time µs or None for v1) of one event.
+Event = tuple[int, str, int, str, dict[str, Any], int | None]
 
 
 @dataclass(frozen=True)
@@ -69,25 +70,33 @@ def events(
         for _, originator_id, version, topic, state in rows:
             stream = stream_of(originator_id)
             envelope = open_envelope(bytes(state), stream=stream, version=version)
-            yield position, stream, version, topic, transcoder.decode(envelope.payload)
+            payload = transcoder.decode(envelope.payload)
+            yield position, stream, version, topic, payload, envelope.signed_at
             position += 1
         after = rows[-1][0]
 
 
 def check_settlement(
-    log: Iterable[Event], keyring: Keyring, variants: Mapping[str, Variant]
+    log: Iterable[Event],
+    keyring: Keyring,
+    variants: Mapping[str, Variant],
+    coverage: Coverage | None = None,
 ) -> SettlementCounts:
     """Run every settlement check over the log's events (already verified, in log
-    order); raise the first `VerificationError`."""
+    order); raise the first `VerificationError`. `coverage` gives the first
+    checkpoint covering each event, which the keys of the actors' signatures
+    are judged by (none: nothing is covered, a revoked key signs nothing)."""
+    coverage = coverage or Coverage([])
     rounds = RoundVariants(variants)
     money = MoneyAudit(keyring)
     sources = SourceAudit(keyring)
     rules = RoundRulesAudit(rounds)
     payouts = Resettler(rounds)
-    for position, stream, version, topic, state in log:
+    for position, stream, version, topic, state, signed_at in log:
         where = f"stream {stream} version {version} (log position {position})"
-        money.observe(stream, topic, state, where)
-        sources.observe(stream, topic, state, where)
+        when = coverage.when(position, signed_at)
+        money.observe(stream, topic, state, where, when)
+        sources.observe(stream, topic, state, where, when)
         rules.observe(stream, topic, state, where)
         payouts.observe(stream, topic, state, where)
     money.finish()

@@ -6,11 +6,14 @@ RULES.md §1.4).
   opened and not yet revealed, in throw order: each throw is recomputed from
   the round's committed seed and the round's own throw counter, never from
   what the throw itself names, once the seed is revealed (and the revealed
-  seed must match its commitment). Throws whose seed is still secret are
-  counted, not checked. An RNG throw is never faulty, and never corrected.
+  seed must match its commitment). Every draw precedes its seed's reveal in
+  the log: a draw from a revealed seed was known before it was made. Throws
+  whose seed is still secret are counted, not checked. An RNG throw is never
+  faulty, and never corrected.
 - A round of a physical table takes outcomes and faults only from a dealer
   device's report: its signature must verify with a `dealer-device` key of
-  the keyring, valid when the event was recorded.
+  the keyring that may sign when the event was signed (its validity period,
+  and not revoked unless a checkpoint older than the revocation covers it).
 - A decision recorded as the node's own command may name the session that
   asked for it (`by`: exactly {token, role}, `ledger.domain.asked_by`): the
   node's statement under its own signature, checked for shape only.
@@ -20,11 +23,11 @@ RULES.md §1.4).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from eventsourcing.utils import get_topic
 
+from ledger.audit.key_times import SignedWhen
 from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.asked_by import by_problem
@@ -74,14 +77,19 @@ class SourceAudit:
         self.keyring = keyring
         self.commitments: dict[str, tuple[str, str]] = {}  # seed id -> (table, commitment)
         self.seeds: dict[str, bytes] = {}  # revealed
+        self.revealed_where: dict[str, str] = {}  # seed id -> where it was revealed
         self.rounds: dict[str, _Round] = {}
         self.rng_throws: list[_RngThrow] = []
         self.rng_cards: list[_RngCards] = []
         self.cards_checked = 0  # RNG card draws recomputed from their round's deck
         self.cards_pending = 0  # RNG card draws whose seed is still secret: NOT recomputed
         self.device_reports = 0
+        self._when = SignedWhen(0)  # the event being observed: when it was signed
 
-    def observe(self, stream: str, topic: str, state: dict[str, Any], where: str) -> None:
+    def observe(
+        self, stream: str, topic: str, state: dict[str, Any], where: str, when: SignedWhen
+    ) -> None:
+        self._when = when
         if topic == _COMMITTED:
             self.commitments[state["seed_id"]] = (stream, state["commitment"])
         elif topic == _REVEALED:
@@ -90,6 +98,7 @@ class SourceAudit:
             if table != stream or commitment(seed) != committed:
                 raise VerificationError("revealed seed does not match its commitment", where=where)
             self.seeds[state["seed_id"]] = seed
+            self.revealed_where[state["seed_id"]] = where
         elif topic == _OPENED:
             self.rounds[stream] = self._opened(stream, state, where)
         elif topic in (_OUTCOME, _FAULT):
@@ -171,7 +180,19 @@ class SourceAudit:
                 f"{source.get('counter')}, expected {counter})",
                 where=where,
             )
+        self._before_reveal(stream, seed, where)
         self.rng_throws.append(_RngThrow(seed, stream, counter, state["outcome"], where))
+
+    def _before_reveal(self, stream: str, seed: str, where: str) -> None:
+        """An RNG draw comes from a seed still secret: once revealed, anyone
+        (the house first) knows every draw it would give."""
+        revealed = self.revealed_where.get(seed)
+        if revealed is not None:
+            raise VerificationError(
+                f"round {stream} drew from seed {seed} after it was revealed ({revealed}): "
+                "its draws were known",
+                where=where,
+            )
 
     def _device(
         self, stream: str, counter: int, topic: str, state: dict[str, Any], where: str
@@ -189,20 +210,7 @@ class SourceAudit:
             if topic == _OUTCOME
             else fault_fact(stream, counter, state["reason"])
         )
-        signed = actor_signature(source)
-        verify_fact(self.keyring, fact, signed, Role.DEALER_DEVICE, f"round {stream}: {where}")
-        record = self.keyring.get(signed["key_id"])
-        recorded_at = state.get("timestamp")
-        if (
-            record is not None
-            and isinstance(recorded_at, datetime)
-            and not record.valid_at(recorded_at)
-        ):
-            raise VerificationError(
-                f"round {stream}: the dealer device key {record.name} was not valid when "
-                f"its {what} was recorded",
-                where=where,
-            )
+        self._device_signature(fact, source, f"round {stream}: {where}")
         self.device_reports += 1
 
     def _action(self, stream: str, game: _Round, state: dict[str, Any], where: str) -> None:
@@ -244,6 +252,7 @@ class SourceAudit:
                     f"{action} drew from a {kind!r} source (seed {source.get('seed_id')}), "
                     f"not from its committed seed {game.seed}"
                 )
+            self._before_reveal(stream, game.seed, where)
             if draw == "dice":
                 if source.get("counter") != game.throws:
                     raise fail(
@@ -278,21 +287,27 @@ class SourceAudit:
             fact = action_fact(
                 stream, state["step"], state["actor"], action, state["args"], list(drawn)
             )
-        signed = actor_signature(source)
-        verify_fact(self.keyring, fact, signed, Role.DEALER_DEVICE, f"round {stream}: {where}")
-        record = self.keyring.get(signed["key_id"])
-        recorded_at = state.get("timestamp")
-        if (
-            record is not None
-            and isinstance(recorded_at, datetime)
-            and not record.valid_at(recorded_at)
-        ):
-            raise fail(f"the dealer device key {record.name} was not valid when it reported")
+        self._device_signature(fact, source, f"round {stream}: {where}")
         if draw == "cards":
             game.dealt.extend(drawn)
         elif not decision or source.get("signed") == "throw":
             game.throws += 1
         self.device_reports += 1
+
+    def _device_signature(self, fact: dict[str, Any], source: dict[str, Any], where: str) -> None:
+        """A dealer device's signature over `fact`, by a `dealer-device` key that
+        may sign when the event carrying it was signed (validity and revocation)."""
+        when = self._when
+        verify_fact(
+            self.keyring,
+            fact,
+            actor_signature(source),
+            Role.DEALER_DEVICE,
+            where,
+            at=when.at,
+            covered_at=when.covered_at,
+            covered_size=when.covered_size,
+        )
 
     def finish(self) -> tuple[int, int]:
         """Recompute every RNG throw whose seed is revealed: (recomputed, not checked yet)."""

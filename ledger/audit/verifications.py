@@ -17,10 +17,12 @@ from typing import Any
 
 from eventsourcing.persistence import Transcoder
 
+from ledger.audit.key_times import Coverage, SignedWhen
 from ledger.audit.log_rows import LogRows
-from ledger.crypto.actor import actor_signature, verify_fact
+from ledger.crypto.actor import actor_signature, check_fact_signature
 from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_envelope, where
 from ledger.crypto.keys import Keyring, Role, from_micros
+from ledger.crypto.validity import key_problem
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID, RECORDED_TOPIC, verification_fact
 from ledger.errors import VerificationError
 
@@ -35,7 +37,9 @@ class RecordedRun:
     result: str
 
 
-def recorded_runs(tables: LogRows, transcoder: Transcoder, keyring: Keyring) -> list[RecordedRun]:
+def recorded_runs(
+    tables: LogRows, transcoder: Transcoder, keyring: Keyring, coverage: Coverage
+) -> list[RecordedRun]:
     """Every recorded run, checked; raise `VerificationError` naming the first bad one."""
     signer_check = SignerCheck(keyring)
     runs: list[RecordedRun] = []
@@ -50,7 +54,8 @@ def recorded_runs(tables: LogRows, transcoder: Transcoder, keyring: Keyring) -> 
             if envelope.prev_hash != previous:
                 raise VerificationError("chain broken", where=where(_STREAM, version))
             if topic == RECORDED_TOPIC:
-                run = _checked_run(transcoder, envelope.payload, keyring, version)
+                when = coverage.when(position, envelope.signed_at)
+                run = _checked_run(transcoder, envelope.payload, keyring, version, when)
                 if envelope.signed_at is not None and run["verified_at"] > envelope.signed_at:
                     raise VerificationError(
                         "verification run made after the event recording it was signed",
@@ -71,7 +76,7 @@ def recorded_runs(tables: LogRows, transcoder: Transcoder, keyring: Keyring) -> 
 
 
 def _checked_run(
-    transcoder: Transcoder, payload: bytes, keyring: Keyring, version: int
+    transcoder: Transcoder, payload: bytes, keyring: Keyring, version: int, when: SignedWhen
 ) -> dict[str, Any]:
     label = where(_STREAM, version)
     try:
@@ -97,15 +102,16 @@ def _checked_run(
             raise VerificationError(
                 "malformed verification run: root is not hex", where=label
             ) from None
-    verify_fact(keyring, verification_fact(run), signed, Role.AUDITOR, label)
-    auditor = keyring.get(signed["key_id"])
-    assert auditor is not None  # verify_fact found it
     try:
-        moment = from_micros(at)
+        from_micros(at)
     except OverflowError:
         raise VerificationError("verification time out of range", where=label) from None
-    if not auditor.usable_at(moment):
-        raise VerificationError(
-            "verification run signed with an auditor key not valid at its time", where=label
-        )
+    auditor = check_fact_signature(keyring, verification_fact(run), signed, Role.AUDITOR, label)
+    # Judged at the run's own time and at its event's: both must be inside the
+    # key's validity, and a revoked key's run counts only under a checkpoint
+    # older than the revocation (`ledger.crypto.validity`).
+    for moment in (at, when.at):
+        problem = key_problem(auditor, moment, when.covered_at, when.covered_size)
+        if problem is not None:
+            raise VerificationError(f"auditor key {auditor.name}: {problem}", where=label)
     return dict(run)

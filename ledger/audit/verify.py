@@ -32,10 +32,10 @@ from ledger.audit.checkpoints import (
     unanchored_note,
 )
 from ledger.audit.chunks import ChunkSpec, Problem, link_problem
-from ledger.audit.key_times import checkpoint_times
+from ledger.audit.key_times import Coverage, checkpoint_times
 from ledger.audit.log_source import LogSource, StoreLog
 from ledger.audit.parallel import run_chunks
-from ledger.audit.revocations import log_revocations, merged
+from ledger.audit.revocations import check_revokers, earliest, log_revocations, merged
 from ledger.audit.round_variants import installed_variants
 from ledger.audit.settlement import SettlementCounts, check_settlement
 from ledger.audit.verifications import recorded_runs
@@ -226,14 +226,17 @@ def verify_log(
     report = VerificationReport(level=level, workers=workers)
 
     # Revocations: the log's KeyRevoked events and the keyring's, the earlier wins.
-    keyring = merged(keyring, log_revocations(log.rows, log.transcoder, keyring))
+    revocations = log_revocations(log.rows, log.transcoder, keyring)
+    keyring = merged(keyring, earliest(revocations))
     checkpoints = load_checkpoints(log.rows, keyring, trusted)
     if trusted is not None:
         report.trusted_size = trusted.size
     everyone = checkpoints + ([trusted] if trusted is not None else [])
-    runs = recorded_runs(log.rows, log.transcoder, keyring)
+    times = checkpoint_times(everyone)
+    coverage = Coverage(times)
+    check_revokers(revocations, keyring, coverage)
+    runs = recorded_runs(log.rows, log.transcoder, keyring, coverage)
     claimed = {r.tree_size: r for r in runs if r.root is not None}
-    times = checkpoint_times(everyone, keyring)
     expected_roots = {c.size: c.root for c in checkpoints}
     sizes = set(expected_roots) | ({trusted.size} if trusted else set()) | set(claimed)
 
@@ -314,7 +317,10 @@ def verify_log(
     log.check_proofs(checkpoints, trusted)
     if level is Level.SETTLEMENT:
         report.settlement = check_settlement(
-            log.events(), keyring, installed_variants() if variants is None else variants
+            log.events(),
+            keyring,
+            installed_variants() if variants is None else variants,
+            coverage,
         )
     empty = claimed.get(0)
     if empty is not None and empty.root != CompactRange(0).root():

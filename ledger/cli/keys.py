@@ -75,6 +75,11 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
     operator = directory.signer(Role.OPERATOR, passphrase, args.operator_key)
     node = open_from_args(args, writable=True, passphrase=passphrase)
     try:
+        if node.anchor is not None:
+            # Everything signed so far under a checkpoint issued before the
+            # revocation: what the key signed until now stays valid (verify
+            # trusts a revoked key's signatures only under such a checkpoint).
+            node.checkpointer().catch_up()
         record = revoke_key(node.app, directory, args.key, args.reason, operator, now_micros())
     finally:
         node.close()

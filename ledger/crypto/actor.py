@@ -8,8 +8,9 @@ import binascii
 from typing import Any, TypedDict
 
 from ledger.crypto.canonical import ACTOR_FACT_DOMAIN, canonical
-from ledger.crypto.keys import Keyring, Role
+from ledger.crypto.keys import Keyring, PublicKeyRecord, Role
 from ledger.crypto.signing import Signer, verify_signature
+from ledger.crypto.validity import key_problem
 from ledger.errors import InvalidCommandError, VerificationError
 
 
@@ -30,9 +31,11 @@ def actor_signature(source: dict[str, Any]) -> ActorSignature:
     return {"key_id": str(source.get("key_id", "")), "signature": str(source.get("signature", ""))}
 
 
-def verify_fact(
+def check_fact_signature(
     keyring: Keyring, fact: dict[str, Any], signed: ActorSignature, role: Role, where: str
-) -> None:
+) -> PublicKeyRecord:
+    """An actor's signature over `fact` by a key of `role` in `keyring` (not yet
+    whether the key may sign at the fact's time: `verify_fact` does both)."""
     record = keyring.get(signed["key_id"])
     if record is None:
         raise VerificationError("signed by a key not in the keyring", where=where)
@@ -46,3 +49,27 @@ def verify_fact(
         raise VerificationError("malformed actor signature", where=where) from exc
     if not verify_signature(record.public_key, ACTOR_FACT_DOMAIN + canonical(fact), signature):
         raise VerificationError(f"bad {role.value} signature", where=where)
+    return record
+
+
+def verify_fact(
+    keyring: Keyring,
+    fact: dict[str, Any],
+    signed: ActorSignature,
+    role: Role,
+    where: str,
+    *,
+    at: int,
+    covered_at: int | None = None,
+    covered_size: int | None = None,
+) -> PublicKeyRecord:
+    """Check an actor's signature over `fact`: a key of `role` in `keyring`, its
+    signature, and that the key may sign at `at` (µs) for an event first
+    covered by a checkpoint issued at `covered_at` (`ledger.crypto.validity`:
+    a revoked key signs nothing but what a checkpoint older than its
+    revocation covers). Returns the signer's keyring entry."""
+    record = check_fact_signature(keyring, fact, signed, role, where)
+    problem = key_problem(record, at, covered_at, covered_size)
+    if problem is not None:
+        raise VerificationError(f"{role.value} key {record.name}: {problem}", where=where)
+    return record

@@ -19,11 +19,11 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from ledger.crypto.canonical import CHECKPOINT_DOMAIN
-from ledger.crypto.keys import Keyring, PublicKeyRecord, Role
+from ledger.crypto.keys import Keyring, PublicKeyRecord, Role, to_micros
 from ledger.crypto.note import (
     KEY_HASH_SIZE,
     NoteError,
@@ -33,6 +33,7 @@ from ledger.crypto.note import (
     strict_b64decode,
 )
 from ledger.crypto.signing import NamedSigner, verify_signature
+from ledger.crypto.validity import key_problem
 from ledger.errors import ConfigError, VerificationError
 
 _SIGNATURE_SIZE = 64
@@ -55,6 +56,10 @@ class Checkpoint:
     key_name: str
     signature: bytes
     key_hash: bytes | None = None
+    # Every other signature line of the note (witnesses' cosignatures, other
+    # signers), in note order, and where the log's own line sits among them.
+    others: tuple[SignatureLine, ...] = ()
+    log_line: int = 0
 
     @property
     def legacy(self) -> bool:
@@ -81,9 +86,25 @@ class Checkpoint:
             return self.key_name[:16]
         return f"{self.key_name}+{self.key_hash.hex()}"
 
-    def to_note(self) -> str:
+    @property
+    def own_line(self) -> SignatureLine:
+        """The log's signature line."""
         blob = self.signature if self.key_hash is None else self.key_hash + self.signature
-        return f"{self.text}\n{SignatureLine(self.key_name, blob).format()}"
+        return SignatureLine(self.key_name, blob)
+
+    @property
+    def lines(self) -> list[SignatureLine]:
+        """Every signature line, in note order."""
+        lines = list(self.others)
+        lines.insert(self.log_line, self.own_line)
+        return lines
+
+    def to_note(self) -> str:
+        return f"{self.text}\n{''.join(line.format() for line in self.lines)}"
+
+    def bare(self) -> Checkpoint:
+        """This checkpoint with only the log's own signature line."""
+        return replace(self, others=(), log_line=0)
 
     @classmethod
     def sign(
@@ -125,7 +146,10 @@ class Checkpoint:
     def key_record(self, keyring: Keyring) -> PublicKeyRecord | None:
         """The keyring's key that the signature line names: by key id (old form),
         else by name and key hash (of two such keys, the one whose signature
-        verifies)."""
+        verifies). The log's line is the one `for_keyring` picks."""
+        chosen = self.for_keyring(keyring)
+        if chosen is not self:
+            return chosen.key_record(keyring)
         if self.key_hash is None:
             return keyring.get(self.key_name)
         named = [
@@ -139,20 +163,90 @@ class Checkpoint:
                     return record
         return named[0] if named else None
 
+    def for_keyring(self, keyring: Keyring) -> Checkpoint:
+        """This checkpoint read with the log's line being the first that names a
+        checkpoint key of `keyring` (C2SP signed notes: lines may come in any
+        order); itself when none does (its first note signature line)."""
+        if self._named_record(self.own_line, keyring) is not None:
+            return self
+        lines = self.lines
+        for index, line in enumerate(lines):
+            if index == self.log_line or len(line.blob) != KEY_HASH_SIZE + _SIGNATURE_SIZE:
+                continue
+            record = self._named_record(line, keyring)
+            if record is not None and record.role is Role.CHECKPOINT:
+                others = tuple(other for i, other in enumerate(lines) if i != index)
+                hashed, signature = line.blob[:KEY_HASH_SIZE], line.blob[KEY_HASH_SIZE:]
+                return replace(
+                    self,
+                    key_name=line.name,
+                    key_hash=hashed,
+                    signature=signature,
+                    others=others,
+                    log_line=index,
+                )
+        return self
+
+    @staticmethod
+    def _named_record(line: SignatureLine, keyring: Keyring) -> PublicKeyRecord | None:
+        if len(line.blob) == _SIGNATURE_SIZE:  # the old form: named by key id
+            return keyring.get(line.name)
+        hashed = line.blob[:KEY_HASH_SIZE]
+        named = [r for r in keyring if r.name == line.name and _hash_of(r) == hashed]
+        return named[0] if named else None
+
     def verify(self, keyring: Keyring, *, origin: str | None = None) -> None:
-        """Check the signature with a checkpoint key from `keyring`, else raise."""
+        """Check the log's signature with a checkpoint key from `keyring`, else raise.
+
+        Other signature lines (a witness's cosignature) are ignored when their
+        key is unknown (C2SP signed notes); one that claims the log key's name
+        or key hash, or names another checkpoint key of `keyring`, must verify."""
+        chosen = self.for_keyring(keyring)
+        if chosen is not self:
+            chosen.verify(keyring, origin=origin)
+            return
         label = f"checkpoint of size {self.size}"
         record = self.key_record(keyring)
         if record is None:
             raise VerificationError(self._unknown_key(keyring), where=label)
         if record.role is not Role.CHECKPOINT:
             raise VerificationError(f"signed by a {record.role.value} key", where=label)
-        if not record.valid_at(self.issued_at):
-            raise VerificationError("signed outside its key's validity period", where=label)
         if not verify_signature(record.public_key, self.signed_message, self.signature):
             raise VerificationError("bad signature", where=label)
+        # A checkpoint vouches for its own time: it is judged as covered by itself.
+        issued = to_micros(self.issued_at)
+        problem = key_problem(record, issued, issued, self.size)
+        if problem is not None:
+            if record.revoked_at is not None and self.issued_at >= record.revoked_at:
+                problem = (
+                    f"signed at {self.issued_at.isoformat()} by a checkpoint key revoked at "
+                    f"{record.revoked_at.isoformat()}"
+                )
+            raise VerificationError(problem, where=label)
         if origin is not None and self.origin != origin:
             raise VerificationError(f"origin is {self.origin!r}, expected {origin!r}", where=label)
+        self._check_other_lines(record, keyring, label)
+
+    def _check_other_lines(self, record: PublicKeyRecord, keyring: Keyring, label: str) -> None:
+        own_hash = _hash_of(record)
+        checkpoint_keys = {(r.name, _hash_of(r)): r for r in keyring.with_role(Role.CHECKPOINT)}
+        for line in self.others:
+            hashed, signature = line.blob[:KEY_HASH_SIZE], line.blob[KEY_HASH_SIZE:]
+            claimed = (
+                record
+                if line.name == record.name or hashed == own_hash
+                else checkpoint_keys.get((line.name, hashed))
+            )
+            if claimed is None:
+                continue  # another key's line: not ours to judge (C2SP)
+            if len(line.blob) != KEY_HASH_SIZE + _SIGNATURE_SIZE or not verify_signature(
+                claimed.public_key, self.text.encode(), signature
+            ):
+                raise VerificationError(
+                    f"a second signature line {line.name}+{hashed.hex()} claims checkpoint "
+                    f"key {claimed.name} and does not verify",
+                    where=label,
+                )
 
     def _unknown_key(self, keyring: Keyring) -> str:
         message = f"signed by unknown key {self.key_label}"
@@ -175,11 +269,17 @@ def _hash_of(record: PublicKeyRecord) -> bytes:
 
 
 def _parse(note: str) -> Checkpoint:
-    """Both forms: the text's lines, then the one signature line."""
+    """Both forms: the text's lines, then the signature lines; the log's is the
+    first Ed25519 note signature (a 4-byte key hash and 64 bytes, or the old
+    form's bare 64), the others are kept as they are (`Checkpoint.others`)."""
     text, signatures = split_note(note)
-    if len(signatures) != 1:
-        raise NoteError(f"{len(signatures)} signature lines: a checkpoint carries exactly one")
-    (line,) = signatures
+    for number, line in enumerate(signatures, start=1):
+        if line in signatures[: number - 1]:
+            raise NoteError(f"signature line {number} repeats an earlier one")
+    sizes = (KEY_HASH_SIZE + _SIGNATURE_SIZE, _SIGNATURE_SIZE)
+    index = next((i for i, line in enumerate(signatures) if len(line.blob) in sizes), 0)
+    line = signatures[index]
+    others = tuple(other for i, other in enumerate(signatures) if i != index)
     lines = text.split("\n")[:-1]
     if len(lines) != 4:
         raise NoteError(
@@ -212,7 +312,11 @@ def _parse(note: str) -> Checkpoint:
             f"the signature line holds {len(line.blob)} bytes, not a 4-byte key hash and "
             "a 64-byte Ed25519 signature"
         )
-    return Checkpoint(origin, int(size_text), root, issued_at, line.name, signature, hashed)
+    if hashed is None and others:
+        raise NoteError("an old-form checkpoint carries exactly one signature line")
+    return Checkpoint(
+        origin, int(size_text), root, issued_at, line.name, signature, hashed, others, index
+    )
 
 
 def newest_valid(

@@ -35,9 +35,10 @@ import time
 from typing import Final, NamedTuple
 
 from ledger.crypto.canonical import ENVELOPE_DOMAIN, ENVELOPE_DOMAIN_V1, canonical_flat
-from ledger.crypto.keys import NEVER, Keyring, Role, from_micros
+from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.merkle import hash_leaf
 from ledger.crypto.signing import Signer, verify_signature
+from ledger.crypto.validity import signing_problem
 from ledger.errors import VerificationError
 
 MAGIC: Final = b"LSE2"
@@ -294,14 +295,16 @@ class SignerCheck:
         self.windows = {r.key_id: r.window_micros() for r in keyring if r.role is Role.LEDGER_NODE}
 
     def check_validity(self, envelope: Envelope, *, stream: object, version: object) -> None:
-        """A v2 envelope's signing time inside its key's validity period.
+        """A v2 envelope's signing time inside its key's validity period, and
+        before its key's revocation.
 
-        (What a reader can check alone; `ledger verify` also checks the time
-        against the checkpoints that cover the event, and revocations.)"""
+        What a reader can check alone: the event is judged by its own signing
+        time, as if it vouched for it; `ledger verify` judges a revoked key's
+        events by the checkpoints that cover them (`ledger.crypto.validity`)."""
         window = self.windows.get(envelope.key_id)
         signed_at = envelope.signed_at
         if window is not None and signed_at is not None:
-            problem = time_problem(signed_at, window, None, None)
+            problem = signing_problem(signed_at, window, signed_at)
             if problem:
                 raise VerificationError(problem, where=where(stream, version))
 
@@ -322,42 +325,3 @@ class SignerCheck:
         public_key = self.check_signer(envelope, stream=stream, version=version)
         if not verify_signature(public_key, envelope.signed_message, envelope.signature):
             raise VerificationError("envelope signature is invalid", where=where(stream, version))
-
-
-def time_problem(
-    signed_at: int,
-    window: tuple[int, int, int],
-    bound: int | None,
-    bound_size: int | None,
-) -> str | None:
-    """Why an event signed at `signed_at` (µs) by a key with `window`
-    (not_before, not_after, revoked_at) is not trusted, or None.
-
-    `bound` is the issue time of the first checkpoint covering the event (of
-    size `bound_size`), None when none covers it. A signing time can be
-    back-dated by whoever holds the key; a checkpoint's cannot be moved under
-    an auditor who kept it, so a revoked key's events are trusted only under a
-    checkpoint issued before the revocation."""
-    not_before, not_after, revoked_at = window
-    if signed_at < not_before:
-        return f"signed at {_iso(signed_at)}, before its key is valid (from {_iso(not_before)})"
-    if signed_at >= not_after:
-        return f"signed at {_iso(signed_at)}, after its key expired ({_iso(not_after)})"
-    if bound is not None and signed_at > bound:
-        return (
-            f"signed at {_iso(signed_at)}, later than the checkpoint of size {bound_size} "
-            f"that covers it was issued ({_iso(bound)})"
-        )
-    if revoked_at != NEVER and (bound is None or bound >= revoked_at):
-        return (
-            f"signed by a key revoked at {_iso(revoked_at)}, and no checkpoint issued "
-            "before the revocation covers it"
-        )
-    return None
-
-
-def _iso(micros: int) -> str:
-    try:
-        return from_micros(micros).isoformat()
-    except OverflowError:
-        return f"{micros} µs since the epoch"

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -151,6 +151,21 @@ class Keyring:
 
     def __len__(self) -> int:
         return len(self._by_id)
+
+    def with_revocations(self, revoked: dict[str, int]) -> Keyring:
+        """This keyring with each key's revocation the earlier of its own and
+        `revoked`'s (key id -> revocation time in µs, e.g. the log's)."""
+        records = []
+        for record in self._by_id.values():
+            at = revoked.get(record.key_id)
+            if at is not None and (record.revoked_at is None or at < to_micros(record.revoked_at)):
+                record = replace(
+                    record,
+                    revoked_at=from_micros(at),
+                    revocation_reason=record.revocation_reason or "revoked in the log",
+                )
+            records.append(record)
+        return Keyring(records)
 
     def with_role(self, role: Role) -> list[PublicKeyRecord]:
         return [r for r in self._by_id.values() if r.role is role]

@@ -24,9 +24,11 @@ from ledger.crypto.keys import (
     PublicKeyRecord,
     Role,
     read_private_key,
+    to_micros,
     write_private_key,
 )
 from ledger.crypto.signing import InMemorySigner
+from ledger.crypto.validity import key_problem
 from ledger.errors import KeyStoreError
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -160,10 +162,10 @@ class KeyDirectory:
                 f"key {record.name!r} was revoked at {record.revoked_at.isoformat()}: "
                 f"configure another {record.role.value} key with `ledger keys use NAME`"
             )
-        if not record.valid_at(now):
+        if key_problem(record, to_micros(now)) is not None:
             raise KeyStoreError(
-                f"key {record.name!r} is outside its validity period: "
-                f"configure another {record.role.value} key with `ledger keys use NAME`"
+                f"key {record.name!r} may not sign now (outside its validity period, or "
+                f"revoked): configure another {record.role.value} key with `ledger keys use NAME`"
             )
 
     def choose(self, role: Role, name: str | None = None) -> PublicKeyRecord:
@@ -180,7 +182,7 @@ class KeyDirectory:
         candidates = [
             r
             for r in self.keyring().with_role(role)
-            if r.usable_at(now) and self.private_key_path(r.name).exists()
+            if key_problem(r, to_micros(now)) is None and self.private_key_path(r.name).exists()
         ]
         if not candidates:
             held = [

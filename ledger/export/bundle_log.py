@@ -217,7 +217,14 @@ class BundleLog:
                     state = b64decode(raw[start : raw.index(b'"', start)])
                 envelope = open_envelope(state, stream="bundle", version=position)
                 payload = decode(envelope.payload)
-                yield position, envelope.stream, envelope.version, envelope.event_type, payload
+                yield (
+                    position,
+                    envelope.stream,
+                    envelope.version,
+                    envelope.event_type,
+                    payload,
+                    envelope.signed_at,
+                )
                 if progress and position % 1000 == 999:
                     progress(1000)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import sqlite3
+import time
 from collections.abc import Callable
 from typing import Any
 from uuid import UUID
@@ -11,7 +12,7 @@ from uuid import UUID
 import psycopg
 import psycopg.sql
 import psycopg_pool
-from eventsourcing.application import Application, ProcessingEvent
+from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
 from eventsourcing.domain import BaseAggregate
 from eventsourcing.persistence import (
     EventStore,
@@ -21,10 +22,12 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.utils import Environment
 
-from ledger.crypto.envelope import SignerCheck
+from ledger.crypto.envelope import SignerCheck, now_micros
 from ledger.crypto.keys import Keyring
 from ledger.crypto.signing import Signer
-from ledger.errors import ConfigError, StoreUnavailableError
+from ledger.crypto.validity import key_problem
+from ledger.domain.key_registry import KEY_REGISTRY_ID, KeyRegistry
+from ledger.errors import ConfigError, KeyStoreError, StoreUnavailableError
 from ledger.store.config import describe, environment_for
 from ledger.store.merkle_log import MerkleLogTables
 from ledger.store.recorders import SealedRecorder
@@ -44,6 +47,8 @@ STORE_ERRORS: tuple[type[BaseException], ...] = (
 # The PostgreSQL events table is named after the environment's name
 # (`ledger_events`); stores written so far use that name, so it stays.
 TABLE_PREFIX = "ledger"
+# Seconds a writer may sign by a keyring read that long ago (`check_node_key`).
+SIGNER_RECHECK = 1.0
 
 
 class StoreEnvironment(Environment):
@@ -82,6 +87,7 @@ class LedgerApplication(Application[UUID]):
         self._keyring = keyring
         self._keyring_source = keyring_source
         self._signer = signer
+        self._signing_cache: tuple[float, Keyring] | None = None
         # A cache of aggregates (fast-forwarded from the store on every get, and
         # deep-copied out) saves re-reading and re-verifying whole streams: a
         # wallet's history grows with every round it plays.
@@ -119,10 +125,49 @@ class LedgerApplication(Application[UUID]):
         against the keyring the node opened with."""
         return self._keyring_source() if self._keyring_source else self._keyring
 
+    def signing_keyring(self, max_age: float = 0.0) -> Keyring:
+        """The keyring writers sign by: `current_keyring` with every revocation the
+        log's key registry holds (recorded through any node), read again once
+        it is older than `max_age` seconds."""
+        now = time.monotonic()
+        cached = self._signing_cache
+        if cached is not None and now - cached[0] <= max_age:
+            return cached[1]
+        keyring = self.current_keyring()
+        try:
+            registry: Any = self.repository.get(KEY_REGISTRY_ID)
+        except AggregateNotFoundError:
+            pass
+        else:
+            assert isinstance(registry, KeyRegistry)
+            keyring = keyring.with_revocations(registry.revoked)
+        self._signing_cache = (now, keyring)
+        return keyring
+
+    def check_node_key(self) -> None:
+        """Refuse to seal anything with a ledger-node key that may not sign now
+        (expired, or revoked in the keyring or the log: `ledger.crypto.validity`);
+        a revocation takes effect within `SIGNER_RECHECK` seconds."""
+        if self._signer is None:
+            return
+        record = self.signing_keyring(SIGNER_RECHECK).get(self._signer.key_id)
+        if record is None:
+            raise KeyStoreError(
+                f"the ledger-node key {self._signer.key_id[:16]} is not in the keyring: "
+                "nothing was written"
+            )
+        problem = key_problem(record, now_micros() if self._clock is None else self._clock())
+        if problem is not None:
+            raise KeyStoreError(
+                f"ledger-node key {record.name} may not sign now: {problem}; nothing was "
+                "written (create another ledger-node key and `ledger keys use` it)"
+            )
+
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
         """eventsourcing's `save`, collecting aggregates' events after a nominal
         type check: its own tells aggregates from events with runtime Protocol
         checks, which cost more per save than sealing an event does."""
+        self.check_node_key()
         processing_event: ProcessingEvent[UUID] = ProcessingEvent()
         for obj in objs:
             if isinstance(obj, BaseAggregate):

@@ -29,9 +29,10 @@ from psycopg.sql import SQL, Literal
 
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck, check_row, open_envelope
-from ledger.crypto.keys import Keyring, Role
+from ledger.crypto.keys import Keyring, Role, to_micros
 from ledger.crypto.merkle import CompactRange, hash_children, inclusion_proof, verify_inclusion
 from ledger.crypto.signing import NamedSigner
+from ledger.crypto.validity import key_problem
 from ledger.errors import ConfigError, ConflictError, VerificationError
 from ledger.store.merkle_log import (
     MerkleLogTables,
@@ -82,6 +83,7 @@ class Checkpointer:
         batch_size: int = 1000,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         signed_here: Callable[[bytes], bytes | None] = lambda _: None,
+        keyring_source: Callable[[], Keyring] | None = None,
     ) -> None:
         if signer.role is not Role.CHECKPOINT:
             raise ConfigError(f"checkpoints need a checkpoint key, not {signer.role.value}")
@@ -104,6 +106,9 @@ class Checkpointer:
         # signature): one byte-identical to what we signed needs no second
         # Ed25519 verify, so the anchor keeps up with the writes.
         self.signed_here = signed_here
+        # The keyring as it is now (revocations since opening included), which
+        # the signing key is judged by before every checkpoint it signs.
+        self.keyring_source = keyring_source or (lambda: keyring)
         # The first catch_up counts every event up to the resume point; later
         # ones only those since the point this process last checked.
         self._verified: _Verified | None = None
@@ -141,6 +146,7 @@ class Checkpointer:
         raise ConflictError("other checkpointers kept winning the race; try again")
 
     def _batch(self) -> tuple[Checkpoint | None, int]:
+        keyring = self.keyring_source()  # read before the write lock is taken
         with self.tables.recorder.write() as cursor:
             self._lock(cursor)
             size, last_id = self.tables.tail(cursor)
@@ -169,6 +175,7 @@ class Checkpointer:
             now = self.clock()
             if anchor is not None and anchor.issued_at > now:
                 now = anchor.issued_at  # times never go backwards as size grows
+            self._check_signing_key(keyring, now)
             checkpoint = Checkpoint.sign(
                 origin=self.origin,
                 size=frontier.end,
@@ -179,6 +186,20 @@ class Checkpointer:
             self.tables.append(leaves, nodes, checkpoint, cursor)
         self._verified = _Verified(checkpoint, rows[-1][0])
         return checkpoint, len(rows)
+
+    def _check_signing_key(self, keyring: Keyring, now: datetime) -> None:
+        """Sign nothing with a checkpoint key that may not sign at `now` (expired,
+        or revoked: `ledger.crypto.validity`)."""
+        record = keyring.get(self.signer.key_id)
+        if record is None:
+            problem: str | None = "it is not in the keyring"
+        else:
+            problem = key_problem(record, to_micros(now))
+        if problem is not None:
+            raise ConfigError(
+                f"checkpoint key {self.signer.name} may not sign now: {problem}; no checkpoint "
+                "was signed (create another checkpoint key and `ledger keys use` it)"
+            )
 
     def _lock(self, cursor: Cursor) -> None:
         """Serialise checkpointers (and, on SQLite, take the write lock before reading)."""
