@@ -19,11 +19,14 @@ from typing import Any
 
 import jsonschema
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.cli.main import main
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
 from ledger.crypto.keystore import KeyDirectory
+from ledger.crypto.note import sign_note
+from ledger.crypto.signing import InMemorySigner
 from ledger.export.records import event_record
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 
@@ -606,3 +609,87 @@ def test_a_bundle_as_written_is_read_by_the_fast_path(
     code, _, err = verify(capsys, whole, "--level", "integrity")
     assert code == 0, err
     assert calls == list(range(len(records)))
+
+
+# A range bundle holds every position of its range (issue 16).
+
+
+def test_a_range_bundle_missing_an_event_and_its_proof_fails(
+    session: Session, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bundle = export(session, capsys, tmp_path / "range", "--from", "5", "--to", "40")
+    code, out, err = verify(capsys, bundle)
+    assert code == 0, err
+    assert "every log position from 5 to 40 is here, none missing" in out
+    events = read_lines(bundle / "events.jsonl")
+    proofs = read_lines(bundle / "proofs.jsonl")
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    # One event from the middle, with its proof, and the manifest's count mended.
+    write_lines(bundle / "events.jsonl", [e for e in events if e["position"] != 20])
+    write_lines(bundle / "proofs.jsonl", [p for p in proofs if p["position"] != 20])
+    (bundle / "manifest.json").write_text(json.dumps({**manifest, "events": 35}))
+    fails(capsys, bundle, "after log position 19: the range lacks log positions 20 ")
+    # The last one: the manifest still states the range it was exported for.
+    write_lines(bundle / "events.jsonl", events[:-1])
+    write_lines(bundle / "proofs.jsonl", proofs[:-1])
+    fails(capsys, bundle, r"the range is log positions 5\.\.40 .* positions 40 are missing")
+    # ...and a manifest rewritten to hide it says the range it states, no more.
+    selection = {**manifest["selection"], "to": 39}
+    (bundle / "manifest.json").write_text(
+        json.dumps({**manifest, "events": 35, "last_position": 39, "selection": selection})
+    )
+    code, out, err = verify(capsys, bundle)
+    assert code == 0, err
+    assert "every log position from 5 to 39 is here" in out
+
+
+# Checkpoints carrying other signers' lines (C2SP signed notes, issue 16).
+
+
+def witness_line(text: str, name: str = "witness.example") -> str:
+    """A signature line by a key the auditor does not know (a witness's)."""
+    witness = InMemorySigner(Ed25519PrivateKey.generate(), Role.CHECKPOINT, name)
+    return sign_note(text, name, witness.public_key, witness).rsplit("\n\n", 1)[1]
+
+
+def claiming_line(checkpoint: Checkpoint, *, name: str, keep_hash: bool) -> str:
+    """A line naming the log's key (its name, or its key hash) whose signature is not its."""
+    assert checkpoint.key_hash is not None
+    hashed = checkpoint.key_hash if keep_hash else b"\x00\x01\x02\x03"
+    blob = base64.b64encode(hashed + bytes(64)).decode()
+    return f"\u2014 {name} {blob}\n"
+
+
+def test_checkpoints_with_unknown_signers_lines_verify_and_claims_of_the_log_key_fail(
+    session: Session, whole: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    records = read_lines(whole / "checkpoints.jsonl")
+    note = records[-1]["note"]
+    checkpoint = Checkpoint.from_note(note)
+    cosigned = note + witness_line(checkpoint.text)
+    kept = tmp_path / "kept.txt"
+    kept.write_text(cosigned)
+    # Kept: against the store and against the bundle.
+    code, out, err = session.cli(capsys, "verify", "--level", "integrity", "--trusted", str(kept))
+    assert code == 0, err
+    assert f"consistent with the kept checkpoint of size {checkpoint.size}" in out
+    code, out, err = verify(capsys, whole, "--level", "integrity", "--trusted", str(kept))
+    assert code == 0, err
+    # Bundled: every checkpoint of the bundle carrying a witness's line.
+    for record in records:
+        record["note"] += witness_line(Checkpoint.from_note(record["note"]).text)
+    write_lines(whole / "checkpoints.jsonl", records)
+    code, out, err = verify(capsys, whole, "--level", "integrity")
+    assert code == 0, err
+    # A line claiming the log key's name, or its key hash, must verify.
+    for claim in (
+        claiming_line(checkpoint, name=checkpoint.key_name, keep_hash=False),
+        claiming_line(checkpoint, name="someone-else", keep_hash=True),
+    ):
+        kept.write_text(note + claim)
+        code, _, err = session.cli(capsys, "verify", "--level", "integrity", "--trusted", str(kept))
+        assert code == 1, err
+        assert "a second signature line" in err and "claims checkpoint key checkpoint" in err
+        records[-1]["note"] = note + claim
+        write_lines(whole / "checkpoints.jsonl", records)
+        fails(capsys, whole, "a second signature line", "does not verify")

@@ -12,8 +12,10 @@ round opened with, never from the variant's name.
   reopens betting before the next throw.
 - At the policy's limit of faulty throws (`void_after`) the round is voided
   at once, every standing stake returned in full.
-- A void without an operator's signature is only that policy void; an
-  operator's void is never made once a valid outcome is recorded.
+- A void without an operator's signature is only the game's own void (its
+  fault policy, a device-reported misdeal); an operator's void is never made
+  once a valid outcome is recorded, in part or whole: an outcome, a settled
+  bet, or any draw of randomness (the first card dealt, RULES §1.4).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class _Life:
     must_void: bool = False  # the policy's limit was reached
     bets: dict[str, tuple[str, int]] = field(default_factory=dict)  # bet id -> (account, stake)
     settled: set[str] = field(default_factory=set)  # bets a step settled (settlement API 2)
+    drawn: int = 0  # actions that drew randomness (dice, cards): part of the outcome
     views: dict[str, dict[str, Any]] = field(default_factory=dict)  # bet id -> as placed
 
 
@@ -150,6 +153,8 @@ class RoundRulesAudit:
             if life.status in (DECIDED, SETTLED, VOIDED):
                 raise fail(f"an action while the round was {life.status}")
             life.log.append({"action": {k: state[k] for k in ("actor", "action", "args", "drawn")}})
+            if state["drawn"]:
+                life.drawn += 1
             if state["action"] == "fault":
                 self.faults += 1
                 life.faults += 1
@@ -212,6 +217,12 @@ class RoundRulesAudit:
             raise fail("an operator voided the round after its outcome was recorded")
         elif life.settled:
             raise fail("an operator voided the round after some of its bets were settled")
+        elif life.drawn:
+            raise fail(
+                f"an operator voided the round after it drew its outcome ({life.drawn} draws: "
+                "every dealt card is part of it); only the game's own void (a fault, a "
+                "device-reported misdeal) may end it then"
+            )
         returned = sorted(
             (r["bet_id"], r["account_id"], r["stake"], r["returned"]) for r in state["returns"]
         )

@@ -3,7 +3,9 @@
 One streaming pass over the log, in log order, memory flat in its size
 (only the keys seen and each game's last rules are kept):
 
-- ``void``: a round voided by its game's rules (e.g. its fault policy);
+- ``fault``: a faulty throw or a misdeal, as a physical table's dealer device
+  reported it (signed);
+- ``void``: a round voided by its game's rules (its fault policy, a misdeal);
 - ``interrupted-round-voided`` / ``round-resumed``: an operator ended or
   resumed an interrupted round (operator-signed);
 - ``correction``: a settled result corrected by an operator;
@@ -48,6 +50,11 @@ OPENED = _ROUND + "Opened"
 VOIDED = _ROUND + "Voided"
 RESUMED = _ROUND + "Resumed"
 CORRECTED = _ROUND + "Corrected"
+FAULT = _ROUND + "FaultRecorded"
+ACTION = _ROUND + "ActionRecorded"
+# A settlement-API-2 fault is an action like any other: its payload is decoded
+# only when it says so (inside a JSON string a quote is escaped, so text cannot fake it).
+_FAULT_ACTION = re.compile(rb'"action": ?"fault"')
 REVOKED = "ledger.domain.key_registry:KeyRegistry.KeyRevoked"
 VERIFIED = "ledger.domain.audit_trail:AuditTrail.VerificationRecorded"
 _SIGNED_AS = {
@@ -55,9 +62,10 @@ _SIGNED_AS = {
     "auditor": "auditor signature",
     "source": "dealer device report",
 }
-_INTERESTING = {OPENED, VOIDED, RESUMED, CORRECTED, REVOKED, VERIFIED}
+_INTERESTING = {OPENED, VOIDED, RESUMED, CORRECTED, REVOKED, VERIFIED, FAULT}
 
 KINDS = (
+    "fault",
     "void",
     "interrupted-round-voided",
     "round-resumed",
@@ -188,6 +196,24 @@ class _Scanner:
     ) -> Iterator[SignificantEvent]:
         if topic == OPENED:
             yield from self._opened(position, at, stream, state)
+        elif topic == FAULT or (topic == ACTION and state.get("action") == "fault"):
+            reason = (
+                state.get("reason") if topic == FAULT else (state.get("args") or {}).get("reason")
+            )
+            source = state.get("source") or {}
+            yield SignificantEvent(
+                position,
+                at,
+                "fault",
+                stream,
+                f"round {stream}: fault reported by its dealer device: {reason!r}",
+                {
+                    "round": stream,
+                    "reason": reason,
+                    "step": state.get("step"),
+                    "device_key_id": source.get("key_id"),
+                },
+            )
         elif topic == VOIDED:
             operator = state.get("operator")
             kind = "interrupted-round-voided" if operator else "void"
@@ -337,7 +363,9 @@ def scan_significant(
             stream = stream_of(originator_id)
             envelope = open_envelope(bytes(state), stream=stream, version=version)
             check_row(envelope, stream=stream, version=version, topic=topic)
-            interesting = topic in _INTERESTING
+            interesting = topic in _INTERESTING or (
+                topic == ACTION and _FAULT_ACTION.search(envelope.payload) is not None
+            )
             new_key = envelope.key_id != scanner.node_key or any(
                 k.decode() not in scanner.seen_keys for k in _KEY_ID.findall(envelope.payload)
             )

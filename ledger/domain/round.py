@@ -292,6 +292,7 @@ class Round(PlainCopy, Aggregate):
         self.dealt: list[int] = []  # cards dealt in this round, in order
         self.settled_bets: set[str] = set()  # bets settled by a step (settlement API 2)
         self.settled_at: dict[str, int] = {}  # bet -> the action number that settled it
+        self.drawn = 0  # actions that drew randomness (dice, cards): part of the outcome
 
     # Bets.
     def staked_by(self, account_id: str) -> int:
@@ -491,6 +492,8 @@ class Round(PlainCopy, Aggregate):
             {"action": {"actor": actor, "action": action, "args": args, "drawn": drawn}}
         )
         self.actions = step + 1
+        if drawn:
+            self.drawn += 1
         if source.get("draw") == "cards":
             self.dealt.extend(drawn)
         elif drawn or action == "fault" or source.get("signed") == "throw":
@@ -722,8 +725,12 @@ class Round(PlainCopy, Aggregate):
         self.settlement_postings = postings[len(self.settlement_postings) :]
 
     def void(self, reason: str, operator: OperatorSignature | None) -> list[BetResult]:
-        """Void the round: every stake goes back to its wallet. Never once a valid
-        outcome is recorded: the house may not void a round it lost."""
+        """Void the round: every stake goes back to its wallet. Never by an operator
+        once a valid outcome is recorded, in part or whole (a settled bet, a
+        throw, the first card dealt): the house may not void a round it lost, nor
+        choose deals by voiding the ones it does not like (RULES §1.4). The
+        game's own void (a fault policy, a device-reported misdeal) has
+        `operator` None."""
         if self.status in (SETTLED, VOIDED):
             raise InvalidCommandError(f"round {self.id} is already {self.status}")
         if self.status == DECIDED:
@@ -734,6 +741,13 @@ class Round(PlainCopy, Aggregate):
             raise InvalidCommandError(
                 f"round {self.id} has settled bets: an operator may not void it (the house "
                 "may not void a round it is losing)"
+            )
+        if operator is not None and self.drawn:
+            raise InvalidCommandError(
+                f"round {self.id} has drawn its outcome ({self.drawn} draws: every dealt card "
+                "is part of it): an operator may not void it; it is played to its end "
+                "(resume it if interrupted; a physical table's misdeal is its dealer "
+                "device's signed fault report)"
             )
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidCommandError("a void needs a reason")

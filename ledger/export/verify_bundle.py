@@ -26,13 +26,13 @@ from ledger.crypto.envelope import (
     SignerCheck,
     check_row,
     open_envelope,
-    time_problem,
     where,
 )
 from ledger.crypto.keys import Keyring, to_micros
 from ledger.crypto.merkle import verify_inclusion
+from ledger.crypto.validity import signing_problem
 from ledger.errors import ConfigError, VerificationError
-from ledger.export.bundle_files import GAMES, PROOFS
+from ledger.export.bundle_files import GAMES, MANIFEST, PROOFS
 from ledger.export.bundle_log import BundleLog, ledger_transcoder
 from ledger.export.reader import Bundle, parse_checkpoint
 from ledger.plugins.registry import LoadedGame
@@ -167,7 +167,7 @@ def _verify_partial(
     rules, payouts = RoundRulesAudit(rounds), Resettler(rounds)
     heads: dict[str, tuple[int, bytes]] = {}
     proofs = bundle.proofs()
-    last_position = -1
+    last_position = first_position = -1
     used: set[int] = set()
     count = 0
     for event in bundle.events():
@@ -179,6 +179,12 @@ def _verify_partial(
             raise VerificationError(
                 f"{label}: after log position {last_position}: events out of log order"
             )
+        if bundle.kind == "range" and count and event.position != last_position + 1:
+            raise VerificationError(
+                f"{label}: after log position {last_position}: the range lacks log positions "
+                f"{_span(last_position + 1, event.position - 1)} (an event was removed)"
+            )
+        first_position = event.position if count == 0 else first_position
         last_position = event.position
         _, size, path, proof_label = proof
         checkpoint = checkpoints.get(size)
@@ -197,7 +203,7 @@ def _verify_partial(
                 signer_check.check_signature(envelope, stream=stream, version=version)
             bound = to_micros(checkpoint.issued_at)
             signed_at = bound if envelope.signed_at is None else envelope.signed_at
-            problem = time_problem(signed_at, signer_check.windows[envelope.key_id], bound, size)
+            problem = signing_problem(signed_at, signer_check.windows[envelope.key_id], bound, size)
             if problem:
                 raise VerificationError(problem, where=where(stream, version))
             _check_link(stream, version, envelope.prev_hash, heads.get(stream), bundle)
@@ -219,6 +225,8 @@ def _verify_partial(
         raise VerificationError(
             f"bundle of round {bundle.round_id} holds events of other streams or none of its own"
         )
+    if bundle.kind == "range":
+        _check_range(bundle, first_position, last_position, count)
     report.events = count
     sizes = ", ".join(str(s) for s in sorted(used)) or "none"
     report.lines = [
@@ -230,6 +238,11 @@ def _verify_partial(
         f"   {len(heads)} streams' chains unbroken inside the bundle"
         + (" from their first event" if bundle.kind == "round" else ""),
     ]
+    if bundle.kind == "range":
+        report.lines.append(
+            f"   every log position from {first_position} to {last_position} is here, none "
+            "missing (the range the manifest states)"
+        )
     if level is Level.SETTLEMENT:
         report.lines.append(
             f"   {rules.checked} rounds re-derived (step order, fault policy); "
@@ -240,6 +253,43 @@ def _verify_partial(
         "   NOT CHECKED here: money across wallets, RNG seeds and device reports outside the "
         "bundle, events of the log not in the bundle (verify a whole-log bundle for those)"
     )
+
+
+def _span(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first} to {last}"
+
+
+def _check_range(bundle: Bundle, first: int, last: int, count: int) -> None:
+    """A range bundle holds every position of the range its manifest states."""
+    manifest = bundle.manifest
+    selection = manifest.get("selection") or {}
+    stated_first = selection.get("from")
+    stated_first = 0 if stated_first is None else stated_first
+    stated_last = selection.get("to")
+    log_size = manifest.get("log_size")
+    if stated_last is None and type(log_size) is int:
+        stated_last = log_size - 1
+    if count == 0:
+        raise VerificationError(f"bundle of range {stated_first}..{stated_last} holds no event")
+    if (stated_first, stated_last) != (first, last) or (
+        manifest.get("first_position"),
+        manifest.get("last_position"),
+    ) != (first, last):
+        raise VerificationError(
+            f"bundle {MANIFEST}: the range is log positions {stated_first}..{stated_last} "
+            f"(first {manifest.get('first_position')!r}, last "
+            f"{manifest.get('last_position')!r}), but the events are positions {first}..{last}: "
+            f"positions {_missing(stated_first, stated_last, first, last)} are missing"
+        )
+
+
+def _missing(stated_first: object, stated_last: object, first: int, last: int) -> str:
+    gaps = []
+    if type(stated_first) is int and stated_first < first:
+        gaps.append(_span(stated_first, first - 1))
+    if type(stated_last) is int and stated_last > last:
+        gaps.append(_span(last + 1, stated_last))
+    return " and ".join(gaps) or "outside the events' range (the manifest was altered)"
 
 
 def _check_link(

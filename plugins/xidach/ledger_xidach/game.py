@@ -2,7 +2,8 @@
 
 Bets are ``{"seat": N}`` (canonical; ``{"bet": "seat:N"}``, the catalogue's
 spelling, is accepted too): one bet per seat, N in 1..seats. Actors are
-``dealer`` and ``seat:N``; every action takes no arguments (``{}``). The
+``dealer`` and ``seat:N``; every action takes no arguments (``{}``) but a
+misdeal, ``dealer fault`` with ``{"reason": TEXT}``. The
 state machine and the order of play are in `ledger_xidach.table`.
 """
 
@@ -15,9 +16,10 @@ from typing import Any, Final
 from ledger.errors import InvalidCommandError
 from ledger.games.api import SETTLEMENT_API, BetView, RecordedAction, Step
 from ledger_xidach.rules import XiDachRules
-from ledger_xidach.table import DEALER, Round
+from ledger_xidach.table import DEALER, FAULT, Round
 
 PLAYER_ACTIONS: Final = frozenset({"hit", "stand"})
+MAX_REASON: Final = 200
 DEALER_ACTIONS: Final = frozenset({"close_betting", "deal", "draw", "stop"})
 
 
@@ -69,6 +71,15 @@ class XiDach:
     # -- actions -------------------------------------------------------------
 
     def validate_args(self, actor: str, action: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        if actor == DEALER and action == FAULT:
+            reason = args.get("reason") if isinstance(args, Mapping) else None
+            if set(args) != {"reason"} or not isinstance(reason, str) or not reason.strip():
+                raise InvalidCommandError('xì dách: a misdeal needs {"reason": TEXT}')
+            if len(reason) > MAX_REASON:
+                raise InvalidCommandError(
+                    f"xì dách: a misdeal's reason is at most {MAX_REASON} characters"
+                )
+            return {"reason": reason}
         if not isinstance(args, Mapping) or args:
             raise InvalidCommandError(f"xì dách: {action} takes no arguments, got {args!r}")
         if actor == DEALER:
@@ -109,7 +120,12 @@ class XiDach:
         table = self.new_round(bets)
         for recorded in actions:
             self.validate_args(recorded["actor"], recorded["action"], recorded["args"])
-            table.apply(recorded["actor"], recorded["action"], recorded["drawn"])
+            table.apply(
+                recorded["actor"],
+                recorded["action"],
+                recorded["drawn"],
+                recorded["args"].get("reason", ""),
+            )
         return to_step(table)
 
 
@@ -120,7 +136,7 @@ def to_step(table: Round) -> Step:
         "betting": table.phase == "betting",
         "moves": moves,
         "settle": dict(table.last_settle),
-        "void": None,  # the rules never void a Xì dách round (an operator may)
-        "over": table.phase == "over",
+        "void": table.void_reason,  # a misdeal the dealer device reported
+        "over": table.phase in ("over", "voided"),
         "flags": list(table.last_flags),
     }

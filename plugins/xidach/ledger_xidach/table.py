@@ -27,6 +27,11 @@ Moves (RULES §2), each legal only where `moves()` offers it:
   pays every unsettled seat and ends the round.
 - ``dealer stop``: once no player has a turn, when the dealer is of age or
   can draw no more (five cards, or bust): checks every unsettled seat.
+- ``dealer fault`` (``{"reason": ...}``): a misdeal, from betting closed until
+  the round is over. Only a physical table's dealer device reports one, signed
+  (the core refuses it at an RNG table); it voids the round: every bet not yet
+  settled gets its stake back, the naturals already paid stand. An operator
+  cannot void a round once its first card is dealt (RULES §1.4).
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ BETTING: Final = "betting"
 CLOSED: Final = "closed"  # betting closed, waiting for the deal
 PLAY: Final = "play"
 OVER: Final = "over"
+VOIDED: Final = "voided"  # a misdeal the dealer device reported
+FAULT: Final = "fault"
 
 WIN: Final = "win"
 PUSH: Final = "push"
@@ -88,6 +95,7 @@ class Round:
         # What the last action did (the step reports only these).
         self.last_settle: dict[str, int] = {}
         self.last_flags: list[str] = []
+        self.void_reason: str | None = None  # a misdeal voided the round
 
     # -- what is legal -------------------------------------------------------
 
@@ -95,8 +103,9 @@ class Round:
         if self.phase == BETTING:
             return {DEALER: {"close_betting": None}}
         if self.phase == CLOSED:
-            return {DEALER: {"deal": {"kind": "cards", "count": 2 * len(self.order) + 2}}}
-        if self.phase == OVER:
+            deal: Draw = {"kind": "cards", "count": 2 * len(self.order) + 2}
+            return {DEALER: {"deal": deal, FAULT: None}}
+        if self.phase in (OVER, VOIDED):
             return {}
         moves: dict[str, dict[str, Draw | None]] = {}
         rules = self.rules
@@ -119,14 +128,18 @@ class Round:
             for seat in self.order:
                 if seat not in self.returned:
                     dealer[f"check:{seat}"] = None
-        if dealer:
-            moves[DEALER] = dealer
+        # A misdeal (a card exposed, miscounted or misdealt) is a fault only the
+        # physical table's dealer device reports, signed (RULES §1.4): the core
+        # refuses it at an RNG table. It voids what is not settled yet.
+        dealer[FAULT] = None
+        moves[DEALER] = dealer
         return moves
 
     # -- doing it ------------------------------------------------------------
 
-    def apply(self, actor: str, action: str, drawn: Sequence[int]) -> None:
-        """Carry out one recorded action, or raise InvalidCommandError (state unchanged)."""
+    def apply(self, actor: str, action: str, drawn: Sequence[int], reason: str = "") -> None:
+        """Carry out one recorded action, or raise InvalidCommandError (state unchanged);
+        `reason` is a fault's (a misdeal's) reason."""
         offered = self.moves().get(actor, {})
         if action not in offered:
             raise InvalidCommandError(f"xì dách: {actor} may not {action} now")
@@ -156,6 +169,10 @@ class Round:
             self._pass_turn(self._seat_of(actor))
         elif action == "draw":
             self._dealer_draw(drawn[0])
+        elif action == FAULT:
+            self.phase, self.turn = VOIDED, None
+            self.void_reason = f"misdeal: {reason}"
+            return
         elif action == "stop":
             for seat in self.order:
                 if seat not in self.returned:

@@ -42,15 +42,22 @@ def test_any_sequence_of_legal_moves_settles_every_bet_exactly_once(data: st.Dat
         actor, action = data.draw(st.sampled_from(offered))
         draw = step["moves"][actor][action]
         count = 0 if draw is None else draw["count"]
-        actions.append(act(actor, action, deck[taken : taken + count]))
+        done = act(actor, action, deck[taken : taken + count])
+        if action == "fault":  # a misdeal its device reported
+            done["args"] = {"reason": "misdeal"}
+        actions.append(done)
         taken += count
         step = game.step(standing, actions)
         for bet_id, amount in step["settle"].items():
             assert bet_id not in returned, f"{bet_id} settled twice"
             returned[bet_id] = amount
-        assert step["void"] is None
+        assert (step["void"] is not None) == (action == "fault")
         canonical({"state": step["state"]})  # plain JSON, as the core stores it
     assert step["moves"] == {}
+    if step["void"] is not None:  # the core returns every stake not settled yet
+        assert set(returned) <= set(standing)
+        assert game.step(standing, actions) == step
+        return
     assert set(returned) == set(standing)  # every bet, exactly once
     rules = game.table_rules
     for bet_id, amount in returned.items():

@@ -59,7 +59,9 @@ def test_ten_is_not_xi_dach_when_the_option_says_so() -> None:
 def test_deal_is_one_card_at_a_time_seats_ascending_dealer_last_two_rounds() -> None:
     play = Script(GAME, {2: 100, 5: 100})
     play("dealer", "close_betting")
-    assert play.step["moves"] == {"dealer": {"deal": {"kind": "cards", "count": 6}}}
+    assert play.step["moves"] == {
+        "dealer": {"deal": {"kind": "cards", "count": 6}, "fault": None}  # fault: a misdeal
+    }
     step = play("dealer", "deal", [8, 20, 36, 12, 24, 40])
     assert play.seat(2)["cards"] == [8, 12]
     assert play.seat(5)["cards"] == [20, 24]
@@ -108,7 +110,8 @@ def test_non_dealer_pushes_non_and_beats_bust_when_it_can_draw_no_more() -> None
     for name in ["2", "2", "3"]:
         play("dealer", "draw", [shoe.card(name)])
     assert play.step["state"]["dealer"]["score"] == 10  # A counts 1 in five cards
-    assert play.step["moves"] == {"dealer": {"stop": None}}  # below the minimum: no check
+    # Below the minimum: no check (a misdeal its device reports is always offered).
+    assert play.step["moves"] == {"dealer": {"stop": None, "fault": None}}
     step = play("dealer", "stop")
     assert step["settle"] == {"b1": 100, "b2": 0} and step["over"]
 
@@ -148,7 +151,7 @@ def test_dealer_bust_below_28_pushes_bust_players_and_loses_to_the_rest() -> Non
     step = play("dealer", "draw", [shoe.card("6")])
     assert step["state"]["dealer"]["score"] == 22 and step["settle"] == {}
     # Bust is not of age: no check, no draw; stopping checks everyone as the hand is.
-    assert step["moves"] == {"dealer": {"stop": None}}
+    assert step["moves"] == {"dealer": {"stop": None, "fault": None}}
     step = play("dealer", "stop")
     assert step["settle"] == {"b1": 100, "b2": 200} and step["over"]
 
@@ -171,7 +174,7 @@ def test_each_check_settles_against_the_dealers_hand_at_that_moment() -> None:
 def test_dealer_of_age_may_check_during_the_players_turns_but_not_stop_or_draw() -> None:
     play, shoe = Script(GAME, {1: 100, 2: 100}), Shoe()
     step = play.start(shoe, {1: "9 5", 2: "10 8"}, dealer="10 Q")
-    assert step["moves"]["dealer"] == {"check:1": None, "check:2": None}
+    assert step["moves"]["dealer"] == {"check:1": None, "check:2": None, "fault": None}
     step = play("dealer", "check:1")  # the seat whose turn it is
     assert step["settle"] == {"b1": 0} and step["state"]["turn"] == 2
     assert "seat:1" not in step["moves"]
@@ -180,9 +183,9 @@ def test_dealer_of_age_may_check_during_the_players_turns_but_not_stop_or_draw()
 def test_check_below_the_minimum_is_not_offered() -> None:
     play, shoe = Script(GAME, {1: 100}), Shoe()
     step = play.start(shoe, {1: "10 7"}, dealer="10 5")
-    assert "dealer" not in step["moves"]
+    assert step["moves"]["dealer"] == {"fault": None}  # not of age: only a misdeal
     step = play("seat:1", "stand")
-    assert step["moves"] == {"dealer": {"draw": {"kind": "cards", "count": 1}}}
+    assert step["moves"] == {"dealer": {"draw": {"kind": "cards", "count": 1}, "fault": None}}
     with pytest.raises(InvalidCommandError, match="dealer may not check:1 now"):
         GAME.step(play.bets, [*play.actions, act("dealer", "check:1")])
 
@@ -212,7 +215,8 @@ def test_sixth_card_is_not_offered() -> None:
 def test_acting_out_of_turn_is_not_offered() -> None:
     play, shoe = Script(GAME, {1: 100, 2: 100}), Shoe()
     step = play.start(shoe, {1: "9 5", 2: "10 4"}, dealer="10 5")
-    assert set(step["moves"]) == {"seat:1"}
+    assert set(step["moves"]) == {"seat:1", "dealer"}
+    assert step["moves"]["dealer"] == {"fault": None}
     with pytest.raises(InvalidCommandError, match="seat:2 may not stand now"):
         GAME.step(play.bets, [*play.actions, act("seat:2", "stand")])
     play("seat:1", "stand")
@@ -277,6 +281,7 @@ def test_validate_bet_one_bet_per_seat_within_the_table() -> None:
 def test_validate_args_refuses_malformed_actions() -> None:
     assert GAME.validate_args("dealer", "check:5", {}) == {}
     assert GAME.validate_args("seat:1", "hit", {}) == {}
+    assert GAME.validate_args("dealer", "fault", {"reason": "misdeal"}) == {"reason": "misdeal"}
     for actor, action, args in [
         ("dealer", "stand", {}),
         ("seat:1", "draw", {}),
@@ -285,9 +290,34 @@ def test_validate_args_refuses_malformed_actions() -> None:
         ("dealer", "check:0", {}),
         ("dealer", "check:6", {}),
         ("dealer", "check:x", {}),
-        ("dealer", "fault", {"reason": "misdeal"}),
+        ("dealer", "fault", {}),
+        ("dealer", "fault", {"reason": " "}),
+        ("seat:1", "fault", {"reason": "misdeal"}),
         ("dealer", "deal", {"n": 1}),
         ("player", "hit", {}),
     ]:
         with pytest.raises(InvalidCommandError):
             GAME.validate_args(actor, action, args)
+
+
+def test_a_misdeal_voids_what_is_not_settled_and_ends_the_round() -> None:
+    """RULES §1.4: a misdeal is a fault the device reports; it voids the round (the
+    naturals the deal already paid stand), and nothing may follow it."""
+    play, shoe = Script(GAME, {1: 100, 2: 100}), Shoe()
+    step = play.start(shoe, {1: "A K", 2: "9 5"}, dealer="10 5")
+    assert step["settle"] == {"b1": 200}  # seat 1's xì dách is paid at the deal
+    play.actions.append(
+        {"actor": "dealer", "action": "fault", "args": {"reason": "card exposed"}, "drawn": []}
+    )
+    step = GAME.step(play.bets, play.actions)
+    assert step["void"] == "misdeal: card exposed"
+    assert step["over"] and step["moves"] == {} and step["settle"] == {}
+    assert step["state"]["phase"] == "voided"
+    # Before the deal too: the misdeal replaces the deal.
+    before = Script(GAME, {1: 100})
+    before("dealer", "close_betting")
+    before.actions.append(
+        {"actor": "dealer", "action": "fault", "args": {"reason": "deck dropped"}, "drawn": []}
+    )
+    step = GAME.step(before.bets, before.actions)
+    assert step["void"] == "misdeal: deck dropped" and step["over"]
