@@ -11,8 +11,9 @@ from ledger.cli.args import int_range
 from ledger.cli.common import open_from_args, passphrase_for
 from ledger.cli.passphrase import read_passphrase
 from ledger.crypto.envelope import now_micros
-from ledger.crypto.keys import PublicKeyRecord, Role
+from ledger.crypto.keys import PublicKeyRecord, Role, to_micros
 from ledger.crypto.note import NoteError, verifier_key
+from ledger.crypto.validity import key_problem
 from ledger.errors import KeyStoreError
 from ledger.node import keys_dir
 from ledger.revocation import revoke_key
@@ -48,7 +49,7 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
             line += f"  verifier-key {_verifier_key(record)}"
         if record.revoked_at is not None:
             line += f"  revoked {record.revoked_at.isoformat()} ({record.revocation_reason})"
-        elif not record.valid_at(now):
+        elif key_problem(record, to_micros(now)) is not None:
             line += "  not valid now"
         if signing.get(record.role) == record.key_id:
             line += "  [signs now]"

@@ -81,15 +81,9 @@ class PublicKeyRecord:
     def key_id(self) -> str:
         return key_id_of(self.public_key)
 
-    def valid_at(self, moment: datetime) -> bool:
-        return self.not_before <= moment and (self.not_after is None or moment < self.not_after)
-
-    def usable_at(self, moment: datetime) -> bool:
-        """Valid and not revoked at `moment`: may sign now."""
-        return self.valid_at(moment) and (self.revoked_at is None or moment < self.revoked_at)
-
     def window_micros(self) -> tuple[int, int, int]:
-        """(not_before, not_after, revoked_at) in microseconds; `NEVER` for none."""
+        """(not_before, not_after, revoked_at) in microseconds; `NEVER` for none.
+        Whether the key may sign at a moment is `ledger.crypto.validity`'s to say."""
         return (
             to_micros(self.not_before),
             to_micros(self.not_after) if self.not_after else NEVER,
