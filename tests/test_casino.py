@@ -14,6 +14,7 @@ from eventsourcing.utils import get_topic
 
 from ledger.casino import Casino
 from ledger.crypto.actor import check_fact_signature
+from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Role
 from ledger.domain.account import Account
 from ledger.domain.money import in_play, wallet
@@ -128,10 +129,10 @@ def test_a_settlement_is_one_atomic_save(node: Node, monkeypatch: pytest.MonkeyP
 
     saves: list[list[Recording[Any]]] = []
     inserts: list[int] = []
-    real_save, real_insert = node.app.save, node.app.recorder.insert_events
+    real_save, real_insert = node.app.record_events, node.app.recorder.insert_events
 
-    def save(*objs: Any, **kwargs: Any) -> list[Recording[Any]]:
-        recordings = real_save(*objs, **kwargs)
+    def save(events: Any) -> list[Recording[Any]]:
+        recordings = real_save(events)
         saves.append(recordings)
         return recordings
 
@@ -139,7 +140,7 @@ def test_a_settlement_is_one_atomic_save(node: Node, monkeypatch: pytest.MonkeyP
         inserts.append(len(stored))
         return real_insert(stored, **kwargs)
 
-    monkeypatch.setattr(node.app, "save", save)
+    monkeypatch.setattr(node.app, "record_events", save)
     monkeypatch.setattr(node.app.recorder, "insert_events", insert_events)
     # The throw settles (a one-step game): its action and the settlement, one save.
     casino.record_outcome(
@@ -189,15 +190,20 @@ def test_a_settlement_conflicting_on_one_wallet_records_none_of_it(
     casino.close_betting(request_id="close", round_id=round_id)
     source = seen(node, casino, round_id, {"face": "heads"})
     before = node.app.tables.event_count()[1]
+    # Another node (its own node key): it writes beside this one, optimistically.
+    node.keys.create("ledger-node-b", Role.LEDGER_NODE, PASSPHRASE)
+    monkeypatch.setenv("LEDGER_NODE_KEY", "ledger-node-b")
     other = open_node(store_url, str(node.keys.path), passphrase=PASSPHRASE)
+    monkeypatch.delenv("LEDGER_NODE_KEY")
+    node.app.mapper.signer_check = SignerCheck(node.keys.keyring())  # type: ignore[attr-defined]
     attempts: list[str] = []
-    real_save = node.app.save
+    real_save = node.app.record_events
 
-    def save(*objs: Any, **kwargs: Any) -> list[Recording[Any]]:
+    def save(events: Any) -> list[Recording[Any]]:
         if not attempts:  # another node pays into carol's wallet under our feet
             Casino(other.app, VARIANTS).deposit(request_id="late", account_id=carol, amount=7)
         try:
-            recordings = real_save(*objs, **kwargs)
+            recordings = real_save(events)
         except IntegrityError:
             # Only carol's stream conflicted, yet nothing of the settlement is there.
             written = [get_topic(type(e)) for _, e in domain_events(node.app, before)]
@@ -207,7 +213,7 @@ def test_a_settlement_conflicting_on_one_wallet_records_none_of_it(
         attempts.append("saved")
         return recordings
 
-    monkeypatch.setattr(node.app, "save", save)
+    monkeypatch.setattr(node.app, "record_events", save)
     try:  # the throw settles (a one-step game)
         casino.record_outcome(
             request_id="outcome", round_id=round_id, outcome={"face": "heads"}, source=source

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from ledger.audit.verify import Level, verify_store
-from ledger.casino import Casino
+from ledger.casino import Casino, attestation
+from ledger.casino.runner import Work
 from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role, read_private_key
 from ledger.crypto.signing import InMemorySigner
@@ -187,7 +188,7 @@ def verify_fails(node: Node, *needles: str) -> str:
 def unguarded(monkeypatch: pytest.MonkeyPatch) -> None:
     """A buggy node: it records whatever source it is handed."""
     monkeypatch.setattr(Round, "check_source", lambda *_: None)
-    monkeypatch.setattr(Casino, "_check_source", lambda *_: None)
+    monkeypatch.setattr(attestation, "check_source", lambda *_: None)
 
 
 @pytest.mark.parametrize("kind", ["manual", "device", "simulated", None])
@@ -312,13 +313,13 @@ def test_attack_an_rng_throw_from_another_seed(
     other_seed = casino.commit_seed(request_id="commit-2", table_id=other, rng=rng)
     # The node throws from a seed of its choice and names that seed: the dice
     # do match the seed named, so only the round's own commitment catches it.
-    honest_attest = Casino._attest
+    honest_attest = attestation.attest
 
-    def lying(self: Casino, *args: Any, **kwargs: Any) -> Any:
-        drawn, source = honest_attest(self, *args, **kwargs)
+    def lying(*args: Any, **kwargs: Any) -> Any:
+        drawn, source = honest_attest(*args, **kwargs)
         return drawn, {**source, "seed_id": other_seed} if source["kind"] == "rng" else source
 
-    monkeypatch.setattr(Casino, "_attest", lying)
+    monkeypatch.setattr(attestation, "attest", lying)
     monkeypatch.setattr(RngServer, "throw", lambda s, _seed, r, c: throw(s.seed(other_seed), r, c))
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     monkeypatch.undo()
@@ -452,14 +453,14 @@ def test_attack_a_round_thrown_from_a_revealed_seed(
     table, player = setup_table(casino)
     seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)  # everyone knows it now
-    original = Casino.table
+    original = Work.table
 
-    def stale(self: Casino, table_id: Any) -> Any:
+    def stale(self: Work, table_id: Any) -> Any:
         found = original(self, table_id)
         found.active_seed = found.active_seed or seed_id  # a node that forgot the reveal
         return found
 
-    monkeypatch.setattr(Casino, "table", stale)
+    monkeypatch.setattr(Work, "table", stale)
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.place_bet(
         request_id="b", round_id=round_id, account_id=player, bet={"bet": "big"}, stake=1_000

@@ -14,7 +14,7 @@ import pytest
 
 from ledger.audit.recall import recall_round
 from ledger.audit.verify import Level, verify_store
-from ledger.casino import Casino
+from ledger.casino import Casino, attestation
 from ledger.cli.recall import render
 from ledger.errors import InvalidCommandError, RequestIdReusedError, VerificationError
 from ledger.http.tokens import ApiRole
@@ -207,13 +207,13 @@ def test_attack_a_malformed_by_is_caught_by_verify(
     node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: Any, problem: str
 ) -> None:
     casino, round_id = rng_round(node, tmp_path)
-    honest_attest = Casino._attest
+    honest_attest = attestation.attest
 
-    def buggy(self: Casino, *args: Any, **kwargs: Any) -> Any:
-        drawn, source = honest_attest(self, *args, **kwargs)
+    def buggy(*args: Any, **kwargs: Any) -> Any:
+        drawn, source = honest_attest(*args, **kwargs)
         return drawn, {**source, "by": bad} if source["kind"] == "command" else source
 
-    monkeypatch.setattr(Casino, "_attest", buggy)  # a buggy node: records what it is handed
+    monkeypatch.setattr(attestation, "attest", buggy)  # a buggy node: records what it is handed
     casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
     monkeypatch.undo()
     verify_store(node.app, node.keyring, level=Level.SIGNATURES)  # every envelope is fine

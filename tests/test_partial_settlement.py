@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import pytest
 
 from ledger.audit.verify import Level, verify_store
-from ledger.casino import Casino
+from ledger.casino import Casino, attestation
 from ledger.domain.round import SETTLED
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node
@@ -295,7 +295,6 @@ def test_attack_a_node_dealing_cards_not_from_the_committed_deck(
 ) -> None:
     """The node itself (with its signing key) deals from another deck: every event
     is validly sealed, and verify recomputes the deck once the seed is revealed."""
-    import ledger.casino
 
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
@@ -304,7 +303,7 @@ def test_attack_a_node_dealing_cards_not_from_the_committed_deck(
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     _, _, round_id = players(casino, table)
-    honest = ledger.casino.shuffled_deck
+    honest = attestation.shuffled_deck
     dealt: list[int] = []
 
     def rotated(seed: bytes, rid: str) -> list[int]:
@@ -313,7 +312,7 @@ def test_attack_a_node_dealing_cards_not_from_the_committed_deck(
         dealt[:] = [*deck[1:], deck[0]]
         return list(dealt)
 
-    monkeypatch.setattr(ledger.casino, "shuffled_deck", rotated)
+    monkeypatch.setattr(attestation, "shuffled_deck", rotated)
     casino.act(request_id="a0", round_id=round_id, actor="dealer", action="close_betting")
     casino.act(request_id="a1", round_id=round_id, actor="dealer", action="deal", rng=rng)
     casino.act(request_id="a2", round_id=round_id, actor="seat:1", action="draw", rng=rng)
@@ -336,7 +335,7 @@ def test_attack_a_card_report_the_device_did_not_sign(
     )
     _, _, round_id = players(casino, table)
     casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
-    monkeypatch.setattr(Casino, "_check_device", lambda self, source, fact: None)
+    monkeypatch.setattr(attestation, "check_device", lambda context, source, fact: None)
     altered = {**device.act(round_id, 1, "dealer", "deal", {}, [0]), "drawn": [51]}
     casino.act(request_id="d", round_id=round_id, actor="dealer", action="deal", source=altered)
     with pytest.raises(VerificationError, match="bad dealer-device signature"):

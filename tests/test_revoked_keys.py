@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from ledger.audit.verify import Level, verify_store
-from ledger.casino import Casino
+from ledger.casino import Casino, attestation
 from ledger.cli.main import main
 from ledger.crypto.actor import sign_fact
 from ledger.crypto.envelope import now_micros
@@ -111,7 +111,7 @@ def test_a_void_by_a_revoked_operator_key_is_refused_and_fails_verify(
         casino.void_round(request_id="v", round_id=round_id, reason="x", operator=thief)
     assert event_count(node.app) == before
     # Forced in by someone with the node key and the database (the node's check skipped).
-    monkeypatch.setattr(Casino, "_operator", lambda self, operator: operator)
+    monkeypatch.setattr(attestation, "check_operator", lambda context, operator: operator)
     casino.void_round(request_id="v", round_id=round_id, reason="x", operator=thief)
     monkeypatch.undo()
     version = casino.round(round_id).version
@@ -188,7 +188,7 @@ def test_a_correction_by_a_revoked_operator_key_is_refused_and_fails_verify(
             operator=thief,
         )
     assert event_count(node.app) == before and casino.account(player).balance == won
-    monkeypatch.setattr(Casino, "_operator", lambda self, operator: operator)
+    monkeypatch.setattr(attestation, "check_operator", lambda context, operator: operator)
     casino.correct_step(
         request_id="fix",
         round_id=round_id,
@@ -226,7 +226,7 @@ def test_a_throw_by_a_revoked_device_key_is_refused_and_fails_verify(
             request_id="throw", round_id=round_id, actor="dealer", action="throw", source=report
         )
     assert event_count(node.app) == before
-    monkeypatch.setattr(Casino, "_check_device", lambda self, source, fact: None)
+    monkeypatch.setattr(attestation, "check_device", lambda context, source, fact: None)
     casino.act(request_id="throw", round_id=round_id, actor="dealer", action="throw", source=report)
     monkeypatch.undo()
     for extra in ((), ("--keyring", str(keyring_file))):

@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-import ledger.casino as casino_module
+import ledger.casino.rounds as rounds_module
 from ledger.audit.verify import Level, verify_store
-from ledger.casino import Casino
+from ledger.casino import Casino, payouts
 from ledger.crypto.actor import ActorSignature, sign_fact
 from ledger.crypto.keys import Role
 from ledger.domain.round import Round
@@ -98,16 +98,16 @@ def test_postings_that_disagree_with_the_results(
 def test_a_wallet_credited_more_than_its_postings(
     node: Node, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    original = Casino._pay
+    original = payouts.pay
 
-    def generous(self: Casino, game_round: Round, results: Any) -> Any:
-        changed = original(self, game_round, results)
+    def generous(work: Any, game_round: Round, results: Any, label: str = "return") -> Any:
+        changed = original(work, game_round, results, label)
         for account in changed:
             if account.kind == "player":
                 account.credit(7, game_round.id, "bonus nobody posted")
         return changed
 
-    monkeypatch.setattr(Casino, "_pay", generous)
+    monkeypatch.setattr(payouts, "pay", generous)
     alice, _, _ = play(node, Casino(node.app, VARIANTS))
     with pytest.raises(VerificationError, match=f"account {alice}: balance"):
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
@@ -131,7 +131,7 @@ def test_a_void_signed_with_a_key_that_is_not_an_operator(
     def forged(_signer: Any, fact: dict[str, Any], _role: Role) -> ActorSignature:
         return sign_fact(node_signer, fact, Role.LEDGER_NODE)
 
-    monkeypatch.setattr(casino_module, "sign_fact", forged)
+    monkeypatch.setattr(rounds_module, "sign_fact", forged)
     casino.void_round(
         request_id="v2", round_id=round_id, reason="dice off the table", operator=operator
     )

@@ -128,6 +128,11 @@ class Account(PlainCopy, Aggregate):
         A closed wallet takes no new stakes; a house pays what it owes even
         when closed (a settlement must never be blocked).
         """
+        self.check_debit(amount)
+        self._debited(amount, round_id, reference)
+
+    def check_debit(self, amount: int) -> None:
+        """Raise (nothing changed) if `debit(amount)` would be refused."""
         if self.kind == PLAYER:
             self._check_open()
         if self.kind == PLAYER and amount > self.balance:
@@ -135,7 +140,6 @@ class Account(PlainCopy, Aggregate):
                 f"stake of {amount} is more than the available balance {self.balance} "
                 f"of account {self.id}"
             )
-        self._debited(amount, round_id, reference)
 
     @event(Debited)
     def _debited(self, amount: int, round_id: UUID, reference: str) -> None:

@@ -284,6 +284,7 @@ class Round(PlainCopy, Aggregate):
         self.dealer = dealer
         self.status = BETTING
         self.bets: dict[str, BetRecord] = {}
+        self.staked: dict[str, int] = {}  # account -> its standing stakes here
         self.outcome: dict[str, Any] | None = None
         self.results: list[BetResult] = []
         self.faults = 0
@@ -295,14 +296,18 @@ class Round(PlainCopy, Aggregate):
         self.drawn = 0  # actions that drew randomness (dice, cards): part of the outcome
 
     # Bets.
-    def staked_by(self, account_id: str) -> int:
-        return sum(
-            (b["stake"] for b in self.bets.values() if b["account_id"] == account_id), start=0
-        )
+    @property
+    def taking_bets(self) -> bool:
+        """Open for bets: as the game's last step said (settlement API 2 records it
+        with every action), or betting not yet closed (API 1)."""
+        return self.status == BETTING
 
-    def place_bet(
-        self, bet_id: str, account_id: str, bet: dict[str, Any], stake: Any, request_id: str
-    ) -> int:
+    def staked_by(self, account_id: str) -> int:
+        """This player's standing stakes in the round (a running total: O(1))."""
+        return self.staked.get(account_id, 0)
+
+    def check_bet(self, bet_id: str, account_id: str, stake: Any) -> int:
+        """The stake, if the round takes this bet now; raise (nothing changed) if not."""
         if self.status != BETTING:
             raise InvalidCommandError(f"round {self.id} is not taking bets (it is {self.status})")
         if bet_id in self.bets:
@@ -319,6 +324,12 @@ class Round(PlainCopy, Aggregate):
                 f"stake {amount} would take this player's total in the round past "
                 f"{limits['max_round']}"
             )
+        return amount
+
+    def place_bet(
+        self, bet_id: str, account_id: str, bet: dict[str, Any], stake: Any, request_id: str
+    ) -> int:
+        amount = self.check_bet(bet_id, account_id, stake)
         postings = [
             posting(wallet(account_id), -amount, self.currency),
             posting(in_play(self.id), amount, self.currency),
@@ -337,6 +348,7 @@ class Round(PlainCopy, Aggregate):
         postings: list[Posting],
     ) -> None:
         self.bets[bet_id] = {"account_id": account_id, "bet": bet, "stake": stake}
+        self.staked[account_id] = self.staked.get(account_id, 0) + stake
 
     def withdraw_bet(self, bet_id: str, account_id: str, request_id: str) -> BetRecord:
         if self.status != BETTING:
@@ -357,7 +369,8 @@ class Round(PlainCopy, Aggregate):
     def _bet_withdrawn(
         self, bet_id: str, account_id: str, stake: int, request_id: str, postings: list[Posting]
     ) -> None:
-        del self.bets[bet_id]
+        record = self.bets.pop(bet_id)
+        self.staked[account_id] -= record["stake"]
 
     # The game.
     def close_betting(self) -> None:

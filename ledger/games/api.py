@@ -99,7 +99,11 @@ class Game(Protocol):
 
     def validate_bet(self, bet: Mapping[str, Any], placed: Mapping[str, BetView]) -> dict[str, Any]:
         """The bet in canonical form given the bets already placed, or raise
-        InvalidCommandError (the game's own refusal: nothing is recorded)."""
+        InvalidCommandError (the game's own refusal: nothing is recorded).
+
+        `placed` is a read-only view of the round's bets, not a copy: a game
+        reads only what it needs (most need none), so a bet's check costs the
+        same however many bets the round holds."""
         ...
 
     def validate_args(self, actor: str, action: str, args: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,9 +7,11 @@ records nothing; the same key with another command or other arguments is
 refused (409), because the Python API keeps a SHA-256 of each request's
 canonical command and arguments with its result.
 
-The handlers are `async def` calling the synchronous Python API directly: one
-ledger call at a time per worker process (run several workers, see
-`ledger serve --workers`), and no thread ever shares the store's connections.
+The handlers are plain functions, which the server runs on its worker threads:
+concurrent requests reach the Python API together, whose command runner
+applies them in order and saves them in shared commits (group commit); each
+response is sent once its command's commit is durable. Only the event
+stream's generator runs on the event loop.
 """
 
 from __future__ import annotations
@@ -136,7 +138,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         """A table device may play only its own table's rounds."""
         token: Token = request.state.token
         if token.role is DEVICE:
-            table_id = str(casino.round(round_id).table_id)
+            table_id = casino.table_of_round(round_id)
             if table_id != token.table:
                 raise HTTPException(403, "this table device's token is for another table")
 
@@ -147,7 +149,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
 
     # Accounts.
     @route("POST", "/accounts", (CASHIER,), status=201)
-    async def open_account(body: models.NewAccount, key: IdempotencyKey) -> dict[str, Any]:
+    def open_account(body: models.NewAccount, key: IdempotencyKey) -> dict[str, Any]:
         """Open a player's wallet."""
         return {
             "account_id": casino.open_account(
@@ -156,7 +158,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         }
 
     @route("GET", "/accounts/{account_id}", READERS)
-    async def get_account(account_id: Uuid) -> dict[str, Any]:
+    def get_account(account_id: Uuid) -> dict[str, Any]:
         """An account's state, from its events."""
         account = casino.account(account_id)
         return {
@@ -169,32 +171,28 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         }
 
     @route("POST", "/accounts/{account_id}/deposits", (CASHIER,))
-    async def deposit(account_id: Uuid, body: models.Amount, key: IdempotencyKey) -> dict[str, Any]:
+    def deposit(account_id: Uuid, body: models.Amount, key: IdempotencyKey) -> dict[str, Any]:
         """Deposit into a wallet (minor units): the balance after it."""
         return {
             "balance": casino.deposit(request_id=key, account_id=account_id, amount=body.amount)
         }
 
     @route("POST", "/accounts/{account_id}/withdrawals", (CASHIER,))
-    async def withdraw(
-        account_id: Uuid, body: models.Amount, key: IdempotencyKey
-    ) -> dict[str, Any]:
+    def withdraw(account_id: Uuid, body: models.Amount, key: IdempotencyKey) -> dict[str, Any]:
         """Withdraw from a wallet (minor units): the balance after it."""
         return {
             "balance": casino.withdraw(request_id=key, account_id=account_id, amount=body.amount)
         }
 
     @route("POST", "/accounts/{account_id}/close", (CASHIER,))
-    async def close_account(
-        account_id: Uuid, body: models.Reason, key: IdempotencyKey
-    ) -> dict[str, Any]:
+    def close_account(account_id: Uuid, body: models.Reason, key: IdempotencyKey) -> dict[str, Any]:
         """Close a wallet."""
         casino.close_account(request_id=key, account_id=account_id, reason=body.reason)
         return {"closed": account_id}
 
     # Tables and their seeds.
     @route("POST", "/tables", (OPERATOR,), status=201)
-    async def open_table(body: models.NewTable, key: IdempotencyKey) -> dict[str, Any]:
+    def open_table(body: models.NewTable, key: IdempotencyKey) -> dict[str, Any]:
         """Open a table (and its house account)."""
         table_id = casino.open_table(
             request_id=key,
@@ -206,7 +204,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"table_id": table_id}
 
     @route("GET", "/tables/{table_id}", (*READERS, DEVICE))
-    async def get_table(request: Request, table_id: Uuid) -> dict[str, Any]:
+    def get_table(request: Request, table_id: Uuid) -> dict[str, Any]:
         """A table's state, from its events."""
         token: Token = request.state.token
         if token.role is DEVICE and token.table != str(casino.table(table_id).id):
@@ -224,24 +222,24 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         }
 
     @route("POST", "/tables/{table_id}/seeds", (OPERATOR,), status=201)
-    async def commit_seed(table_id: Uuid, key: IdempotencyKey) -> dict[str, Any]:
+    def commit_seed(table_id: Uuid, key: IdempotencyKey) -> dict[str, Any]:
         """Commit an RNG table to a new secret seed (its hash, signed)."""
         return {"seed_id": casino.commit_seed(request_id=key, table_id=table_id, rng=service.rng)}
 
     @route("POST", "/tables/{table_id}/seeds/retire", (OPERATOR,))
-    async def retire_seed(table_id: Uuid, key: IdempotencyKey) -> dict[str, Any]:
+    def retire_seed(table_id: Uuid, key: IdempotencyKey) -> dict[str, Any]:
         """Reveal the table's seed in use, so anyone can recompute its draws."""
         return {"seed_id": casino.retire_seed(request_id=key, table_id=table_id, rng=service.rng)}
 
     # Rounds.
     @route("POST", "/rounds", (OPERATOR,), status=201)
-    async def open_round(body: models.NewRound, key: IdempotencyKey) -> dict[str, Any]:
+    def open_round(body: models.NewRound, key: IdempotencyKey) -> dict[str, Any]:
         """Open a round at a table."""
         round_id = casino.open_round(request_id=key, table_id=body.table_id, dealer=body.dealer)
         return {"round_id": round_id}
 
     @route("GET", "/rounds/{round_id}", (*READERS, DEVICE))
-    async def get_round(request: Request, round_id: RoundId) -> dict[str, Any]:
+    def get_round(request: Request, round_id: RoundId) -> dict[str, Any]:
         """A round's state and log, from its events."""
         round_of_own_table(request, round_id)
         found = casino.round(round_id)
@@ -268,7 +266,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         }
 
     @route("GET", "/rounds", READERS)
-    async def list_rounds(
+    def list_rounds(
         open_only: Annotated[bool, Query(alias="open")] = False,
     ) -> dict[str, Any]:
         """Round summaries (the rounds projection, caught up first)."""
@@ -277,7 +275,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"rounds": [dataclasses.asdict(r) for r in rows]}
 
     @route("POST", "/rounds/{round_id}/bets", PLAY, status=201)
-    async def place_bet(
+    def place_bet(
         request: Request, round_id: RoundId, body: models.NewBet, key: IdempotencyKey
     ) -> dict[str, Any]:
         """Place a bet from a wallet (the stake leaves it now)."""
@@ -292,7 +290,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"bet_id": bet_id}
 
     @route("POST", "/rounds/{round_id}/bets/{bet_id}/withdraw", PLAY)
-    async def withdraw_bet(
+    def withdraw_bet(
         request: Request,
         round_id: RoundId,
         bet_id: Uuid,
@@ -307,24 +305,20 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"withdrawn": bet_id}
 
     @route("POST", "/rounds/{round_id}/close-betting", PLAY)
-    async def close_betting(
-        request: Request, round_id: RoundId, key: IdempotencyKey
-    ) -> dict[str, Any]:
+    def close_betting(request: Request, round_id: RoundId, key: IdempotencyKey) -> dict[str, Any]:
         """Close betting."""
         round_of_own_table(request, round_id)
         casino.close_betting(request_id=key, round_id=round_id)
         return {"closed": round_id}
 
     @route("POST", "/rounds/{round_id}/throw", PLAY)
-    async def throw_dice(
-        request: Request, round_id: RoundId, key: IdempotencyKey
-    ) -> dict[str, Any]:
+    def throw_dice(request: Request, round_id: RoundId, key: IdempotencyKey) -> dict[str, Any]:
         """An RNG table's throw, from its committed seed."""
         round_of_own_table(request, round_id)
         return {"thrown": casino.throw_dice(request_id=key, round_id=round_id, rng=service.rng)}
 
     @route("POST", "/rounds/{round_id}/outcome", PLAY)
-    async def record_outcome(
+    def record_outcome(
         request: Request, round_id: RoundId, body: models.Outcome, key: IdempotencyKey
     ) -> dict[str, Any]:
         """A physical table's outcome, in its dealer device's signed report."""
@@ -335,7 +329,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"recorded": round_id}
 
     @route("POST", "/rounds/{round_id}/faults", PLAY)
-    async def record_fault(
+    def record_fault(
         request: Request, round_id: RoundId, body: models.Fault, key: IdempotencyKey
     ) -> dict[str, Any]:
         """A faulty physical throw, in its dealer device's signed report."""
@@ -347,7 +341,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         }
 
     @route("POST", "/rounds/{round_id}/act", PLAY)
-    async def act(
+    def act(
         request: Request, round_id: RoundId, body: models.Act, key: IdempotencyKey
     ) -> dict[str, Any]:
         """The game's next action (a draw, a card, a decision); on a physical table
@@ -370,13 +364,13 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         }
 
     @route("POST", "/rounds/{round_id}/settle", PLAY)
-    async def settle(request: Request, round_id: RoundId, key: IdempotencyKey) -> dict[str, Any]:
+    def settle(request: Request, round_id: RoundId, key: IdempotencyKey) -> dict[str, Any]:
         """Settle a decided round: every bet's return."""
         round_of_own_table(request, round_id)
         return {"results": casino.settle(request_id=key, round_id=round_id)}
 
     @route("POST", "/rounds/{round_id}/void", (OPERATOR,))
-    async def void_round(
+    def void_round(
         round_id: RoundId, body: models.OperatorReason, key: IdempotencyKey
     ) -> dict[str, Any]:
         """Void a round (every stake back), signed by the operator."""
@@ -386,7 +380,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"results": returns}
 
     @route("POST", "/rounds/{round_id}/resume", (OPERATOR,))
-    async def resume_round(
+    def resume_round(
         round_id: RoundId, body: models.OperatorReason, key: IdempotencyKey
     ) -> dict[str, Any]:
         """Resume an interrupted round, signed by the operator."""
@@ -396,9 +390,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"resumed": round_id}
 
     @route("POST", "/rounds/{round_id}/corrections", (OPERATOR,))
-    async def correct(
-        round_id: RoundId, body: models.Correction, key: IdempotencyKey
-    ) -> dict[str, Any]:
+    def correct(round_id: RoundId, body: models.Correction, key: IdempotencyKey) -> dict[str, Any]:
         """Correct a settled physical round's outcome, signed by the operator."""
         results = casino.correct(
             request_id=key,
@@ -410,7 +402,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"results": results}
 
     @route("POST", "/rounds/{round_id}/step-corrections", (OPERATOR,))
-    async def correct_step(
+    def correct_step(
         round_id: RoundId, body: models.StepCorrection, key: IdempotencyKey
     ) -> dict[str, Any]:
         """Correct what a physical table's device misread at one action, signed."""
@@ -425,7 +417,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"results": results}
 
     @route("POST", "/rounds/{round_id}/fact-to-sign", (OPERATOR,))
-    async def fact_to_sign(round_id: RoundId, body: models.FactToSign) -> dict[str, Any]:
+    def fact_to_sign(round_id: RoundId, body: models.FactToSign) -> dict[str, Any]:
         """The exact bytes an operator signs (Ed25519) for a void, resume or correction
         with these arguments; nothing is recorded. Send the signature, base64, with
         the command itself."""
@@ -462,7 +454,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
 
     # Queries.
     @route("GET", "/balances", READERS)
-    async def balances(
+    def balances(
         account: Annotated[str | None, Query(max_length=100)] = None,
     ) -> dict[str, Any]:
         """Balances from the postings (the balances projection, caught up first):
@@ -482,7 +474,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         }
 
     @route("GET", "/rounds/{round_id}/recall", READERS)
-    async def recall(round_id: RoundId) -> dict[str, Any]:
+    def recall(round_id: RoundId) -> dict[str, Any]:
         """Game recall: the round replayed step by step from its signed events, each
         event's envelope, signature and chain checked as it is read (`ledger recall`);
         `verified` is false, with the problems named, when a check failed."""
@@ -491,7 +483,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         ).to_json()
 
     @route("GET", "/checkpoints/newest", READERS)
-    async def newest() -> dict[str, Any]:
+    def newest() -> dict[str, Any]:
         """The newest stored checkpoint whose signature verifies."""
         found = newest_checkpoint(service.app, service.app.current_keyring())
         if found is None:
@@ -499,7 +491,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return {"size": found.size, "note": found.to_note()}
 
     @route("GET", "/proofs/inclusion", READERS)
-    async def inclusion(
+    def inclusion(
         stream: Annotated[str, Query(min_length=1, max_length=64)],
         version: Annotated[int, Query(ge=1, le=2**63 - 1)],
     ) -> dict[str, Any]:
@@ -507,13 +499,13 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         return inclusion_of(service.app, stream, version, service.app.current_keyring())
 
     @route("POST", "/proofs/consistency", READERS)
-    async def consistency(body: models.TrustedCheckpoint) -> dict[str, Any]:
+    def consistency(body: models.TrustedCheckpoint) -> dict[str, Any]:
         """Proof that the log only grew since a checkpoint kept from earlier."""
         trusted = Checkpoint.from_note(body.checkpoint)
         return consistency_from(service.app, trusted, service.app.current_keyring())
 
     @route("GET", "/games", READERS)
-    async def games() -> dict[str, Any]:
+    def games() -> dict[str, Any]:
         """The installed games."""
         return {
             "games": [
@@ -531,7 +523,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         }
 
     @route("GET", "/games/{game_id}/paytable", READERS)
-    async def get_paytable(game_id: Annotated[str, Path(max_length=100)]) -> dict[str, Any]:
+    def get_paytable(game_id: Annotated[str, Path(max_length=100)]) -> dict[str, Any]:
         """A game's payouts and exact theoretical returns (as fractions)."""
         lines = paytable(casino.variant(game_id))
         return {
@@ -551,7 +543,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
 
     # The event feed.
     @route("GET", "/events", READERS)
-    async def events(
+    def events(
         after: Annotated[int | None, Query(ge=0, le=2**62)] = None,
         limit: Annotated[int, Query(ge=1, le=feed.MAX_LIMIT)] = 100,
     ) -> dict[str, Any]:
@@ -593,12 +585,12 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
 
     # Tokens (created on the command line only: the secret is shown once, there).
     @route("GET", "/tokens", (ADMIN,))
-    async def list_tokens() -> dict[str, Any]:
+    def list_tokens() -> dict[str, Any]:
         """Every token's id, role, table and dates (never a secret or a hash)."""
         return {"tokens": [t.public() for t in service.tokens.list()]}
 
     @route("POST", "/tokens/{token_id}/revoke", (ADMIN,))
-    async def revoke_token(
+    def revoke_token(
         token_id: Annotated[str, Path(max_length=64)], key: IdempotencyKey
     ) -> dict[str, Any]:
         """Revoke a token (at once, on every worker); revoking twice changes nothing."""

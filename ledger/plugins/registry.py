@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from rfc8785 import CanonicalizationError
@@ -86,7 +87,12 @@ class LoadedGame:
     ) -> dict[str, Any]:
         if not isinstance(bet, Mapping):
             raise InvalidCommandError(f"a bet is an object, not {bet!r}")
-        result = self._call("validate_bet", self.game.validate_bet, bet, dict(placed or {}))
+        # The bets placed, read-only and not copied: a bet's check costs the same
+        # whatever the round holds (a game reads what it needs of them, if anything).
+        view = (
+            placed if isinstance(placed, MappingProxyType) else MappingProxyType(dict(placed or {}))
+        )
+        result = self._call("validate_bet", self.game.validate_bet, bet, view)
         if not isinstance(result, dict):
             raise self._fail(f"validate_bet returned {type(result).__name__}, not a dict")
         self._json_safe("validate_bet", result)

@@ -182,6 +182,18 @@ class LedgerApplication(Application[UUID]):
         self.notify(processing_event.events)  # eventsourcing's deprecated hook, as its save
         return recordings
 
+    def record_events(self, events: list[Any]) -> list[Recording[UUID]]:
+        """Save `events` (already collected from their aggregates, in this order)
+        in one transaction: the command runner's batch. The aggregates are the
+        runner's own; the repository's cache fast-forwards to them when read."""
+        self.check_node_key()
+        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
+        processing_event.events.extend(events)
+        recordings = self._record(processing_event)
+        self._notify(recordings)
+        self.notify(processing_event.events)  # eventsourcing's deprecated hook, as its save
+        return recordings
+
     def _record(self, processing_event: ProcessingEvent[UUID]) -> list[Recording[UUID]]:
         """Record, then refresh the aggregate cache with what was just committed.
 

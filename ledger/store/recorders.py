@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Composable, Identifier
+from psycopg.sql import SQL, Composable, Identifier, Literal
 
 LEAVES = "ledger_merkle_leaves"
 NODES = "ledger_merkle_nodes"
@@ -87,6 +87,12 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
     def write(self) -> Iterator[Cursor]:
         with self.datastore.transaction(commit=True) as cursor:
             yield cursor
+
+    @contextmanager
+    def writer_lock(self, name: str) -> Iterator[None]:
+        """One writer at a time per `name`: on SQLite the process's own leader
+        already is the only writer (several processes conflict and retry)."""
+        yield
 
     def sql(self, template: str) -> str:
         return template.format(
@@ -161,6 +167,20 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
     def write(self) -> Iterator[Cursor]:
         with self.datastore.get_connection() as conn, conn.transaction():
             yield conn.cursor(row_factory=tuple_row)
+
+    @contextmanager
+    def writer_lock(self, name: str) -> Iterator[None]:
+        """A session advisory lock named `name` (in this schema) held around a
+        batch: the processes of one node write one batch at a time, so they
+        never lose races to each other (other nodes still write concurrently,
+        with optimistic concurrency). A connection that dies releases it."""
+        key = f"{self.datastore.schema}:{name}"
+        with self.datastore.get_connection() as conn:
+            conn.execute(SQL("SELECT pg_advisory_lock(hashtext({}))").format(Literal(key)))
+            try:
+                yield
+            finally:
+                conn.execute(SQL("SELECT pg_advisory_unlock(hashtext({}))").format(Literal(key)))
 
     def sql(self, template: str) -> Composable:
         schema = Identifier(self.datastore.schema)

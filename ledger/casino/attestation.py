@@ -1,0 +1,170 @@
+"""Who may state an outcome, a fault or a decision (rules §1.4), checked before
+anything is recorded: on an RNG table the core draws (never a fault) and any
+other move is the node's own command; on a physical table, once betting is
+closed, every action comes only in a dealer device's signed report; an
+operator's fact carries an operator key that may sign now."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.casino.context import Context
+from ledger.crypto.actor import actor_signature, verify_fact
+from ledger.crypto.envelope import now_micros
+from ledger.crypto.keys import Role
+from ledger.crypto.signing import Signer
+from ledger.crypto.validity import key_problem
+from ledger.domain.round import Round, action_fact
+from ledger.errors import InvalidCommandError, VerificationError
+from ledger.games.api import DECK_SIZE, Draw, RecordedAction, Step
+from ledger.games.replay import FAULT
+from ledger.rng.deck import shuffled_deck
+from ledger.rng.server import RngServer
+
+_SIGNED_FIELDS = ("kind", "key_id", "signature")  # what a device report keeps of itself
+
+
+def check_operator(context: Context, operator: Signer) -> Signer:
+    """An operator key the keyring knows that may sign now (valid, not revoked in
+    the keyring or the log: `ledger.crypto.validity`): else nothing is recorded."""
+    record = context.signing_keyring().get(operator.key_id)
+    if record is None or record.role is not Role.OPERATOR:
+        raise InvalidCommandError(
+            f"key {operator.key_id[:16]} is not an operator key in the keyring"
+        )
+    problem = key_problem(record, now_micros())
+    if problem is not None:
+        raise InvalidCommandError(f"operator key {record.name} may not sign now: {problem}")
+    return operator
+
+
+def check_device(context: Context, source: dict[str, Any], fact: dict[str, Any]) -> None:
+    """A dealer device's report: its signature over `fact`, by a `dealer-device`
+    key that may sign now (valid, not revoked: `ledger.crypto.validity`)."""
+    try:
+        verify_fact(
+            context.signing_keyring(),
+            fact,
+            actor_signature(source),
+            Role.DEALER_DEVICE,
+            "report",
+            at=now_micros(),
+        )
+    except VerificationError as exc:
+        raise InvalidCommandError(f"dealer device report refused: {exc}") from None
+
+
+def check_source(
+    context: Context, game_round: Round, source: dict[str, Any], fact: dict[str, Any]
+) -> None:
+    """Who may state an outcome or a fault: on an RNG round nobody (the core
+    computes it); on a physical round only a dealer device, with its own
+    `dealer-device` key, valid now. Anything else is refused before a thing is
+    recorded."""
+    if not isinstance(source, dict):
+        raise InvalidCommandError("a throw's source is an object")
+    if source.get("kind") == "rng":
+        raise InvalidCommandError("RNG throws are made by throw_dice, not reported")
+    # Refuses every source on an RNG round, and any but a device's elsewhere.
+    game_round.check_source(source, "a faulty throw" if fact["action"] == "fault" else "an outcome")
+    check_device(context, source, fact)
+
+
+def signed_as(
+    source: dict[str, Any], fact: str, step: Step, done: RecordedAction
+) -> dict[str, Any]:
+    """A device report signed over a throw or fault fact (by throw counter), as
+    recorded: verify checks that fact's signature, not an action fact's."""
+    recorded: dict[str, Any] = {
+        k: source[k] for k in ("kind", "key_id", "signature") if k in source
+    }
+    draw = step["moves"][done["actor"]][done["action"]]
+    if draw is not None:
+        recorded["draw"] = draw["kind"]
+    return {**recorded, "signed": fact}
+
+
+def attest(
+    context: Context,
+    game_round: Round,
+    number: int,
+    actor: str,
+    action: str,
+    args: dict[str, Any],
+    draw: Draw | None,
+    source: dict[str, Any] | None,
+    rng: RngServer | None,
+    *,
+    betting_open: bool,
+    asked_by: dict[str, str] | None = None,
+) -> tuple[list[int], dict[str, Any]]:
+    """What the action drew and the source attesting it: on an RNG table the
+    core draws (never a fault) and any other move is the node's own command
+    (with `asked_by`, the session that asked for it); on a physical table, once
+    betting is closed, every action — draws, faults and decisions alike — comes
+    only in a dealer device's signed report (while betting is open the node may
+    close it)."""
+    command: dict[str, Any] = {"kind": "command"}
+    if asked_by is not None:
+        command["by"] = dict(asked_by)
+    if game_round.is_rng:
+        if action == FAULT:
+            raise InvalidCommandError(
+                f"round {game_round.id} is on an RNG table: an RNG draw is never faulty "
+                "(if the RNG malfunctioned, void the round)"
+            )
+        if source is not None:
+            raise InvalidCommandError(
+                f"round {game_round.id} is on an RNG table: the core draws its randomness, "
+                "nobody reports it"
+            )
+        if draw is None:
+            return [], command
+        if rng is None:
+            raise InvalidCommandError(f"round {game_round.id} is on an RNG table: pass its RNG")
+        seed_id = str(game_round.dice_seed)
+        if draw["kind"] == "dice":
+            if draw["count"] != 3:
+                raise InvalidCommandError("the RNG throws three dice at a time")
+            counter = game_round.throws
+            dice = list(rng.throw(seed_id, str(game_round.id), counter))
+            drew = {"kind": "rng", "seed_id": seed_id, "draw": "dice", "counter": counter}
+            return dice, drew if asked_by is None else {**drew, "by": dict(asked_by)}
+        first = len(game_round.dealt)
+        positions = list(range(first, first + draw["count"]))
+        if positions[-1] >= DECK_SIZE:
+            raise InvalidCommandError(f"round {game_round.id}: the deck is exhausted")
+        deck = shuffled_deck(rng.seed(seed_id), str(game_round.id))
+        cards = [deck[p] for p in positions]
+        dealt = {"kind": "rng", "seed_id": seed_id, "draw": "cards", "positions": positions}
+        # A hit is a decision too: who asked for it, beside the RNG's cards.
+        return cards, dealt if asked_by is None else {**dealt, "by": dict(asked_by)}
+    # A physical table: once bets are locked, every action, decisions included,
+    # is what its dealer device saw and signed (rules §1.4); while betting is
+    # open the node may end it by its own command (no randomness, no bet
+    # decided by it).
+    if source is None and betting_open and draw is None and action != FAULT:
+        return [], command
+    if not isinstance(source, dict) or source.get("kind") != "device":
+        raise InvalidCommandError(
+            f"round {game_round.id} is on a physical table: {action} comes only from a "
+            "dealer device's signed report"
+        )
+    drawn = source.get("drawn")
+    count = 0 if draw is None else draw["count"]
+    low, high = (1, 6) if draw is not None and draw["kind"] == "dice" else (0, DECK_SIZE - 1)
+    if (
+        not isinstance(drawn, list)
+        or len(drawn) != count
+        or not all(type(v) is int and low <= v <= high for v in drawn)
+    ):
+        what = "nothing" if draw is None else f"{count} {draw['kind']} ({low}..{high})"
+        raise InvalidCommandError(f"bad report: {action} draws {what}, got {drawn!r}")
+    fact = action_fact(game_round.id, number, actor, action, args, drawn)
+    check_device(context, source, fact)
+    recorded: dict[str, Any] = {
+        k: source[k] for k in ("kind", "key_id", "signature") if k in source
+    }
+    if draw is not None:
+        recorded["draw"] = draw["kind"]
+    return list(drawn), recorded

@@ -1,0 +1,300 @@
+"""`Casino`, the documented Python API: accounts, tables, rounds and their
+play on a sealed ledger, each command idempotent by request id.
+
+Every command is one call of the command runner (`ledger.casino.runner`):
+applied in order with the commands arriving with it, on the live aggregates
+of the node's working set, refused before anything is recorded, and saved
+with the request's record in one commit shared with the others. The modules
+beside this one each hold one job: accounts, tables and bets, seeds, round
+play (settlement API 2, and API 1 behind its adapter), corrections, payouts,
+who may state an outcome.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate
+
+from ledger.casino import accounts, corrections, rounds, seeds, tables
+from ledger.casino.context import Context
+from ledger.casino.runner import A, BatchSettings, CommandRunner
+from ledger.crypto.signing import Signer
+from ledger.domain.account import PLAYER, Account
+from ledger.domain.asked_by import by_problem
+from ledger.domain.game_table import GameTable
+from ledger.domain.round import BetResult, Limits, Round
+from ledger.errors import InvalidCommandError, NotFoundError
+from ledger.games.step_cache import StepCache
+from ledger.plugins.registry import LoadedGame
+from ledger.rng.server import RngServer
+from ledger.store.application import LedgerApplication
+
+ROUND_TABLES = 10_000  # rounds whose table is remembered
+
+
+class Casino:
+    """Accounts, tables and rounds on a sealed ledger."""
+
+    def __init__(
+        self,
+        app: LedgerApplication,
+        variants: Mapping[str, LoadedGame],
+        *,
+        max_attempts: int = 50,
+        batch: BatchSettings | None = None,
+    ) -> None:
+        self.app = app
+        self.variants = variants
+        self.context = Context(app, variants)
+        self.runner = CommandRunner(app, batch, max_attempts=max_attempts)
+        self._round_tables: OrderedDict[str, str] = OrderedDict()
+
+    @property
+    def steps(self) -> StepCache:
+        """Each round's last replay, so a command continues it."""
+        return self.context.steps
+
+    # Reading: copies of the aggregates as the store holds them now.
+    def _get(self, cls: type[A], aggregate_id: UUID | str, what: str) -> A:
+        try:
+            key = aggregate_id if isinstance(aggregate_id, UUID) else UUID(str(aggregate_id))
+            found: Aggregate = self.app.repository.get(key)
+        except (AggregateNotFoundError, ValueError):
+            raise NotFoundError(f"unknown {what} {aggregate_id}") from None
+        if not isinstance(found, cls):
+            raise NotFoundError(f"unknown {what} {aggregate_id}")
+        return found
+
+    def account(self, account_id: UUID | str) -> Account:
+        return self._get(Account, account_id, "account")
+
+    def round(self, round_id: UUID | str) -> Round:
+        return self._get(Round, round_id, "round")
+
+    def table(self, table_id: UUID | str) -> GameTable:
+        return self._get(GameTable, table_id, "table")
+
+    def variant(self, variant_id: str) -> LoadedGame:
+        return self.context.variant(variant_id)
+
+    def table_of_round(self, round_id: UUID | str) -> str:
+        """The table a round is played at (read once: a round never moves)."""
+        key = str(round_id)
+        found = self._round_tables.get(key)
+        if found is None:
+            found = self._round_tables[key] = str(self.round(round_id).table_id)
+            if len(self._round_tables) > ROUND_TABLES:
+                self._round_tables.popitem(last=False)
+        return found
+
+    # Accounts.
+    def open_account(
+        self, *, request_id: str, owner: str, currency: str, kind: str = PLAYER
+    ) -> str:
+        args = {"owner": owner, "currency": currency, "kind": kind}
+        body = accounts.open_account(kind, owner, currency)
+        return str(self.runner.run("open_account", request_id, args, body))
+
+    def deposit(self, *, request_id: str, account_id: str, amount: int) -> int:
+        args = {"account_id": str(account_id), "amount": amount}
+        body = accounts.deposit(request_id, account_id, amount)
+        return int(self.runner.run("deposit", request_id, args, body))
+
+    def withdraw(self, *, request_id: str, account_id: str, amount: int) -> int:
+        args = {"account_id": str(account_id), "amount": amount}
+        body = accounts.withdraw(request_id, account_id, amount)
+        return int(self.runner.run("withdraw", request_id, args, body))
+
+    def close_account(self, *, request_id: str, account_id: str, reason: str) -> None:
+        body = accounts.close_account(account_id, reason)
+        self.runner.run("close_account", request_id, {"account_id": str(account_id)}, body)
+
+    # Tables, rounds and bets.
+    def open_table(
+        self, *, request_id: str, name: str, variant: str, currency: str, limits: Limits
+    ) -> str:
+        args = {"name": name, "variant": variant, "currency": currency, "limits": dict(limits)}
+        body = tables.open_table(self.context, name, variant, currency, limits)
+        return str(self.runner.run("open_table", request_id, args, body))
+
+    def open_round(self, *, request_id: str, table_id: str, dealer: str) -> str:
+        args = {"table_id": str(table_id), "dealer": dealer}
+        body = tables.open_round(self.context, table_id, dealer)
+        return str(self.runner.run("open_round", request_id, args, body))
+
+    def place_bet(
+        self, *, request_id: str, round_id: str, account_id: str, bet: dict[str, Any], stake: int
+    ) -> str:
+        args = {
+            "round_id": str(round_id),
+            "account_id": str(account_id),
+            "bet": bet,
+            "stake": stake,
+        }
+        body = tables.place_bet(self.context, request_id, round_id, account_id, bet, stake)
+        return str(self.runner.run("place_bet", request_id, args, body))
+
+    def withdraw_bet(self, *, request_id: str, round_id: str, account_id: str, bet_id: str) -> None:
+        args = {"round_id": str(round_id), "account_id": str(account_id), "bet_id": bet_id}
+        body = tables.withdraw_bet(self.context, request_id, round_id, account_id, bet_id)
+        self.runner.run("withdraw_bet", request_id, args, body)
+
+    # Play.
+    def close_betting(self, *, request_id: str, round_id: str) -> None:
+        body = rounds.close_betting(self.context, round_id)
+        self.runner.run("close_betting", request_id, {"round_id": str(round_id)}, body)
+
+    def record_outcome(
+        self,
+        *,
+        request_id: str,
+        round_id: str,
+        outcome: dict[str, Any],
+        source: dict[str, Any],
+    ) -> None:
+        """A physical table's outcome, as its dealer device reported it: `source`
+        is the device's signed report (`ledger.devices.throw_report`) of this
+        outcome as the round's next throw. An RNG round refuses it: its dice
+        come only from `throw_dice`. A settlement-API-2 round records it as the
+        game's next action (`Round.ActionRecorded`, the report kept as its
+        source) and settles in the same commit what that step settles."""
+        args = {"round_id": str(round_id), "outcome": outcome, "source": source}
+        body = rounds.record_outcome(self.context, round_id, outcome, source)
+        self.runner.run("record_outcome", request_id, args, body)
+
+    def commit_seed(self, *, request_id: str, table_id: str, rng: RngServer) -> str:
+        """Commit the table to a new secret seed (its SHA-256, in a signed event)
+        before any round throws from it."""
+        body = seeds.commit_seed(table_id, rng)
+        return str(self.runner.run("commit_seed", request_id, {"table_id": str(table_id)}, body))
+
+    def retire_seed(self, *, request_id: str, table_id: str, rng: RngServer) -> str:
+        """Reveal the table's seed, so anyone can recompute every throw made with it."""
+        body = seeds.retire_seed(table_id, rng)
+        return str(self.runner.run("retire_seed", request_id, {"table_id": str(table_id)}, body))
+
+    def throw_dice(self, *, request_id: str, round_id: str, rng: RngServer) -> dict[str, Any]:
+        """Throw from the round's committed seed and record the outcome; on a
+        settlement-API-2 round, as the game's action, settling what it settles."""
+        body = rounds.throw_dice(self.context, round_id, rng)
+        return dict(self.runner.run("throw_dice", request_id, {"round_id": str(round_id)}, body))
+
+    def record_fault(
+        self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A faulty throw at a physical table, as its dealer device reported it
+        (`ledger.devices.fault_report`; an RNG throw is never faulty), then what
+        the variant's fault policy says: throw again with bets locked, reopen
+        betting, or void the round after too many (every stake returned), all
+        in one commit."""
+        args = {"round_id": str(round_id), "reason": reason, "source": source}
+        body = rounds.record_fault(self.context, round_id, reason, source)
+        return dict(self.runner.run("record_fault", request_id, args, body))
+
+    def settle(self, *, request_id: str, round_id: str) -> list[BetResult]:
+        """Settle a settlement-API-1 round on its outcome. On an API-2 round the
+        throw already settled it: what it settled, recording nothing new."""
+        body = rounds.settle(self.context, round_id)
+        return list(self.runner.run("settle", request_id, {"round_id": str(round_id)}, body))
+
+    def act(
+        self,
+        *,
+        request_id: str,
+        round_id: str,
+        actor: str,
+        action: str,
+        args: Mapping[str, Any] | None = None,
+        source: dict[str, Any] | None = None,
+        rng: RngServer | None = None,
+        attested_by: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Take one of the moves the game offers now: legality from its last step
+        (an illegal move is refused naming round, actor and action, and nothing
+        is recorded), randomness drawn by the core (RNG, `rng`: dice from the
+        round's committed seed, cards from its shuffled deck by position) or
+        taken from a dealer device's signed report (`source`,
+        `ledger.devices.action_report`). Settlement API 2 rounds record it as
+        `Round.ActionRecorded`, then settle in the same commit whatever bets the
+        game's step settles (`Round.Settled` of that step) or void it.
+
+        `attested_by` ({"token": id, "role": API role}: the HTTP API's
+        authenticated session) is recorded as the `by` of a command-sourced
+        action, the node's statement of who asked (`ledger.domain.asked_by`);
+        without it such an action is the node's own command. It is part of the
+        request: the same request id from another session is refused."""
+        by = None if attested_by is None else dict(attested_by)
+        if by is not None and (problem := by_problem(by)) is not None:
+            raise InvalidCommandError(f"act: the session that asked is malformed: {problem}")
+        fingerprint_args: dict[str, Any] = {
+            "round_id": str(round_id),
+            "actor": actor,
+            "action": action,
+            "args": dict(args or {}),
+            "source": source,
+        }
+        if by is not None:  # only when given: an earlier request's fingerprint is unchanged
+            fingerprint_args["attested_by"] = by
+        body = rounds.act(self.context, round_id, actor, action, args, source, rng, by)
+        result = self.runner.run("act", request_id, fingerprint_args, body)
+        return dict(result) if isinstance(result, dict) else result
+
+    # Operators.
+    def correct(
+        self,
+        *,
+        request_id: str,
+        round_id: str,
+        outcome: dict[str, Any],
+        reason: str,
+        operator: Signer,
+    ) -> list[BetResult]:
+        """An operator corrects a settled round's outcome (signed with an operator
+        key): the settlement is reversed with compensating postings and the round
+        settled again, every wallet and the house adjusted, in one commit. A
+        wallet that can no longer cover what it must give back stops the
+        correction."""
+        args = {"round_id": str(round_id), "outcome": outcome, "reason": reason}
+        body = corrections.correct(self.context, round_id, outcome, reason, operator)
+        return list(self.runner.run("correct", request_id, args, body))
+
+    def correct_step(
+        self,
+        *,
+        request_id: str,
+        round_id: str,
+        step: int,
+        drawn: list[int],
+        reason: str,
+        operator: Signer,
+    ) -> list[BetResult]:
+        """An operator corrects what a physical table's device misread (settlement
+        API 2): action number `step` drew `drawn`. The game replays the round
+        with the corrected draw and the same later actions; every settlement from
+        that action on is reversed with compensating postings and the bets
+        re-settled as re-derived, every wallet and the house adjusted, in one
+        commit. Refused on an RNG table, on a round not yet over, and when the
+        corrected draw would make a later action illegal, void the round, or
+        change which bets are settled from that action on."""
+        args = {"round_id": str(round_id), "step": step, "drawn": drawn, "reason": reason}
+        body = corrections.correct_step(self.context, round_id, step, drawn, reason, operator)
+        return list(self.runner.run("correct_step", request_id, args, body))
+
+    def void_round(
+        self, *, request_id: str, round_id: str, reason: str, operator: Signer
+    ) -> list[BetResult]:
+        args = {"round_id": str(round_id), "reason": reason}
+        body = rounds.void_round(self.context, round_id, reason, operator)
+        return list(self.runner.run("void_round", request_id, args, body))
+
+    def resume_round(
+        self, *, request_id: str, round_id: str, reason: str, operator: Signer
+    ) -> None:
+        args = {"round_id": str(round_id), "reason": reason}
+        body = rounds.resume_round(self.context, round_id, reason, operator)
+        self.runner.run("resume_round", request_id, args, body)

@@ -1,0 +1,99 @@
+"""Legality comes from the game: what its last step offers, and the refusals
+that name round, actor and action."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ledger.casino.context import Context, bets_of
+from ledger.domain.round import Round
+from ledger.errors import InvalidCommandError
+from ledger.games.api import RecordedAction, Step
+from ledger.games.replay import actor_for, outcome_action, outcome_move
+from ledger.plugins.registry import LoadedGame
+
+
+def step_of(context: Context, variant: LoadedGame, game_round: Round) -> Step:
+    """The game's step after everything the round recorded."""
+    return context.steps.replay(variant, game_round.id, bets_of(game_round), game_round.log)[1]
+
+
+def offers(step: Step) -> str:
+    moves = [f"{actor} may {a}" for actor, offered in step["moves"].items() for a in offered]
+    return "; ".join(moves) or ("it is over" if step["over"] else "no move is offered")
+
+
+def refusal(game_round: Round, actor: str, action: str, step: Step) -> InvalidCommandError:
+    return InvalidCommandError(
+        f"round {game_round.id} ({game_round.variant}): {actor} may not {action} now "
+        f"({offers(step)})"
+    )
+
+
+def legal_actor(context: Context, variant: LoadedGame, game_round: Round, action: str) -> str:
+    """The actor the game lets take `action` now, or refuse naming round and action."""
+    step = step_of(context, variant, game_round)
+    actor = actor_for(step, action)
+    if actor is None:
+        raise InvalidCommandError(
+            f"round {game_round.id} ({game_round.variant}): nobody may {action} now "
+            f"({offers(step)})"
+        )
+    return actor
+
+
+def check_betting(context: Context, variant: LoadedGame, game_round: Round, what: str) -> None:
+    """Refuse unless the round takes bets now. The round knows it (the game's last
+    step recorded it): no replay, whatever the round holds; only a refusal asks
+    the game what it offers instead, to say so."""
+    if game_round.taking_bets:
+        return
+    step = step_of(context, variant, game_round)
+    raise InvalidCommandError(
+        f"round {game_round.id} is not taking bets (it is {game_round.status}): "
+        f"a player may not {what} now ({offers(step)})"
+    )
+
+
+def outcome_action_of(
+    variant: LoadedGame, game_round: Round, step: Step, outcome: Any
+) -> RecordedAction:
+    """The action a reported outcome stands for, or refuse saying why."""
+    if not isinstance(outcome, Mapping):
+        raise InvalidCommandError(f"an outcome is an object, not {outcome!r}")
+    move = outcome_move(step)
+    if move is None:
+        raise InvalidCommandError(
+            f"round {game_round.id} is not awaiting an outcome (it is {game_round.status}): "
+            f"nobody may report one now ({offers(step)})"
+        )
+    actor, action, draw = move
+    if draw is None:
+        outcome = variant.validate_args(actor, action, outcome)
+    found = outcome_action(step, outcome)
+    if found is None:
+        assert draw is not None  # an argument-only move takes any validated outcome
+        raise InvalidCommandError(
+            f"bad outcome {dict(outcome)!r}: {action} draws {draw['count']} {draw['kind']}"
+        )
+    return found
+
+
+def canonical_outcome(
+    context: Context, variant: LoadedGame, game_round: Round, outcome: Any
+) -> dict[str, Any]:
+    """The outcome in canonical form, once the game accepts it as its next move."""
+    bets = bets_of(game_round)
+    actions, step = context.steps.replay(variant, game_round.id, bets, game_round.log)
+    action = outcome_action_of(variant, game_round, step, outcome)
+    variant.step(bets, [*actions, action])  # the game's own refusal of bad randomness
+    return stored_outcome(step, action)
+
+
+def stored_outcome(step: Step, action: RecordedAction) -> dict[str, Any]:
+    """An outcome as rounds store it: {kind: drawn} for randomness, else its args."""
+    move = outcome_move(step)
+    if move is not None and move[2] is not None:
+        return {move[2]["kind"]: action["drawn"]}
+    return dict(action["args"])

@@ -1,0 +1,167 @@
+"""Settlement API 2: a round played action by action, as the game offers them.
+
+Each command picks one action (`Chooser`: legal, attested), records it as
+`Round.ActionRecorded` with the game's step after it, and settles in the same
+commit whatever bets that step settles, or voids the round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from eventsourcing.domain import Aggregate
+
+from ledger.casino import attestation, payouts
+from ledger.casino.context import Context, bets_of
+from ledger.casino.legality import offers, outcome_action_of, refusal, stored_outcome
+from ledger.casino.runner import Work
+from ledger.domain.round import BetResult, Round, fault_fact, throw_fact
+from ledger.errors import InvalidCommandError
+from ledger.games.api import RecordedAction, Step
+from ledger.games.replay import FAULT, actor_for
+from ledger.plugins.registry import LoadedGame
+from ledger.rng.server import RngServer
+
+# Picks a round's next action and its attested source.
+Chooser = Callable[[LoadedGame, Round, Step, int], tuple[RecordedAction, dict[str, Any]]]
+Played = tuple[dict[str, Any], list[Aggregate]]
+
+
+def play(context: Context, work: Work, game_round: Round, choose: Chooser) -> Played:
+    """Record the action `choose` picks, then settle in the same commit what the
+    game's step settles, or void."""
+    variant = context.variant_of(game_round)
+    bets = bets_of(game_round)
+    actions, step = context.steps.replay(variant, game_round.id, bets, game_round.log)
+    number = game_round.actions
+    done, attested = choose(variant, game_round, step, number)
+    actions.append(done)
+    after = variant.step(bets, actions)
+    game_round.record_action(dict(done), attested, dict(after))
+    context.steps.remember(variant, game_round.id, bets, game_round.log, actions, after)
+    changed: list[Aggregate] = [game_round]
+    settled: list[BetResult] = []
+    if after["void"] is not None:
+        settled = game_round.void(after["void"], None)
+        changed += [*payouts.pay(work, game_round, settled), *payouts.ended(work, game_round)]
+    elif after["settle"] or after["over"]:
+        settled = game_round.settle_step(after["settle"], after["over"])
+        changed += payouts.pay(work, game_round, settled)
+        if after["over"]:
+            changed += payouts.ended(work, game_round)
+    result = {
+        "step": number,
+        "drawn": done["drawn"],
+        "state": after["state"],
+        "settled": settled,
+        "void": after["void"],
+        "over": after["over"],
+    }
+    return result, changed
+
+
+def chosen(
+    context: Context,
+    actor: Any,
+    action: Any,
+    args: Mapping[str, Any] | None,
+    source: dict[str, Any] | None,
+    rng: RngServer | None,
+    asked_by: dict[str, str] | None,
+) -> Chooser:
+    """One of the moves the game offers now, named by actor and action (`act`)."""
+
+    def choose(
+        variant: LoadedGame, game_round: Round, step: Step, number: int
+    ) -> tuple[RecordedAction, dict[str, Any]]:
+        offered = step["moves"].get(actor, {}) if isinstance(actor, str) else {}
+        if not isinstance(action, str) or action not in offered:
+            raise refusal(game_round, str(actor), str(action), step)
+        given = variant.validate_args(actor, action, dict(args or {}))
+        drawn, attested = attestation.attest(
+            context,
+            game_round,
+            number,
+            actor,
+            action,
+            given,
+            offered[action],
+            source,
+            rng,
+            betting_open=step["betting"],
+            asked_by=asked_by,
+        )
+        done: RecordedAction = {"actor": actor, "action": action, "args": given, "drawn": drawn}
+        return done, attested
+
+    return choose
+
+
+def wrapped(context: Context, action: str, rng: RngServer | None) -> Chooser:
+    """The one move named `action` the game offers now, attested as `act` would."""
+
+    def choose(
+        variant: LoadedGame, game_round: Round, step: Step, number: int
+    ) -> tuple[RecordedAction, dict[str, Any]]:
+        actor = actor_for(step, action)
+        if actor is None:
+            raise InvalidCommandError(
+                f"round {game_round.id} ({game_round.variant}): nobody may {action} now "
+                f"({offers(step)})"
+            )
+        given = variant.validate_args(actor, action, {})
+        draw = step["moves"][actor][action]
+        drawn, attested = attestation.attest(
+            context,
+            game_round,
+            number,
+            actor,
+            action,
+            given,
+            draw,
+            None,
+            rng,
+            betting_open=step["betting"],
+        )
+        return {"actor": actor, "action": action, "args": given, "drawn": drawn}, attested
+
+    return choose
+
+
+def reported(context: Context, outcome: Any, source: dict[str, Any]) -> Chooser:
+    """An outcome a dealer device signed as the round's next throw (`throw_fact`)."""
+
+    def choose(
+        variant: LoadedGame, game_round: Round, step: Step, number: int
+    ) -> tuple[RecordedAction, dict[str, Any]]:
+        done = outcome_action_of(variant, game_round, step, outcome)
+        checked = stored_outcome(step, done)
+        attestation.check_source(
+            context, game_round, source, throw_fact(game_round.id, game_round.throws, checked)
+        )
+        return done, attestation.signed_as(source, "throw", step, done)
+
+    return choose
+
+
+def fault_reported(
+    context: Context, reason_args: dict[str, Any], source: dict[str, Any]
+) -> Chooser:
+    """A faulty throw a dealer device signed (`fault_fact`)."""
+
+    def choose(
+        variant: LoadedGame, game_round: Round, step: Step, number: int
+    ) -> tuple[RecordedAction, dict[str, Any]]:
+        actor = actor_for(step, FAULT)
+        assert actor is not None  # checked by the caller
+        attestation.check_source(
+            context,
+            game_round,
+            source,
+            fault_fact(game_round.id, game_round.throws, reason_args["reason"]),
+        )
+        done: RecordedAction = {"actor": actor, "action": FAULT, "args": reason_args, "drawn": []}
+        return done, attestation.signed_as(source, "fault", step, done)
+
+    return choose

@@ -1,0 +1,377 @@
+"""The command path: every write of the Python API, applied in order, saved in batches.
+
+Concurrent commands reaching a node (HTTP requests on worker threads, Python
+API calls from several threads) share a commit, as transparency logs and
+payment ledgers batch their writes (group commit). The first command to find
+no batch running leads: it takes every command waiting (up to `size`,
+waiting up to `wait` for more while others keep arriving), applies each in
+turn to the live aggregates of the working set, seals their events and saves
+them in one transaction, then acknowledges each. Meanwhile the next commands
+queue up and form the next batch.
+
+Each command stays what it was on its own:
+
+- **atomic**: a refused command records nothing and spoils nothing (what it
+  may have changed half-way is dropped; commands before it in the batch are
+  committed first when it touched their aggregates);
+- **idempotent**: its request id names a `Request` record saved with its
+  events; a retry gets the first result back (from the same batch, from the
+  node's memory of recent requests, or from the store, looked up for the
+  whole batch in one query), and the same id for other arguments is refused;
+- **acknowledged after the commit** of its batch, never before;
+- **optimistic between nodes**: a batch that conflicts with another writer's
+  commit (the same stream extended first) is applied again from fresh state;
+  one that keeps conflicting is split into single commands. The processes of
+  one node hold the store's writer lock for that node around a batch, so
+  they never race each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+from rfc8785 import CanonicalizationError
+
+from ledger.casino.working_set import WorkingSet
+from ledger.crypto.canonical import canonical
+from ledger.domain.account import Account
+from ledger.domain.game_table import GameTable
+from ledger.domain.request import Request, request_uuid
+from ledger.domain.round import Round
+from ledger.errors import (
+    ConfigError,
+    ConflictError,
+    InvalidCommandError,
+    NotFoundError,
+    RequestIdReusedError,
+)
+from ledger.store.application import LedgerApplication
+
+A = TypeVar("A", bound=Aggregate)
+Result = Any  # JSON-safe: it is stored with the request
+MAX_REQUEST_ID = 200
+SIZE_ENV = "LEDGER_BATCH_SIZE"
+WAIT_ENV = "LEDGER_BATCH_WAIT_MS"
+DEFAULT_SIZE = 256  # Tessera's batch size; a batch of bets is a few hundred events
+DEFAULT_WAIT_MS = 1.0  # waited only while other commands keep arriving
+RECENT_REQUESTS = 100_000  # request ids this node answered, kept for retries
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """At most `size` commands a commit; wait up to `wait` seconds for more."""
+
+    size: int = DEFAULT_SIZE
+    wait: float = DEFAULT_WAIT_MS / 1000
+
+    @classmethod
+    def from_env(cls) -> BatchSettings:
+        size = _env(SIZE_ENV, DEFAULT_SIZE, int, 1, 10_000)
+        wait = _env(WAIT_ENV, DEFAULT_WAIT_MS, float, 0, 1_000)
+        return cls(int(size), wait / 1000)
+
+
+def _env(
+    name: str, default: float, kind: type[float] | type[int], low: float, high: float
+) -> float:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ConfigError(f"{name}={text!r}: expected a number from {low} to {high}") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{name}={text!r}: expected a number from {low} to {high}")
+    return value
+
+
+class Work:
+    """What one command reads and changes: live aggregates, no copies."""
+
+    def __init__(self, live: WorkingSet) -> None:
+        self._live = live
+        self._handed: list[Aggregate] = []
+
+    def get(self, cls: type[A], aggregate_id: UUID | str, what: str) -> A:
+        try:
+            key = aggregate_id if isinstance(aggregate_id, UUID) else UUID(str(aggregate_id))
+            found = self._live.get(key)
+        except (AggregateNotFoundError, ValueError):
+            raise NotFoundError(f"unknown {what} {aggregate_id}") from None
+        if not isinstance(found, cls):
+            raise NotFoundError(f"unknown {what} {aggregate_id}")
+        self._handed.append(found)
+        return found
+
+    def account(self, account_id: UUID | str) -> Account:
+        return self.get(Account, account_id, "account")
+
+    def round(self, round_id: UUID | str) -> Round:
+        return self.get(Round, round_id, "round")
+
+    def table(self, table_id: UUID | str) -> GameTable:
+        return self.get(GameTable, table_id, "table")
+
+    def dirty(self) -> list[Aggregate]:
+        """Aggregates this command was handed that hold events not collected yet."""
+        return [a for a in self._handed if WorkingSet.pending(a)]
+
+
+Body = Callable[[Work], tuple[Result, Sequence[Aggregate]]]
+
+
+@dataclass(eq=False)
+class _Command:
+    command: str
+    request_id: str
+    fingerprint: str
+    body: Body
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Result = None
+    error: BaseException | None = None
+    followers: list[_Command] = field(default_factory=list)  # the same request, sent again
+
+    def succeed(self, result: Result) -> None:
+        for command in (self, *self.followers):
+            command.result = result
+            command.done.set()
+
+    def fail(self, error: BaseException) -> None:
+        for command in (self, *self.followers):
+            command.error = error
+            command.done.set()
+
+    def outcome(self) -> Result:
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+class CommandRunner:
+    """Runs commands through batches on one node (see the module docstring)."""
+
+    def __init__(
+        self,
+        app: LedgerApplication,
+        settings: BatchSettings | None = None,
+        *,
+        max_attempts: int = 50,
+    ) -> None:
+        self.app = app
+        self.settings = settings or BatchSettings.from_env()
+        self.max_attempts = max_attempts
+        self.live = WorkingSet(app)
+        self._cond = threading.Condition()
+        self._queue: deque[_Command] = deque()
+        self._leading = False
+        self._recent: OrderedDict[str, tuple[str, str, Result]] = OrderedDict()
+        self._lock_name: str | None = None  # the node's writer lock, named on first write
+        self.batches = 0  # committed batches (for tests and benchmarks)
+        self.commands = 0  # commands they carried
+
+    # The queue.
+
+    def run(self, command: str, request_id: str, args: dict[str, Any], body: Body) -> Result:
+        """Run `body` (it returns its result and every aggregate it changed) and
+        save what it changed with the request's record, once; raise what it raised."""
+        if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID:
+            raise InvalidCommandError(f"a request id is 1..{MAX_REQUEST_ID} characters")
+        try:
+            fingerprint = hashlib.sha256(canonical({"command": command, "args": args})).hexdigest()
+        except CanonicalizationError as exc:  # e.g. an int past 2**53, NaN, bytes
+            raise InvalidCommandError(f"{command}: arguments are not plain JSON: {exc}") from None
+        mine = _Command(command, request_id, fingerprint, body)
+        with self._cond:
+            self._queue.append(mine)
+            self._cond.notify_all()  # a leader waiting for its batch to fill
+            while not mine.done.is_set() and self._leading:
+                self._cond.wait()
+            leader = not mine.done.is_set()
+            if leader:
+                self._leading = True
+        if leader:
+            try:
+                while not mine.done.is_set():
+                    self._execute(self._take())
+            finally:
+                with self._cond:
+                    self._leading = False
+                    self._cond.notify_all()
+        return mine.outcome()
+
+    def _take(self) -> list[_Command]:
+        size, wait = self.settings.size, self.settings.wait
+        with self._cond:
+            if wait and 1 < len(self._queue) < size:
+                # Others are arriving: give them a moment to join this commit.
+                deadline = time.monotonic() + wait
+                while len(self._queue) < size and (left := deadline - time.monotonic()) > 0:
+                    self._cond.wait(left)
+            return [self._queue.popleft() for _ in range(min(size, len(self._queue)))]
+
+    def _finished(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    # A batch.
+
+    def _execute(self, batch: list[_Command]) -> None:
+        try:
+            self._execute_batch(batch)
+        finally:
+            self._finished()
+
+    def _execute_batch(self, batch: list[_Command]) -> None:
+        for attempt in range(self.max_attempts):
+            todo: list[_Command] = []
+            try:
+                with self.app.sealed_recorder.writer_lock(self._writer_lock()):
+                    # Looked up under the lock: this node's other processes
+                    # have committed what they did before we look.
+                    todo = self._unanswered(batch)
+                    if not todo:
+                        return
+                    self.live.catch_up()
+                    self._apply(todo)
+                return
+            except IntegrityError:
+                # Another writer extended one of these streams, or did one of
+                # these requests, first: again from what they wrote.
+                self.live.clear()
+                if len(todo) > 1 and attempt >= 1:
+                    for command in todo:
+                        if not command.done.is_set():
+                            self._execute_batch([command])
+                    return
+                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # racers spread out
+            except BaseException as exc:  # the store failed: nothing of it was committed
+                self.live.clear()
+                for command in todo:
+                    if not command.done.is_set():
+                        command.fail(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                return
+        for command in batch:
+            if not command.done.is_set():
+                command.fail(
+                    ConflictError(
+                        f"{command.command}: still conflicting after {self.max_attempts} attempts"
+                    )
+                )
+
+    def _writer_lock(self) -> str:
+        """One lock per node (its signing key): its processes write one batch at a time."""
+        if self._lock_name is None:
+            signer = getattr(self.app.mapper, "signer", None)
+            self._lock_name = f"casino-ledger-writer:{signer.key_id if signer else 'read-only'}"
+        return self._lock_name
+
+    def _unanswered(self, batch: list[_Command]) -> list[_Command]:
+        """The commands still to apply: a request already done (earlier in this
+        batch, recently by this node, or in the store) gets its first result."""
+        todo: list[_Command] = []
+        first: dict[str, _Command] = {}
+        for command in batch:
+            if command.done.is_set():
+                continue
+            earlier = first.get(command.request_id)
+            if earlier is not None:
+                if earlier.fingerprint != command.fingerprint:
+                    command.fail(self._reused(command.request_id, earlier.command))
+                else:
+                    earlier.followers.append(command)
+                continue
+            known = self._recent.get(command.request_id)
+            if known is not None:
+                self._answer_known(command, *known)
+                continue
+            first[command.request_id] = command
+            todo.append(command)
+        stored = self.app.tables.existing_streams([request_uuid(c.request_id) for c in todo])
+        if not stored:
+            return todo
+        still: list[_Command] = []
+        for command in todo:
+            if request_uuid(command.request_id) not in stored:
+                still.append(command)
+                continue
+            found: Aggregate = self.app.repository.get(request_uuid(command.request_id))
+            assert isinstance(found, Request)
+            self._answer_known(command, found.command, found.fingerprint, found.result)
+        return still
+
+    def _answer_known(self, command: _Command, name: str, fingerprint: str, result: Result) -> None:
+        if fingerprint != command.fingerprint:
+            command.fail(self._reused(command.request_id, name))
+        else:
+            command.succeed(result)
+
+    @staticmethod
+    def _reused(request_id: str, command: str) -> RequestIdReusedError:
+        return RequestIdReusedError(
+            f"request id {request_id!r} was already used for a different {command}"
+        )
+
+    def _apply(self, todo: list[_Command]) -> None:
+        """Apply each command to the live aggregates, then commit them together."""
+        ready: list[tuple[_Command, Result, list[Any]]] = []
+        for command in todo:
+            work = Work(self.live)
+            try:
+                result, changed = command.body(work)
+                record = Request(
+                    request_id=command.request_id,
+                    command=command.command,
+                    fingerprint=command.fingerprint,
+                    result=result,
+                )
+            except Exception as exc:
+                dirty = work.dirty()
+                if dirty:
+                    # Changed half-way: commit the commands before it (they may
+                    # have changed the same aggregates), then forget its changes.
+                    self._commit(ready)
+                    for aggregate in dirty:
+                        aggregate.collect_events()
+                        self.live.drop(aggregate.id)
+                command.fail(exc)
+                continue
+            events: list[Any] = []
+            for aggregate in changed:
+                events += aggregate.collect_events()
+                self.live.keep(aggregate)
+            events += record.collect_events()
+            ready.append((command, result, events))
+        self._commit(ready)
+
+    def _commit(self, ready: list[tuple[_Command, Result, list[Any]]]) -> None:
+        if not ready:
+            return
+        events = [event for _, _, of_command in ready for event in of_command]
+        recordings = self.app.record_events(events)
+        self.live.committed([r.notification.id for r in recordings])
+        self.batches += 1
+        self.commands += len(ready)
+        for command, result, _ in ready:
+            self._remember(command, result)
+            command.succeed(result)
+        ready.clear()
+
+    def _remember(self, command: _Command, result: Result) -> None:
+        self._recent[command.request_id] = (command.command, command.fingerprint, result)
+        if len(self._recent) > RECENT_REQUESTS:
+            self._recent.popitem(last=False)
