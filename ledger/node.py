@@ -60,8 +60,15 @@ class Node:
             origin=origin(),
             batch_size=batch_size,
             signed_here=self._signed_here,
+            sealed_entry=self._sealed_entry,
             keyring_source=self.app.signing_keyring,
         )
+
+    def _sealed_entry(self, state: bytes, stream: str, version: int, topic: str) -> bytes | None:
+        mapper = self.app.mapper
+        if isinstance(mapper, SealingMapper):
+            return mapper.sealed_entry_hash(state, stream, version, topic)
+        return None
 
     def _signed_here(self, entry_hash: bytes) -> bytes | None:
         mapper = self.app.mapper

@@ -196,6 +196,9 @@ async def burst(
     tenth = max(1, len(good) // 10)
     first = tenth / (good[tenth - 1][1] - started)
     last = tenth / (good[-1][1] - good[-tenth - 1][1])
+    # Bets/s in each tenth of the bets, in the order they were acknowledged.
+    edges = [started] + [good[min(len(good), (k + 1) * tenth) - 1][1] for k in range(10)]
+    tenths = [tenth / (b - a) if b > a else 0.0 for a, b in zip(edges, edges[1:], strict=False)]
     return {
         "elapsed_s": elapsed,
         "bets_per_s": len(good) / elapsed,
@@ -204,6 +207,7 @@ async def burst(
         "first_tenth_per_s": first,
         "last_tenth_per_s": last,
         "last_vs_first": last / first,
+        "tenths_per_s": tenths,
         "refused_bad_input": len(bad),
         "acked": acked,
     }

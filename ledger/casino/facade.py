@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
+from concurrent.futures import Future
 from typing import Any
 from uuid import UUID
 
@@ -130,6 +131,23 @@ class Casino:
     def place_bet(
         self, *, request_id: str, round_id: str, account_id: str, bet: dict[str, Any], stake: int
     ) -> str:
+        """Place a bet from a wallet (the stake leaves it now); its id."""
+        return str(
+            self.submit_bet(
+                request_id=request_id,
+                round_id=round_id,
+                account_id=account_id,
+                bet=bet,
+                stake=stake,
+            ).result()
+        )
+
+    def submit_bet(
+        self, *, request_id: str, round_id: str, account_id: str, bet: dict[str, Any], stake: int
+    ) -> Future[str]:
+        """`place_bet`, answered through a future once its batch commits: for a
+        caller that must not block on it (the HTTP API's betting window awaits
+        it with `asyncio.wrap_future`)."""
         args = {
             "round_id": str(round_id),
             "account_id": str(account_id),
@@ -137,7 +155,7 @@ class Casino:
             "stake": stake,
         }
         body = tables.place_bet(self.context, request_id, round_id, account_id, bet, stake)
-        return str(self.runner.run("place_bet", request_id, args, body))
+        return self.runner.submit("place_bet", request_id, args, body)
 
     def withdraw_bet(self, *, request_id: str, round_id: str, account_id: str, bet_id: str) -> None:
         args = {"round_id": str(round_id), "account_id": str(account_id), "bet_id": bet_id}

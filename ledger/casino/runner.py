@@ -1,13 +1,12 @@
 """The command path: every write of the Python API, applied in order, saved in batches.
 
-Concurrent commands reaching a node (HTTP requests on worker threads, Python
-API calls from several threads) share a commit, as transparency logs and
-payment ledgers batch their writes (group commit). The first command to find
-no batch running leads: it takes every command waiting (up to `size`,
-waiting up to `wait` for more while others keep arriving), applies each in
-turn to the live aggregates of the working set, seals their events and saves
-them in one transaction, then acknowledges each. Meanwhile the next commands
-queue up and form the next batch.
+Concurrent commands reaching a node (HTTP requests, Python API calls from
+several threads) share a commit, as transparency logs and payment ledgers
+batch their writes (group commit). One writer thread takes the commands
+waiting (up to `size`, waiting up to `wait` for more while others keep
+arriving), applies each in turn to the live aggregates of the working set,
+seals their events and saves them in one transaction, then answers each.
+Meanwhile the next commands queue up and form the next batch.
 
 Each command stays what it was on its own:
 
@@ -35,6 +34,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from uuid import UUID
@@ -58,6 +58,7 @@ from ledger.errors import (
     RequestIdReusedError,
 )
 from ledger.store.application import LedgerApplication
+from ledger.store.recorders import Cursor
 
 A = TypeVar("A", bound=Aggregate)
 Result = Any  # JSON-safe: it is stored with the request
@@ -67,6 +68,7 @@ WAIT_ENV = "LEDGER_BATCH_WAIT_MS"
 DEFAULT_SIZE = 256  # Tessera's batch size; a batch of bets is a few hundred events
 DEFAULT_WAIT_MS = 1.0  # waited only while other commands keep arriving
 RECENT_REQUESTS = 100_000  # request ids this node answered, kept for retries
+IDLE = 2.0  # seconds without a command before the writer thread stops
 
 
 @dataclass(frozen=True)
@@ -139,25 +141,19 @@ class _Command:
     request_id: str
     fingerprint: str
     body: Body
-    done: threading.Event = field(default_factory=threading.Event)
-    result: Result = None
-    error: BaseException | None = None
+    answer: Future[Result] = field(default_factory=Future)
+    done: bool = False
     followers: list[_Command] = field(default_factory=list)  # the same request, sent again
 
     def succeed(self, result: Result) -> None:
         for command in (self, *self.followers):
-            command.result = result
-            command.done.set()
+            command.done = True
+            command.answer.set_result(result)
 
     def fail(self, error: BaseException) -> None:
         for command in (self, *self.followers):
-            command.error = error
-            command.done.set()
-
-    def outcome(self) -> Result:
-        if self.error is not None:
-            raise self.error
-        return self.result
+            command.done = True
+            command.answer.set_exception(error)
 
 
 class CommandRunner:
@@ -174,19 +170,32 @@ class CommandRunner:
         self.settings = settings or BatchSettings.from_env()
         self.max_attempts = max_attempts
         self.live = WorkingSet(app)
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # the writer waiting for commands
         self._queue: deque[_Command] = deque()
-        self._leading = False
+        self._writer: threading.Thread | None = None
+        self._last_batch = 1  # commands in the last batch taken
         self._recent: OrderedDict[str, tuple[str, str, Result]] = OrderedDict()
         self._lock_name: str | None = None  # the node's writer lock, named on first write
         self.batches = 0  # committed batches (for tests and benchmarks)
         self.commands = 0  # commands they carried
 
-    # The queue.
+    # The queue: one writer thread takes the commands in order and runs the
+    # batches; callers wait for their own answer (a thread on `run`, a
+    # coroutine on the future `submit` returns). Batches and every store access
+    # of the write path stay on that one thread, and the HTTP event loop never
+    # blocks on a commit.
 
     def run(self, command: str, request_id: str, args: dict[str, Any], body: Body) -> Result:
         """Run `body` (it returns its result and every aggregate it changed) and
-        save what it changed with the request's record, once; raise what it raised."""
+        save what it changed with the request's record, once; return its result
+        once committed, or raise what it raised."""
+        return self.submit(command, request_id, args, body).result()
+
+    def submit(
+        self, command: str, request_id: str, args: dict[str, Any], body: Body
+    ) -> Future[Result]:
+        """`run`, answered through a future (wrap it with `asyncio.wrap_future`)."""
         if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID:
             raise InvalidCommandError(f"a request id is 1..{MAX_REQUEST_ID} characters")
         try:
@@ -194,79 +203,114 @@ class CommandRunner:
         except CanonicalizationError as exc:  # e.g. an int past 2**53, NaN, bytes
             raise InvalidCommandError(f"{command}: arguments are not plain JSON: {exc}") from None
         mine = _Command(command, request_id, fingerprint, body)
-        with self._cond:
+        with self._lock:
             self._queue.append(mine)
-            self._cond.notify_all()  # a leader waiting for its batch to fill
-            while not mine.done.is_set() and self._leading:
-                self._cond.wait()
-            leader = not mine.done.is_set()
-            if leader:
-                self._leading = True
-        if leader:
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(
+                    target=self._write, name="ledger-writer", daemon=True
+                )
+                self._writer.start()
+            else:
+                self._arrived.notify()
+        return mine.answer
+
+    def _write(self) -> None:
+        """The writer thread: batch after batch while commands come, gone when idle.
+
+        The node's writer lock is taken before the batch: what arrives while
+        another process of the node holds it joins this batch."""
+        while self._wait_for_commands():
+            batch: list[_Command] = []
+            conflicted = False
             try:
-                while not mine.done.is_set():
-                    self._execute(self._take())
-            finally:
-                with self._cond:
-                    self._leading = False
-                    self._cond.notify_all()
-        return mine.outcome()
+                with self.app.sealed_recorder.writer_lock(self._writer_lock()):
+                    batch = self._take()
+                    conflicted = self._attempt(batch)
+            except Exception as exc:  # the lock itself failed (the store went away)
+                for command in batch or self._take():
+                    if not command.done:
+                        command.fail(exc)
+                continue
+            if conflicted:
+                self._retry(batch)
+
+    def _wait_for_commands(self) -> bool:
+        """Wait for a command; False (and the thread ends) after `IDLE` seconds of none."""
+        with self._lock:
+            while not self._queue:
+                if not self._arrived.wait(IDLE) and not self._queue:
+                    self._writer = None  # the next command starts another
+                    return False
+            return True
 
     def _take(self) -> list[_Command]:
+        """The next batch. When commands arrive together (the last batch carried
+        several), wait up to `wait` for as many as came last time: the callers
+        just answered are about to send their next command, and waiting here
+        (off the GIL) lets them, so commits stay full instead of shrinking to
+        the quickest."""
         size, wait = self.settings.size, self.settings.wait
-        with self._cond:
-            if wait and 1 < len(self._queue) < size:
-                # Others are arriving: give them a moment to join this commit.
+        with self._lock:
+            expected = min(size, max(len(self._queue), self._last_batch))
+            if wait and self._last_batch > 1 and len(self._queue) < expected:
                 deadline = time.monotonic() + wait
-                while len(self._queue) < size and (left := deadline - time.monotonic()) > 0:
-                    self._cond.wait(left)
-            return [self._queue.popleft() for _ in range(min(size, len(self._queue)))]
-
-    def _finished(self) -> None:
-        with self._cond:
-            self._cond.notify_all()
+                while len(self._queue) < expected and (left := deadline - time.monotonic()) > 0:
+                    self._arrived.wait(left)
+            batch = [self._queue.popleft() for _ in range(min(size, len(self._queue)))]
+            self._last_batch = len(batch)
+            return batch
 
     # A batch.
 
-    def _execute(self, batch: list[_Command]) -> None:
+    def _attempt(self, batch: list[_Command]) -> bool:
+        """Apply and commit `batch` (the node's writer lock held); True when it
+        conflicted with another writer and must be applied again."""
+        todo: list[_Command] = []
         try:
-            self._execute_batch(batch)
-        finally:
-            self._finished()
+            # Looked up under the lock: this node's other processes have
+            # committed what they did before we look.
+            with self.app.sealed_recorder.read() as cursor:  # one read for both
+                todo = self._unanswered(batch, cursor)
+                if todo:
+                    self.live.catch_up(cursor)
+            if todo:
+                self._apply(todo)
+            return False
+        except IntegrityError:
+            # Another writer extended one of these streams, or did one of these
+            # requests, first: again from what they wrote.
+            self.live.clear()
+            return True
+        except BaseException as exc:  # the store failed: nothing of it was committed
+            self.live.clear()
+            for command in todo:
+                if not command.done:
+                    command.fail(exc)
+            if not isinstance(exc, Exception):
+                raise
+            return False
 
-    def _execute_batch(self, batch: list[_Command]) -> None:
-        for attempt in range(self.max_attempts):
-            todo: list[_Command] = []
+    def _retry(self, batch: list[_Command]) -> None:
+        """Apply a batch that conflicted again, from fresh state; one that keeps
+        conflicting is split into single commands."""
+        for attempt in range(1, self.max_attempts):
+            time.sleep(random.uniform(0, 0.002 * attempt))  # racers spread out
+            if attempt >= 2 and sum(not c.done for c in batch) > 1:
+                for command in batch:
+                    if not command.done:
+                        self._retry([command])
+                return
             try:
                 with self.app.sealed_recorder.writer_lock(self._writer_lock()):
-                    # Looked up under the lock: this node's other processes
-                    # have committed what they did before we look.
-                    todo = self._unanswered(batch)
-                    if not todo:
+                    if not self._attempt(batch):
                         return
-                    self.live.catch_up()
-                    self._apply(todo)
-                return
-            except IntegrityError:
-                # Another writer extended one of these streams, or did one of
-                # these requests, first: again from what they wrote.
-                self.live.clear()
-                if len(todo) > 1 and attempt >= 1:
-                    for command in todo:
-                        if not command.done.is_set():
-                            self._execute_batch([command])
-                    return
-                time.sleep(random.uniform(0, 0.002 * (attempt + 1)))  # racers spread out
-            except BaseException as exc:  # the store failed: nothing of it was committed
-                self.live.clear()
-                for command in todo:
-                    if not command.done.is_set():
+            except Exception as exc:  # the lock itself failed (the store went away)
+                for command in batch:
+                    if not command.done:
                         command.fail(exc)
-                if not isinstance(exc, Exception):
-                    raise
                 return
         for command in batch:
-            if not command.done.is_set():
+            if not command.done:
                 command.fail(
                     ConflictError(
                         f"{command.command}: still conflicting after {self.max_attempts} attempts"
@@ -280,13 +324,13 @@ class CommandRunner:
             self._lock_name = f"casino-ledger-writer:{signer.key_id if signer else 'read-only'}"
         return self._lock_name
 
-    def _unanswered(self, batch: list[_Command]) -> list[_Command]:
+    def _unanswered(self, batch: list[_Command], cursor: Cursor) -> list[_Command]:
         """The commands still to apply: a request already done (earlier in this
         batch, recently by this node, or in the store) gets its first result."""
         todo: list[_Command] = []
         first: dict[str, _Command] = {}
         for command in batch:
-            if command.done.is_set():
+            if command.done:
                 continue
             earlier = first.get(command.request_id)
             if earlier is not None:
@@ -301,7 +345,9 @@ class CommandRunner:
                 continue
             first[command.request_id] = command
             todo.append(command)
-        stored = self.app.tables.existing_streams([request_uuid(c.request_id) for c in todo])
+        stored = self.app.tables.existing_streams(
+            [request_uuid(c.request_id) for c in todo], cursor
+        )
         if not stored:
             return todo
         still: list[_Command] = []

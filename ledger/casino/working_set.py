@@ -7,10 +7,10 @@ a command touched, owned by the command runner (one batch at a time), and
 commands change it in place: a bet costs the same whatever the round holds.
 
 It never trusts itself over the store. Before each batch it catches up with
-the log: one query lists which streams moved on since the last notification
-id it reflects, and each live aggregate that another writer (another process
-or node) extended reads just those events, checked like every read (envelope,
-signature, chain), and applies them. An aggregate a failed command may have
+the log: one query reads the events committed since the last notification id
+it reflects, and each one that extends a live aggregate (another process or
+node wrote it) is checked like every read (envelope, signature, chain) and
+applied. An aggregate a failed command may have
 changed half-way, or any aggregate of a batch that did not commit, is dropped
 and read again from the store when next wanted.
 """
@@ -24,6 +24,9 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate
 
 from ledger.store.application import LedgerApplication
+from ledger.store.merkle_log import stream_of
+from ledger.store.recorders import Cursor
+from ledger.store.sealing import SealedEventStore
 
 # Aggregates kept (least recently used dropped first): a busy table's rounds
 # and the wallets betting on them.
@@ -73,34 +76,33 @@ class WorkingSet:
         self._live.clear()
         self._seen = None
 
-    def catch_up(self) -> None:
+    def catch_up(self, cursor: Cursor | None = None) -> None:
         """Apply what other writers committed to the live aggregates since the
-        last batch (their own events are skipped by version)."""
+        last batch, read in one query and checked as every read is (this node's
+        own batches are skipped by version)."""
         if self._seen is None:
             self._live.clear()
-            self._seen = self._app.tables.highest_id()
+            self._seen = self._app.tables.highest_id(cursor)
             return
-        rows = self._app.tables.streams_after(self._seen, CATCH_UP_LIMIT)
+        rows = self._app.tables.rows_after(self._seen, CATCH_UP_LIMIT, cursor)
         if len(rows) == CATCH_UP_LIMIT:
             self.clear()
-            self.catch_up()
+            self.catch_up(cursor)
             return
-        newest: dict[UUID, int] = {}
-        for _, stream, version in rows:
-            key = UUID(stream)
-            if key in self._live and version > newest.get(key, 0):
-                newest[key] = version
-        for key, version in newest.items():
-            live = self._live[key]
-            if version <= live.version:
-                continue  # committed by this node's own batch: already applied
+        store = self._app.events
+        assert isinstance(store, SealedEventStore)
+        for _, originator_id, version, topic, state in rows:
+            key = UUID(stream_of(originator_id))
+            live = self._live.get(key)
+            if live is None or version <= live.version:
+                continue  # not live here, or committed by this node's own batch
             try:
-                for event in self._app.events.get(key, gt=live.version):
-                    live = event.mutate(live)  # type: ignore[attr-defined]
+                event = store.follow(key, version, topic, bytes(state))
+                if event is None or version != live.version + 1:
+                    raise LookupError("read the stream afresh")
+                self._live[key] = event.mutate(live)  # type: ignore[attr-defined]
             except Exception:
                 self.drop(key)  # (a bad row then fails that read, saying what is wrong)
-                continue
-            self._live[key] = live
         if rows:
             self._seen = rows[-1][0]
 

@@ -37,6 +37,7 @@ from ledger.crypto.keys import Role
 from ledger.domain.money import wallet
 from ledger.errors import InvalidCommandError, NotFoundError
 from ledger.http import feed, models
+from ledger.http.bet_fast_path import BetFastPath
 from ledger.http.errors import install_error_handlers
 from ledger.http.middleware import Authenticate, BodyLimit
 from ledger.http.signers import CapturingSigner, FactCaptured, PresignedSigner
@@ -99,8 +100,10 @@ def token_of(request: Request, allowed: tuple[ApiRole, ...]) -> Token:
     return token
 
 
-def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
-    """The ASGI application over `service` (see `ledger serve`)."""
+def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = True) -> FastAPI:
+    """The ASGI application over `service` (see `ledger serve`); `fast_bets` serves
+    operators' bets through `ledger.http.bet_fast_path` (tests turn it off to
+    compare it with the route)."""
     api = FastAPI(
         title=TITLE,
         version=API_VERSION,
@@ -596,6 +599,8 @@ def create_app(service: Service, *, max_body: int = MAX_BODY) -> FastAPI:
         """Revoke a token (at once, on every worker); revoking twice changes nothing."""
         return service.tokens.revoke(token_id).public()
 
+    if fast_bets:
+        api.add_middleware(BetFastPath, casino=casino)  # inside: after the token and the size
     api.add_middleware(BodyLimit, limit=max_body)
     api.add_middleware(Authenticate, tokens=service.tokens)
     return api

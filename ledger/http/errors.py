@@ -44,19 +44,29 @@ def _location(loc: Any) -> str:
     return ".".join(str(part) for part in loc if part != "body") or "body"
 
 
+def ledger_error_response(exc: LedgerError) -> JSONResponse:
+    """A ledger error as every route answers it."""
+    return JSONResponse(
+        {"detail": str(exc), "error": type(exc).__name__}, status_code=status_of(exc)
+    )
+
+
+def store_unavailable_response() -> JSONResponse:
+    """A store that could not be reached, as every route answers it (retryable)."""
+    return JSONResponse(
+        {"detail": "store unavailable, retry with the same Idempotency-Key"},
+        status_code=503,
+        headers={"retry-after": "1"},
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def ledger_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, LedgerError)
-        return JSONResponse(
-            {"detail": str(exc), "error": type(exc).__name__}, status_code=status_of(exc)
-        )
+        return ledger_error_response(exc)
 
     async def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse(
-            {"detail": "store unavailable, retry with the same Idempotency-Key"},
-            status_code=503,
-            headers={"retry-after": "1"},
-        )
+        return store_unavailable_response()
 
     async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
         """Each problem as `where: what`, without echoing the input back."""

@@ -117,10 +117,6 @@ class MerkleLogTables:
             "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
             "ORDER BY {id} DESC LIMIT 1"
         )
-        self._streams_after = sql(
-            "SELECT {id}, originator_id, originator_version FROM {events} "
-            "WHERE {id} > %s ORDER BY {id} LIMIT %s"
-        )
         self._is_sqlite = recorder.dialect == "sqlite"
 
     def _key(self, stream: str) -> object:
@@ -152,14 +148,7 @@ class MerkleLogTables:
             rows: list[Row] = c.fetchall()
             return rows
 
-    def streams_after(self, after_id: int, limit: int) -> list[tuple[int, str, int]]:
-        """(notification id, stream, version) of the events after `after_id`, in log
-        order: which streams moved on, without reading their events."""
-        with self.recorder.read() as cursor:
-            cursor.execute(self._streams_after, (after_id, limit))
-            return [(int(n), stream_of(s), int(v)) for n, s, v in cursor.fetchall()]
-
-    def existing_streams(self, streams: list[UUID]) -> set[UUID]:
+    def existing_streams(self, streams: list[UUID], cursor: Cursor | None = None) -> set[UUID]:
         """Which of `streams` have a first event: one query, however many."""
         if not streams:
             return set()
@@ -169,9 +158,9 @@ class MerkleLogTables:
             f"AND originator_id IN ({marks})"
         )
         keys = tuple(s.hex if self._is_sqlite else s for s in streams)
-        with self.recorder.read() as cursor:
-            cursor.execute(statement, keys)
-            return {UUID(stream_of(row[0])) for row in cursor.fetchall()}
+        with self._reading(cursor) as c:
+            c.execute(statement, keys)
+            return {UUID(stream_of(row[0])) for row in c.fetchall()}
 
     def rows_between(self, after_id: int, last_id: int) -> list[Row]:
         with self.recorder.read() as cursor:

@@ -8,6 +8,7 @@ and that the events read form an unbroken chain (reading).
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -62,6 +63,10 @@ class SealingMapper(Mapper[UUID]):
         # second Ed25519 verify when header and signature are byte-identical to
         # what we signed. Anything else read is verified in full.
         self._sealed_here: OrderedDict[bytes, bytes] = OrderedDict()
+        # The rows it sealed, by SHA-256 of their stored bytes -> (entry hash,
+        # stream, version, type): the checkpointer hashes a row byte-identical to
+        # one of them without parsing its envelope again.
+        self._sealed_rows: OrderedDict[bytes, tuple[bytes, str, int, str]] = OrderedDict()
 
     def seal_events(
         self, domain_events: Sequence[DomainEventProtocol[UUID]], prev_hash: PrevHash
@@ -92,6 +97,7 @@ class SealingMapper(Mapper[UUID]):
             )
             heads[plain.originator_id] = (version, entry_hash)
             self._remember_sealed(entry_hash, state, len(plain.state))
+            self._remember_row(state, entry_hash, plain.originator_id, version, plain.topic)
             stored_events.append(StoredEvent(plain.originator_id, version, plain.topic, state))
         return stored_events, heads
 
@@ -100,6 +106,24 @@ class SealingMapper(Mapper[UUID]):
         self._sealed_here[entry_hash] = state[end - 64 : end]
         if len(self._sealed_here) > SEALED_HERE_CACHE:
             self._sealed_here.popitem(last=False)
+
+    def _remember_row(
+        self, state: bytes, entry_hash: bytes, stream: UUID | str, version: int, topic: str
+    ) -> None:
+        key = hashlib.sha256(state).digest()
+        self._sealed_rows[key] = (entry_hash, stream_of(stream), version, topic)
+        if len(self._sealed_rows) > SEALED_HERE_CACHE:
+            self._sealed_rows.popitem(last=False)
+
+    def sealed_entry_hash(
+        self, state: bytes, stream: str, version: int, topic: str
+    ) -> bytes | None:
+        """The entry hash of a row this node sealed, when the row (its bytes and
+        columns) is exactly what it sealed; None otherwise (check it in full)."""
+        found = self._sealed_rows.get(hashlib.sha256(state).digest())
+        if found is None or found[1:] != (stream, version, topic):
+            return None
+        return found[0]
 
     def signed_here(self, entry_hash: bytes) -> bytes | None:
         """The signature this node made over `entry_hash`'s header, if it sealed it."""
@@ -194,6 +218,29 @@ class SealedEventStore(EventStore[UUID]):
             )
             for event, s, n_id in zip(domain_events, stored_events, notification_ids, strict=True)
         ]
+
+    def follow(
+        self, stream: UUID, version: int, topic: str, state: bytes
+    ) -> DomainEventProtocol[UUID] | None:
+        """One row read from the log, checked as any read is (envelope against the
+        row, signer, signature, and chained to the stream's previous event), as
+        its domain event; None when that previous event's hash is not known here
+        (read the stream instead)."""
+        expected = GENESIS_HASH if version == 1 else self._hashes.get((stream, version - 1))
+        if expected is None:
+            return None
+        stored = StoredEvent(stream, version, topic, state)
+        envelope = self.mapper.open(stored)
+        if envelope.prev_hash != expected:
+            raise VerificationError(
+                "chain broken: previous-envelope hash does not match the stream's "
+                "previous event (an event is missing, reordered or replaced)",
+                where=where(stream_of(stream), version),
+            )
+        self._remember(stream, version, envelope.entry_hash)
+        return super(SealingMapper, self.mapper).to_domain_event(
+            StoredEvent(stream, version, topic, envelope.payload)
+        )
 
     def get(
         self,
