@@ -245,10 +245,12 @@ def main() -> int:
         print(
             f"  {medians['bets_per_s']:.0f} bets/s; raw batched inserts of the same rows "
             f"{medians['raw_bets_per_s']:.0f} bets/s: x{medians['vs_raw']:.2f} "
-            f"({medians['rows_per_bet']:.1f} rows a bet, {medians['bets_per_commit']:.0f} bets a commit)"
+            f"({medians['rows_per_bet']:.1f} rows a bet, "
+            f"{medians['bets_per_commit']:.0f} bets a commit)"
         )
         print(
-            f"  close betting {medians['close_s']:.2f} s; throw (settles every bet) {medians['throw_s']:.2f} s"
+            f"  close betting {medians['close_s']:.2f} s; "
+            f"throw (settles every bet) {medians['throw_s']:.2f} s"
         )
         print(
             "  verify --level settlement: "

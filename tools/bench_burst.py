@@ -28,6 +28,7 @@ import statistics
 import sys
 import time
 import uuid
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -198,7 +199,7 @@ async def burst(
     last = tenth / (good[-1][1] - good[-tenth - 1][1])
     # Bets/s in each tenth of the bets, in the order they were acknowledged.
     edges = [started] + [good[min(len(good), (k + 1) * tenth) - 1][1] for k in range(10)]
-    tenths = [tenth / (b - a) if b > a else 0.0 for a, b in zip(edges, edges[1:], strict=False)]
+    tenths = [tenth / (b - a) if b > a else 0.0 for a, b in pairwise(edges)]
     return {
         "elapsed_s": elapsed,
         "bets_per_s": len(good) / elapsed,
