@@ -59,6 +59,9 @@ def documented_decoys(tmp_path: Path, decoy_db: str) -> dict[str, str]:
         # Anchor after every write: the checkpoints must land in the URL's store too.
         "LEDGER_ANCHOR_SECONDS": "1",
         "LEDGER_ANCHOR_EVENTS": "1",
+        # Commits of one command each, or of many: either way into the URL's store.
+        "LEDGER_BATCH_SIZE": "2",
+        "LEDGER_BATCH_WAIT_MS": "0",
         # The keys this node holds (choosing a key is not choosing a store).
         key_env(Role.LEDGER_NODE): "ledger-node",
         key_env(Role.CHECKPOINT): "checkpoint",

@@ -245,13 +245,13 @@ class CommandRunner:
 
     def _take(self) -> list[_Command]:
         """The next batch. When commands arrive together (the last batch carried
-        several), wait up to `wait` for as many as came last time: the callers
-        just answered are about to send their next command, and waiting here
-        (off the GIL) lets them, so commits stay full instead of shrinking to
-        the quickest."""
+        several), wait up to `wait` for the callers just answered to send their
+        next command beside those that queued meanwhile: waiting here (off the
+        GIL) lets them, so the callers keep meeting in one commit instead of
+        splitting into groups that take turns."""
         size, wait = self.settings.size, self.settings.wait
         with self._lock:
-            expected = min(size, max(len(self._queue), self._last_batch))
+            expected = min(size, len(self._queue) + self._last_batch)
             if wait and self._last_batch > 1 and len(self._queue) < expected:
                 deadline = time.monotonic() + wait
                 while len(self._queue) < expected and (left := deadline - time.monotonic()) > 0:

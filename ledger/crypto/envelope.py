@@ -163,8 +163,31 @@ def seal(
 
     `signed_at` comes from the caller's clock (`now_micros` in production), so
     tests can sign at chosen times."""
-    header = header_bytes(
-        signer.key_id,
+    header = envelope_header(
+        stream=stream,
+        version=version,
+        event_type=event_type,
+        prev_hash=prev_hash,
+        payload=payload,
+        key_id=signer.key_id,
+        signed_at=signed_at,
+    )
+    return assemble(header, signer.sign(ENVELOPE_DOMAIN + header), payload), hash_leaf(header)
+
+
+def envelope_header(
+    *,
+    stream: str,
+    version: int,
+    event_type: str,
+    prev_hash: bytes,
+    payload: bytes,
+    key_id: str,
+    signed_at: int,
+) -> bytes:
+    """The v2 header `seal` signs (its leaf hash is the entry hash)."""
+    return header_bytes(
+        key_id,
         hashlib.sha256(payload).hexdigest(),
         prev_hash.hex(),
         signed_at,
@@ -172,9 +195,11 @@ def seal(
         event_type,
         version,
     )
-    signature = signer.sign(ENVELOPE_DOMAIN + header)
-    stored = b"".join((_PREFIX.pack(MAGIC, len(header)), header, signature, payload))
-    return stored, hash_leaf(header)
+
+
+def assemble(header: bytes, signature: bytes, payload: bytes) -> bytes:
+    """The stored bytes of a v2 envelope."""
+    return b"".join((_PREFIX.pack(MAGIC, len(header)), header, signature, payload))
 
 
 def _is_hex64(value: object) -> bool:

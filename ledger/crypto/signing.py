@@ -80,6 +80,9 @@ class InMemorySigner:
     def role(self) -> Role:
         return self._role
 
+    # libsodium keeps no state between signatures: several threads may sign at once.
+    thread_safe = True
+
     def sign(self, message: bytes) -> bytes:
         signed: bytes = nacl.bindings.crypto_sign(message, self._secret)
         return signed[:64]
