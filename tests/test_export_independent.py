@@ -13,7 +13,11 @@ key (a C2SP signed note, or the old form of release 0.2 and before; the C2SP
 reader is held to the signed-note known answer too); for a whole-log
 bundle, the Merkle root (RFC 9162) of the first `size` events equals every
 checkpoint's root; for a partial bundle, each event's inclusion proof
-against its checkpoint.
+against its checkpoint and each consistency proof (RFC 9162) that this
+checkpoint extends an older one; every event's key judged by the first
+checkpoint covering it (signed no later than it was issued, and for a revoked
+key, that checkpoint issued before the revocation). The bundles come from a
+store whose first ledger-node key was revoked between two sessions.
 """
 
 from __future__ import annotations
@@ -93,6 +97,36 @@ def root_from_inclusion(index: int, size: int, leaf: bytes, proof: list[bytes]) 
         sn >>= 1
     check(sn == 0, "inclusion proof too short")
     return node
+
+
+def check_consistency(
+    size1: int, size2: int, proof: list[bytes], root1: bytes, root2: bytes
+) -> None:
+    """RFC 9162 section 2.1.4.2: the tree of size2 with root2 extends size1/root1."""
+    check(0 < size1 <= size2, "consistency proof between impossible sizes")
+    if size1 == size2:
+        check(not proof and root1 == root2, "consistency proof between equal trees")
+        return
+    path = [root1, *proof] if size1 & (size1 - 1) == 0 else list(proof)
+    check(bool(path), "empty consistency proof")
+    fn, sn = size1 - 1, size2 - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        check(sn != 0, "consistency proof too long")
+        if fn & 1 or fn == sn:
+            fr, sr = node_hash(c, fr), node_hash(c, sr)
+            while fn & 1 == 0 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            sr = node_hash(sr, c)
+        fn >>= 1
+        sn >>= 1
+    check(sn == 0, "consistency proof too short")
+    check(fr == root1 and sr == root2, f"consistency from size {size1} to {size2} fails")
 
 
 # The keyring, checkpoints and envelopes, as docs/export.md describes them.
@@ -273,10 +307,19 @@ def verify_bundle(bundle: Path) -> Verified:
     for record in lines(bundle / "checkpoints.jsonl"):
         checkpoint = read_checkpoint(record["note"], keys)
         check(checkpoint.size == record["tree_size"], "checkpoint row size differs from its note")
-        checkpoints[checkpoint.size] = checkpoint
+        kept = checkpoints.get(checkpoint.size)
+        if kept is None or checkpoint.issued_at < kept.issued_at:
+            checkpoints[checkpoint.size] = checkpoint
     check(len({c.origin for c in checkpoints.values()}) <= 1, "checkpoints of several logs")
     whole = manifest["selection"]["kind"] == "all"
     proofs = None if whole else lines(bundle / "proofs.jsonl")
+    extends = set()  # (older size, newer size), proven
+    if not whole:
+        for record in lines(bundle / "consistency.jsonl"):
+            older, newer = checkpoints[record["from_size"]], checkpoints[record["to_size"]]
+            path = [base64.b64decode(p, validate=True) for p in record["proof"]]
+            check_consistency(older.size, newer.size, path, older.root, newer.root)
+            extends.add((older.size, newer.size))
     heads: dict[str, tuple[int, bytes]] = {}
     leaves: list[bytes] = []
     last_position, proven = -1, 0
@@ -302,10 +345,14 @@ def verify_bundle(bundle: Path) -> Verified:
             path = [base64.b64decode(p, validate=True) for p in proof["proof"]]
             root = root_from_inclusion(event.position, checkpoint.size, event.leaf, path)
             check(root == checkpoint.root, f"log position {event.position}: not included")
-            check(event.signed_at is None or event.signed_at <= checkpoint.issued_at, "late")
+            first = first_covering(checkpoints, event.position)
+            proven_under = first.size == checkpoint.size or (first.size, checkpoint.size) in extends
+            check(proven_under, f"log position {event.position}: no consistency proof")
             proven += 1
         else:
             leaves.append(event.leaf)
+            first = first_covering(checkpoints, event.position)
+        judge_key(event, first)
     if whole:
         for size, checkpoint in checkpoints.items():
             check(size <= len(leaves), f"checkpoint of size {size} covers missing events")
@@ -315,7 +362,28 @@ def verify_bundle(bundle: Path) -> Verified:
     return Verified(count, len(heads), len(checkpoints), proven)
 
 
-# The bundles: exports of a simulated store with dice and card tables.
+def first_covering(checkpoints: dict[int, Checkpoint], position: int) -> Checkpoint | None:
+    covering = [c for c in checkpoints.values() if c.size > position]
+    return min(covering, key=lambda c: c.size) if covering else None
+
+
+def judge_key(event: Event, first: Checkpoint | None) -> None:
+    """Signed no later than the first checkpoint covering it was issued; a revoked
+    key's signature only under a checkpoint issued before the revocation."""
+    if first is not None:
+        check(event.signed_at is None or event.signed_at <= first.issued_at, "late")
+    revoked_at = event.key.revoked_at
+    if revoked_at is not None:
+        check(
+            first is not None
+            and first.issued_at < revoked_at
+            and (event.signed_at is None or event.signed_at < revoked_at),
+            f"log position {event.position}: signed by a revoked key",
+        )
+
+
+# The bundles: exports of a store with dice and card tables, its ledger-node
+# key replaced and revoked between two simulated sessions.
 
 
 def ledger(*argv: str, cwd: Path) -> str:
@@ -333,6 +401,11 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     ledger(
         "simulate", "--rounds", "10", "--players", "4", "--tables", "1", "--seed", "3", cwd=where
     )
+    ledger("keys", "create", "ledger-node-2", "--role", "ledger-node", cwd=where)
+    ledger("keys", "use", "ledger-node-2", cwd=where)
+    ledger("keys", "create", "ops", "--role", "operator", cwd=where)
+    ledger("keys", "revoke", "ledger-node", "--reason", "rotated", cwd=where)
+    ledger("simulate", "--rounds", "2", "--players", "2", "--tables", "1", "--seed", "4", cwd=where)
     ledger("export", "whole", cwd=where)
     rounds: dict[str, str] = {}
     for record in lines(where / "whole" / "events.jsonl"):
@@ -366,6 +439,11 @@ def test_a_round_bundle_verifies_independently(exported: dict[str, Path], kind: 
 def test_a_range_bundle_verifies_independently(exported: dict[str, Path]) -> None:
     verified = verify_bundle(exported["range"])
     assert verified.proofs == verified.events == 41
+    # Signed by the key revoked since, proven under the checkpoint issued before
+    # the revocation: the newest checkpoint extends it.
+    keys = json.loads((exported["range"] / "keyring.json").read_text())["keys"]
+    assert [k["name"] for k in keys if k.get("revoked_at")] == ["ledger-node"]
+    assert len(list(lines(exported["range"] / "consistency.jsonl"))) == 1
 
 
 def _edited(bundle: Path, target: Path, line: int, change: Any) -> Path:
@@ -402,6 +480,24 @@ def test_the_independent_verifier_can_fail(exported: dict[str, Path], tmp_path: 
         verify_bundle(_edited(exported["whole"], tmp_path / "moved", 2, move))
     with pytest.raises(BundleError, match=r"proof for another event|not included"):
         verify_bundle(_edited(exported["dice"], tmp_path / "moved-dice", 0, move))
+    # A consistency proof edited, or removed; a revocation moved before every checkpoint.
+    edited = _edited(exported["range"], tmp_path / "consistency", 0, lambda record: None)
+    (proof,) = lines(edited / "consistency.jsonl")
+    proof["proof"][0] = base64.b64encode(bytes(32)).decode()
+    (edited / "consistency.jsonl").write_text(json.dumps(proof) + "\n")
+    with pytest.raises(BundleError, match=r"consistency from size \d+ to \d+ fails"):
+        verify_bundle(edited)
+    (edited / "consistency.jsonl").write_text("")
+    with pytest.raises(BundleError, match="no consistency proof"):
+        verify_bundle(edited)
+    edited = _edited(exported["whole"], tmp_path / "revoked", 0, lambda record: None)
+    keyring = json.loads((edited / "keyring.json").read_text())
+    for key in keyring["keys"]:
+        if key.get("revoked_at"):
+            key["revoked_at"] = key["not_before"]
+    (edited / "keyring.json").write_text(json.dumps(keyring))
+    with pytest.raises(BundleError, match="log position 0: signed by a revoked key"):
+        verify_bundle(edited)
 
 
 def test_the_note_reader_meets_the_signed_note_known_answer() -> None:

@@ -18,6 +18,7 @@ from ledger.crypto.keys import Keyring
 from ledger.errors import ConfigError, KeyStoreError, VerificationError
 from ledger.export.bundle_files import (
     CHECKPOINTS,
+    CONSISTENCY,
     EVENTS,
     FORMAT,
     GAMES,
@@ -155,11 +156,29 @@ class Bundle:
                 or type(record.get("proof")) is not list
             ):
                 raise VerificationError(f"bundle {label}: not an inclusion proof record")
-            try:
-                path = [base64.b64decode(p, validate=True) for p in record["proof"]]
-            except (binascii.Error, ValueError, TypeError):
-                raise VerificationError(f"bundle {label}: a proof hash is not base64") from None
-            yield record["position"], record["tree_size"], path, label
+            yield record["position"], record["tree_size"], _hashes(record["proof"], label), label
+
+    def consistency(self) -> list[tuple[int, int, list[bytes], str]] | None:
+        """(old size, new size, proof, label) of each consistency proof; None when the
+        bundle has no consistency.jsonl (written before the file existed)."""
+        path = self.directory / CONSISTENCY
+        if not path.exists():
+            return None
+        found = []
+        for number, record in _lines(path):
+            label = f"{CONSISTENCY} line {number}"
+            if (
+                type(record) is not dict
+                or set(record) != {"from_size", "to_size", "proof"}
+                or type(record["from_size"]) is not int
+                or type(record["to_size"]) is not int
+                or type(record["proof"]) is not list
+            ):
+                raise VerificationError(f"bundle {label}: not a consistency proof record")
+            found.append(
+                (record["from_size"], record["to_size"], _hashes(record["proof"], label), label)
+            )
+        return found
 
     def events(self) -> Iterator[BundleEvent]:
         """Every event record, checked against its own envelope bytes."""
@@ -171,6 +190,13 @@ class Bundle:
             if opens_round(event):
                 used.add(round_profile(event))
             yield event
+
+
+def _hashes(encoded: list[Any], label: str) -> list[bytes]:
+    try:
+        return [base64.b64decode(p, validate=True) for p in encoded]
+    except (binascii.Error, ValueError, TypeError):
+        raise VerificationError(f"bundle {label}: a proof hash is not base64") from None
 
 
 def opens_round(event: BundleEvent) -> bool:

@@ -3,11 +3,14 @@
 A whole-log bundle is read as a log (`bundle_log.BundleLog`) and checked by
 `ledger verify`'s own code (`verify_log`), every level included. A partial
 bundle (one round, or a range of log positions) carries an inclusion proof
-per event against one checkpoint and is checked here: the checkpoint's
-signature, each envelope against its record, signer, signature and key
-validity, each stream's chain inside the bundle, the log order, each
-inclusion proof, and (level settlement) each round opened in the bundle
-re-derived by its own game and rules.
+per event against one checkpoint, and consistency proofs that this
+checkpoint extends the older ones first covering some of its events; it is
+checked here: the checkpoints' signatures, each consistency proof, each
+envelope against its record, signer, signature and key validity (judged, as
+`ledger verify` judges it, by the first checkpoint covering the event), each
+stream's chain inside the bundle, the log order, each inclusion proof, and
+(level settlement) each round opened in the bundle re-derived by its own
+game and rules.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ledger.audit.key_times import Coverage, checkpoint_times
 from ledger.audit.resettle import Resettler
 from ledger.audit.round_rules import RoundRulesAudit
 from ledger.audit.round_variants import RoundVariants, installed_variants
@@ -29,10 +33,10 @@ from ledger.crypto.envelope import (
     where,
 )
 from ledger.crypto.keys import Keyring, to_micros
-from ledger.crypto.merkle import verify_inclusion
+from ledger.crypto.merkle import verify_consistency, verify_inclusion
 from ledger.crypto.validity import signing_problem
 from ledger.errors import ConfigError, VerificationError
-from ledger.export.bundle_files import GAMES, MANIFEST, PROOFS
+from ledger.export.bundle_files import CONSISTENCY, GAMES, MANIFEST, PROOFS
 from ledger.export.bundle_log import BundleLog, ledger_transcoder
 from ledger.export.reader import Bundle, parse_checkpoint
 from ledger.plugins.registry import LoadedGame
@@ -128,7 +132,8 @@ def _check_profiles(bundle: Bundle, games: list[dict[str, object]]) -> None:
 
 
 def _valid_checkpoints(bundle: Bundle, keyring: Keyring) -> dict[int, Checkpoint]:
-    """Every exported checkpoint, parsed and its signature checked, by signed size."""
+    """Every exported checkpoint, parsed and its signature checked, by signed size
+    (of two of one size, the earlier issued: both say the events existed then)."""
     found: dict[int, Checkpoint] = {}
     origin = None
     for column, note, label in bundle.checkpoints():
@@ -148,8 +153,32 @@ def _valid_checkpoints(bundle: Bundle, keyring: Keyring) -> dict[int, Checkpoint
                 f"bundle {label}: two signed checkpoints of size {checkpoint.size} state "
                 "different roots (a fork)"
             )
-        found[checkpoint.size] = checkpoint
+        if checkpoint.size not in found or checkpoint.issued_at < found[checkpoint.size].issued_at:
+            found[checkpoint.size] = checkpoint
     return found
+
+
+def _proven_extensions(
+    bundle: Bundle, checkpoints: Mapping[int, Checkpoint]
+) -> set[tuple[int, int]] | None:
+    """(old size, new size) of every consistency proof of the bundle, each checked
+    against the two checkpoints' roots; None when the bundle has no consistency.jsonl."""
+    lines = bundle.consistency()
+    if lines is None:
+        return None
+    proven = set()
+    for old, new, proof, label in lines:
+        for size in (old, new):
+            if size not in checkpoints:
+                raise VerificationError(
+                    f"bundle {label}: no valid checkpoint of size {size} in the bundle"
+                )
+        try:
+            verify_consistency(old, new, proof, checkpoints[old].root, checkpoints[new].root)
+        except VerificationError as exc:
+            raise VerificationError(f"bundle {label}: {exc}") from None
+        proven.add((old, new))
+    return proven
 
 
 def _verify_partial(
@@ -161,6 +190,9 @@ def _verify_partial(
     progress: Callable[[int], None] | None,
 ) -> None:
     checkpoints = _valid_checkpoints(bundle, keyring)
+    coverage = Coverage(checkpoint_times(list(checkpoints.values())))
+    proven = _proven_extensions(bundle, checkpoints)
+    judged_by: dict[tuple[int, int], int] = {}  # (first covering, proof's size) -> events
     signer_check = SignerCheck(keyring)
     transcoder = ledger_transcoder()
     rounds = RoundVariants(variants)
@@ -201,9 +233,11 @@ def _verify_partial(
                 signer_check.check_signer(envelope, stream=stream, version=version)
             else:
                 signer_check.check_signature(envelope, stream=stream, version=version)
-            bound = to_micros(checkpoint.issued_at)
+            bound, covered_size = _first_covering(event.position, checkpoint, coverage, proven)
+            judged_by[covered_size, size] = judged_by.get((covered_size, size), 0) + 1
             signed_at = bound if envelope.signed_at is None else envelope.signed_at
-            problem = signing_problem(signed_at, signer_check.windows[envelope.key_id], bound, size)
+            window = signer_check.windows[envelope.key_id]
+            problem = signing_problem(signed_at, window, bound, covered_size)
             if problem:
                 raise VerificationError(problem, where=where(stream, version))
             _check_link(stream, version, envelope.prev_hash, heads.get(stream), bundle)
@@ -229,12 +263,23 @@ def _verify_partial(
         _check_range(bundle, first_position, last_position, count)
     report.events = count
     sizes = ", ".join(str(s) for s in sorted(used)) or "none"
+    judged = (
+        "before the first checkpoint that covers it"
+        if proven is not None
+        else f"before the checkpoint its proof is against (no {CONSISTENCY}: a bundle "
+        "written before it existed, so no older checkpoint vouches for an event)"
+    )
     report.lines = [
         f"   {len(checkpoints)} checkpoint signatures verified; every event proven included "
         f"under the checkpoint of size {sizes}",
+        *(
+            f"   the checkpoint of size {new} extends the one of size {old} (consistency "
+            f"proven), the first that covers {_n(judged_by.get((old, new), 0), 'event')} here"
+            for old, new in sorted(proven or ())
+        ),
         f"   every envelope matches its record, signer and "
         f"{'signature' if level is not Level.INTEGRITY else '(signatures NOT checked)'} "
-        "and was signed inside its key's validity, before that checkpoint",
+        f"and was signed inside its key's validity, {judged}",
         f"   {len(heads)} streams' chains unbroken inside the bundle"
         + (" from their first event" if bundle.kind == "round" else ""),
     ]
@@ -253,6 +298,31 @@ def _verify_partial(
         "   NOT CHECKED here: money across wallets, RNG seeds and device reports outside the "
         "bundle, events of the log not in the bundle (verify a whole-log bundle for those)"
     )
+
+
+def _first_covering(
+    position: int,
+    proving: Checkpoint,
+    coverage: Coverage,
+    proven: set[tuple[int, int]] | None,
+) -> tuple[int, int]:
+    """(issue time µs, size) of the checkpoint an event's keys are judged by: the
+    first covering it, which must be the one its inclusion proof is against or one
+    that checkpoint is proven to extend (consistency.jsonl); the proving checkpoint
+    itself for a bundle written before consistency.jsonl existed."""
+    covered_at, size = coverage.first_covering(position)
+    if proven is None or covered_at is None or size is None or size > proving.size:
+        return to_micros(proving.issued_at), proving.size  # the inclusion proof decides
+    if size < proving.size and (size, proving.size) not in proven:
+        raise VerificationError(
+            f"no proof in {CONSISTENCY} that the checkpoint of size {proving.size} (its "
+            f"inclusion proof's) extends the one of size {size}, the first that covers it"
+        )
+    return covered_at, size
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _span(first: int, last: int) -> str:

@@ -2,7 +2,11 @@
 
 What is selected: the whole log, one round (its stream's events), or a range
 of log positions. A bundle that is not the whole log carries an inclusion
-proof for each of its events against one checkpoint, so it verifies alone.
+proof for each of its events against one checkpoint (the newest), and a
+consistency proof that this checkpoint extends each older one that first
+covers one of its events (signing keys are judged by the first checkpoint
+covering an event: a revoked key's signatures count only under a checkpoint
+issued before the revocation), so it verifies alone.
 Memory stays flat in the log's size: rows are read in batches and written as
 they come; only a small per-stream currency cache grows with the streams.
 """
@@ -20,12 +24,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ledger.audit.proofs import newest_checkpoint
+from ledger.audit.key_times import Coverage, checkpoint_times
+from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
-from ledger.crypto.merkle import inclusion_proof
-from ledger.errors import ConfigError
+from ledger.crypto.merkle import Subtree, consistency_proof, inclusion_proof
+from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import (
     CHECKPOINTS,
+    CONSISTENCY,
     EVENTS,
     FORMAT,
     GAMES,
@@ -43,7 +49,7 @@ from ledger.export.records import (
 )
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
-from ledger.store.merkle_log import MerkleLogTables, stream_of
+from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row, stream_of
 from ledger.store.recorders import Row
 
 BATCH = 5000
@@ -76,6 +82,8 @@ class ExportSummary:
     checkpoints: int
     games: int
     proofs_against: int | None
+    # Sizes of the older checkpoints consistency.jsonl proves the newest extends.
+    consistency_from: tuple[int, ...] = ()
 
 
 class _Currencies:
@@ -213,7 +221,8 @@ def _export_into(
     log_size, _ = tables.event_count()
     if log_size == 0:
         raise ConfigError("the log is empty: nothing to export")
-    checkpoint = newest_checkpoint(app, keyring)
+    valid = _valid_checkpoints(tables, keyring)
+    checkpoint = max(valid, key=lambda c: c.size, default=None)
     partial = selection.kind != "all"
     if partial and checkpoint is None:
         raise ConfigError("no valid checkpoint in the store: run `ledger checkpoint` first")
@@ -223,6 +232,9 @@ def _export_into(
     rounds: dict[tuple[str, str], Mapping[str, Any]] = {}
     count, first, last = 0, None, None
     subtree = tables.subtree_reader() if partial else None
+    # The first checkpoint covering each event, whose issue time its key is judged by.
+    coverage = Coverage(checkpoint_times(valid))
+    first_covering: set[int] = set()
     with (
         (directory / EVENTS).open("w", encoding="utf-8") as events,
         (directory / PROOFS).open("w", encoding="utf-8") if partial else nullcontext() as proofs,
@@ -244,6 +256,7 @@ def _export_into(
                         f"{checkpoint.size}): run `ledger checkpoint` first"
                     )
                 path = inclusion_proof(position, checkpoint.size, subtree)
+                first_covering.add(coverage.first_covering(position)[1] or checkpoint.size)
                 proofs.write(
                     _dumps(
                         {
@@ -265,6 +278,10 @@ def _export_into(
         events.write("".join(pending))
     if progress:
         progress(count % 1000)
+    older: tuple[int, ...] = ()
+    if partial and subtree is not None and checkpoint is not None:
+        older = tuple(sorted(first_covering - {checkpoint.size}))
+        _write_consistency(directory / CONSISTENCY, older, checkpoint.size, subtree)
     checkpoints = _write_checkpoints(tables, directory / CHECKPOINTS)
     (directory / KEYRING).write_text(keyring.to_json(), encoding="utf-8")
     games = _games_used(rounds, installed)
@@ -290,11 +307,34 @@ def _export_into(
         checkpoints,
         len(games),
         checkpoint.size if partial and checkpoint else None,
+        older,
     )
 
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+def _valid_checkpoints(tables: MerkleLogTables, keyring: Keyring) -> list[Checkpoint]:
+    """Every stored checkpoint whose signature verifies (the others prove nothing)."""
+    found = []
+    for row in tables.checkpoint_rows():
+        try:
+            checkpoint = parse_checkpoint_row(row)
+            checkpoint.verify(keyring)
+        except VerificationError:
+            continue
+        found.append(checkpoint)
+    return found
+
+
+def _write_consistency(path: Path, older: tuple[int, ...], size: int, subtree: Subtree) -> None:
+    """One RFC 9162 consistency proof per older size: the tree of `size` extends it."""
+    with path.open("w", encoding="utf-8") as out:
+        for old in older:
+            proof = consistency_proof(old, size, subtree)
+            record = {"from_size": old, "to_size": size, "proof": [_b64(p) for p in proof]}
+            out.write(_dumps(record) + "\n")
 
 
 def _write_checkpoints(tables: MerkleLogTables, path: Path) -> int:
