@@ -315,3 +315,93 @@ def test_hooks_go_through_pluggy_so_wrappers_see_them() -> None:
 
 def test_the_code_hash_changes_with_the_code_not_the_version() -> None:
     assert coin("1.0").code_hash == coin("2.0").code_hash != ""
+
+
+# `ledger_game_from_rules`: a game built from rules data (a bundle's games.jsonl).
+
+
+class CoinWithPays(CoinDefinition):
+    """The coin under rules data of its own kind: `{"pays": ..., "edge": ...}`."""
+
+    def __init__(self, game_id: str, rules: dict[str, Any]) -> None:
+        self.id = game_id
+        self.rules = rules  # type: ignore[misc]
+
+
+class CoinFromRules:
+    @hookimpl
+    def ledger_game_from_rules(self, game_id: str, rules: dict[str, Any]) -> Any:
+        if set(rules) != {"pays", "edge"}:
+            return None  # not a coin's rules: not an error
+        return CoinWithPays(game_id, rules)
+
+
+def test_a_plugin_builds_a_game_from_rules_data_it_recognises() -> None:
+    plugins = get_plugin_manager(
+        load_entry_points=False,
+        extra=[("coin", CoinPlugin(), "1"), ("coin-rules", CoinFromRules(), "2.5")],
+    )
+    rules = {"pays": {"heads": 2, "tails": 1}, "edge": "lose"}
+    built = plugins.game_from_rules("old-coin", rules)
+    assert built is not None and built.id == "old-coin"
+    assert (built.plugin, built.version, built.rules_hash) == (
+        "coin-rules",
+        "2.5",
+        rules_hash(rules),
+    )
+    assert built.settlement_api == CoinDefinition.settlement_api and built.code_hash
+    assert plugins.game_from_rules("old-coin", rules) is built  # built once
+    # Data no plugin recognises: none, and the installed games are unchanged.
+    assert plugins.game_from_rules("old-coin", {"pays": {}}) is None
+    assert set(plugins.games()) == {"coin"}
+
+
+def test_a_plugin_failing_to_build_from_rules_data_is_named() -> None:
+    class Exploding:
+        @hookimpl
+        def ledger_game_from_rules(self, game_id: str, rules: dict[str, Any]) -> Any:
+            raise KeyError("ace_rule")
+
+    class Impostor:
+        @hookimpl
+        def ledger_game_from_rules(self, game_id: str, rules: dict[str, Any]) -> Any:
+            return CoinWithPays(game_id, {**rules, "edge": "win"})
+
+    class Renamer:
+        @hookimpl
+        def ledger_game_from_rules(self, game_id: str, rules: dict[str, Any]) -> Any:
+            return CoinWithPays("another", rules)
+
+    class NotAGame:
+        @hookimpl
+        def ledger_game_from_rules(self, game_id: str, rules: dict[str, Any]) -> Any:
+            return "coin"
+
+    rules = {"pays": {"heads": 1}, "edge": "push"}
+    cases = [
+        (Exploding(), r"plugin boom 3\.0: ledger_game_from_rules raised KeyError\('ace_rule'\)"),
+        (Impostor(), r"plugin boom 3\.0: ledger_game_from_rules built game coin .* must be that"),
+        (Renamer(), r"plugin boom 3\.0: ledger_game_from_rules built game another \(rules "),
+        (NotAGame(), r"plugin boom 3\.0: invalid game"),
+    ]
+    for plugin, message in cases:
+        plugins = get_plugin_manager(load_entry_points=False, extra=[("boom", plugin, "3.0")])
+        with pytest.raises(PluginError, match=message):
+            plugins.game_from_rules("coin", rules)
+
+
+def test_the_first_plugin_by_name_that_recognises_the_data_builds_it() -> None:
+    calls: list[str] = []
+
+    class Declining:
+        @hookimpl
+        def ledger_game_from_rules(self, game_id: str, rules: dict[str, Any]) -> Any:
+            calls.append("a-declines")
+            return None
+
+    plugins = get_plugin_manager(
+        load_entry_points=False,
+        extra=[("z-coin", CoinFromRules(), "1"), ("a-none", Declining(), "1")],
+    )
+    built = plugins.game_from_rules("coin", {"pays": {"heads": 1}, "edge": "push"})
+    assert built is not None and built.plugin == "z-coin" and calls == ["a-declines"]

@@ -3,10 +3,11 @@ the typed facade the core uses, so pluggy's `Any` never spreads."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -17,7 +18,7 @@ import pluggy
 
 from ledger.errors import ConfigError, LedgerError, PluginError
 from ledger.plugins import ENTRY_POINT_GROUP, PROJECT_NAME, spec
-from ledger.plugins.registry import GameRegistry, LoadedGame
+from ledger.plugins.registry import GameRegistry, LoadedGame, rules_hash
 
 ALLOW_ENV = "LEDGER_PLUGINS_ALLOW"  # comma-separated entry-point names: only these load
 BLOCK_ENV = "LEDGER_PLUGINS_BLOCK"  # comma-separated entry-point names: never load these
@@ -51,6 +52,7 @@ class Plugins:
         self.skipped = skipped or []
         self._info = info
         self._games: dict[str, LoadedGame] | None = None
+        self._from_rules: dict[tuple[str, str], LoadedGame | None] = {}
 
     @property
     def plugins(self) -> list[PluginInfo]:
@@ -66,38 +68,81 @@ class Plugins:
         """
         if self._games is None:
             found: dict[str, LoadedGame] = {}
-            names = [self._manager.get_name(p) for p in self._manager.get_plugins()]
-            for name in sorted(n for n in names if n is not None):
-                info = self._info.get(name) or PluginInfo(name, name, "unversioned")
+            for name in self._names():
+                info = self._plugin_info(name)
                 plugin = self._manager.get_plugin(name)
                 registry = GameRegistry(info.distribution, info.version, code_hash(plugin), found)
-                hooks = self._manager.hook
-                relays = {
-                    "ledger_register_games": hooks.ledger_register_games,
-                    "ledger_register_variants": hooks.ledger_register_variants,
-                }
-                for hook, relay in relays.items():
-                    # Every other plugin's own implementation is left out; wrappers stay.
-                    others = [
-                        impl.plugin
-                        for impl in relay.get_hookimpls()
-                        if impl.plugin is not plugin and not (impl.wrapper or impl.hookwrapper)
-                    ]
-                    caller = self._manager.subset_hook_caller(hook, remove_plugins=others)
-                    try:
-                        caller(registry=registry)
-                    except PluginError:
-                        raise
-                    except LedgerError as exc:
-                        # The plugin refusing its own configuration on purpose
-                        # (a bad profile file): its one line, under its name.
-                        raise PluginError(info.distribution, info.version, str(exc)) from exc
-                    except Exception as exc:
-                        raise PluginError(
-                            info.distribution, info.version, f"{hook} raised {exc!r}"
-                        ) from exc
+                for hook in ("ledger_register_games", "ledger_register_variants"):
+                    self._call(name, hook, registry=registry)
             self._games = found
         return self._games
+
+    def game_from_rules(self, game_id: str, rules: Mapping[str, Any]) -> LoadedGame | None:
+        """The game `game_id` built from its rules data (`ledger_game_from_rules`)
+        by the first plugin, in name order, that recognises the data; None when
+        none does. Checked like an installed game (`GameRegistry.add`), and it
+        must be exactly that game: its id `game_id`, its rules hashing as `rules`
+        do. Built once per (game id, rules hash)."""
+        wanted = rules_hash(rules)
+        key = (game_id, wanted)
+        if key not in self._from_rules:
+            self._from_rules[key] = self._build(game_id, rules, wanted)
+        return self._from_rules[key]
+
+    def _build(self, game_id: str, rules: Mapping[str, Any], wanted: str) -> LoadedGame | None:
+        for name in self._names():
+            info = self._plugin_info(name)
+            offered = self._call(
+                name, "ledger_game_from_rules", game_id=game_id, rules=copy.deepcopy(dict(rules))
+            )
+            for game in offered:
+                registry = GameRegistry(
+                    info.distribution, info.version, code_hash(self._manager.get_plugin(name))
+                )
+                registry.add(game)
+                (built,) = registry.games.values()
+                if (built.id, built.rules_hash) != (game_id, wanted):
+                    raise PluginError(
+                        info.distribution,
+                        info.version,
+                        f"ledger_game_from_rules built game {built.id} (rules "
+                        f"{built.rules_hash[:12]}) from the rules data of {game_id} (rules "
+                        f"{wanted[:12]}): a game built from rules data must be that game",
+                    )
+                return built
+        return None
+
+    def _names(self) -> list[str]:
+        names = [self._manager.get_name(p) for p in self._manager.get_plugins()]
+        return sorted(n for n in names if n is not None)
+
+    def _plugin_info(self, name: str) -> PluginInfo:
+        return self._info.get(name) or PluginInfo(name, name, "unversioned")
+
+    def _call(self, name: str, hook: str, **kwargs: Any) -> list[Any]:
+        """One plugin's implementation of `hook`, called through pluggy
+        (`subset_hook_caller` leaving out the others' implementations, not their
+        wrappers): its results, or its failure as one `PluginError` naming it."""
+        plugin = self._manager.get_plugin(name)
+        info = self._plugin_info(name)
+        relay = getattr(self._manager.hook, hook)
+        # Every other plugin's own implementation is left out; wrappers stay.
+        others = [
+            impl.plugin
+            for impl in relay.get_hookimpls()
+            if impl.plugin is not plugin and not (impl.wrapper or impl.hookwrapper)
+        ]
+        caller = self._manager.subset_hook_caller(hook, remove_plugins=others)
+        try:
+            return list(caller(**kwargs))
+        except PluginError:
+            raise
+        except LedgerError as exc:
+            # The plugin refusing its own configuration on purpose
+            # (a bad profile file): its one line, under its name.
+            raise PluginError(info.distribution, info.version, str(exc)) from exc
+        except Exception as exc:
+            raise PluginError(info.distribution, info.version, f"{hook} raised {exc!r}") from exc
 
     def game(self, game_id: str) -> LoadedGame:
         from ledger.errors import NotFoundError
