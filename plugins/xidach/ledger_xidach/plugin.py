@@ -1,14 +1,18 @@
 """The plugin: the shipped profiles of Xì dách and an operator's own, all data
-(RULES.md §2, `ledger_xidach.profile_files`)."""
+(RULES.md §2, `ledger_xidach.profile_files`), and the game of any valid
+profile's rules data, wherever it comes from (a bundle's games.jsonl)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+from ledger.errors import ConfigError
 from ledger.plugins import hookimpl
-from ledger.plugins.registry import GameRegistry
+from ledger.plugins.registry import GameRegistry, rules_hash
 from ledger_xidach.game import XiDach
 from ledger_xidach.profile_files import PROFILES, operator_profiles
+from ledger_xidach.rules import XiDachRules
 
 
 def games(taken: Mapping[str, str] | None = None) -> list[XiDach]:
@@ -29,3 +33,23 @@ def ledger_register_games(registry: GameRegistry) -> None:
     }
     for game in games(taken):
         registry.add(game)
+
+
+def game_from_rules(game_id: str, rules: Mapping[str, Any]) -> XiDach | None:
+    """The game `game_id` under the rules data of a Xì dách profile (what
+    `XiDachRules.profile()` gives, so what rounds pinned), or None: data of
+    another game, options this release does not implement, or data that parse
+    but are not exactly a profile's (a key missing, a value spelled otherwise)."""
+    if rules.get("game") != "xidach":
+        return None
+    try:
+        game = XiDach(game_id, XiDachRules.from_profile(rules))
+    except ConfigError:
+        return None
+    return game if rules_hash(game.rules) == rules_hash(rules) else None
+
+
+@hookimpl
+def ledger_game_from_rules(game_id: str, rules: Mapping[str, Any]) -> XiDach | None:
+    # An operator's profile verified on a machine where its file is not installed.
+    return game_from_rules(game_id, rules)

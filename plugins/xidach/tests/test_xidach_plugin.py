@@ -14,6 +14,7 @@ from ledger_xidach.rules import XiDachRules
 from ledger.crypto.canonical import canonical
 from ledger.errors import ConfigError
 from ledger.games.api import SETTLEMENT_API
+from ledger.plugins.manager import get_plugin_manager
 from ledger.plugins.registry import rules_hash
 
 
@@ -88,3 +89,36 @@ def test_an_operator_profile_round_trips_and_bad_options_are_refused() -> None:
     ]:
         with pytest.raises(ConfigError, match=why):
             XiDachRules.from_profile(bad)
+
+
+def test_a_game_is_built_from_any_valid_profiles_rules_data() -> None:
+    """`ledger_game_from_rules`: the rules data a round pinned (a bundle carries
+    them) make the game again, under the id the round recorded."""
+    vip = XiDachRules.from_profile({**XIDACH.profile(), "seats": 7, "xi_dach_pays": [2, 1]})
+    for game_id, rules in [
+        ("xidach-vip", vip),
+        ("xidach", XIDACH),
+        ("house-2019", PROFILES["xidach-house"]),
+    ]:
+        data = rules.profile()
+        game = ledger_xidach.plugin.ledger_game_from_rules(game_id=game_id, rules=data)
+        assert isinstance(game, XiDach) and game.id == game_id
+        assert game.table_rules == rules and rules_hash(game.rules) == rules_hash(data)
+    # Through the plugin manager, as the core calls it: checked and guarded.
+    built = get_plugin_manager().game_from_rules("xidach-vip", vip.profile())
+    assert built is not None and built.plugin == "casino-ledger-xidach"
+    assert list(built.bets)[-1] == "seat:7"
+
+
+def test_rules_data_that_are_not_exactly_a_profiles_build_nothing() -> None:
+    data = XIDACH.profile()
+    hook = ledger_xidach.plugin.ledger_game_from_rules
+    for other in [
+        {"game": "three-dice", "paytable": {}, "faults": {}},  # another game's
+        {k: v for k, v in data.items() if k != "seats"},  # would take a default: not these
+        {**data, "seats": 10},  # an invalid option
+        {**data, "side_bet": "pairs"},  # an option this release does not implement
+        {**data, "ngu_linh_min": 15},  # a derived value the code does not implement
+        {**data, "win_pays": [1.0, 1]},  # spelled otherwise: another hash
+    ]:
+        assert hook(game_id="xidach", rules=other) is None, other
