@@ -88,6 +88,11 @@ class Bundle:
         if not directory.is_dir():  # nothing to verify: bad input, not a failed check
             raise ConfigError(f"bundle {directory} is not a directory")
         self.directory = directory
+        if not (directory / MANIFEST).exists():  # not a bundle at all: bad input too
+            raise ConfigError(
+                f"{directory} holds no {MANIFEST}: it is not an export bundle "
+                "(`ledger export DIR` writes one)"
+            )
         self.manifest = _object(directory / MANIFEST)
         if self.manifest.get("format") != FORMAT:
             raise VerificationError(f"bundle {MANIFEST}: format is not {FORMAT!r}")
