@@ -11,6 +11,12 @@ envelope against its record, signer, signature and key validity (judged, as
 stream's chain inside the bundle, the log order, each inclusion proof, and
 (level settlement) each round opened in the bundle re-derived by its own
 game and rules.
+
+At level settlement, a round's game is the installed one declaring the rules
+hash it pinned or, when none does, the game an installed plugin builds from
+the rules data the bundle's games.jsonl carries (`ledger_game_from_rules`,
+after the data is checked to hash to the rules hash): a bundle is
+self-contained for rules wherever the game's code is installed.
 """
 
 from __future__ import annotations
@@ -18,11 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from ledger.audit.key_times import Coverage, checkpoint_times
-from ledger.audit.resettle import Resettler
-from ledger.audit.round_rules import RoundRulesAudit
-from ledger.audit.round_variants import RoundVariants, installed_variants
+from ledger.audit.findings import Step
+from ledger.audit.key_times import Coverage, SignedWhen, checkpoint_times
+from ledger.audit.round_variants import games_from_rules
+from ledger.audit.settlement import SettlementAudit
 from ledger.audit.verify import Level, VerificationReport, verify_log
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import (
@@ -39,6 +46,7 @@ from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import CONSISTENCY, GAMES, MANIFEST, PROOFS
 from ledger.export.bundle_log import BundleLog, ledger_transcoder
 from ledger.export.reader import Bundle, parse_checkpoint
+from ledger.plugins.manager import Plugins, get_plugin_manager
 from ledger.plugins.registry import LoadedGame
 
 
@@ -50,6 +58,7 @@ class BundleReport:
     games: int = 0
     store: VerificationReport | None = None  # a whole-log bundle: verify's own report
     lines: list[str] = field(default_factory=list)  # a partial bundle: what was checked
+    built: list[str] = field(default_factory=list)  # games built from the bundle's rules data
 
     def summary(self) -> str:
         if self.store is not None:
@@ -62,7 +71,7 @@ class BundleReport:
         else:
             events = f"{self.events} event{'' if self.events == 1 else 's'}"
             head, extra = f"OK (bundle, {self.kind}): {events}", self.lines
-        return "\n".join([head, *extra, f"   keyring: {self.keyring_source}"])
+        return "\n".join([head, *extra, *self.built, f"   keyring: {self.keyring_source}"])
 
 
 def verify_bundle(
@@ -74,17 +83,33 @@ def verify_bundle(
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
     variants: Mapping[str, LoadedGame] | None = None,
+    plugins: Plugins | None = None,
 ) -> BundleReport:
     """Verify the bundle in `directory`; raise the first `VerificationError`.
 
-    `keyring` is the auditor's own (default: the bundle's keyring.json)."""
+    `keyring` is the auditor's own (default: the bundle's keyring.json). At level
+    settlement, `variants` are the games installed (default: `plugins`' games)
+    and `plugins` (default: the installed plugins) build the games of the rules
+    data in games.jsonl that none of them declares."""
     bundle = Bundle(directory)
     source = "the auditor's own keyring" if keyring is not None else "the bundle's keyring.json"
     keyring = keyring if keyring is not None else bundle.keyring()
     games = bundle.games()
     report = BundleReport(bundle.kind, source, games=len(games))
-    if level is Level.SETTLEMENT and variants is None:
-        variants = installed_variants()
+    if level is Level.SETTLEMENT:
+        plugins = plugins if plugins is not None else get_plugin_manager()
+        pinned = games_from_rules(
+            plugins.games() if variants is None else variants,
+            _rules_data(games),
+            plugins.game_from_rules,
+            source=f"bundle {GAMES}",
+        )
+        report.built = [
+            f"   {game_id} (rules {rules[:12]}) is not installed here: its game was built "
+            f"from the rules data in {GAMES} by {game.plugin} {game.version}"
+            for game_id, rules, game in pinned.built_games
+        ]
+        variants = pinned
     if bundle.whole_log:
         try:
             report.store = verify_log(
@@ -109,6 +134,16 @@ def verify_bundle(
     _check_manifest_count(bundle, report.events)
     _check_profiles(bundle, games)
     return report
+
+
+def _rules_data(games: list[dict[str, Any]]) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """(game id, rules hash, rules data) of every game profile carrying its rules
+    (`Bundle.games` has checked each against its hash)."""
+    return [
+        (g["game"], g["rules_hash"], g["rules"])
+        for g in games
+        if type(g.get("game")) is str and type(g.get("rules")) is dict
+    ]
 
 
 def _check_manifest_count(bundle: Bundle, events: int) -> None:
@@ -195,8 +230,7 @@ def _verify_partial(
     judged_by: dict[tuple[int, int], int] = {}  # (first covering, proof's size) -> events
     signer_check = SignerCheck(keyring)
     transcoder = ledger_transcoder()
-    rounds = RoundVariants(variants)
-    rules, payouts = RoundRulesAudit(rounds), Resettler(rounds)
+    rounds = SettlementAudit(keyring, variants, steps=(Step.RULES, Step.PAYOUTS))
     heads: dict[str, tuple[int, bytes]] = {}
     proofs = bundle.proofs()
     last_position = first_position = -1
@@ -248,8 +282,7 @@ def _verify_partial(
         if level is Level.SETTLEMENT:
             state = transcoder.decode(envelope.payload)
             at = f"{where(stream, version)} ({label})"
-            rules.observe(stream, event.topic, state, at)
-            payouts.observe(stream, event.topic, state, at)
+            rounds.check(stream, event.topic, state, at, SignedWhen(-1), event.position)
         count += 1
         if progress and count % 1000 == 0:
             progress(1000)
@@ -290,9 +323,9 @@ def _verify_partial(
         )
     if level is Level.SETTLEMENT:
         report.lines.append(
-            f"   {rules.checked} rounds re-derived (step order, fault policy); "
-            f"{payouts.resettled} settlements re-settled with their own game and rules "
-            f"({payouts.bets} bets)"
+            f"   {rounds.rounds} rounds re-derived (step order, fault policy); "
+            f"{rounds.payouts.resettled} settlements re-settled with their own game and rules "
+            f"({rounds.payouts.bets} bets)"
         )
     report.lines.append(
         "   NOT CHECKED here: money across wallets, RNG seeds and device reports outside the "
