@@ -1,8 +1,9 @@
 """`ledger export` and `ledger verify --bundle`: the bundle's records match the
-committed JSON Schemas, a whole-log bundle and a one-round bundle verify on
-their own, and every edit an attacker can make to a bundle (an envelope byte,
-a dropped, reordered or altered record, a swapped checkpoint, a removed key)
-fails verification naming the record. Exported from both stores.
+committed JSON Schemas (every payload its event type's), a whole-log bundle
+and a one-round bundle verify on their own, and every edit an attacker can
+make to a bundle (an envelope byte, a dropped, reordered or altered record, a
+swapped checkpoint, a removed key) fails verification naming the record.
+Exported from both stores.
 """
 
 from __future__ import annotations
@@ -210,12 +211,18 @@ def test_every_record_matches_its_schema(
             assert records, file
             for record in records:
                 schema(name).validate(record)
+        payloads = schema("payloads")  # each payload against its event type's schema
+        for record in read_lines(bundle / "events.jsonl"):
+            payloads.validate(record)
     for record in read_lines(one_round / "proofs.jsonl"):
         schema("proof").validate(record)
     # A record the format does not allow is refused by its schema.
     bad = read_lines(whole / "events.jsonl")[0] | {"stream": "F" * 32}
     with pytest.raises(jsonschema.ValidationError):
         schema("event").validate(bad)
+    bet = next(r for r in read_lines(whole / "events.jsonl") if r["type"] == "Round.BetPlaced")
+    with pytest.raises(jsonschema.ValidationError):
+        schema("payloads").validate(bet | {"payload": {**bet["payload"], "stake": "100"}})
 
 
 def _strings(value: Any) -> Iterator[str]:

@@ -1,7 +1,8 @@
 """docs/export.md's worked example runs as written: its Python blocks, in
 order, verify one real event's signature, its inclusion proof and the
 checkpoint's signature, a C2SP signed note (each block asserts; a wrong
-byte raises)."""
+byte raises); its known answers recompute dice, a deck and a device's
+signature over a fact."""
 
 from __future__ import annotations
 
@@ -19,15 +20,33 @@ def blocks() -> list[str]:
 
 def test_the_worked_example_verifies(capsys: pytest.CaptureFixture[str]) -> None:
     code = blocks()
-    assert len(code) == 3
+    assert len(code) == 4
     namespace: dict[str, object] = {}
-    for block in code:
+    for block in code[:3]:
         exec(compile(block, str(DOC), "exec"), namespace)
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("1000000 minor units staked")
     assert out[1] == "log position 28 is in the tree of size 82"
     # The note verifier key `ledger keys list` printed for that key: checkpoint+b4969d31+...
     assert out[2] == "the checkpoint of size 82 is signed by checkpoint+b4969d31"
+
+
+def test_the_known_answers_recompute(capsys: pytest.CaptureFixture[str]) -> None:
+    """The Known answers' block: dice and a deck recomputed from their seeds,
+    and a dealer device's signature over its fact, with the standard library."""
+    exec(compile(blocks()[3], str(DOC), "exec"), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "top card 49 rank 13 suit 1"
+    assert out[1].startswith('the device signed {"action":"act","actor":"seat:2"')
+
+
+def test_the_known_answers_refuse_a_changed_card() -> None:
+    from cryptography.exceptions import InvalidSignature
+
+    edited = blocks()[3].replace('"drawn": [33]', '"drawn": [34]', 1)
+    assert edited != blocks()[3]
+    with pytest.raises(InvalidSignature):
+        exec(compile(edited, str(DOC), "exec"), {})
 
 
 def test_the_worked_example_fails_on_a_changed_byte() -> None:
