@@ -130,6 +130,9 @@ def test_rounds_under_a_profile_not_installed_re_settle_from_the_bundles_rules(
         # The Python API says the same.
         report = verify_bundle(bundle)
         assert report.built == [line for line in out.splitlines() if "not installed here" in line]
+    # With no game counted as installed, every round's game is built from the rules data.
+    report = verify_bundle(bundles["round"], variants={})
+    assert len(report.built) == 1 and "1 settlements re-settled" in report.summary()
 
 
 def test_rules_data_that_do_not_hash_to_the_rules_hash_fail(

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.audit.findings import Step
-from ledger.audit.key_times import Coverage, SignedWhen, checkpoint_times
-from ledger.audit.round_variants import games_from_rules
-from ledger.audit.settlement import SettlementAudit
+from ledger.audit.key_times import Coverage, checkpoint_times
+from ledger.audit.resettle import Resettler
+from ledger.audit.round_rules import RoundRulesAudit
+from ledger.audit.round_variants import RoundVariants, games_from_rules
 from ledger.audit.verify import Level, VerificationReport, verify_log
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import (
@@ -130,7 +130,9 @@ def verify_bundle(
     else:
         if trusted is not None:
             raise ConfigError("--trusted needs a whole-log bundle (consistency proofs)")
-        _verify_partial(bundle, keyring, level, variants or {}, report, progress)
+        _verify_partial(
+            bundle, keyring, level, {} if variants is None else variants, report, progress
+        )
     _check_manifest_count(bundle, report.events)
     _check_profiles(bundle, games)
     return report
@@ -230,7 +232,8 @@ def _verify_partial(
     judged_by: dict[tuple[int, int], int] = {}  # (first covering, proof's size) -> events
     signer_check = SignerCheck(keyring)
     transcoder = ledger_transcoder()
-    rounds = SettlementAudit(keyring, variants, steps=(Step.RULES, Step.PAYOUTS))
+    rounds = RoundVariants(variants)
+    rules, payouts = RoundRulesAudit(rounds), Resettler(rounds)
     heads: dict[str, tuple[int, bytes]] = {}
     proofs = bundle.proofs()
     last_position = first_position = -1
@@ -282,7 +285,8 @@ def _verify_partial(
         if level is Level.SETTLEMENT:
             state = transcoder.decode(envelope.payload)
             at = f"{where(stream, version)} ({label})"
-            rounds.check(stream, event.topic, state, at, SignedWhen(-1), event.position)
+            rules.observe(stream, event.topic, state, at)
+            payouts.observe(stream, event.topic, state, at)
         count += 1
         if progress and count % 1000 == 0:
             progress(1000)
@@ -323,9 +327,9 @@ def _verify_partial(
         )
     if level is Level.SETTLEMENT:
         report.lines.append(
-            f"   {rounds.rounds} rounds re-derived (step order, fault policy); "
-            f"{rounds.payouts.resettled} settlements re-settled with their own game and rules "
-            f"({rounds.payouts.bets} bets)"
+            f"   {rules.checked} rounds re-derived (step order, fault policy); "
+            f"{payouts.resettled} settlements re-settled with their own game and rules "
+            f"({payouts.bets} bets)"
         )
     report.lines.append(
         "   NOT CHECKED here: money across wallets, RNG seeds and device reports outside the "
