@@ -11,11 +11,11 @@ tables whose dealer device reports exactly the cards and dice chosen here. An
 operator's void, a resume, a correction of a throw and of a drawn card, both
 fault policies (betting reopened, the round voided), rounds with no bet, and
 Xì dách hands that meet every rule: naturals (paid at the deal, and against a
-dealer's natural), ngũ linh, a hit while bust (penalised), checks, the
-dealer's 28 rule, a misdeal after a natural was paid, 3:2 on an odd stake
-under `xidach-house`. Then a checkpoint, a key revocation (the dealer device
-key these rounds used), a recorded verification run signed by an auditor key,
-and a last checkpoint.
+dealer's natural), ngũ linh (against the dealer's too), aces by hand size, a
+hit while bust (penalised), checks, the dealer's 28 rule, a misdeal after a
+natural was paid, 3:2 on an odd stake under `xidach-house`. Then a
+checkpoint, a key revocation (the dealer device key these rounds used), a
+recorded verification run signed by an auditor key, and a last checkpoint.
 """
 
 from __future__ import annotations
@@ -248,6 +248,30 @@ def card_rounds(script: Script) -> None:
     r, _ = script.round(table, [(0, seat[1], 1_000), (1, seat[2], 1_000)])
     script.close(r)
     script.act(r, "dealer", "deal", [card(A), card(9), card(A, 1), card(A, 2), card(9, 1), card(Q)])
+    # Aces by hand size: 10 in a three-card hand (21), 1 in a four-card one (10, non).
+    r, _ = script.round(table, [(0, seat[1], 1_000), (1, seat[2], 1_000)])
+    script.close(r)
+    script.act(
+        r,
+        "dealer",
+        "deal",
+        [card(9, 2), card(2, 3), card(10, 2), card(2, 2), card(3, 3), card(7, 3)],
+    )  # seat 1 9+2, seat 2 2+3, dealer 10+7
+    script.act(r, "seat:1", "hit", [card(A)])
+    script.act(r, "seat:1", "stand")
+    script.act(r, "seat:2", "hit", [card(4, 3)])
+    script.act(r, "seat:2", "hit", [card(A, 2)])
+    script.act(r, "seat:2", "stand")
+    script.act(r, "dealer", "stop")
+    # Ngũ linh against ngũ linh: the lower score wins.
+    r, _ = script.round(table, [(2, seat[1], 1_000)])
+    script.close(r)
+    script.act(r, "dealer", "deal", [card(2), card(4), card(3), card(4, 1)])
+    for drawn in (card(4, 2), card(5), card(3, 1)):  # 2+3+4+5+3 = 17, five cards
+        script.act(r, "seat:1", "hit", [drawn])
+    for drawn in (card(2, 1), card(3, 2), card(5, 1)):  # 4+4+2+3+5 = 18, five cards
+        script.act(r, "dealer", "draw", [drawn])
+    script.act(r, "dealer", "stop")
     # An operator voids a card round before its first card is dealt.
     r, _ = script.round(table, [(3, seat[4], 2_500)])
     script.close(r)
