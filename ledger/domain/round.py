@@ -750,17 +750,17 @@ class Round(PlainCopy, Aggregate):
             raise InvalidCommandError(
                 f"round {self.id} has a recorded outcome: it can only be settled, not voided"
             )
-        if operator is not None and self.settled_bets:
-            raise InvalidCommandError(
-                f"round {self.id} has settled bets: an operator may not void it (the house "
-                "may not void a round it is losing)"
-            )
         if operator is not None and self.drawn:
             raise InvalidCommandError(
                 f"round {self.id} has drawn its outcome ({self.drawn} draws: every dealt card "
                 "is part of it): an operator may not void it; it is played to its end "
                 "(resume it if interrupted; a physical table's misdeal is its dealer "
                 "device's signed fault report)"
+            )
+        if operator is not None and self.settled_bets:
+            raise InvalidCommandError(
+                f"round {self.id} has settled bets: an operator may not void it (the house "
+                "may not void a round it is losing)"
             )
         if not isinstance(reason, str) or not reason.strip():
             raise InvalidCommandError("a void needs a reason")
