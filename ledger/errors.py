@@ -6,6 +6,17 @@ bug and keeps its traceback.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
+
+class FindingKind(StrEnum):
+    """What a verification finding is (`ledger verify --findings`)."""
+
+    ALTERED = "altered"  # altered or forged data: bytes, chains, roots, signatures
+    RULE_BROKEN = "rule-broken"  # genuine, signed data that breaks a rule
+    OLDER_RELEASE = "older-release"  # allowed by the release that recorded it, refused today
+    NOT_CHECKED = "not-checked"  # could not be checked here (e.g. the game is not installed)
+
 
 class LedgerError(Exception):
     """Base of every error the ledger raises on purpose."""
@@ -34,8 +45,20 @@ class VerificationError(LedgerError):
 
     exit_code = 1
 
-    def __init__(self, message: str, *, where: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: str | None = None,
+        kind: FindingKind | None = None,
+        position: int | None = None,
+    ) -> None:
         self.where = where
+        self.reason = message
+        self.position = position  # the log position at fault, when one is
+        # What the finding is, when the raiser knows better than the step that
+        # caught it (`ledger.audit.findings.Kind`): e.g. a forged actor signature.
+        self.kind = kind
         super().__init__(f"{where}: {message}" if where else message)
 
 

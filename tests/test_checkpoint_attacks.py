@@ -23,6 +23,7 @@ from ledger.node import Node, open_node
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
+from tests.verdict import verdict
 
 CheckpointEdit = Callable[[Attacker, Node], None]
 
@@ -51,7 +52,7 @@ def run(node: Node, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int
         code = int(exc.code or 0)
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    return code, captured.out + captured.err
+    return code, verdict(code, captured.out, captured.err)
 
 
 def attack(node: Node, edit: Callable[[Attacker], Any]) -> None:

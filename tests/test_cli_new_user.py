@@ -326,7 +326,8 @@ def test_bad_input_is_one_line_and_writes_nothing(
         assert needle in line, line
     for needle in case.absent:
         assert needle not in line, line
-    assert out == ""
+    # A verify that found something prints its findings report; nothing else prints.
+    assert out == "" or (case.code in (1, 3) and out.startswith("FAILED: ")), out
     assert snapshot(workdir) == files
     assert {url: store_rows(url) for url in stores} == rows
 

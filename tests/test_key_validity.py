@@ -26,6 +26,7 @@ from ledger.store.checkpointer import Checkpointer
 from tests.attacker import ThiefApplication, unrevoked
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
+from tests.verdict import verdict
 
 HOUR = 3600 * 1_000_000
 
@@ -43,7 +44,7 @@ def cli(node: Node, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int
     code = main(["--store", node.app.store_url, "--keys", str(node.keys.path), *argv])
     out, err = capsys.readouterr()
     assert "Traceback" not in err
-    return code, out + err
+    return code, verdict(code, out, err)
 
 
 def verify(node: Node, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
@@ -362,7 +363,7 @@ def test_verify_with_the_auditors_own_keyring_and_its_fingerprint(
     code = main(["--store", node.app.store_url, "verify", "--keyring", str(own)])
     out, err = capsys.readouterr()
     assert code == 1
-    line = one_error_line(out + err)
+    line = one_error_line(verdict(code, out, err))
     assert "not in the keyring" in line and f"[keyring {other}]" in line
 
 

@@ -16,6 +16,7 @@ from ledger.node import open_node
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
+from tests.verdict import verdict
 
 RELEASE = Path(__file__).parent / "data" / "release-0.1-store"
 
@@ -36,7 +37,7 @@ def verify(copy: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple
     code = main(["--store", store, "--keys", str(copy / "keys"), "verify", *extra])
     out, err = capsys.readouterr()
     assert "Traceback" not in err
-    return code, out + err
+    return code, verdict(code, out, err)
 
 
 def magics(copy: Path) -> list[bytes]:

@@ -31,6 +31,7 @@ from ledger.revocation import revoke_key
 from tests.casino_support import event_count
 from tests.conftest import PASSPHRASE
 from tests.http_support import make_api, operator_signature
+from tests.verdict import verdict
 
 GAMES = get_plugin_manager().games()
 LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
@@ -70,7 +71,7 @@ def verify_fails(node: Node, capsys: pytest.CaptureFixture[str], *extra: str) ->
     out, err = capsys.readouterr()
     assert code == 1, out + err
     assert "Traceback" not in err
-    lines = (out + err).strip().splitlines()
+    lines = verdict(code, out, err).strip().splitlines()
     assert len(lines) == 1, out + err
     return lines[0]
 

@@ -41,6 +41,7 @@ from ledger.store.checkpointer import Checkpointer
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
 from tests.test_checkpoint_attacks import record, run
+from tests.verdict import verdict
 
 DATA = Path(__file__).parent / "data"
 VECTOR = json.loads((DATA / "signed-note" / "vector.json").read_text())
@@ -325,7 +326,7 @@ def test_a_release_0_2_store_takes_c2sp_checkpoints_beside_its_old_ones(
         code = main(["--store", url, "--keys", str(keys.path), *argv])
         out, err = capsys.readouterr()
         assert "Traceback" not in err
-        return code, out + err
+        return code, verdict(code, out, err)
 
     node = open_node(url, str(keys.path), passphrase=PASSPHRASE, writable=False)
     try:

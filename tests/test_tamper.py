@@ -16,6 +16,7 @@ from ledger.crypto.signing import InMemorySigner
 from ledger.node import Node
 from tests.attacker import Attacker
 from tests.demo_table import Table
+from tests.verdict import verdict
 
 
 def record(node: Node, tables: int = 3, saves: int = 2) -> list[str]:
@@ -36,7 +37,7 @@ def verify(node: Node, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple
     code = main(["--store", node.app.store_url, "--keys", str(node.keys.path), "verify", *extra])
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
-    return code, captured.out + captured.err
+    return code, verdict(code, captured.out, captured.err)
 
 
 def flip_payload_byte(attacker: Attacker, streams: list[str]) -> tuple[str, int]:

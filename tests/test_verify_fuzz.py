@@ -18,6 +18,7 @@ from ledger.node import open_node
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 from tests.demo_table import Table
+from tests.verdict import verdict
 
 MUTATIONS = ["flip", "truncate", "null", "retype", "delete", "swap"]
 
@@ -134,7 +135,7 @@ def test_any_row_mutation_is_one_line_naming_its_position(
             drop_pg_schema(schema)
     assert "Traceback" not in out + err
     assert code == 1, out + err
-    lines = (out + err).strip().splitlines()
+    lines = verdict(code, out, err).strip().splitlines()
     assert len(lines) == 1, out + err
     found = re.findall(r"\(log position (\d+)\)", lines[0])
     assert found == [str(expected)], lines[0]
@@ -177,7 +178,7 @@ def test_two_events_trading_places_are_located_by_the_stored_leaves(
     code = main(["--store", store_url, "--keys", str(keys.path), "verify", "--workers", "1"])
     out, err = capsys.readouterr()
     assert code == 1
-    (line,) = (out + err).strip().splitlines()
+    (line,) = verdict(code, out, err).strip().splitlines()
     if leaves_too:
         assert "an event at a log position from 0 to 15 was changed, removed or inserted" in line
         assert "(log position 0)" in line

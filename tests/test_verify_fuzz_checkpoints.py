@@ -13,6 +13,7 @@ from ledger.crypto.keystore import KeyDirectory
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 from tests.test_verify_fuzz import record_ledger
+from tests.verdict import verdict
 
 # A character of the note replaced, the size column moved, the note emptied.
 MUTATIONS = ["character", "size-column", "empty-note"]
@@ -81,6 +82,6 @@ def test_any_checkpoint_row_mutation_is_one_line_naming_a_checkpoint(
             drop_pg_schema(schema)
     assert "Traceback" not in out + err
     assert code == 1, out + err
-    lines = (out + err).strip().splitlines()
+    lines = verdict(code, out, err).strip().splitlines()
     assert len(lines) == 1, out + err
     assert "checkpoint" in lines[0], lines[0]

@@ -61,16 +61,18 @@ def test_settlement_level_rederives_the_money(node: Node) -> None:
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
     assert report.movements == 5  # two deposits, two bets, one settlement
     # The OK line says what was re-derived, in counts: nothing claimed unchecked.
-    assert report.summary().splitlines()[1:4] == [
-        "   5 money movements balanced; 3 wallets match their postings; every account a "
-        "posting names exists",
-        "   1 rounds re-derived (step order, voids, fault policy: 0 faulty throws); "
-        "1 settlements re-settled with their own variant and rules (2 bets)",
-        "   0 RNG throws recomputed from their round's committed seed; "
+    assert report.summary().splitlines()[8:12] == [
+        "   8 money: 5 money movements balanced; 3 wallets match their postings; every "
+        "account a posting names exists",
+        "   9 sources: 0 RNG throws recomputed from their round's committed seed; "
         "1 dealer device reports verified",
+        "   10 round rules: 1 rounds re-derived (step order, voids, fault policy: 0 faulty throws)",
+        "   11 payouts: 1 settlements re-settled with their own variant and rules (2 bets)",
     ]
     signatures = verify_store(node.app, node.keyring, level=Level.SIGNATURES)
-    assert signatures.movements is None and "money" not in signatures.summary()
+    assert signatures.movements is None
+    assert "   8 money: NOT CHECKED at level signatures" in signatures.summary()
+    assert "money movements" not in signatures.summary()
 
 
 def test_postings_that_disagree_with_the_results(

@@ -12,6 +12,7 @@ checkpoint is checked against the log itself, never shadowed by a stored one.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from datetime import datetime
 
 from ledger.audit.chunks import Problem
@@ -28,31 +29,53 @@ def _label(checkpoint: Checkpoint) -> str:
 
 
 def load_checkpoints(
-    tables: LogRows, keyring: Keyring, trusted: Checkpoint | None
+    tables: LogRows,
+    keyring: Keyring,
+    trusted: Checkpoint | None,
+    problems: list[VerificationError] | None = None,
 ) -> list[Checkpoint]:
-    """Every stored checkpoint, checked, one per signed size, by size."""
+    """Every stored checkpoint, checked, one per signed size, by size. The first
+    bad one raises; with `problems`, each is added there and left out."""
+
+    def found(exc: VerificationError) -> None:
+        if problems is None:
+            raise exc
+        problems.append(exc)
+
     rows = sorted(tables.checkpoint_rows(), key=_by_column)  # the first bad row is named
-    parsed = sorted(
-        (parse_checkpoint_row(row) for row in rows), key=lambda c: (c.size, c.issued_at)
-    )
+    parsed = []
+    for row in rows:
+        try:
+            parsed.append(parse_checkpoint_row(row))
+        except VerificationError as exc:
+            found(exc)
+    parsed.sort(key=lambda c: (c.size, c.issued_at))
     if trusted is not None:
         trusted.verify(keyring)
     origin = trusted.origin if trusted else (parsed[0].origin if parsed else None)
+    valid = []
     for checkpoint in parsed:
-        checkpoint.verify(keyring, origin=origin)
+        try:
+            checkpoint.verify(keyring, origin=origin)
+        except VerificationError as exc:
+            found(exc)
+            continue
+        valid.append(checkpoint)
     distinct: list[Checkpoint] = []
-    for checkpoint in parsed:
+    for checkpoint in valid:
         if distinct and distinct[-1].size == checkpoint.size:
             # The same signed statement twice (a replayed copy) adds and hides
             # nothing; two roots for one size is a fork.
             if distinct[-1].root != checkpoint.root:
-                raise VerificationError(
-                    "two signed checkpoints of this size state different roots (a fork)",
-                    where=_label(checkpoint),
+                found(
+                    VerificationError(
+                        "two signed checkpoints of this size state different roots (a fork)",
+                        where=_label(checkpoint),
+                    )
                 )
             continue
         distinct.append(checkpoint)
-    _check_times(distinct)
+    _check_times(distinct, found)
     return distinct
 
 
@@ -76,15 +99,18 @@ def _by_column(row: CheckpointRow) -> tuple[int, int]:
     return (0, column) if type(column) is int else (1, 0)
 
 
-def _check_times(checkpoints: list[Checkpoint]) -> None:
+def _check_times(checkpoints: list[Checkpoint], found: Callable[[VerificationError], None]) -> None:
     """Checkpoint times never go backwards as size grows."""
     latest: Checkpoint | None = None
     for checkpoint in checkpoints:
         if latest is not None and checkpoint.issued_at < latest.issued_at:
-            raise VerificationError(
-                f"issued at {_time(checkpoint.issued_at)}, earlier than the checkpoint of "
-                f"size {latest.size} ({_time(latest.issued_at)}): checkpoint times go backwards",
-                where=_label(checkpoint),
+            found(
+                VerificationError(
+                    f"issued at {_time(checkpoint.issued_at)}, earlier than the checkpoint of "
+                    f"size {latest.size} ({_time(latest.issued_at)}): checkpoint times go "
+                    "backwards",
+                    where=_label(checkpoint),
+                )
             )
         latest = checkpoint
 
@@ -130,7 +156,10 @@ def check_not_rolled_back(checkpoints: list[Checkpoint], trusted: Checkpoint | N
 
 
 def check_proofs(
-    tables: MerkleLogTables, checkpoints: list[Checkpoint], trusted: Checkpoint | None
+    tables: MerkleLogTables,
+    checkpoints: list[Checkpoint],
+    trusted: Checkpoint | None,
+    problems: list[VerificationError] | None = None,
 ) -> None:
     """Consecutive checkpoints, and the kept one with the newest, must be consistent
     by the proofs the store serves: the roots were already recomputed from the
@@ -145,10 +174,13 @@ def check_proofs(
             verify_consistency(older.size, newer.size, proof, older.root, newer.root)
         except (VerificationError, LookupError, ValueError) as exc:
             kept = "kept " if older is trusted else ""
-            raise VerificationError(
+            problem = VerificationError(
                 f"no valid consistency proof from it to the checkpoint of size {newer.size}: {exc}",
                 where=f"{kept}{_label(older)}",
-            ) from exc
+            )
+            if problems is None:
+                raise problem from exc
+            problems.append(problem)
 
 
 def unanchored_note(events: int, newest: Checkpoint | None, now: datetime) -> str | None:

@@ -51,6 +51,10 @@ class ChunkSpec:
     # ascending: from the first of size > first_leaf to the first reaching the chunk's end.
     covering: tuple[tuple[int, int], ...] = ()
     offset: int = 0  # a bundle's chunk: the byte offset of its first line
+    # A resumable run's chunk: also the digest of its rows (`rows_digest`); with
+    # `digest_only`, nothing else (rows a saved state already vouches for).
+    digest: bool = False
+    digest_only: bool = False
 
 
 @dataclass
@@ -58,6 +62,7 @@ class Problem:
     position: int  # log position (leaf index) of the event at fault
     message: str
     located: bool = False  # the message names the position already
+    stream: str | None = None  # the event's stream, when known
 
     def as_error(self) -> VerificationError:
         if self.located:
@@ -74,8 +79,20 @@ class ChunkResult:
     # Per stream: first event here (position, version, prev hash) and last (version, hash).
     firsts: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
     lasts: dict[str, tuple[int, bytes]] = field(default_factory=dict)
-    problem: Problem | None = None
+    problems: list[Problem] = field(default_factory=list)  # by position: every bad row
     facts: Any = None  # what a source's own chunk reader found, for its merge
+    digest: str | None = None  # the rows' digest, when the spec asks for it
+    rows: int = 0  # rows read (a digest-only chunk has no leaves)
+
+    @property
+    def problem(self) -> Problem | None:
+        """The first problem in the chunk."""
+        return self.problems[0] if self.problems else None
+
+    @problem.setter
+    def problem(self, value: Problem | None) -> None:  # a source's own, found first
+        if value is not None:
+            self.problems.insert(0, value)
 
     @property
     def count(self) -> int:
@@ -148,9 +165,10 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
     low, high = trusted_span(window, cover.bound)
     time_digits, signed_at = b"", -1  # the last signing time parsed, as stored and as an int
     stream, version = "", 0
-    problem = None
-    try:
-        for _, originator_id, version, topic, state in rows:
+    problems: list[Problem] = []
+    for _, originator_id, version, topic, state in rows:
+        stream = "?"  # until this row's stream id is read
+        try:
             if type(state) is not bytes or type(topic) is not str or type(version) is not int:
                 state = _checked_columns(originator_id, version, topic, state)
             fast = key_id
@@ -229,22 +247,42 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
                 key_bytes = key_id.encode()
                 window = signer_check.windows[key_id]
                 low, high = trusted_span(window, cover.bound)
+        except VerificationError as exc:
+            problems.append(Problem(position, str(exc), stream=None if stream == "?" else stream))
+            entry_hash = _leaf_anyway(state)
+        except struct.error:
+            problems.append(
+                Problem(position, f"{where(stream, version)}: malformed envelope", stream=stream)
+            )
+            entry_hash = _leaf_anyway(state)
+        # A bad row still takes its place in the stream and the tree: the next
+        # event links to its header (unchanged when only its payload was
+        # altered), and the roots it changes are found at the merge.
+        if stream != "?" and type(version) is int:
             lasts[stream] = (version, entry_hash)
-            add_leaf(entry_hash)
-            position += 1
-            if position == cover.next_change:
-                if position in wanted:
-                    cuts.append(position)
-                cover.advance(position)
-                low, high = trusted_span(window, cover.bound)
-    except VerificationError as exc:
-        problem = Problem(position, str(exc))
-    except struct.error:
-        problem = Problem(position, f"{where(stream, version)}: malformed envelope")
+        add_leaf(entry_hash)
+        position += 1
+        if position == cover.next_change:
+            if position in wanted:
+                cuts.append(position)
+            cover.advance(position)
+            low, high = trusted_span(window, cover.bound)
     tree = AlignedLeaves(spec.first_leaf, hashes)
-    result = ChunkResult(spec, tree.compact_range(), firsts=firsts, lasts=lasts, problem=problem)
+    result = ChunkResult(spec, tree.compact_range(), firsts=firsts, lasts=lasts, problems=problems)
     result.at_size = {size: tree.compact_range(size) for size in cuts}
     return result
+
+
+def _leaf_anyway(state: object) -> bytes:
+    """A bad row's leaf hash: its header's if it has one (a row whose payload
+    alone was altered keeps its place in the chain), else its bytes'."""
+    data = bytes(state) if isinstance(state, bytes | bytearray | memoryview) else b""
+    try:
+        _, size = ENVELOPE_PREFIX.unpack_from(data)
+    except struct.error:
+        return hashlib.sha256(LEAF_PREFIX + data).digest()
+    start = ENVELOPE_PREFIX.size
+    return hashlib.sha256(LEAF_PREFIX + data[start : start + size]).digest()
 
 
 # PLAIN_HEADER as bytes, the signing time's digits spliced in as stored (held
@@ -350,12 +388,14 @@ def link_problem(
             position,
             f"{where(stream, version)}: expected version {expected_version} next in this "
             "stream: an event is missing or out of order",
+            stream=stream,
         )
     if prev_hash != expected_hash:
         return Problem(
             position,
             f"{where(stream, version)}: chain broken: previous-envelope hash does not match "
             "the stream's previous event",
+            stream=stream,
         )
     return None
 
@@ -383,4 +423,32 @@ def verify_chunk(spec: ChunkSpec) -> ChunkResult:
 def verify_chunk_with(
     tables: MerkleLogTables, signer_check: SignerCheck, spec: ChunkSpec
 ) -> ChunkResult:
-    return verify_rows(spec, tables.rows_between(spec.after_id, spec.last_id), signer_check)
+    rows = tables.rows_between(spec.after_id, spec.last_id)
+    if spec.digest_only:
+        return ChunkResult(
+            spec, CompactRange(spec.first_leaf), digest=rows_digest(rows), rows=len(rows)
+        )
+    result = verify_rows(spec, rows, signer_check)
+    result.rows = len(rows)
+    if spec.digest:
+        result.digest = rows_digest(rows)
+    return result
+
+
+def rows_digest(rows: list[Row]) -> str:
+    """SHA-256 over every column of these rows, each length-prefixed: a saved
+    state's proof that the rows it was made from are still the same bytes."""
+    digest = hashlib.sha256()
+    update = digest.update
+    for notification_id, originator_id, version, topic, state in rows:
+        for value in (notification_id, originator_id, version, topic, state):
+            if isinstance(value, bytes | bytearray | memoryview):
+                data = bytes(value)
+            elif value is None:  # told apart from any text: no length is all ones
+                update(b"\xff" * 8)
+                continue
+            else:
+                data = str(value).encode()
+            update(len(data).to_bytes(8, "big"))
+            update(data)
+    return digest.hexdigest()

@@ -33,6 +33,10 @@ from ledger.store.application import LedgerApplication
 
 
 class LogSource(Protocol):
+    #: Whether `root_mismatch` names the event where the log departs (a store's
+    #: Merkle rows can), or only that it does somewhere (a bundle's).
+    locates_roots: bool
+
     @property
     def rows(self) -> LogRows: ...
     @property
@@ -44,8 +48,10 @@ class LogSource(Protocol):
         check_signatures: bool,
         chunk_leaves: int,
         times: list[tuple[int, int]],
+        start: tuple[int, int] = (0, 0),
     ) -> tuple[int, list[ChunkSpec]]:
-        """(events in the log, its chunks)."""
+        """(events in the log, its chunks from `start`: (log position, the row id
+        before it); a source that cannot start past 0 raises ConfigError)."""
         ...
 
     def verify_chunk(self, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult: ...
@@ -65,11 +71,13 @@ class LogSource(Protocol):
 
     def first_removed(self, begin: int, end: int) -> Problem | None: ...
     def check_proofs(self, checkpoints: list[Checkpoint], trusted: Checkpoint | None) -> None: ...
-    def events(self, progress: Any = None) -> Iterator[Event]: ...
+    def events(self, progress: Any = None, start: tuple[int, int] = (0, 0)) -> Iterator[Event]: ...
 
 
 class StoreLog:
     """A store, read through its tables (and in workers, by its URL)."""
+
+    locates_roots = True
 
     def __init__(self, app: LedgerApplication) -> None:
         self.app = app
@@ -82,12 +90,16 @@ class StoreLog:
         check_signatures: bool,
         chunk_leaves: int,
         times: list[tuple[int, int]],
+        start: tuple[int, int] = (0, 0),
     ) -> tuple[int, list[ChunkSpec]]:
         tables = self.app.tables
         count, highest = tables.event_count()
-        specs, first, after = [], 0, 0
+        specs: list[ChunkSpec] = []
+        first, after = start
         while first < count:
-            end = min(first + chunk_leaves, count)
+            # A chunk's leaves start aligned to its size (its subtree): a log resumed
+            # at an odd position takes smaller chunks up to the next boundary.
+            end = min(first + min(chunk_leaves, first & -first or chunk_leaves), count)
             last_id = highest if end == count else tables.id_after(after, end - first - 1)
             if last_id is None:  # rows vanished while planning
                 raise Problem(end - 1, "the log changed while it was read").as_error()
@@ -117,8 +129,8 @@ class StoreLog:
         check_not_rolled_back(checkpoints, trusted)
         check_proofs(self.app.tables, checkpoints, trusted)
 
-    def events(self, progress: Any = None) -> Iterator[Event]:
-        return events(self.app.tables, self.transcoder, progress)
+    def events(self, progress: Any = None, start: tuple[int, int] = (0, 0)) -> Iterator[Event]:
+        return events(self.app.tables, self.transcoder, progress, start)
 
 
 def chunk_spec(

@@ -17,11 +17,14 @@ Reads every event's payload (the envelopes were already verified) and checks:
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eventsourcing.utils import get_topic
 
 from ledger.audit.key_times import SignedWhen
+
+if TYPE_CHECKING:
+    from ledger.audit.round_facts import RoundFacts
 from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.account import PLAYER, Account
@@ -72,7 +75,9 @@ def expected_void_postings(
 
 
 class MoneyAudit:
-    """Follows the log in order; `finish` checks what needs the whole log."""
+    """Follows the log in order; `finish` checks what needs the whole log. A
+    round's house account, currency and postings in force are its facts
+    (`ledger.audit.round_facts`), folded once for every check."""
 
     def __init__(self, keyring: Keyring) -> None:
         self.keyring = keyring
@@ -80,13 +85,18 @@ class MoneyAudit:
         self.mirrored: dict[str, int] = defaultdict(int)  # account id -> balance its events give
         self.posted: dict[str, int] = defaultdict(int)  # ledger account -> sum of postings
         self.first_named: dict[str, str] = {}  # ledger account -> where a posting first named it
-        self.rounds: dict[str, tuple[str, str]] = {}  # round id -> (house account, currency)
-        self.in_force: dict[str, list[dict[str, Any]]] = {}  # round -> settlement postings
+        self.rounds: set[str] = set()  # every round opened
         self.movements = 0
         self.wallets = 0  # wallets whose balance matched their postings
 
     def observe(
-        self, stream: str, topic: str, state: dict[str, Any], where: str, when: SignedWhen
+        self,
+        stream: str,
+        topic: str,
+        state: dict[str, Any],
+        where: str,
+        when: SignedWhen,
+        facts: RoundFacts | None = None,
     ) -> None:
         postings = state.get("postings")
         if postings is not None:
@@ -100,9 +110,9 @@ class MoneyAudit:
                     f"wallet balance goes negative ({self.mirrored[stream]})", where=where
                 )
         elif topic == _ROUND_OPENED:
-            self.rounds[stream] = (str(state["house_account"]), state["currency"])
+            self.rounds.add(stream)
         elif topic in (_SETTLED, _VOIDED, _CORRECTED):
-            self._paid_out(stream, topic, state, postings, where)
+            self._paid_out(stream, topic, state, postings, where, facts)
         if topic == _CORRECTED:
             fact = correction_fact(
                 stream,
@@ -147,10 +157,11 @@ class MoneyAudit:
         state: dict[str, Any],
         postings: list[dict[str, Any]] | None,
         where: str,
+        facts: RoundFacts | None,
     ) -> None:
-        if stream not in self.rounds:
+        if facts is None:
             raise VerificationError(f"round {stream} pays out but never opened", where=where)
-        house, currency = self.rounds[stream]
+        house, currency = facts.house, facts.currency
         if topic == _VOIDED:
             results = state["returns"]
             expected = expected_void_postings(stream, currency, results)
@@ -166,16 +177,8 @@ class MoneyAudit:
                     )
                 ]
                 expected = reversal + expected
-            elif topic == _CORRECTED:
-                reversal = [
-                    {**leg, "amount": -leg["amount"]} for leg in self.in_force.get(stream, [])
-                ]
-                self.in_force[stream] = expected
-                expected = reversal + expected
-            elif state.get("step") is not None:  # a step's bets: added to those in force
-                self.in_force[stream] = [*self.in_force.get(stream, []), *expected]
-            else:
-                self.in_force[stream] = expected
+            elif topic == _CORRECTED:  # reverses the settlement in force, then re-settles
+                expected = [{**leg, "amount": -leg["amount"]} for leg in facts.in_force] + expected
         if postings != expected:
             raise VerificationError(
                 "postings differ from what the round's results say", where=where
@@ -183,25 +186,51 @@ class MoneyAudit:
         if any(r["returned"] < 0 for r in results):
             raise VerificationError("a negative return", where=where)
 
-    def finish(self) -> None:
+    def saved(self) -> dict[str, Any]:
+        """What the next events need (`ledger.audit.verify_state`); taken before `finish`."""
+        return {
+            "kinds": self.kinds,
+            "mirrored": dict(self.mirrored),
+            "posted": dict(self.posted),
+            "first_named": self.first_named,
+            "rounds": sorted(self.rounds),
+            "movements": self.movements,
+        }
+
+    def restore(self, data: dict[str, Any]) -> None:
+        self.kinds = dict(data["kinds"])
+        self.mirrored.update(data["mirrored"])
+        self.posted.update(data["posted"])
+        self.first_named = dict(data["first_named"])
+        self.rounds = set(data["rounds"])
+        self.movements = int(data["movements"])
+
+    def finish(self) -> list[VerificationError]:
         """Every wallet's events agree with its postings, and every account a
         posting names exists: a wallet or a round whose whole stream was
-        deleted still has postings naming it elsewhere."""
+        deleted still has postings naming it elsewhere. Returns the problems."""
+        problems = []
         for name, where in self.first_named.items():
             kind, _, ident = name.partition(":")
             known = self.kinds if kind == _WALLET else self.rounds if kind == _IN_PLAY else None
             if known is not None and ident not in known:
                 what = "account" if kind == _WALLET else "round"
-                raise VerificationError(
-                    f"postings name {what} {ident} ({self.posted[name]} posted to {name}, "
-                    f"first at {where}), but its stream is not in the log",
-                    where=f"{what} {ident}",
+                problems.append(
+                    VerificationError(
+                        f"postings name {what} {ident} ({self.posted[name]} posted to {name}, "
+                        f"first at {where}), but its stream is not in the log",
+                        where=f"{what} {ident}",
+                    )
                 )
         for account_id, balance in self.mirrored.items():
             if self.posted[wallet(account_id)] != balance:
-                raise VerificationError(
-                    f"balance {balance} from its events differs from its postings "
-                    f"{self.posted[wallet(account_id)]}",
-                    where=f"account {account_id}",
+                problems.append(
+                    VerificationError(
+                        f"balance {balance} from its events differs from its postings "
+                        f"{self.posted[wallet(account_id)]}",
+                        where=f"account {account_id}",
+                    )
                 )
-        self.wallets = len(self.mirrored)
+            else:
+                self.wallets += 1
+        return problems

@@ -25,30 +25,25 @@ checked against each event's entry hash.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 from uuid import UUID
 
 from eventsourcing.utils import get_topic
 
 from ledger.audit.checkpoints import valid_checkpoints
 from ledger.audit.key_times import Coverage, SignedWhen, checkpoint_times
-from ledger.audit.money import MoneyAudit
-from ledger.audit.resettle import Resettler
 from ledger.audit.revocations import earliest, log_revocations, merged
-from ledger.audit.round_rules import RoundRulesAudit
-from ledger.audit.round_variants import RoundVariants
+from ledger.audit.settlement import SettlementAudit
 from ledger.audit.significant import plain
-from ledger.audit.sources import SourceAudit
 from ledger.crypto.envelope import GENESIS_HASH, Envelope, SignerCheck, check_row, open_envelope
 from ledger.crypto.keys import Keyring, from_micros
 from ledger.domain.asked_by import describe_by
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
-from ledger.errors import CannotCheckError, NotFoundError, VerificationError
-from ledger.games.api import BetView, RecordedAction, Step
+from ledger.errors import NotFoundError, VerificationError
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import MerkleLogTables, stream_of
@@ -224,63 +219,8 @@ def _actor_keys(reader: _Reader, payload: dict[str, Any]) -> list[KeyUse]:
     return found
 
 
-class _RememberedSteps:
-    """A game whose steps are computed once per (bets, actions so far): verify's
-    checks replay the round from its start at every settlement, which for a
-    card round of n actions is O(n^3) game work; a game's step is a pure
-    function of its arguments (the games contract), so one recall needs each
-    prefix once. Everything else is the game itself."""
-
-    def __init__(self, game: LoadedGame) -> None:
-        self._game = game
-        self._steps: dict[str, Step] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._game, name)
-
-    def step(self, bets: Mapping[str, BetView], actions: Sequence[RecordedAction]) -> Step:
-        # repr is exact for plain JSON values (equal text, equal arguments), and
-        # several times cheaper than a canonical encoding; a miss only costs time.
-        key = repr((bets, actions))
-        found = self._steps.get(key)
-        if found is None:
-            found = self._steps[key] = self._game.step(bets, actions)
-        return found
-
-
 # The seed events' own times are not judged here (no actor signs them).
 _UNKNOWN = SignedWhen(-1)
-
-
-class _Checks:
-    """verify's own per-event checks, fed only this round (and its seed's events)."""
-
-    def __init__(self, keyring: Keyring, variants: Mapping[str, LoadedGame]) -> None:
-        remembered = {name: _RememberedSteps(game) for name, game in variants.items()}
-        rounds = RoundVariants(cast(Mapping[str, LoadedGame], remembered))
-        self.money = MoneyAudit(keyring)
-        self.sources = SourceAudit(keyring)
-        self.rules: RoundRulesAudit | None = RoundRulesAudit(rounds)
-        self.payouts: Resettler | None = Resettler(rounds)
-        self.cannot: str | None = None
-
-    def observe(
-        self,
-        stream: str,
-        topic: str,
-        state: dict[str, Any],
-        where: str,
-        when: SignedWhen = _UNKNOWN,
-    ) -> None:
-        self.money.observe(stream, topic, state, where, when)
-        self.sources.observe(stream, topic, state, where, when)
-        try:
-            if self.rules is not None and self.payouts is not None:
-                self.rules.observe(stream, topic, state, where)
-                self.payouts.observe(stream, topic, state, where)
-        except CannotCheckError as exc:  # the round's game is not installed here
-            self.cannot = str(exc)
-            self.rules = self.payouts = None
 
 
 _WINDOW = 128  # table events searched first on each side of the round's opening
@@ -382,7 +322,7 @@ def recall_round(
         else Coverage([])
     )
     reader = _Reader(app, keyring)
-    checks = _Checks(keyring, variants)
+    checks = SettlementAudit(keyring, variants, raise_unknown=False)
     leaves = _leaves_of(tables, rows)
     recall = Recall(round_id, None, [], [], list(NOT_CHECKED), [])
     expected: bytes | None = GENESIS_HASH
@@ -433,7 +373,7 @@ def recall_round(
                 table = stream_of(payload["table_id"])
                 for seed_topic, seed_state in seed_events:
                     if seed_topic == _COMMITTED:
-                        checks.observe(table, seed_topic, seed_state, f"table {table}")
+                        checks.check(table, seed_topic, seed_state, f"table {table}", _UNKNOWN)
                     else:
                         reveals.append((table, seed_topic, seed_state))
         if checking:
@@ -443,14 +383,21 @@ def recall_round(
                     if event.position is not None
                     else SignedWhen(-1 if envelope.signed_at is None else envelope.signed_at)
                 )
-                checks.observe(round_id, topic, payload, f"version {version}", when)
+                checks.check(
+                    round_id,
+                    topic,
+                    payload,
+                    f"version {version}",
+                    when,
+                    v1=envelope.signed_at is None,
+                )
             except VerificationError as exc:
                 event.problem = f"CHECK FAILED: {exc}"
                 recall.problems.append(str(exc))
                 checking = False
     for table, seed_topic, seed_state in reveals if checking else []:
         try:
-            checks.observe(table, seed_topic, seed_state, f"table {table}")
+            checks.check(table, seed_topic, seed_state, f"table {table}", _UNKNOWN)
         except VerificationError as exc:
             recall.problems.append(str(exc))
             checking = False
@@ -474,7 +421,7 @@ def _claimed_hash(row: Row) -> bytes | None:
         return None
 
 
-def _conclude(recall: Recall, checks: _Checks, verified: int, checking: bool) -> None:
+def _conclude(recall: Recall, checks: SettlementAudit, verified: int, checking: bool) -> None:
     total = len(recall.events)
     recall.checked.append(
         f"{verified} of {total} envelopes: row against signed header, ledger-node signature "
@@ -485,27 +432,23 @@ def _conclude(recall: Recall, checks: _Checks, verified: int, checking: bool) ->
             0, "the round's money, sources and rules (stopped at the first failure above)"
         )
         return
-    try:
-        rng, pending = checks.sources.finish()
-    except VerificationError as exc:
-        recall.problems.append(str(exc))
-        return
+    sources = checks.sources
+    rng, (pending, cards_pending) = sources.rng_throws, sources.pending()
     recall.checked.append(
         f"money: {checks.money.movements} movements balanced; payouts and voids post what their "
         "results say; operator signatures verified"
     )
-    sources = checks.sources
     recall.checked.append(
         f"sources: {sources.device_reports} dealer device reports verified; {rng} RNG throws and "
         f"{sources.cards_checked} RNG card draws recomputed from the round's committed seed"
     )
-    if pending or sources.cards_pending:
+    if pending or cards_pending:
         recall.not_checked.insert(
             0,
-            f"{pending} RNG throws and {sources.cards_pending} RNG card draws: the seed is not "
+            f"{pending} RNG throws and {cards_pending} RNG card draws: the seed is not "
             "revealed yet",
         )
-    if checks.payouts is None:
+    if checks.cannot is not None:
         recall.not_checked.insert(0, f"the game's rules and payouts: {checks.cannot}")
     else:
         recall.checked.append(

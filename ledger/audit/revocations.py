@@ -29,7 +29,7 @@ from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_en
 from ledger.crypto.keys import Keyring, Role, from_micros
 from ledger.crypto.validity import key_problem
 from ledger.domain.key_registry import KEY_REGISTRY_ID, REVOKED_TOPIC, revocation_fact
-from ledger.errors import VerificationError
+from ledger.errors import FindingKind, VerificationError
 
 _STREAM = str(KEY_REGISTRY_ID)
 
@@ -47,9 +47,14 @@ class LogRevocation:
 
 
 def log_revocations(
-    tables: LogRows, transcoder: Transcoder, keyring: Keyring
+    tables: LogRows,
+    transcoder: Transcoder,
+    keyring: Keyring,
+    problems: list[VerificationError] | None = None,
 ) -> list[LogRevocation]:
-    """Every revocation recorded in the log, signatures checked, in log order."""
+    """Every revocation recorded in the log, signatures checked, in log order.
+    A bad event raises; with `problems`, it is added there and the registry is
+    read no further (what follows a broken link cannot be told apart)."""
     signer_check = SignerCheck(keyring)
     found: list[LogRevocation] = []
     previous, version = GENESIS_HASH, 1
@@ -70,7 +75,13 @@ def log_revocations(
                 )
         except VerificationError as exc:
             position = tables.position_of(notification_id)
-            raise VerificationError(f"key registry: {exc} (log position {position})") from exc
+            problem = VerificationError(
+                f"key registry: {exc} (log position {position})", position=position
+            )
+            if problems is None:
+                raise problem from exc
+            problems.append(problem)
+            break
         previous, version = envelope.entry_hash, version + 1
     return found
 
@@ -84,18 +95,29 @@ def earliest(revocations: list[LogRevocation]) -> dict[str, int]:
     return revoked
 
 
-def check_revokers(revocations: list[LogRevocation], keyring: Keyring, coverage: Coverage) -> None:
-    """Each revocation's operator key could sign when its event was signed."""
+def check_revokers(
+    revocations: list[LogRevocation],
+    keyring: Keyring,
+    coverage: Coverage,
+    problems: list[VerificationError] | None = None,
+) -> None:
+    """Each revocation's operator key could sign when its event was signed (a
+    revocation that fails still counts: revoking early flags more, never less)."""
     for revocation in revocations:
         record = keyring.get(revocation.operator_key)
         assert record is not None  # its signature verified with it
         when = coverage.when(revocation.position, revocation.signed_at)
         problem = key_problem(record, when.at, when.covered_at, when.covered_size)
         if problem is not None:
-            raise VerificationError(
+            error = VerificationError(
                 f"key registry: {revocation.label}: the revocation's operator key "
-                f"{record.name}: {problem} (log position {revocation.position})"
+                f"{record.name}: {problem} (log position {revocation.position})",
+                kind=FindingKind.ALTERED,
+                position=revocation.position,
             )
+            if problems is None:
+                raise error
+            problems.append(error)
 
 
 def _checked_fact(

@@ -22,8 +22,8 @@ RULES.md §1.4).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from eventsourcing.utils import get_topic
 
@@ -37,6 +37,9 @@ from ledger.errors import VerificationError
 from ledger.rng.deck import shuffled_deck
 from ledger.rng.dice import commitment, throw
 
+if TYPE_CHECKING:
+    from ledger.audit.round_facts import RoundFacts
+
 _COMMITTED = get_topic(GameTable.SeedCommitted)
 _REVEALED = get_topic(GameTable.SeedRevealed)
 _OPENED = get_topic(Round.Opened)
@@ -45,51 +48,79 @@ _FAULT = get_topic(Round.FaultRecorded)
 _CORRECTED = get_topic(Round.Corrected)
 _ACTION = get_topic(Round.ActionRecorded)
 
-
-@dataclass
-class _Round:
-    seed: str | None  # the committed seed of an RNG round; None on a physical table
-    throws: int = 0  # throws so far, faulty or not: the next throw's counter
-    dealt: list[int] = field(default_factory=list)  # cards dealt so far, in order
-    betting: bool = True  # betting open before the next action (API 2 rounds)
+#: The rule release 0.2 added, that release 0.1 stores break (RULES §1.4).
+RNG_NEVER_FAULTY = "rng-never-faulty"
 
 
 @dataclass(frozen=True)
-class _RngCards:
-    seed: str
-    round_id: str
-    positions: list[int]
-    cards: list[int]
+class Located:
+    """Where a draw was recorded: what a finding about it names."""
+
+    position: int | None
+    stream: str
     where: str
 
 
 @dataclass(frozen=True)
-class _RngThrow:
-    seed: str
+class _RngDraw:
     round_id: str
-    counter: int
-    dice: Any
-    where: str
+    counter: int  # a throw's counter; -1 for cards
+    positions: tuple[int, ...]  # the deck positions of cards
+    drawn: tuple[int, ...]  # the dice faces or the cards
+    at: Located
+
+
+@dataclass(frozen=True)
+class Late:
+    """A problem found after its event: an RNG draw recomputed at its seed's reveal."""
+
+    error: VerificationError
+    at: Located
+
+
+@dataclass(frozen=True)
+class OlderRelease:
+    """An event a rule of today refuses, recorded by a release that allowed it."""
+
+    rule: str
+    release: str
+    message: str
+    at: Located
 
 
 class SourceAudit:
+    """The seeds (commitments and reveals, per table) and every draw and report;
+    each round's throw counter and dealt cards are its facts."""
+
     def __init__(self, keyring: Keyring) -> None:
         self.keyring = keyring
         self.commitments: dict[str, tuple[str, str]] = {}  # seed id -> (table, commitment)
-        self.seeds: dict[str, bytes] = {}  # revealed
+        self.revealed: set[str] = set()
         self.revealed_where: dict[str, str] = {}  # seed id -> where it was revealed
-        self.rounds: dict[str, _Round] = {}
-        self.rng_throws: list[_RngThrow] = []
-        self.rng_cards: list[_RngCards] = []
+        self.waiting: dict[str, list[_RngDraw]] = {}  # seed id -> draws awaiting its reveal
+        self.late: list[Late] = []  # problems found at a reveal, for the caller to report
+        self.older: list[OlderRelease] = []  # accepted under an older release's rules
+        self.rng_throws = 0  # RNG throws recomputed from their round's revealed seed
         self.cards_checked = 0  # RNG card draws recomputed from their round's deck
-        self.cards_pending = 0  # RNG card draws whose seed is still secret: NOT recomputed
         self.device_reports = 0
         self._when = SignedWhen(0)  # the event being observed: when it was signed
+        self._at = Located(None, "", "")
+        self._release: str | None = None
 
     def observe(
-        self, stream: str, topic: str, state: dict[str, Any], where: str, when: SignedWhen
+        self,
+        stream: str,
+        topic: str,
+        state: dict[str, Any],
+        at: Located,
+        when: SignedWhen,
+        facts: RoundFacts | None,
+        release: str | None = None,
     ) -> None:
-        self._when = when
+        """`release`: the release that recorded the event when its envelope says
+        (a v1 envelope: 0.1), else None (this release's rules apply)."""
+        self._when, self._at, self._release = when, at, release
+        where = at.where
         if topic == _COMMITTED:
             self.commitments[state["seed_id"]] = (stream, state["commitment"])
         elif topic == _REVEALED:
@@ -97,70 +128,69 @@ class SourceAudit:
             table, committed = self.commitments.get(state["seed_id"], ("", ""))
             if table != stream or commitment(seed) != committed:
                 raise VerificationError("revealed seed does not match its commitment", where=where)
-            self.seeds[state["seed_id"]] = seed
+            self.revealed.add(state["seed_id"])
             self.revealed_where[state["seed_id"]] = where
+            self._recompute(state["seed_id"], seed)
         elif topic == _OPENED:
-            self.rounds[stream] = self._opened(stream, state, where)
+            self._opened(stream, state, where)
         elif topic in (_OUTCOME, _FAULT):
-            game = self.rounds.get(stream)
-            if game is None:
+            if facts is None:
                 raise VerificationError(f"round {stream}: a throw before it opened", where=where)
-            counter = game.throws
-            game.throws += 1
-            if game.seed is not None:
-                self._rng(stream, game.seed, counter, topic, state, where)
+            if facts.seed is not None:
+                self._rng(stream, facts.seed, facts.throws, topic, state, where)
             else:
-                self._device(stream, counter, topic, state, where)
+                self._device(stream, facts.throws, topic, state, where)
         elif topic == _ACTION:
-            game = self.rounds.get(stream)
-            if game is None:
+            if facts is None:
                 raise VerificationError(f"round {stream}: an action before it opened", where=where)
-            self._action(stream, game, state, where)
-        elif topic == _CORRECTED:
-            game = self.rounds.get(stream)
-            if game is not None and game.seed is not None:
+            self._action(stream, facts, state, where)
+        elif topic == _CORRECTED and facts is not None:
+            if facts.seed is not None:
                 raise VerificationError(
                     f"round {stream} is on an RNG table: its result was corrected, but an "
                     "RNG result is computed, never corrected",
                     where=where,
                 )
-            if game is not None and state.get("step") is not None:
-                wrong = state["wrong_outcome"].get("cards") or []
-                right = state["right_outcome"].get("cards") or []
-                dealt = [right[wrong.index(c)] if c in wrong else c for c in game.dealt]
+            if state.get("step") is not None:
+                from ledger.audit.round_facts import corrected_dealt
+
+                dealt = corrected_dealt(facts, state)
                 if len(set(dealt)) != len(dealt):
                     raise VerificationError(
                         f"round {stream}: the correction deals a card twice from the round's deck",
                         where=where,
                     )
-                game.dealt = dealt
 
-    def _opened(self, stream: str, state: dict[str, Any], where: str) -> _Round:
+    def _opened(self, stream: str, state: dict[str, Any], where: str) -> None:
         seed = state.get("dice_seed")
         if seed is None:
-            return _Round(None)
+            return
         table, _ = self.commitments.get(seed, ("", ""))
         if table != str(state["table_id"]):
             raise VerificationError(
                 f"round {stream} throws from seed {seed}, never committed on its table",
                 where=where,
             )
-        if seed in self.seeds:
+        if seed in self.revealed:
             raise VerificationError(
                 f"round {stream} opened on seed {seed}, already revealed: its dice were known",
                 where=where,
             )
-        return _Round(seed)
 
     def _rng(
         self, stream: str, seed: str, counter: int, topic: str, state: dict[str, Any], where: str
     ) -> None:
         if topic == _FAULT:
-            raise VerificationError(
+            message = (
                 f"round {stream} is on an RNG table: a faulty throw was recorded, but an RNG "
-                "throw is never faulty",
-                where=where,
+                "throw is never faulty"
             )
+            if self._release == "0.1":  # release 0.1 re-threw an RNG "fault": its rules then
+                self.older.append(
+                    OlderRelease(RNG_NEVER_FAULTY, "0.1", f"{where}: {message}", self._at)
+                )
+                return
+            raise VerificationError(message, where=where)
         source = state.get("source") or {}
         if source.get("kind") != "rng":
             raise VerificationError(
@@ -181,7 +211,12 @@ class SourceAudit:
                 where=where,
             )
         self._before_reveal(stream, seed, where)
-        self.rng_throws.append(_RngThrow(seed, stream, counter, state["outcome"], where))
+        outcome = state["outcome"]
+        dice = outcome.get("dice", []) if isinstance(outcome, dict) else outcome
+        self._wait(seed, _RngDraw(stream, counter, (), tuple(dice), self._at))
+
+    def _wait(self, seed: str, draw: _RngDraw) -> None:
+        self.waiting.setdefault(seed, []).append(draw)
 
     def _before_reveal(self, stream: str, seed: str, where: str) -> None:
         """An RNG draw comes from a seed still secret: once revealed, anyone
@@ -213,7 +248,7 @@ class SourceAudit:
         self._device_signature(fact, source, f"round {stream}: {where}")
         self.device_reports += 1
 
-    def _action(self, stream: str, game: _Round, state: dict[str, Any], where: str) -> None:
+    def _action(self, stream: str, facts: RoundFacts, state: dict[str, Any], where: str) -> None:
         """Settlement API 2: at an RNG table randomness only from the round's seed and
         every other move the node's command; at a physical table every action
         (draws, faults, decisions) only from a dealer device's signed report."""
@@ -229,8 +264,7 @@ class SourceAudit:
                 raise fail(f"{action}: a {kind!r} source names no session that asked (by)")
             if (problem := by_problem(source["by"])) is not None:
                 raise fail(f"{action}: the {kind}'s source is malformed: {problem}")
-        betting_before, game.betting = game.betting, bool(state.get("betting"))
-        if decision and (game.seed is not None or (betting_before and kind == "command")):
+        if decision and (facts.seed is not None or (facts.betting and kind == "command")):
             # At an RNG table a decision is the node's own command; at a physical
             # table only while betting is still open (once bets are locked the
             # dealer device reports every action).
@@ -241,35 +275,37 @@ class SourceAudit:
         if drawn and draw not in ("dice", "cards"):
             raise fail(f"{action} drew {drawn!r} but its source names no dice or cards")
         if draw == "cards":
-            again = sorted(c for c in set(drawn) if c in game.dealt or drawn.count(c) > 1)
+            dealt = set(facts.dealt)
+            again = sorted(c for c in set(drawn) if c in dealt or drawn.count(c) > 1)
             if again:
                 raise fail(f"card {again[0]} dealt twice from the round's deck")
-        if game.seed is not None:
+        if facts.seed is not None:
             if action == "fault":
                 raise fail("a faulty draw on an RNG table: an RNG draw is never faulty")
-            if kind != "rng" or source.get("seed_id") != game.seed:
+            if kind != "rng" or source.get("seed_id") != facts.seed:
                 raise fail(
                     f"{action} drew from a {kind!r} source (seed {source.get('seed_id')}), "
-                    f"not from its committed seed {game.seed}"
+                    f"not from its committed seed {facts.seed}"
                 )
-            self._before_reveal(stream, game.seed, where)
+            self._before_reveal(stream, facts.seed, where)
             if draw == "dice":
-                if source.get("counter") != game.throws:
+                if source.get("counter") != facts.throws:
                     raise fail(
                         f"an RNG throw out of sequence (counter {source.get('counter')}, "
-                        f"expected {game.throws})"
+                        f"expected {facts.throws})"
                     )
-                self.rng_throws.append(_RngThrow(game.seed, stream, game.throws, drawn, where))
-                game.throws += 1
+                self._wait(facts.seed, _RngDraw(stream, facts.throws, (), tuple(drawn), self._at))
             else:
-                expected = list(range(len(game.dealt), len(game.dealt) + len(drawn)))
+                first = len(facts.dealt)
+                expected = list(range(first, first + len(drawn)))
                 if source.get("positions") != expected:
                     raise fail(
                         f"cards dealt from deck positions {source.get('positions')}, "
                         f"expected {expected}"
                     )
-                self.rng_cards.append(_RngCards(game.seed, stream, expected, drawn, where))
-                game.dealt.extend(drawn)
+                self._wait(
+                    facts.seed, _RngDraw(stream, -1, tuple(expected), tuple(drawn), self._at)
+                )
             return
         if kind != "device":
             raise fail(
@@ -278,20 +314,16 @@ class SourceAudit:
             )
         if source.get("signed") == "throw":  # record_outcome: signed by throw counter
             outcome = {draw: list(drawn)} if draw in ("dice", "cards") else state["args"]
-            fact = throw_fact(stream, game.throws, outcome)
+            fact = throw_fact(stream, facts.throws, outcome)
         elif source.get("signed") == "fault":  # record_fault
             if action != "fault":
                 raise fail(f"{action} recorded with a faulty throw's report")
-            fact = fault_fact(stream, game.throws, state["args"].get("reason"))
+            fact = fault_fact(stream, facts.throws, state["args"].get("reason"))
         else:
             fact = action_fact(
                 stream, state["step"], state["actor"], action, state["args"], list(drawn)
             )
         self._device_signature(fact, source, f"round {stream}: {where}")
-        if draw == "cards":
-            game.dealt.extend(drawn)
-        elif not decision or source.get("signed") == "throw":
-            game.throws += 1
         self.device_reports += 1
 
     def _device_signature(self, fact: dict[str, Any], source: dict[str, Any], where: str) -> None:
@@ -309,34 +341,80 @@ class SourceAudit:
             covered_size=when.covered_size,
         )
 
-    def finish(self) -> tuple[int, int]:
-        """Recompute every RNG throw whose seed is revealed: (recomputed, not checked yet)."""
-        checked = pending = 0
-        for made in self.rng_throws:
-            seed = self.seeds.get(made.seed)
-            if seed is None:
-                pending += 1
+    def _recompute(self, seed_id: str, seed: bytes) -> None:
+        """At a seed's reveal, every draw made from it, recomputed (and forgotten:
+        memory holds only the draws of seeds still secret)."""
+        for draw in self.waiting.pop(seed_id, []):
+            if draw.counter >= 0:
+                if list(throw(seed, draw.round_id, draw.counter)) != list(draw.drawn):
+                    self.late.append(
+                        Late(
+                            VerificationError(
+                                f"round {draw.round_id}: RNG throw {draw.counter} is not what "
+                                f"the round's committed seed {seed_id} gives",
+                                where=draw.at.where,
+                            ),
+                            draw.at,
+                        )
+                    )
+                    continue
+                self.rng_throws += 1
                 continue
-            dice = made.dice.get("dice", []) if isinstance(made.dice, dict) else made.dice
-            if list(throw(seed, made.round_id, made.counter)) != list(dice):
-                raise VerificationError(
-                    f"round {made.round_id}: RNG throw {made.counter} is not what the round's "
-                    f"committed seed {made.seed} gives",
-                    where=made.where,
+            deck = shuffled_deck(seed, draw.round_id)
+            if tuple(deck[p] for p in draw.positions) != draw.drawn:
+                self.late.append(
+                    Late(
+                        VerificationError(
+                            f"round {draw.round_id}: cards {list(draw.drawn)} at deck positions "
+                            f"{list(draw.positions)} are not what the round's committed seed "
+                            f"{seed_id} deals",
+                            where=draw.at.where,
+                        ),
+                        draw.at,
+                    )
                 )
-            checked += 1
-        for dealt in self.rng_cards:
-            seed = self.seeds.get(dealt.seed)
-            if seed is None:
-                self.cards_pending += 1
                 continue
-            deck = shuffled_deck(seed, dealt.round_id)
-            if [deck[p] for p in dealt.positions] != dealt.cards:
-                raise VerificationError(
-                    f"round {dealt.round_id}: cards {dealt.cards} at deck positions "
-                    f"{dealt.positions} are not what the round's committed seed "
-                    f"{dealt.seed} deals",
-                    where=dealt.where,
-                )
             self.cards_checked += 1
-        return checked, pending
+
+    def saved(self) -> dict[str, Any]:
+        """What the next events need (`ledger.audit.verify_state`)."""
+        assert not self.late and not self.older, "reported before a state is taken"
+        return {
+            "commitments": self.commitments,
+            "revealed": sorted(self.revealed),
+            "revealed_where": self.revealed_where,
+            "waiting": {
+                seed: [
+                    [
+                        d.round_id,
+                        d.counter,
+                        d.positions,
+                        d.drawn,
+                        d.at.position,
+                        d.at.stream,
+                        d.at.where,
+                    ]
+                    for d in draws
+                ]
+                for seed, draws in self.waiting.items()
+            },
+            "counts": [self.rng_throws, self.cards_checked, self.device_reports],
+        }
+
+    def restore(self, data: dict[str, Any]) -> None:
+        self.commitments = {k: (str(t), str(c)) for k, (t, c) in data["commitments"].items()}
+        self.revealed = set(data["revealed"])
+        self.revealed_where = dict(data["revealed_where"])
+        self.waiting = {
+            seed: [
+                _RngDraw(r, int(n), tuple(p), tuple(d), Located(at, stream, where))
+                for r, n, p, d, at, stream, where in draws
+            ]
+            for seed, draws in data["waiting"].items()
+        }
+        self.rng_throws, self.cards_checked, self.device_reports = map(int, data["counts"])
+
+    def pending(self) -> tuple[int, int]:
+        """(RNG throws, RNG card draws) whose seed is still secret: NOT recomputed."""
+        draws = [d for waiting in self.waiting.values() for d in waiting]
+        return sum(d.counter >= 0 for d in draws), sum(d.counter < 0 for d in draws)

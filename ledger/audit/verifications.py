@@ -38,9 +38,14 @@ class RecordedRun:
 
 
 def recorded_runs(
-    tables: LogRows, transcoder: Transcoder, keyring: Keyring, coverage: Coverage
+    tables: LogRows,
+    transcoder: Transcoder,
+    keyring: Keyring,
+    coverage: Coverage,
+    problems: list[VerificationError] | None = None,
 ) -> list[RecordedRun]:
-    """Every recorded run, checked; raise `VerificationError` naming the first bad one."""
+    """Every recorded run, checked; raise `VerificationError` naming the first bad
+    one (with `problems`: add it there and read the trail no further)."""
     signer_check = SignerCheck(keyring)
     runs: list[RecordedRun] = []
     previous, version = GENESIS_HASH, 1
@@ -70,7 +75,15 @@ def recorded_runs(
                 root = bytes.fromhex(run["root"]) if run["root"] is not None else None
                 runs.append(RecordedRun(position, run["tree_size"], root, run["result"]))
         except VerificationError as exc:
-            raise VerificationError(f"audit trail: {exc} (log position {position})") from exc
+            problem = VerificationError(
+                f"audit trail: {exc} (log position {position})",
+                position=position,
+                kind=exc.kind,
+            )
+            if problems is None:
+                raise problem from exc
+            problems.append(problem)
+            break
         previous, version = envelope.entry_hash, version + 1
     return runs
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -31,19 +32,22 @@ from ledger.audit.checkpoints import (
     load_checkpoints,
     unanchored_note,
 )
-from ledger.audit.chunks import ChunkSpec, Problem, link_problem
+from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem, link_problem
+from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.key_times import Coverage, checkpoint_times
 from ledger.audit.log_source import LogSource, StoreLog
 from ledger.audit.parallel import run_chunks
 from ledger.audit.revocations import check_revokers, earliest, log_revocations, merged
+from ledger.audit.round_archive import RoundArchive
 from ledger.audit.round_variants import installed_variants
-from ledger.audit.settlement import SettlementCounts, check_settlement
-from ledger.audit.verifications import recorded_runs
+from ledger.audit.settlement import SETTLEMENT_STEPS, SettlementAudit, SettlementCounts
+from ledger.audit.verifications import RecordedRun, recorded_runs
+from ledger.audit.verify_state import SavedChunk, VerifyState
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.envelope import SignerCheck
+from ledger.crypto.envelope import SignerCheck, now_micros
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
-from ledger.errors import ConfigError
+from ledger.errors import ConfigError, FindingKind, VerificationError
 from ledger.plugins.registry import LoadedGame as Variant
 from ledger.store.application import LedgerApplication
 
@@ -88,7 +92,13 @@ class VerificationReport:
     root: str = ""  # the whole log's Merkle root (hex) the events give
     checkpoint_root: str | None = None  # the newest valid checkpoint's root (hex)
     recorded_runs: int = 0  # recorded verification runs checked (signature, size, root)
+    revocations: int = 0  # revocations the log records, judged
+    proofs: str = "consistency proofs the store serves between checkpoints verified"
     notes: list[str] = field(default_factory=list)
+    findings: Findings = field(default_factory=Findings)
+    resumed_from: int | None = None  # the saved state's size, when resumed
+    state: VerifyState | None = None  # the next state, when asked for and nothing was found
+    rounds: RoundArchive | None = None  # its ended rounds' archive (level settlement)
 
     @property
     def movements(self) -> int | None:
@@ -110,61 +120,150 @@ class VerificationReport:
     def device_reports(self) -> int:
         return self.settlement.device_reports if self.settlement else 0
 
-    def summary(self) -> str:
-        lines = [
-            f"OK: {_n(self.events, 'event')} in {_n(self.streams, 'stream')}, "
+    def summary(self, findings_shown: int = 20) -> str:
+        """What was verified, step by step; a failed run (findings collected) opens
+        with its findings, the first `findings_shown` of them listed."""
+        head = (
+            f"{_n(self.events, 'event')} in {_n(self.streams, 'stream')}, "
             f"{_n(self.checkpoints, 'checkpoint')} verified at level {self.level.value} "
-            f"in {self.seconds:.2f} s ({self.workers} worker{'s' if self.workers > 1 else ''})",
-        ]
-        if self.settlement is not None:
-            lines += _settlement_lines(self.settlement)
-        if self.trusted_size is not None:
-            lines.append(f"   consistent with the kept checkpoint of size {self.trusted_size}")
-        if self.recorded_runs:
-            lines.append(
-                f"   {_n(self.recorded_runs, 'recorded verification run')} checked: auditor "
-                "signatures, and each run's tree size and root against the log"
-            )
+            f"in {self.seconds:.2f} s ({self.workers} worker{'s' if self.workers > 1 else ''})"
+        )
+        found = self.findings
+        if not found:
+            lines = [f"OK: {head}"]
+        else:
+            lines = [f"{found.summary()}; {head}"]
+            listed = found.ordered()
+            lines += [f"   {finding.line()}" for finding in listed[:findings_shown]]
+            if len(listed) > findings_shown:
+                lines.append(
+                    f"   ... and {len(listed) - findings_shown} more (--findings FILE lists all)"
+                )
+        per_step = Counter(f.step for f in found.items)
+        for step, text in self._steps():
+            if per_step[step]:
+                text = f"{_n(per_step[step], 'finding')} (listed above); otherwise {text}"
+            lines.append(f"   {step.value}: {text}")
         if self.unanchored:
             lines.append(f"   {self.unanchored}")
         return "\n".join(lines + [f"   {note}" for note in self.notes])
 
-
-def _settlement_lines(counts: SettlementCounts) -> list[str]:
-    """What the settlement level re-derived, said in counts; what it did not, said too."""
-    lines = [
-        f"   {counts.movements} money movements balanced; {counts.wallets} wallets match "
-        "their postings; every account a posting names exists",
-        f"   {counts.rounds} rounds re-derived (step order, voids, fault policy: "
-        f"{counts.faults} faulty throws); {counts.resettled} settlements re-settled with "
-        f"their own variant and rules ({counts.bets} bets)",
-        f"   {counts.rng_throws} RNG throws recomputed from their round's committed seed; "
-        f"{counts.device_reports} dealer device reports verified",
-    ]
-    if counts.rng_cards or counts.rng_cards_pending:
-        lines.append(
-            f"   {counts.rng_cards} RNG card draws recomputed from their round's shuffled deck"
+    def _steps(self) -> list[tuple[Step, str]]:
+        kept = (
+            f"; consistent with the kept checkpoint of size {self.trusted_size}"
+            if self.trusted_size is not None
+            else ""
         )
+        signatures = (
+            "every Ed25519 signature verified"
+            if self.level is not Level.INTEGRITY
+            else "signatures NOT checked (level integrity)"
+        )
+        steps = [
+            (
+                Step.KEYS,
+                f"{_n(self.revocations, 'revocation')} recorded in the log, each operator "
+                "signature and key judged; the keyring's own revocations applied",
+            ),
+            (
+                Step.CHECKPOINTS,
+                f"{_n(self.checkpoints, 'checkpoint')} (by size): notes, signatures and keys "
+                f"verified, no fork, times in order{kept}",
+            ),
+            (
+                Step.RUNS,
+                f"{_n(self.recorded_runs, 'recorded verification run')} checked: auditor "
+                "signatures, and each run's tree size and root against the log",
+            ),
+            (
+                Step.ENVELOPES,
+                "every envelope against its row, a ledger-node signer valid at its signing "
+                f"time; {signatures}"
+                + (
+                    f" (from log position {self.resumed_from}: every row before it re-read "
+                    "and re-hashed, the same bytes as the saved state was made from)"
+                    if self.resumed_from is not None
+                    else ""
+                ),
+            ),
+            (Step.CHAINS, f"{_n(self.streams, 'stream')}: every version and link unbroken"),
+            (
+                Step.MERKLE,
+                "the root at every checkpoint size recomputed from the events"
+                + (" and the kept checkpoint's" if self.trusted_size is not None else ""),
+            ),
+            (Step.PROOFS, self.proofs),
+        ]
+        if self.settlement is None:
+            names = ", ".join(step.value for step in SETTLEMENT_STEPS)
+            steps.append(
+                (
+                    Step.MONEY,
+                    f"NOT CHECKED at level {self.level.value}: steps {names} "
+                    "(use --level settlement)",
+                )
+            )
+            return steps
+        return steps + _settlement_steps(self.settlement)
+
+
+def _settlement_steps(counts: SettlementCounts) -> list[tuple[Step, str]]:
+    """What the settlement level re-derived, said in counts; what it did not, said too."""
+    sources = (
+        f"{counts.rng_throws} RNG throws recomputed from their round's committed seed; "
+        f"{counts.device_reports} dealer device reports verified"
+    )
+    if counts.rng_cards or counts.rng_cards_pending:
+        sources += (
+            f"; {counts.rng_cards} RNG card draws recomputed from their round's shuffled deck"
+        )
+    steps = [
+        (
+            Step.MONEY,
+            f"{counts.movements} money movements balanced; {counts.wallets} wallets match "
+            "their postings; every account a posting names exists",
+        ),
+        (Step.SOURCES, sources),
+        (
+            Step.RULES,
+            f"{counts.rounds} rounds re-derived (step order, voids, fault policy: "
+            f"{counts.faults} faulty throws)",
+        ),
+        (
+            Step.PAYOUTS,
+            f"{counts.resettled} settlements re-settled with their own variant and rules "
+            f"({counts.bets} bets)",
+        ),
+    ]
     if counts.rng_cards_pending:
-        lines.append(
-            f"   NOT CHECKED: {counts.rng_cards_pending} RNG card draws whose seed is not "
-            "revealed yet (verify again once it is retired)"
+        steps.append(
+            (
+                Step.SOURCES,
+                f"NOT CHECKED: {counts.rng_cards_pending} RNG card draws whose seed is not "
+                "revealed yet (verify again once it is retired)",
+            )
+        )
+    if counts.rng_pending:
+        steps.append(
+            (
+                Step.SOURCES,
+                f"NOT CHECKED: {counts.rng_pending} RNG throws whose seed is not revealed yet "
+                "(verify again once it is retired)",
+            )
         )
     if counts.other_code:
         total = sum(n for *_, n in counts.other_code)
         which = ", ".join(
             f"{game} {played} -> {now}: {n}" for game, played, now, n in counts.other_code
         )
-        lines.append(
-            f"   information: {total} rounds re-derived by different code than played them, "
-            f"with the same rules hash and settlement API ({which})"
+        steps.append(
+            (
+                Step.PAYOUTS,
+                f"information: {total} rounds re-derived by different code than played them, "
+                f"with the same rules hash and settlement API ({which})",
+            )
         )
-    if counts.rng_pending:
-        lines.append(
-            f"   NOT CHECKED: {counts.rng_pending} RNG throws whose seed is not revealed yet "
-            "(verify again once it is retired)"
-        )
-    return lines
+    return steps
 
 
 def plan_chunks(
@@ -189,10 +288,16 @@ def verify_store(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
     variants: Mapping[str, Variant] | None = None,
+    findings: Findings | None = None,
+    resume: VerifyState | None = None,
+    save_state: bool = False,
 ) -> VerificationReport:
     """Verify a store; return the report or raise the first `VerificationError`
-    (or `CannotCheckError` when the level cannot be fully checked). At level
-    settlement, `variants` defaults to the installed ones."""
+    (or `CannotCheckError` when the level cannot be fully checked). With
+    `findings`, every finding is left there (and in the report) instead. At
+    level settlement, `variants` defaults to the installed ones. `resume`: go
+    on from a saved state (`ledger.audit.verify_state`); `save_state`: leave
+    the next one in the report (`report.state`) when nothing was found."""
     return verify_log(
         StoreLog(app),
         keyring,
@@ -203,6 +308,9 @@ def verify_store(
         progress=progress,
         on_total=on_total,
         variants=variants,
+        findings=findings,
+        resume=resume,
+        save_state=save_state,
     )
 
 
@@ -217,36 +325,73 @@ def verify_log(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
     variants: Mapping[str, Variant] | None = None,
+    findings: Findings | None = None,
+    resume: VerifyState | None = None,
+    save_state: bool = False,
 ) -> VerificationReport:
-    """Verify a log, from a store or a bundle (see `verify_store`)."""
-    started = time.perf_counter()
+    """Verify a log, from a store or a bundle (see `verify_store`), in numbered
+    steps (`ledger.audit.findings.Step`). Every finding is collected, the run
+    going on past each; with `findings` given they are left there for the
+    caller (the report's `findings`), else the first is raised."""
+    started, started_at = time.perf_counter(), now_micros()
+    if resume is not None and resume.level != level.value:
+        raise ConfigError(
+            f"the saved state was made at level {resume.level}: resume at that level "
+            f"(--level {resume.level}), or verify in full"
+        )
     if chunk_leaves & (chunk_leaves - 1):
         raise ValueError("chunk size must be a power of two")
     workers = workers or os.cpu_count() or 1
-    report = VerificationReport(level=level, workers=workers)
+    collect = findings is not None
+    found = findings if findings is not None else Findings()
+    report = VerificationReport(level=level, workers=workers, findings=found)
 
-    # Revocations: the log's KeyRevoked events and the keyring's, the earlier wins.
-    revocations = log_revocations(log.rows, log.transcoder, keyring)
+    def add(step: Step, problems: list[VerificationError]) -> None:
+        for exc in problems:
+            found.add_error(step, exc, kind=FindingKind.ALTERED, position=exc.position)
+
+    # 1 keys: the log's KeyRevoked events and the keyring's, the earlier wins.
+    key_problems: list[VerificationError] = []
+    revocations = log_revocations(log.rows, log.transcoder, keyring, key_problems)
     keyring = merged(keyring, earliest(revocations))
-    checkpoints = load_checkpoints(log.rows, keyring, trusted)
+    # 2 checkpoints: each note, signature and key; forks; times.
+    checkpoint_problems: list[VerificationError] = []
+    checkpoints = load_checkpoints(log.rows, keyring, trusted, checkpoint_problems)
+    add(Step.CHECKPOINTS, checkpoint_problems)
     if trusted is not None:
         report.trusted_size = trusted.size
     everyone = checkpoints + ([trusted] if trusted is not None else [])
     times = checkpoint_times(everyone)
     coverage = Coverage(times)
-    check_revokers(revocations, keyring, coverage)
-    runs = recorded_runs(log.rows, log.transcoder, keyring, coverage)
+    check_revokers(revocations, keyring, coverage, key_problems)
+    add(Step.KEYS, key_problems)
+    for change in resume.judged_keys(keyring) if resume is not None else []:
+        found.add(Finding(FindingKind.NOT_CHECKED, Step.KEYS, f"{change}; verify in full"))
+    # 3 recorded runs.
+    run_problems: list[VerificationError] = []
+    runs = recorded_runs(log.rows, log.transcoder, keyring, coverage, run_problems)
+    add(Step.RUNS, run_problems)
     claimed = {r.tree_size: r for r in runs if r.root is not None}
     expected_roots = {c.size: c.root for c in checkpoints}
     sizes = set(expected_roots) | ({trusted.size} if trusted else set()) | set(claimed)
 
-    count, specs = log.plan(sorted(sizes), level is not Level.INTEGRITY, chunk_leaves, times)
+    # 4 envelopes, 5 chains, 6 merkle: the log in chunks, merged in log order
+    # (resumed: the rows before the state re-hashed, the events after it checked).
+    start = (resume.size, resume.last_id) if resume is not None else (0, 0)
+    if resume is not None:
+        _known_roots(resume, sizes, expected_roots, claimed, trusted, found)
+        sizes = {size for size in sizes if size > resume.size}
+    count, specs = log.plan(
+        sorted(sizes), level is not Level.INTEGRITY, chunk_leaves, times, start=start
+    )
+    if save_state:
+        specs = [replace(spec, digest=True) for spec in specs]
+    if resume is not None:
+        specs = [_rehash(chunk) for chunk in resume.chunks] + specs
     if on_total:
         on_total(count)
     report.workers = min(workers, max(1, len(specs)))
-    problems: list[Problem] = []
-    heads: dict[str, tuple[int, bytes]] = {}
-    tree = CompactRange(0)
+    merge = _Merge(found, claimed, expected_roots, trusted, log, resume)
     signer_check = SignerCheck(keyring)
     results = run_chunks(
         specs,
@@ -254,87 +399,274 @@ def verify_log(
         plan=log.worker_plan(keyring.to_json()),
         processes=report.workers,
     )
-    matched = 0  # the largest checkpoint size whose root the events reproduce
     with closing(results):  # stops the workers even when the merge stops early
         for result in results:
-            problem = result.problem or log.merge(result)
-            if problem:
-                problems.append(problem)
-                break  # later chunks cannot be merged past a broken one
-            for stream, (position, version, prev_hash) in result.firsts.items():
-                problem = link_problem(stream, position, version, prev_hash, heads.get(stream))
-                if problem:
-                    problems.append(problem)
-            heads.update(result.lasts)
-            for size, partial in sorted(result.at_size.items()):
-                whole = tree.copy()
-                whole.extend(partial)
-                root = whole.root()
-                run = claimed.get(size)
-                if run is not None and root != run.root:
-                    problems.append(
-                        Problem(
-                            run.position,
-                            f"a recorded verification run claims the log's root at size {size} "
-                            "is one the events do not give",
-                        )
-                    )
-                    break
-                if size in expected_roots and root != expected_roots[size]:
-                    problems.append(log.root_mismatch(matched, size))
-                    break
-                if trusted is not None and size == trusted.size and root != trusted.root:
-                    # The kept checkpoint against the log itself, never a stored one.
-                    stored = expected_roots.get(size)
-                    problems.append(kept_mismatch(result.spec.first_leaf, trusted, stored))
-                    break
-                matched = size
-            tree.extend(result.leaves)
-            if problems:
-                break
+            merge.chunk(result)
             if progress:
                 progress(result.count)
-
-    missing = [size for size in sizes if size > count]
-    if missing and not problems:
-        size = max(missing)
-        kind = "the kept checkpoint" if trusted and size == trusted.size else "a checkpoint"
-        problems.append(
-            Problem(
-                count,
-                f"the log holds {count} events but {kind} of size {size} covers more: "
-                f"the event at log position {count} and every later one are missing",
-            )
-        )
-    if problems:
-        first = min(problems, key=lambda p: p.position)
-        # A removed event shows up later (its stream's next version, a root, the
-        # tail): name the gap itself when the stored leaves show where it was.
-        removed = log.first_removed(matched, first.position + 1)
-        raise (removed if removed and removed.position <= first.position else first).as_error()
-
-    log.finish_chunks()
-    log.check_proofs(checkpoints, trusted)
+    merge.finish(count, sizes)
+    try:
+        log.finish_chunks()
+    except VerificationError as exc:
+        found.add_error(Step.CHAINS, exc, kind=FindingKind.ALTERED)
+    # 7 proofs: the consistency proofs the store serves between checkpoints.
+    if not isinstance(log, StoreLog):
+        report.proofs = "a bundle serves no stored tree: every root was recomputed from its events"
+    try:
+        log.check_proofs(checkpoints, trusted)
+    except VerificationError as exc:
+        found.add_error(Step.PROOFS, exc, kind=FindingKind.ALTERED)
+    # 8-11: what the events say (ledger.audit.settlement).
+    audit: SettlementAudit | None = None
     if level is Level.SETTLEMENT:
-        report.settlement = check_settlement(
-            log.events(),
-            keyring,
-            installed_variants() if variants is None else variants,
-            coverage,
+        audit = SettlementAudit(
+            keyring, installed_variants() if variants is None else variants, coverage, found
         )
+        if resume is not None:
+            audit.restore(*resume.saved_settlement())
+        for event in log.events(start=start):
+            audit.observe(event)
+        settled_state = audit.saved() if save_state else None
+        report.settlement = audit.finish()
     empty = claimed.get(0)
     if empty is not None and empty.root != CompactRange(0).root():
-        raise Problem(
-            empty.position, "a recorded verification run claims a wrong empty root"
-        ).as_error()
+        problem = Problem(empty.position, "a recorded verification run claims a wrong empty root")
+        found.add_error(Step.RUNS, problem.as_error(), kind=FindingKind.ALTERED)
+    if found and not collect:
+        headline = found.headline()
+        assert headline is not None
+        raise headline
     report.recorded_runs = len(runs)
-    report.root = tree.root().hex()
+    report.revocations = len(revocations)
+    report.root = merge.tree.root().hex()
     report.checkpoint_root = checkpoints[-1].root.hex() if checkpoints else None
     report.events = count
-    report.streams = len(heads)
+    report.streams = len(merge.heads)
     report.checkpoints = len(checkpoints)
     report.covered = checkpoints[-1].size if checkpoints else 0
     newest = checkpoints[-1] if checkpoints else None
     report.unanchored = unanchored_note(count, newest, datetime.now(UTC))
+    report.resumed_from = resume.size if resume is not None else None
+    if save_state and not found:
+        report.state = VerifyState(
+            level=level.value,
+            size=count,
+            last_id=specs[-1].last_id if specs else 0,
+            tree=merge.tree,
+            chunks=merge.saved,
+            heads=merge.heads,
+            roots=merge.roots,
+            keys=[record.key_id for record in keyring],
+            revocations=VerifyState.revocations_of(keyring),
+            saved_at=started_at,
+            settlement=settled_state if audit is not None else None,
+        )
+        report.rounds = audit.archive if audit is not None else None
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _rehash(chunk: SavedChunk) -> ChunkSpec:
+    """A chunk of rows a saved state vouches for: read and re-hashed, nothing more."""
+    return ChunkSpec(
+        chunk.first_leaf, chunk.after_id, chunk.last_id, (), False, digest=True, digest_only=True
+    )
+
+
+def _known_roots(
+    resume: VerifyState,
+    sizes: set[int],
+    expected_roots: Mapping[int, bytes],
+    claimed: Mapping[int, RecordedRun],
+    trusted: Checkpoint | None,
+    found: Findings,
+) -> None:
+    """Roots at sizes inside a saved state come from the state, the events
+    before it not being read: each checkpoint, recorded run and the kept
+    checkpoint of such a size against the state's root there."""
+    for size in sorted(s for s in sizes if s <= resume.size):
+        root = resume.roots.get(size)
+        said = [
+            (what, claim)
+            for what, claim in (
+                ("a checkpoint", expected_roots.get(size)),
+                ("a recorded verification run", claimed[size].root if size in claimed else None),
+                ("the kept checkpoint", trusted.root if trusted and trusted.size == size else None),
+            )
+            if claim is not None
+        ]
+        for what, claim in said:
+            if root is None:
+                found.add(
+                    Finding(
+                        FindingKind.NOT_CHECKED,
+                        Step.MERKLE,
+                        f"{what} of size {size}, inside the saved state (size {resume.size}), "
+                        "is one the state never saw: its root needs the events before the "
+                        "state (verify in full)",
+                    )
+                )
+            elif claim != root:
+                found.add(
+                    Finding(
+                        FindingKind.ALTERED,
+                        Step.MERKLE,
+                        f"{what} of size {size} has a root other than the one the saved "
+                        f"state verified there ({root.hex()[:16]}...)",
+                        size,
+                    )
+                )
+
+
+class _Merge:
+    """Steps 4-6 across chunks, in log order: each chunk's own problems, the chain
+    links across its edges, and the Merkle tree grown to every checkpoint size
+    (each root against its checkpoint, the kept one and recorded runs). A root
+    that differs makes every later one differ: only the first is a finding."""
+
+    def __init__(
+        self,
+        found: Findings,
+        claimed: Mapping[int, RecordedRun],
+        expected_roots: Mapping[int, bytes],
+        trusted: Checkpoint | None,
+        log: LogSource,
+        resume: VerifyState | None = None,
+    ) -> None:
+        self.found = found
+        self.claimed = claimed
+        self.expected_roots = expected_roots
+        self.trusted = trusted
+        self.log = log
+        self.resume = resume
+        self.heads: dict[str, tuple[int, bytes]] = dict(resume.heads) if resume else {}
+        self.tree = resume.tree.copy() if resume else CompactRange(0)
+        # the largest checkpoint size whose root the events reproduce
+        self.matched = resume.size if resume else 0
+        self.root_differs = False
+        self.first_bad: int | None = None  # the first position a chunk or link failed at
+        self.roots: dict[int, bytes] = dict(resume.roots) if resume else {}  # size -> root
+        self.saved: list[SavedChunk] = []  # the chunks read, for the next saved state
+
+    def _problem(self, step: Step, problem: Problem) -> None:
+        if self.first_bad is None or problem.position < self.first_bad:
+            self.first_bad = problem.position
+        self.found.add(
+            Finding(
+                FindingKind.ALTERED,
+                step,
+                str(problem.as_error()),
+                problem.position,
+                problem.stream,
+            )
+        )
+
+    def chunk(self, result: ChunkResult) -> None:
+        spec = result.spec
+        if result.digest is not None:
+            self.saved.append(
+                SavedChunk(spec.first_leaf, spec.after_id, spec.last_id, result.rows, result.digest)
+            )
+        if spec.digest_only:
+            self._rehashed(result)
+            return
+        own = self.log.merge(result)
+        for problem in [*result.problems, *([own] if own else [])]:
+            self._problem(Step.ENVELOPES, problem)
+        for stream, (position, version, prev_hash) in result.firsts.items():
+            link = link_problem(stream, position, version, prev_hash, self.heads.get(stream))
+            if link:
+                self._problem(Step.CHAINS, link)
+        self.heads.update(result.lasts)
+        for size, partial in sorted(result.at_size.items()):
+            whole = self.tree.copy()
+            whole.extend(partial)
+            self._root(size, whole.root(), result.spec.first_leaf)
+        self.tree.extend(result.leaves)
+
+    def _rehashed(self, result: ChunkResult) -> None:
+        """A chunk before the saved state: the same rows, byte for byte, or a finding."""
+        assert self.resume is not None
+        spec = result.spec
+        saved = self.resume.chunks[len(self.saved) - 1]
+        if (result.rows, result.digest) != (saved.rows, saved.digest):
+            end = spec.first_leaf + saved.rows
+            self._problem(
+                Step.ENVELOPES,
+                Problem(
+                    spec.first_leaf,
+                    f"the rows at log positions {spec.first_leaf}..{end - 1} (row ids "
+                    f"{spec.after_id + 1}..{spec.last_id}) are not the bytes the saved state "
+                    f"was made from ({result.rows} rows now, {saved.rows} then): an event there "
+                    "was altered, inserted or removed since (verify in full to name it)",
+                ),
+            )
+
+    def _root(self, size: int, root: bytes, first_leaf: int) -> None:
+        self.roots[size] = root
+        run = self.claimed.get(size)
+        if run is not None and root != run.root:
+            self.found.add(
+                Finding(
+                    FindingKind.ALTERED,
+                    Step.RUNS,
+                    str(
+                        Problem(
+                            run.position,
+                            f"a recorded verification run claims the log's root at size {size} "
+                            "is one the events do not give",
+                        ).as_error()
+                    ),
+                    run.position,
+                )
+            )
+        trusted = self.trusted
+        if size in self.expected_roots and root != self.expected_roots[size]:
+            if not self.root_differs:
+                self.root_differs = True
+                mismatch = self.log.root_mismatch(self.matched, size)
+                explained = self.first_bad is not None and self.first_bad < size
+                # A row already found bad changes the root: a source that cannot say
+                # where else the log departs (a bundle) adds nothing by saying so.
+                if not explained or (
+                    self.log.locates_roots and mismatch.position != self.first_bad
+                ):
+                    self._problem(Step.MERKLE, mismatch)
+        elif trusted is not None and size == trusted.size and root != trusted.root:
+            # The kept checkpoint against the log itself, never a stored one.
+            if not self.root_differs:
+                self.root_differs = True
+                stored = self.expected_roots.get(size)
+                self._problem(Step.MERKLE, kept_mismatch(first_leaf, trusted, stored))
+        elif not self.root_differs:
+            self.matched = size
+
+    def finish(self, count: int, sizes: set[int]) -> None:
+        missing = [size for size in sizes if size > count]
+        if missing:
+            size = max(missing)
+            trusted = self.trusted
+            kind = "the kept checkpoint" if trusted and size == trusted.size else "a checkpoint"
+            self._problem(
+                Step.CHAINS,
+                Problem(
+                    count,
+                    f"the log holds {count} events but {kind} of size {size} covers more: "
+                    f"the event at log position {count} and every later one are missing",
+                ),
+            )
+        if self.first_bad is not None:
+            # A removed event shows up later (its stream's next version, a root, the
+            # tail): name the gap itself when the stored leaves show where it was.
+            removed = self.log.first_removed(self.matched, self.first_bad + 1)
+            if removed is not None and removed.position <= self.first_bad:
+                self.found.add(
+                    Finding(
+                        FindingKind.ALTERED,
+                        Step.CHAINS,
+                        str(removed.as_error()),
+                        removed.position,
+                        removed.stream,
+                    ),
+                    front=True,
+                )

@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ledger.audit.findings import Findings
 from ledger.audit.proofs import newest_checkpoint
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerificationReport, verify_store
+from ledger.audit.verify_state import VerifyState
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
 from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
@@ -157,6 +159,50 @@ def _record(args: argparse.Namespace, auditor: tuple[Signer, bytes], run: dict[s
     )
 
 
+def _findings_file(args: argparse.Namespace) -> Path | None:
+    """--findings FILE, checked before the work: its directory must exist."""
+    if args.findings is None:
+        return None
+    path = Path(args.findings)
+    if not path.parent.is_dir():
+        raise ConfigError(f"--findings {path}: no such directory {path.parent}")
+    return path
+
+
+def _report_findings(report: VerificationReport, out: Path | None) -> None:
+    """Write the findings (JSON Lines, always: an empty file says none); on any,
+    print the run's summary (every step, the first findings) and raise the
+    headline, whose exit code says what kind of failure it is."""
+    if out is not None:
+        with out.open("w", encoding="utf-8") as handle:
+            report.findings.write_jsonl(handle)
+    headline = report.findings.headline()
+    if headline is None:
+        return
+    print(report.summary())
+    if out is not None:
+        print(f"   {_n(len(report.findings), 'finding')} written to {out}")
+    raise headline
+
+
+def _state_dir(args: argparse.Namespace) -> Path | None:
+    """Where the next saved state goes: --save-state DIR, else the --resume DIR
+    it goes on from; checked before the work."""
+    where = args.save_state or args.resume
+    if where is None:
+        return None
+    path = Path(where)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--save-state {path}: not a directory")
+    if not path.exists() and not path.parent.is_dir():
+        raise ConfigError(f"--save-state {path}: no such directory {path.parent}")
+    return path
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     from ledger.audit.record import failed_run, passed_run
 
@@ -165,10 +211,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if args.bundle is not None:
         if args.record:
             raise ConfigError("--record appends to a store's log: it cannot verify a --bundle")
+        if args.resume or args.save_state:
+            raise ConfigError(
+                "--save-state and --resume go on along a store's log: a --bundle is verified whole"
+            )
         return cmd_verify_bundle(args, level, trusted)
     keyring, source = _verify_keyring(args)
     fingerprint = keyring.fingerprint()
     auditor = _auditor(args)
+    findings_out = _findings_file(args)
+    resume = VerifyState.load(Path(args.resume)) if args.resume else None
+    state_dir = _state_dir(args)
     tree_size = 0
     try:
         variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
@@ -186,7 +239,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     progress=advance,
                     on_total=set_total,
                     variants=variants,
+                    findings=Findings(),
+                    resume=resume,
+                    save_state=state_dir is not None,
                 )
+            _report_findings(report, findings_out)
+            if state_dir is not None and report.state is not None:
+                report.state.save(state_dir, report.rounds)
             projections = None
             if args.projections:  # only once the events themselves are verified
                 from ledger.audit.projections import verify_projections
@@ -206,6 +265,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise
     print(report.summary())
     print(f"   trusted keyring {fingerprint} ({source})")
+    if state_dir is not None and report.state is not None:
+        print(
+            f"   state saved to {state_dir} (size {report.state.size}, root "
+            f"{report.state.root.hex()}): verify --resume {state_dir} checks only what follows"
+        )
     if projections is not None:
         print(projections.summary())
     if auditor is not None:
@@ -275,6 +339,23 @@ def add_audit_commands(commands: Any) -> None:
     )
     verify.add_argument(
         "--auditor-key", metavar="NAME", help="the auditor key (default: the only one held)"
+    )
+    verify.add_argument(
+        "--findings",
+        metavar="FILE",
+        help="write every finding as JSON Lines (docs/schemas/finding.json); empty when none",
+    )
+    verify.add_argument(
+        "--save-state",
+        metavar="DIR",
+        help="after a run with no finding, save what the next run needs to check only "
+        "what is new (DIR/state.json; docs/design.md)",
+    )
+    verify.add_argument(
+        "--resume",
+        metavar="DIR",
+        help="go on from a state saved by --save-state: the rows before it re-hashed, "
+        "the events after it checked in full; the next state is saved there again",
     )
     verify.set_defaults(handler=cmd_verify)
 

@@ -11,7 +11,9 @@ from ledger.crypto.canonical import ACTOR_FACT_DOMAIN, canonical
 from ledger.crypto.keys import Keyring, PublicKeyRecord, Role
 from ledger.crypto.signing import Signer, verify_signature
 from ledger.crypto.validity import key_problem
-from ledger.errors import InvalidCommandError, VerificationError
+from ledger.errors import FindingKind, InvalidCommandError, VerificationError
+
+FORGED = FindingKind.ALTERED
 
 
 class ActorSignature(TypedDict):
@@ -38,17 +40,17 @@ def check_fact_signature(
     whether the key may sign at the fact's time: `verify_fact` does both)."""
     record = keyring.get(signed["key_id"])
     if record is None:
-        raise VerificationError("signed by a key not in the keyring", where=where)
+        raise VerificationError("signed by a key not in the keyring", where=where, kind=FORGED)
     if record.role is not role:
         raise VerificationError(
-            f"signed by a {record.role.value} key, not {role.value}", where=where
+            f"signed by a {record.role.value} key, not {role.value}", where=where, kind=FORGED
         )
     try:
         signature = base64.b64decode(signed["signature"], validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise VerificationError("malformed actor signature", where=where) from exc
+        raise VerificationError("malformed actor signature", where=where, kind=FORGED) from exc
     if not verify_signature(record.public_key, ACTOR_FACT_DOMAIN + canonical(fact), signature):
-        raise VerificationError(f"bad {role.value} signature", where=where)
+        raise VerificationError(f"bad {role.value} signature", where=where, kind=FORGED)
     return record
 
 
@@ -71,5 +73,7 @@ def verify_fact(
     record = check_fact_signature(keyring, fact, signed, role, where)
     problem = key_problem(record, at, covered_at, covered_size)
     if problem is not None:
-        raise VerificationError(f"{role.value} key {record.name}: {problem}", where=where)
+        raise VerificationError(
+            f"{role.value} key {record.name}: {problem}", where=where, kind=FORGED
+        )
     return record

@@ -36,7 +36,7 @@ from ledger.crypto.envelope import SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID
 from ledger.domain.key_registry import KEY_REGISTRY_ID
-from ledger.errors import VerificationError
+from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import EVENTS
 from ledger.export.reader import (
     Bundle,
@@ -98,6 +98,8 @@ class ChunkFacts:
 class BundleLog:
     """A `LogSource` over a whole-log bundle."""
 
+    locates_roots = False  # no Merkle rows: a root says only that something differs
+
     def __init__(self, bundle: Bundle, progress: Callable[[int], None] | None = None) -> None:
         self.bundle = bundle
         self.path = bundle.directory / EVENTS
@@ -146,7 +148,12 @@ class BundleLog:
         check_signatures: bool,
         chunk_leaves: int,
         times: list[tuple[int, int]],
+        start: tuple[int, int] = (0, 0),
     ) -> tuple[int, list[ChunkSpec]]:
+        if start != (0, 0):
+            raise ConfigError(
+                "--resume goes on from a store's saved state: a bundle is verified whole"
+            )
         count, specs = self.count, []
         for first in range(0, count, chunk_leaves):
             end = min(first + chunk_leaves, count)
@@ -201,7 +208,12 @@ class BundleLog:
         # proofs between them would add nothing, and a bundle has no tree to serve them.
         check_not_rolled_back(checkpoints, trusted)
 
-    def events(self, progress: Any = None) -> Iterator[Event]:
+    def events(self, progress: Any = None, start: tuple[int, int] = (0, 0)) -> Iterator[Event]:
+        if start != (0, 0):
+            raise ConfigError("a bundle is verified whole")
+        return self._events(progress)
+
+    def _events(self, progress: Any) -> Iterator[Event]:
         """Every event in log order, from its envelope (the chunks already checked
         each line against its envelope). A line as the ledger writes it has its
         envelope right after `,"envelope":"`, the first place that text can be
@@ -210,13 +222,16 @@ class BundleLog:
         decode, b64decode, rewritten = self.transcoder.decode, base64.b64decode, self._rewritten
         with self.path.open("rb") as handle:
             for position, raw in enumerate(handle):
-                if position in rewritten:
-                    state = b64decode(_decode(raw.decode("utf-8"))["envelope"])
-                else:
-                    start = raw.index(_ENVELOPE_KEY) + len(_ENVELOPE_KEY)
-                    state = b64decode(raw[start : raw.index(b'"', start)])
-                envelope = open_envelope(state, stream="bundle", version=position)
-                payload = decode(envelope.payload)
+                try:
+                    if position in rewritten:
+                        state = b64decode(_decode(raw.decode("utf-8"))["envelope"])
+                    else:
+                        start = raw.index(_ENVELOPE_KEY) + len(_ENVELOPE_KEY)
+                        state = b64decode(raw[start : raw.index(b'"', start)])
+                    envelope = open_envelope(state, stream="bundle", version=position)
+                    payload = decode(envelope.payload)
+                except (VerificationError, ValueError, KeyError, TypeError, AttributeError):
+                    continue  # an unreadable line: its chunk's check made it a finding
                 yield (
                     position,
                     envelope.stream,
@@ -256,12 +271,17 @@ def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> Chun
     with path.open("rb") as handle:
         handle.seek(spec.offset)
         for position in range(spec.first_leaf, spec.last_id):
+            raw = handle.readline()
+            if problem is not None:  # what follows a bad line cannot be told apart:
+                rows.append(_unread(position, raw))  # its place kept in the tree only
+                continue
             try:
-                event, currency = _line_event(handle.readline(), position + 1, position)
+                event, currency = _line_event(raw, position + 1, position)
                 facts.currencies.check(event, currency)
             except VerificationError as exc:
                 problem = Problem(position, str(exc), located=True)
-                break
+                rows.append(_unread(position, raw))
+                continue
             if opens_round(event):
                 facts.profiles.add(round_profile(event))
             if event.stream in INDEXED:
@@ -270,10 +290,17 @@ def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> Chun
                 facts.rewritten.append(position)
             rows.append((position + 1, event.stream, event.version, event.topic, event.envelope))
     result = verify_rows(spec, rows, signer_check)
-    if result.problem is None:  # an earlier row's problem comes first
-        result.problem = problem
+    if problem is not None:  # the bad line's own problem, not the placeholders'
+        result.problems = [p for p in result.problems if p.position < problem.position]
+        result.problems.append(problem)
     result.facts = facts
     return result
+
+
+def _unread(position: int, raw: bytes) -> Row:
+    """A line not read as an event: a row of its bytes, so that the chunk keeps
+    its leaves (the merge goes on; the line's problem is the finding)."""
+    return (position + 1, None, position, "?", raw)  # type: ignore[return-value]
 
 
 # Worker-process state, set once per process by `init_worker`.

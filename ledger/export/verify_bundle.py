@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.audit.key_times import Coverage, checkpoint_times
-from ledger.audit.resettle import Resettler
-from ledger.audit.round_rules import RoundRulesAudit
-from ledger.audit.round_variants import RoundVariants, games_from_rules
+from ledger.audit.findings import Step
+from ledger.audit.key_times import Coverage, SignedWhen, checkpoint_times
+from ledger.audit.round_variants import games_from_rules
+from ledger.audit.settlement import SettlementAudit
 from ledger.audit.verify import Level, VerificationReport, verify_log
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import (
@@ -232,8 +232,7 @@ def _verify_partial(
     judged_by: dict[tuple[int, int], int] = {}  # (first covering, proof's size) -> events
     signer_check = SignerCheck(keyring)
     transcoder = ledger_transcoder()
-    rounds = RoundVariants(variants)
-    rules, payouts = RoundRulesAudit(rounds), Resettler(rounds)
+    rounds = SettlementAudit(keyring, variants, steps=(Step.RULES, Step.PAYOUTS))
     heads: dict[str, tuple[int, bytes]] = {}
     proofs = bundle.proofs()
     last_position = first_position = -1
@@ -285,8 +284,7 @@ def _verify_partial(
         if level is Level.SETTLEMENT:
             state = transcoder.decode(envelope.payload)
             at = f"{where(stream, version)} ({label})"
-            rules.observe(stream, event.topic, state, at)
-            payouts.observe(stream, event.topic, state, at)
+            rounds.check(stream, event.topic, state, at, SignedWhen(-1), event.position)
         count += 1
         if progress and count % 1000 == 0:
             progress(1000)
@@ -327,9 +325,9 @@ def _verify_partial(
         )
     if level is Level.SETTLEMENT:
         report.lines.append(
-            f"   {rules.checked} rounds re-derived (step order, fault policy); "
-            f"{payouts.resettled} settlements re-settled with their own game and rules "
-            f"({payouts.bets} bets)"
+            f"   {rounds.rounds} rounds re-derived (step order, fault policy); "
+            f"{rounds.payouts.resettled} settlements re-settled with their own game and rules "
+            f"({rounds.payouts.bets} bets)"
         )
     report.lines.append(
         "   NOT CHECKED here: money across wallets, RNG seeds and device reports outside the "

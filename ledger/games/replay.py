@@ -103,13 +103,13 @@ def replay_from(
     for entry in log[len(actions) :]:
         action = entry_action(step, entry)
         if action is None:
-            raise InvalidCommandError(f"{_describe(entry)} is not a move the game offered")
+            raise InvalidCommandError(f"{describe_entry(entry)} is not a move the game offered")
         actions.append(action)
         step = game.step(bets, actions)
     return actions, step
 
 
-def _describe(entry: LogEntry) -> str:
+def describe_entry(entry: LogEntry) -> str:
     if "action" in entry:
         done = entry["action"]
         return f"{done['actor']} {done['action']} {done['args']!r} drawing {done['drawn']!r}"
@@ -133,7 +133,7 @@ def settlements_from(
         number += 1 if "action" in entry else 0
         action = entry_action(step, entry)
         if action is None:
-            raise InvalidCommandError(f"{_describe(entry)} is not a move the game offered")
+            raise InvalidCommandError(f"{describe_entry(entry)} is not a move the game offered")
         actions.append(action)
         step = game.step(bets, actions)
         if index >= at:
