@@ -151,6 +151,22 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
     with pytest.raises(VerificationError) as raised:
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
     assert str(raised.value) == str(findings.headline())
+    # Settled chunk by chunk while workers verify the next ones: the same findings
+    # as one process settling after every chunk (the same chunks).
+    by_workers = {}
+    for workers in (1, 2):
+        found = by_workers[workers] = Findings()
+        verify_store(
+            node.app,
+            node.keyring,
+            level=Level.SETTLEMENT,
+            variants=VARIANTS,
+            findings=found,
+            workers=workers,
+            chunk_leaves=4,
+        )
+    assert [f.to_json() for f in by_workers[2]] == [f.to_json() for f in by_workers[1]]
+    assert {f.stream for f in by_workers[2]} == {f.stream for f in findings}
 
 
 def test_the_cli_writes_every_finding_as_json_lines(

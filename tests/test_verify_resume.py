@@ -104,7 +104,10 @@ def _saved(node: Node, directory: Path) -> VerifyState:
     return VerifyState.load(directory)
 
 
-def test_a_resumed_run_re_derives_what_a_full_run_does(node: Node, tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunks", [{}, {"workers": 2, "chunk_leaves": 8}])
+def test_a_resumed_run_re_derives_what_a_full_run_does(
+    node: Node, tmp_path: Path, chunks: dict[str, int]
+) -> None:
     table = Table(node)
     for n in range(1, 4):
         table.play(n)
@@ -122,8 +125,8 @@ def test_a_resumed_run_re_derives_what_a_full_run_does(node: Node, tmp_path: Pat
     for n in range(5, 7):
         table.play(n)
     node.checkpointer().catch_up()
-    resumed = _verify(node, resume=state, save_state=True)
-    full = _verify(node)
+    resumed = _verify(node, resume=state, save_state=True, **chunks)
+    full = _verify(node, **chunks)
     assert resumed.resumed_from == state.size < resumed.events == full.events
     assert resumed.settlement == full.settlement
     assert (

@@ -111,8 +111,16 @@ class Findings:
             return
         self.items.insert(0, finding) if front else self.items.append(finding)
         if finding.kind is FindingKind.ALTERED and finding.step in _BYTE_STEPS:
-            if finding.stream is not None:
+            if finding.stream is not None and finding.stream not in self._altered_streams:
                 self._altered_streams.add(finding.stream)
+                # What a later step found in it before this was known follows from it too.
+                kept = [
+                    f
+                    for f in self.items
+                    if f.kind is FindingKind.ALTERED or f.stream != finding.stream
+                ]
+                self.implied += len(self.items) - len(kept)
+                self.items = kept
             if finding.position is not None:
                 self._altered_positions.add(finding.position)
 

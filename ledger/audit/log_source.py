@@ -26,7 +26,7 @@ from ledger.audit.chunks import (
 from ledger.audit.locate import first_difference, first_removed
 from ledger.audit.log_rows import LogRows
 from ledger.audit.parallel import WorkerPlan
-from ledger.audit.settlement import Event, events
+from ledger.audit.settlement import Event, events, events_of_rows
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
 from ledger.store.application import LedgerApplication
@@ -72,6 +72,9 @@ class LogSource(Protocol):
     def first_removed(self, begin: int, end: int) -> Problem | None: ...
     def check_proofs(self, checkpoints: list[Checkpoint], trusted: Checkpoint | None) -> None: ...
     def events(self, progress: Any = None, start: tuple[int, int] = (0, 0)) -> Iterator[Event]: ...
+    def chunk_events(self, spec: ChunkSpec) -> Iterator[Event]:
+        """The events of one chunk (already verified), for the settlement pass."""
+        ...
 
 
 class StoreLog:
@@ -131,6 +134,10 @@ class StoreLog:
 
     def events(self, progress: Any = None, start: tuple[int, int] = (0, 0)) -> Iterator[Event]:
         return events(self.app.tables, self.transcoder, progress, start)
+
+    def chunk_events(self, spec: ChunkSpec) -> Iterator[Event]:
+        rows = self.app.tables.rows_between(spec.after_id, spec.last_id)
+        return events_of_rows(rows, spec.first_leaf, self.transcoder)
 
 
 def chunk_spec(

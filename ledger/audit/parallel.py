@@ -60,8 +60,11 @@ def run_chunks(
     *,
     plan: WorkerPlan,
     processes: int,
+    caller_works: bool = True,
 ) -> Generator[ChunkResult, None, None]:
-    """Yield each chunk's result in order, using `processes` processes in all."""
+    """Yield each chunk's result in order, using `processes` processes in all;
+    with `caller_works` False, `processes` workers and the caller free for
+    its own work between results (the settlement pass, as chunks arrive)."""
     if processes <= 1 or len(specs) <= 1:
         for spec in specs:
             yield run_here(spec)
@@ -75,7 +78,7 @@ def run_chunks(
             args=(plan, specs, counter, results),
             daemon=True,
         )
-        for _ in range(processes - 1)
+        for _ in range(processes - 1 if caller_works else processes)
     ]
     for worker in workers:
         worker.start()
@@ -87,7 +90,7 @@ def run_chunks(
                 yield finished.pop(next_index)
                 next_index += 1
                 continue
-            index = _claim(counter, len(specs))
+            index = _claim(counter, len(specs)) if caller_works else None
             if index is not None:
                 finished[index] = run_here(specs[index])
             else:

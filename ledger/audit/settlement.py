@@ -43,6 +43,7 @@ from ledger.domain.round import SETTLED, VOIDED
 from ledger.errors import CannotReDeriveError, FindingKind, LedgerError, VerificationError
 from ledger.plugins.registry import LoadedGame as Variant
 from ledger.store.merkle_log import MerkleLogTables, stream_of
+from ledger.store.recorders import Row
 
 READ_BATCH = 5000
 
@@ -87,17 +88,23 @@ def events(
     while rows := tables.rows_after(after, READ_BATCH):
         if progress:
             progress(len(rows))
-        for _, originator_id, version, topic, state in rows:
-            try:
-                stream = stream_of(originator_id)
-                envelope = open_envelope(bytes(state), stream=stream, version=version)
-                payload = transcoder.decode(envelope.payload)
-            except (VerificationError, TypeError, ValueError, AttributeError):
-                position += 1
-                continue
-            yield position, stream, version, topic, payload, envelope.signed_at
-            position += 1
+        yield from events_of_rows(rows, position, transcoder)
+        position += len(rows)
         after = rows[-1][0]
+
+
+def events_of_rows(rows: list[Row], position: int, transcoder: Transcoder) -> Iterator[Event]:
+    """The events of consecutive rows, the first at log position `position`."""
+    for _, originator_id, version, topic, state in rows:
+        try:
+            stream = stream_of(originator_id)
+            envelope = open_envelope(bytes(state), stream=stream, version=version)
+            payload = transcoder.decode(envelope.payload)
+        except (VerificationError, TypeError, ValueError, AttributeError):
+            position += 1
+            continue
+        yield position, stream, version, topic, payload, envelope.signed_at
+        position += 1
 
 
 def check_settlement(

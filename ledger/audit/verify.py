@@ -393,15 +393,29 @@ def verify_log(
     report.workers = min(workers, max(1, len(specs)))
     merge = _Merge(found, claimed, expected_roots, trusted, log, resume)
     signer_check = SignerCheck(keyring)
+    audit: SettlementAudit | None = None
+    if level is Level.SETTLEMENT:  # 8-11: what the events say (ledger.audit.settlement)
+        audit = SettlementAudit(
+            keyring, installed_variants() if variants is None else variants, coverage, found
+        )
+        if resume is not None:
+            audit.restore(*resume.saved_settlement())
+    # With several processes, workers verify the chunks while this one settles
+    # each chunk once it is merged (its envelope findings known by then).
+    pipelined = audit is not None and report.workers > 1
     results = run_chunks(
         specs,
         lambda spec: log.verify_chunk(signer_check, spec),
         plan=log.worker_plan(keyring.to_json()),
         processes=report.workers,
+        caller_works=not pipelined,
     )
     with closing(results):  # stops the workers even when the merge stops early
         for result in results:
             merge.chunk(result)
+            if audit is not None and pipelined and not result.spec.digest_only:
+                for event in log.chunk_events(result.spec):
+                    audit.observe(event)
             if progress:
                 progress(result.count)
     merge.finish(count, sizes)
@@ -416,16 +430,10 @@ def verify_log(
         log.check_proofs(checkpoints, trusted)
     except VerificationError as exc:
         found.add_error(Step.PROOFS, exc, kind=FindingKind.ALTERED)
-    # 8-11: what the events say (ledger.audit.settlement).
-    audit: SettlementAudit | None = None
-    if level is Level.SETTLEMENT:
-        audit = SettlementAudit(
-            keyring, installed_variants() if variants is None else variants, coverage, found
-        )
-        if resume is not None:
-            audit.restore(*resume.saved_settlement())
-        for event in log.events(start=start):
-            audit.observe(event)
+    if audit is not None:
+        if not pipelined:
+            for event in log.events(start=start):
+                audit.observe(event)
         settled_state = audit.saved() if save_state else None
         report.settlement = audit.finish()
     empty = claimed.get(0)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import json
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -213,35 +213,45 @@ class BundleLog:
             raise ConfigError("a bundle is verified whole")
         return self._events(progress)
 
+    def chunk_events(self, spec: ChunkSpec) -> Iterator[Event]:
+        with self.path.open("rb") as handle:
+            handle.seek(spec.offset)
+            lines = (handle.readline() for _ in range(spec.first_leaf, spec.last_id))
+            yield from self._decoded(enumerate(lines, spec.first_leaf))
+
     def _events(self, progress: Any) -> Iterator[Event]:
         """Every event in log order, from its envelope (the chunks already checked
         each line against its envelope). A line as the ledger writes it has its
         envelope right after `,"envelope":"`, the first place that text can be
         (a JSON string holds no bare quote); any other line is parsed, as the
         chunk that checked it parsed it."""
-        decode, b64decode, rewritten = self.transcoder.decode, base64.b64decode, self._rewritten
         with self.path.open("rb") as handle:
-            for position, raw in enumerate(handle):
-                try:
-                    if position in rewritten:
-                        state = b64decode(_decode(raw.decode("utf-8"))["envelope"])
-                    else:
-                        start = raw.index(_ENVELOPE_KEY) + len(_ENVELOPE_KEY)
-                        state = b64decode(raw[start : raw.index(b'"', start)])
-                    envelope = open_envelope(state, stream="bundle", version=position)
-                    payload = decode(envelope.payload)
-                except (VerificationError, ValueError, KeyError, TypeError, AttributeError):
-                    continue  # an unreadable line: its chunk's check made it a finding
-                yield (
-                    position,
-                    envelope.stream,
-                    envelope.version,
-                    envelope.event_type,
-                    payload,
-                    envelope.signed_at,
-                )
-                if progress and position % 1000 == 999:
+            for event in self._decoded(enumerate(handle)):
+                yield event
+                if progress and event[0] % 1000 == 999:
                     progress(1000)
+
+    def _decoded(self, lines: Iterable[tuple[int, bytes]]) -> Iterator[Event]:
+        decode, b64decode, rewritten = self.transcoder.decode, base64.b64decode, self._rewritten
+        for position, raw in lines:
+            try:
+                if position in rewritten:
+                    state = b64decode(_decode(raw.decode("utf-8"))["envelope"])
+                else:
+                    start = raw.index(_ENVELOPE_KEY) + len(_ENVELOPE_KEY)
+                    state = b64decode(raw[start : raw.index(b'"', start)])
+                envelope = open_envelope(state, stream="bundle", version=position)
+                payload = decode(envelope.payload)
+            except (VerificationError, ValueError, KeyError, TypeError, AttributeError):
+                continue  # an unreadable line: its chunk's check made it a finding
+            yield (
+                position,
+                envelope.stream,
+                envelope.version,
+                envelope.event_type,
+                payload,
+                envelope.signed_at,
+            )
 
 
 def _line_event(raw: bytes, number: int, position: int) -> tuple[BundleEvent, object]:
