@@ -38,7 +38,7 @@ import _benchlib as bench
 
 NAME = "bench_settlement"
 ROOT = Path(__file__).resolve().parent.parent
-PASSPHRASE = "bench-settlement"
+PASSPHRASE = os.environ.get("LEDGER_PASSPHRASE", "bench-settlement")  # a --store-dir's own
 TARGET_SPEEDUP = 3.0
 TARGET_RESUME = 1 / 50
 
@@ -107,6 +107,7 @@ def main() -> int:
         help="also measure --resume after about this many new events (0: skip)",
     )
     p.add_argument("--store-dir", help="a simulated store (ledger.db, keys/) to use; copied")
+    p.add_argument("--parts", default="sur", help="which of s, u (with m) and r to run")
     p.add_argument("--no-files", action="store_true", help="write no results file")
     args = p.parse_args()
     print(bench.machine_line())
@@ -123,8 +124,9 @@ def main() -> int:
                 work.mkdir()
                 bench.note(f"simulating {args.rounds:,} rounds")
                 simulate(work, args.rounds, seed=11)
-            bench.note("exporting the whole-log bundle")
-            ledger(work, "export", str(work / "bundle"))
+            if "u" in args.parts:
+                bench.note("exporting the whole-log bundle")
+                ledger(work, "export", str(work / "bundle"))
             store = bench.Comparison(
                 "sqlite", "(s) verify --level settlement, store", f"code of {args.baseline}",
                 "this code", "events/s", TARGET_SPEEDUP,
@@ -137,8 +139,10 @@ def main() -> int:
             memory_base = bench.Measure("sqlite", f"(m) peak RSS, {args.baseline}", "MB", None)
             verify = ("verify", "--level", "settlement")
             events = 0
-            for run in range(args.repeats):
-                for comparison, extra_args in ((store, ()), (bundle, ("--bundle", "bundle"))):
+            chosen = [(store, ()), (bundle, ("--bundle", "bundle"))]
+            chosen = [c for c, part in zip(chosen, "su", strict=True) if part in args.parts]
+            for run in range(args.repeats if chosen else 0):
+                for comparison, extra_args in chosen:
                     order = [base, ROOT] if run % 2 == 0 else [ROOT, base]
                     timed: dict[Path, tuple[float, float]] = {}
                     for code in order:
@@ -154,10 +158,11 @@ def main() -> int:
                         f"({events:,} events)",
                         flush=True,
                     )
-            comparisons += [store, bundle]
-            measures += [memory, memory_base]
+            comparisons += [c for c, _ in chosen]
+            if chosen:
+                measures += [memory, memory_base]
             extra["events"] = events
-            if args.resume_events:
+            if args.resume_events and "r" in args.parts:
                 extra["resume"] = resume(work, args)
                 measures.append(extra["resume"]["measure"])
                 extra["resume"]["measure"] = extra["resume"]["measure"].as_json()

@@ -7,7 +7,7 @@ reused by every run. Each run then measures, in alternating order:
 (b) verify_store(level=SIGNATURES, workers=cores) events/s
     vs a bare loop verifying the same Ed25519 signatures on one core
     (public key, ENVELOPE_DOMAIN + header, signature extracted beforehand),
-    times the number of cores.                                 target >= 0.8x
+    times the number of cores.                                 target >= 0.9x
 (b') the same, against the bare loop run at once in `cores` processes (each
     on its share of the chunks): what the cores deliver together on a shared
     machine, where they may not scale to `cores` x one core.
@@ -16,7 +16,7 @@ reused by every run. Each run then measures, in alternating order:
 (c) verify_store(level=INTEGRITY, workers=cores) events/s
     vs the store's raw read rate: MerkleLogTables.rows_between over the same
     chunk ranges verify_store plans, in one process, rows not decoded.
-                                                               target >= 0.5x
+                                                               target >= 0.8x
 (c1) verify_store(level=INTEGRITY, workers=1) vs the same raw read.
 (d) peak memory of `ledger verify --level signatures --workers cores` run in
     a subprocess: the sum of every process's own RSS high-water mark (VmHWM:
@@ -46,8 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _benchlib as bench
 
 NAME = "bench_verify"
-TARGET_SIGNATURES = 0.8
-TARGET_INTEGRITY = 0.5
+TARGET_SIGNATURES = 0.9  # issue 18: >= 0.9x the bare loop on every core
+TARGET_INTEGRITY = 0.8  # issue 18: >= 0.8x a raw read of the same rows
 MEMORY_LIMIT_MB = 300.0
 SAVE_EVENTS = 1000  # events per save while building (100 streams of 10)
 

@@ -24,9 +24,10 @@ from ledger.audit.chunks import (
     verify_chunk_with,
 )
 from ledger.audit.locate import first_difference, first_removed
+from ledger.audit.log_events import Event, events_of_rows
 from ledger.audit.log_rows import LogRows
 from ledger.audit.parallel import WorkerPlan
-from ledger.audit.settlement import Event, events, events_of_rows
+from ledger.audit.settlement import events
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
 from ledger.store.application import LedgerApplication

@@ -30,6 +30,7 @@ from eventsourcing.persistence import Transcoder
 
 from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.key_times import Coverage, SignedWhen
+from ledger.audit.log_events import Event, events_of_rows
 from ledger.audit.money import MoneyAudit
 from ledger.audit.resettle import Resettler
 from ledger.audit.round_archive import RoundArchive
@@ -37,18 +38,14 @@ from ledger.audit.round_facts import OPENED, ROUND_TOPICS, RoundFacts, RoundFold
 from ledger.audit.round_rules import RoundRulesAudit
 from ledger.audit.round_variants import RoundVariants
 from ledger.audit.sources import Located, SourceAudit
-from ledger.crypto.envelope import open_envelope
 from ledger.crypto.keys import Keyring
 from ledger.domain.round import SETTLED, VOIDED
 from ledger.errors import CannotReDeriveError, FindingKind, LedgerError, VerificationError
 from ledger.plugins.registry import LoadedGame as Variant
-from ledger.store.merkle_log import MerkleLogTables, stream_of
-from ledger.store.recorders import Row
+from ledger.store.merkle_log import MerkleLogTables
 
 READ_BATCH = 5000
 
-# (log position, stream, version, topic, payload, signing time µs or None for v1) of one event.
-Event = tuple[int, str, int, str, dict[str, Any], int | None]
 
 #: The settlement level's steps, in the order they read each event.
 SETTLEMENT_STEPS = (Step.MONEY, Step.SOURCES, Step.RULES, Step.PAYOUTS)
@@ -91,20 +88,6 @@ def events(
         yield from events_of_rows(rows, position, transcoder)
         position += len(rows)
         after = rows[-1][0]
-
-
-def events_of_rows(rows: list[Row], position: int, transcoder: Transcoder) -> Iterator[Event]:
-    """The events of consecutive rows, the first at log position `position`."""
-    for _, originator_id, version, topic, state in rows:
-        try:
-            stream = stream_of(originator_id)
-            envelope = open_envelope(bytes(state), stream=stream, version=version)
-            payload = transcoder.decode(envelope.payload)
-        except (VerificationError, TypeError, ValueError, AttributeError):
-            position += 1
-            continue
-        yield position, stream, version, topic, payload, envelope.signed_at
-        position += 1
 
 
 def check_settlement(

@@ -24,13 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from eventsourcing.persistence import DatetimeAsISO, DecimalAsStr, JSONTranscoder, UUIDAsHex
-
 from ledger.audit.checkpoints import check_not_rolled_back
-from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem, verify_rows
+from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem, decoded, verify_rows
+from ledger.audit.log_events import Event, ledger_transcoder
 from ledger.audit.log_source import chunk_spec
 from ledger.audit.parallel import WorkerPlan
-from ledger.audit.settlement import Event
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring
@@ -55,14 +53,6 @@ INDEXED: Final = (str(KEY_REGISTRY_ID), str(AUDIT_TRAIL_ID))
 _INDEXED_BYTES: Final = tuple(s.encode() for s in INDEXED)
 _decode = json.JSONDecoder().decode
 _ENVELOPE_KEY: Final = b',"envelope":"'
-
-
-def ledger_transcoder() -> JSONTranscoder:
-    """The payload transcoder a ledger store uses (eventsourcing's defaults)."""
-    transcoder = JSONTranscoder()
-    for transcoding in (UUIDAsHex(), DecimalAsStr(), DatetimeAsISO()):
-        transcoder.register(transcoding)
-    return transcoder
 
 
 class BundleRows:
@@ -300,6 +290,8 @@ def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> Chun
                 facts.rewritten.append(position)
             rows.append((position + 1, event.stream, event.version, event.topic, event.envelope))
     result = verify_rows(spec, rows, signer_check)
+    if spec.decode:
+        result.events = decoded(rows, spec.first_leaf)
     if problem is not None:  # the bad line's own problem, not the placeholders'
         result.problems = [p for p in result.problems if p.position < problem.position]
         result.problems.append(problem)

@@ -28,6 +28,7 @@ from typing import Any
 
 from ledger.audit.findings import Step
 from ledger.audit.key_times import Coverage, SignedWhen, checkpoint_times
+from ledger.audit.log_events import ledger_transcoder
 from ledger.audit.round_variants import games_from_rules
 from ledger.audit.settlement import SettlementAudit
 from ledger.audit.verify import Level, VerificationReport, verify_log
@@ -44,7 +45,7 @@ from ledger.crypto.merkle import verify_consistency, verify_inclusion
 from ledger.crypto.validity import signing_problem
 from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import CONSISTENCY, GAMES, MANIFEST, PROOFS
-from ledger.export.bundle_log import BundleLog, ledger_transcoder
+from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle, parse_checkpoint
 from ledger.plugins.manager import Plugins, get_plugin_manager
 from ledger.plugins.registry import LoadedGame
