@@ -186,22 +186,24 @@ def resume(work: Path, args: argparse.Namespace) -> dict[str, Any]:
     before = json.loads((state / "state.json").read_text())["size"]
     rounds = max(1, args.resume_events // 47)  # a simulated round writes about 47 events
     simulate(work, rounds, seed=12)
-    fractions, fulls, resumes = [], [], []
+    fractions, fulls, resumes, peaks = [], [], [], []
     for run in range(args.repeats):
         copy = work.parent / f"state-{run}"
         shutil.copytree(state, copy)  # each resume starts from the same state
         if run % 2 == 0:
-            full_s, _, out = ledger(work, "verify")
-            resume_s, _, _ = ledger(work, "verify", "--resume", str(copy))
+            full_s, full_mb, out = ledger(work, "verify")
+            resume_s, resume_mb, _ = ledger(work, "verify", "--resume", str(copy))
         else:
-            resume_s, _, _ = ledger(work, "verify", "--resume", str(copy))
-            full_s, _, out = ledger(work, "verify")
+            resume_s, resume_mb, _ = ledger(work, "verify", "--resume", str(copy))
+            full_s, full_mb, out = ledger(work, "verify")
+        peaks.append((full_mb, resume_mb))
         shutil.rmtree(copy)
         fractions.append(resume_s / full_s)
         fulls.append(full_s)
         resumes.append(resume_s)
         print(
-            f"run {run + 1}: full {full_s:.1f} s, resume {resume_s:.1f} s "
+            f"run {run + 1}: full {full_s:.1f} s ({full_mb:.0f} MB), resume {resume_s:.1f} s "
+            f"({resume_mb:.0f} MB) "
             f"({events_in(out) - before:,} new of {events_in(out):,} events)",
             flush=True,
         )
@@ -214,6 +216,7 @@ def resume(work: Path, args: argparse.Namespace) -> dict[str, Any]:
         "events_after": events_in(out),
         "full_seconds": statistics.median(fulls),
         "resume_seconds": statistics.median(resumes),
+        "peak_mb_full_and_resume": peaks,
         "measure": measure,
     }
 

@@ -13,9 +13,6 @@ from binascii import hexlify, unhexlify
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from eventsourcing.persistence import JSONTranscoder
-
-from ledger.audit.log_events import Event, events_of_rows, ledger_transcoder
 from ledger.crypto.canonical import ENVELOPE_DOMAIN
 from ledger.crypto.envelope import (
     ENVELOPE_PREFIX,
@@ -58,8 +55,6 @@ class ChunkSpec:
     # `digest_only`, nothing else (rows a saved state already vouches for).
     digest: bool = False
     digest_only: bool = False
-    # The settlement pass's chunk: its events decoded here too (`ChunkResult.events`).
-    decode: bool = False
 
 
 @dataclass
@@ -88,7 +83,6 @@ class ChunkResult:
     facts: Any = None  # what a source's own chunk reader found, for its merge
     digest: str | None = None  # the rows' digest, when the spec asks for it
     rows: int = 0  # rows read (a digest-only chunk has no leaves)
-    events: list[Event] | None = None  # the decoded events, when the spec asks for them
 
     @property
     def problem(self) -> Problem | None:
@@ -438,20 +432,7 @@ def verify_chunk_with(
     result.rows = len(rows)
     if spec.digest:
         result.digest = rows_digest(rows)
-    if spec.decode:
-        result.events = decoded(rows, spec.first_leaf)
     return result
-
-
-_transcoder: JSONTranscoder | None = None
-
-
-def decoded(rows: list[Row], first_leaf: int) -> list[Event]:
-    """The rows' events, decoded in this (worker) process for the settlement pass."""
-    global _transcoder
-    if _transcoder is None:
-        _transcoder = ledger_transcoder()
-    return list(events_of_rows(rows, first_leaf, _transcoder))
 
 
 def rows_digest(rows: list[Row]) -> str:

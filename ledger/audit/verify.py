@@ -403,8 +403,6 @@ def verify_log(
     # With several processes, workers verify the chunks while this one settles
     # each chunk once it is merged (its envelope findings known by then).
     pipelined = audit is not None and report.workers > 1
-    if pipelined:  # the workers decode each chunk's events too: this process only settles
-        specs = [spec if spec.digest_only else replace(spec, decode=True) for spec in specs]
     results = run_chunks(
         specs,
         lambda spec: log.verify_chunk(signer_check, spec),
@@ -416,10 +414,7 @@ def verify_log(
         for result in results:
             merge.chunk(result)
             if audit is not None and pipelined and not result.spec.digest_only:
-                chunk_events = result.events
-                if chunk_events is None:  # a source whose chunks do not decode
-                    chunk_events = list(log.chunk_events(result.spec))
-                for event in chunk_events:
+                for event in log.chunk_events(result.spec):
                     audit.observe(event)
             if progress:
                 progress(result.count)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.audit.checkpoints import check_not_rolled_back
-from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem, decoded, verify_rows
+from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem, verify_rows
 from ledger.audit.log_events import Event, ledger_transcoder
 from ledger.audit.log_source import chunk_spec
 from ledger.audit.parallel import WorkerPlan
@@ -290,8 +290,6 @@ def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> Chun
                 facts.rewritten.append(position)
             rows.append((position + 1, event.stream, event.version, event.topic, event.envelope))
     result = verify_rows(spec, rows, signer_check)
-    if spec.decode:
-        result.events = decoded(rows, spec.first_leaf)
     if problem is not None:  # the bad line's own problem, not the placeholders'
         result.problems = [p for p in result.problems if p.position < problem.position]
         result.problems.append(problem)
