@@ -171,7 +171,8 @@ def main() -> int:
                 ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
                 capture_output=True,
             )
-    print(bench.comparison_table(comparisons))
+    if comparisons:
+        print(bench.comparison_table(comparisons))
     print(bench.measure_table(measures))
     path = bench.write_results(NAME, args, comparisons, measures, extra)
     if path:
