@@ -225,6 +225,7 @@ def test_cli_saves_and_resumes(
     assert _cli(store, keys, "--resume", str(state)) == 0
     out = capsys.readouterr().out
     assert f"from log position {first['size']}" in out and f"state saved to {state}" in out
+    assert "those between older ones were verified when the state was made" in out
     assert json.loads((state / STATE_FILE).read_text())["size"] > first["size"]
 
 

