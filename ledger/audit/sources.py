@@ -346,35 +346,22 @@ class SourceAudit:
         memory holds only the draws of seeds still secret)."""
         for draw in self.waiting.pop(seed_id, []):
             if draw.counter >= 0:
-                if list(throw(seed, draw.round_id, draw.counter)) != list(draw.drawn):
-                    self.late.append(
-                        Late(
-                            VerificationError(
-                                f"round {draw.round_id}: RNG throw {draw.counter} is not what "
-                                f"the round's committed seed {seed_id} gives",
-                                where=draw.at.where,
-                            ),
-                            draw.at,
-                        )
-                    )
+                if list(throw(seed, draw.round_id, draw.counter)) == list(draw.drawn):
+                    self.rng_throws += 1
                     continue
-                self.rng_throws += 1
-                continue
-            deck = shuffled_deck(seed, draw.round_id)
-            if tuple(deck[p] for p in draw.positions) != draw.drawn:
-                self.late.append(
-                    Late(
-                        VerificationError(
-                            f"round {draw.round_id}: cards {list(draw.drawn)} at deck positions "
-                            f"{list(draw.positions)} are not what the round's committed seed "
-                            f"{seed_id} deals",
-                            where=draw.at.where,
-                        ),
-                        draw.at,
-                    )
+                wrong = f"RNG throw {draw.counter} is not what the round's committed seed"
+                wrong += f" {seed_id} gives"
+            else:
+                deck = shuffled_deck(seed, draw.round_id)
+                if tuple(deck[p] for p in draw.positions) == draw.drawn:
+                    self.cards_checked += 1
+                    continue
+                wrong = (
+                    f"cards {list(draw.drawn)} at deck positions {list(draw.positions)} are "
+                    f"not what the round's committed seed {seed_id} deals"
                 )
-                continue
-            self.cards_checked += 1
+            error = VerificationError(f"round {draw.round_id}: {wrong}", where=draw.at.where)
+            self.late.append(Late(error, draw.at))
 
     def saved(self) -> dict[str, Any]:
         """What the next events need (`ledger.audit.verify_state`)."""

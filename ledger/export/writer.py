@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ledger.audit.checkpoints import valid_checkpoints
 from ledger.audit.key_times import Coverage, checkpoint_times
-from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import Subtree, consistency_proof, inclusion_proof
-from ledger.errors import ConfigError, VerificationError
+from ledger.errors import ConfigError
 from ledger.export.bundle_files import (
     CHECKPOINTS,
     CONSISTENCY,
@@ -49,7 +49,7 @@ from ledger.export.records import (
 )
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
-from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row, stream_of
+from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
 
 BATCH = 5000
@@ -221,7 +221,7 @@ def _export_into(
     log_size, _ = tables.event_count()
     if log_size == 0:
         raise ConfigError("the log is empty: nothing to export")
-    valid = _valid_checkpoints(tables, keyring)
+    valid = valid_checkpoints(tables, keyring)
     checkpoint = max(valid, key=lambda c: c.size, default=None)
     partial = selection.kind != "all"
     if partial and checkpoint is None:
@@ -313,19 +313,6 @@ def _export_into(
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-def _valid_checkpoints(tables: MerkleLogTables, keyring: Keyring) -> list[Checkpoint]:
-    """Every stored checkpoint whose signature verifies (the others prove nothing)."""
-    found = []
-    for row in tables.checkpoint_rows():
-        try:
-            checkpoint = parse_checkpoint_row(row)
-            checkpoint.verify(keyring)
-        except VerificationError:
-            continue
-        found.append(checkpoint)
-    return found
 
 
 def _write_consistency(path: Path, older: tuple[int, ...], size: int, subtree: Subtree) -> None:
