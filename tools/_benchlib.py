@@ -508,3 +508,23 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     started = time.perf_counter()
     value = fn()
     return time.perf_counter() - started, value
+
+
+# `ledger ARGS` run in a fresh interpreter that then prints its own peak RSS:
+# VmHWM is per address space (ru_maxrss would carry this process's mark across
+# fork+exec), so a worker's or the parent's memory is not counted in.
+LEDGER_WITH_PEAK = """
+import json, sys
+from ledger.cli.main import main
+code = main(sys.argv[1:])
+with open("/proc/self/status") as status:
+    hwm = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print("BENCH-HWM " + json.dumps({"code": code, "hwm_kb": hwm}), flush=True)
+sys.exit(code)
+"""
+
+
+def peak_kb(stdout: str) -> int | None:
+    """The peak RSS (kB) a `LEDGER_WITH_PEAK` run printed, None if it printed none."""
+    line = next((x for x in stdout.splitlines() if x.startswith("BENCH-HWM ")), None)
+    return None if line is None else int(json.loads(line.split(" ", 1)[1])["hwm_kb"])

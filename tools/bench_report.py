@@ -24,7 +24,6 @@ is not touched, and may still be being written).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sqlite3
@@ -44,17 +43,6 @@ from ledger.store.application import LedgerApplication
 
 EDGE = bench.TOOLS.parent / "docs" / "xidach_edge.json"
 LEDGER = Path(sys.executable).with_name("ledger")
-
-# VmHWM is per address space (ru_maxrss would carry this process's mark across fork+exec).
-_CHILD = """
-import json, sys
-from ledger.cli.main import main
-code = main(sys.argv[1:])
-with open("/proc/self/status") as status:
-    hwm = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-print("BENCH-HWM " + json.dumps({"code": code, "hwm_kb": hwm}), flush=True)
-sys.exit(code)
-"""
 
 
 def raw_read(app: LedgerApplication) -> int:
@@ -83,7 +71,7 @@ def command(workdir: Path, env: dict[str, str]) -> tuple[float, int]:
     """(seconds, VmHWM in kB) of `ledger report` run in a fresh interpreter."""
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, "report", "bench.html", "--edge", str(EDGE)],
+        [sys.executable, "-c", bench.LEDGER_WITH_PEAK, "report", "bench.html", "--edge", str(EDGE)],
         cwd=workdir,
         env=env,
         capture_output=True,
@@ -91,10 +79,10 @@ def command(workdir: Path, env: dict[str, str]) -> tuple[float, int]:
         check=False,
     )
     seconds = time.perf_counter() - started
-    line = next((x for x in done.stdout.splitlines() if x.startswith("BENCH-HWM ")), None)
-    if done.returncode != 0 or line is None:
+    peak = bench.peak_kb(done.stdout)
+    if done.returncode != 0 or peak is None:
         raise SystemExit(f"ledger report failed: {done.stderr.strip()}")
-    return seconds, int(json.loads(line.split(" ", 1)[1])["hwm_kb"])
+    return seconds, peak
 
 
 def prepared(args: Any, workdir: Path) -> dict[str, str]:

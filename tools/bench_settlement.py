@@ -42,34 +42,28 @@ PASSPHRASE = os.environ.get("LEDGER_PASSPHRASE", "bench-settlement")  # a --stor
 TARGET_SPEEDUP = 3.0
 TARGET_RESUME = 1 / 50
 
-# Runs the CLI, then reports the process's own peak RSS (VmHWM: per address
-# space, so a worker's or the parent's memory is not counted in).
-_CHILD = """
-import json, sys
-from ledger.cli.main import main
-code = main(sys.argv[1:])
-with open("/proc/self/status") as status:
-    hwm = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-print("BENCH-HWM " + json.dumps({"code": code, "hwm_kb": hwm}), flush=True)
-sys.exit(code)
-"""
-
 
 def ledger(workdir: Path, *argv: str, code: Path = ROOT) -> tuple[float, float, str]:
     """(seconds, peak MB, stdout) of one `ledger` command run with `code`'s package."""
     env = dict(os.environ, LEDGER_PASSPHRASE=PASSPHRASE, PYTHONPATH=str(code))
-    command = [sys.executable, "-c", _CHILD, "--store", f"sqlite:///{workdir / 'ledger.db'}"]
+    command = [
+        sys.executable,
+        "-c",
+        bench.LEDGER_WITH_PEAK,
+        "--store",
+        f"sqlite:///{workdir / 'ledger.db'}",
+    ]
     command += ["--keys", str(workdir / "keys"), *argv]
     started = time.perf_counter()
     done = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
-    marker = [line for line in done.stdout.splitlines() if line.startswith("BENCH-HWM ")]
-    if done.returncode != 0 or not marker:
+    peak = bench.peak_kb(done.stdout)
+    if done.returncode != 0 or peak is None:
         raise SystemExit(
             f"`ledger {' '.join(argv)}` ({code}) failed ({done.returncode}):\n"
             f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         )
-    return seconds, json.loads(marker[0].split(" ", 1)[1])["hwm_kb"] / 1024, done.stdout
+    return seconds, peak / 1024, done.stdout
 
 
 def events_in(stdout: str) -> int:
