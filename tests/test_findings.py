@@ -54,7 +54,8 @@ class GenerousPlugin(CoinPlugin):
         registry.add(Generous())
 
 
-def _play(node: Node, casino: Casino, table: str, players: list[str], n: int) -> str:
+def open_with_bets(casino: Casino, table: str, players: list[str], n: int) -> str:
+    """Coin round `n`, a bet of 100 from each player (tails, heads, ...)."""
     round_id = casino.open_round(request_id=f"r{n}", table_id=table, dealer="D1")
     for i, player in enumerate(players):
         casino.place_bet(
@@ -64,6 +65,11 @@ def _play(node: Node, casino: Casino, table: str, players: list[str], n: int) ->
             bet={"on": "heads" if i % 2 else "tails"},
             stake=100,
         )
+    return round_id
+
+
+def finish(node: Node, casino: Casino, round_id: str, n: int) -> None:
+    """Betting closed, heads seen by the dealer device, the round settled."""
     casino.close_betting(request_id=f"c{n}", round_id=round_id)
     outcome = {"face": "heads"}
     casino.record_outcome(
@@ -73,6 +79,11 @@ def _play(node: Node, casino: Casino, table: str, players: list[str], n: int) ->
         source=seen(node, casino, round_id, outcome),
     )
     casino.settle(request_id=f"s{n}", round_id=round_id)
+
+
+def _play(node: Node, casino: Casino, table: str, players: list[str], n: int) -> str:
+    round_id = open_with_bets(casino, table, players, n)
+    finish(node, casino, round_id, n)
     return round_id
 
 

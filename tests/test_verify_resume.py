@@ -24,10 +24,10 @@ from ledger.domain.round import Round
 from ledger.errors import FindingKind
 from ledger.node import Node
 from tests.attacker import Attacker
-from tests.casino_support import operator_signer, seen
+from tests.casino_support import operator_signer
 from tests.coin_variant import VARIANTS, coin_games
 from tests.conftest import PASSPHRASE
-from tests.test_findings import LIMITS, GenerousPlugin, _version_of
+from tests.test_findings import LIMITS, GenerousPlugin, _version_of, finish, open_with_bets
 
 Players = list[str]
 
@@ -39,31 +39,6 @@ def _players(casino: Casino) -> Players:
         casino.deposit(request_id=f"d-{name}", account_id=account, amount=50_000)
         players.append(account)
     return players
-
-
-def _open(casino: Casino, table: str, players: Players, n: int) -> str:
-    round_id = casino.open_round(request_id=f"r{n}", table_id=table, dealer="D1")
-    for i, player in enumerate(players):
-        casino.place_bet(
-            request_id=f"b{n}-{i}",
-            round_id=round_id,
-            account_id=player,
-            bet={"on": "heads" if i % 2 else "tails"},
-            stake=100,
-        )
-    return round_id
-
-
-def _finish(node: Node, casino: Casino, round_id: str, n: int) -> None:
-    casino.close_betting(request_id=f"c{n}", round_id=round_id)
-    outcome = {"face": "heads"}
-    casino.record_outcome(
-        request_id=f"o{n}",
-        round_id=round_id,
-        outcome=outcome,
-        source=seen(node, casino, round_id, outcome),
-    )
-    casino.settle(request_id=f"s{n}", round_id=round_id)
 
 
 class Table:
@@ -81,8 +56,8 @@ class Table:
         self.rounds: list[str] = []
 
     def play(self, n: int, casino: Casino | None = None) -> str:
-        round_id = _open(casino or self.casino, self.table, self.players, n)
-        _finish(self.node, casino or self.casino, round_id, n)
+        round_id = open_with_bets(casino or self.casino, self.table, self.players, n)
+        finish(self.node, casino or self.casino, round_id, n)
         self.rounds.append(round_id)
         return round_id
 
@@ -111,10 +86,10 @@ def test_a_resumed_run_re_derives_what_a_full_run_does(
     table = Table(node)
     for n in range(1, 4):
         table.play(n)
-    across = _open(table.casino, table.table, table.players, 4)  # open at the state's end
+    across = open_with_bets(table.casino, table.table, table.players, 4)  # open at the state's end
     node.checkpointer().catch_up()
     state = _saved(node, tmp_path / "state")
-    _finish(node, table.casino, across, 4)
+    finish(node, table.casino, across, 4)
     table.casino.correct(  # a round that ended before the state, corrected after it
         request_id="fix",
         round_id=table.rounds[0],
@@ -209,6 +184,15 @@ def _cli(store: str, keys: Path, *argv: str, level: str = "signatures") -> int:
     return main(["--store", store, "--keys", str(keys), "verify", "--level", level, *argv])
 
 
+def _saved_by_cli(node: Node, tmp_path: Path) -> Path:
+    """One round played and checkpointed, its state saved by `verify --save-state`."""
+    Table(node).play(1)
+    node.checkpointer().catch_up()
+    state = tmp_path / "state"
+    assert _cli(node.app.store_url, node.keys.path, "--save-state", str(state)) == 0
+    return state
+
+
 def test_cli_saves_and_resumes(
     node: Node, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -247,10 +231,8 @@ def test_cli_refuses_a_bad_state_in_one_line(
     message: str,
 ) -> None:
     monkeypatch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
-    Table(node).play(1)
-    node.checkpointer().catch_up()
-    store, keys, state = node.app.store_url, node.keys.path, tmp_path / "state"
-    assert _cli(store, keys, "--save-state", str(state)) == 0
+    state = _saved_by_cli(node, tmp_path)
+    store, keys = node.app.store_url, node.keys.path
     path = state / STATE_FILE
     data = json.loads(path.read_text())
     level = "signatures"
@@ -272,11 +254,7 @@ def test_a_state_of_another_store_is_refused(
     node: Node, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
-    table = Table(node)
-    table.play(1)
-    node.checkpointer().catch_up()
-    state = tmp_path / "state"
-    assert _cli(node.app.store_url, node.keys.path, "--save-state", str(state)) == 0
+    state = _saved_by_cli(node, tmp_path)
     data = json.loads((state / STATE_FILE).read_text())
     data["chunks"][0][4] = "0" * 64  # another log's rows
     (state / STATE_FILE).write_text(json.dumps(data))
