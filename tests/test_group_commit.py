@@ -205,10 +205,18 @@ def test_a_batch_conflicting_with_another_node_is_applied_again(
     try:
         theirs = Casino(other.app, VARIANTS)
         conflicts = 0
+        # Each node's first commit waits until the other has applied its first
+        # batch too: both were applied from the same state, so one must lose.
+        both_applied = threading.Barrier(2)
 
         def counting(real: Callable[[Any], Any]) -> Callable[[Any], Any]:
+            first = True
+
             def record(events: Any) -> Any:
-                nonlocal conflicts
+                nonlocal conflicts, first
+                if first:
+                    first = False
+                    both_applied.wait(10)
                 try:
                     return real(events)
                 except IntegrityError:
