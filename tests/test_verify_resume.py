@@ -20,6 +20,8 @@ from ledger.audit.verify import Level, VerificationReport, verify_store
 from ledger.audit.verify_state import STATE_FILE, VerifyState
 from ledger.casino import Casino
 from ledger.cli.main import main
+from ledger.crypto.envelope import now_micros, open_envelope, seal
+from ledger.crypto.keys import Role
 from ledger.domain.round import Round
 from ledger.errors import FindingKind
 from ledger.node import Node
@@ -140,6 +142,44 @@ def test_an_attack_before_the_state_is_still_caught(
     _verify(node, resume=state, findings=findings)
     altered = [f for f in findings if f.kind is FindingKind.ALTERED and f.step is Step.ENVELOPES]
     assert altered and "not the bytes the saved state was made from" in altered[0].text
+
+
+def test_an_event_after_the_state_must_link_to_its_streams_head_before_it(
+    node: Node, tmp_path: Path
+) -> None:
+    """The state keeps no stream heads: a new event on a stream that ended
+    before the state links to the head re-read from the rows re-hashed. With
+    database rights and the node key, an event appended after the state to
+    an old round, linked to the wrong predecessor, is caught."""
+    table = Table(node)
+    table.play(1)
+    table.play(2)
+    node.checkpointer().catch_up()
+    state = _saved(node, tmp_path / "state")
+    assert state.streams > 0 and "heads" not in state.to_json()
+    table.play(3)
+    victim = table.rounds[0]
+    attacker = Attacker(node.app.store_url)
+    try:
+        last = _version_of(attacker, victim, Round.Settled)
+        _, _, _, topic, before = attacker.row(victim, last - 1)
+        earlier = open_envelope(before, stream=victim, version=last - 1)
+        forged, _ = seal(
+            stream=victim,
+            version=last + 1,
+            event_type=topic,
+            prev_hash=earlier.entry_hash,  # skips the real head
+            payload=earlier.payload,
+            signer=node.keys.signer(Role.LEDGER_NODE, PASSPHRASE),
+            signed_at=now_micros(),
+        )
+        attacker.insert(victim, last + 1, topic, forged)
+    finally:
+        attacker.close()
+    findings = Findings()
+    _verify(node, resume=state, findings=findings)
+    chains = [f for f in findings if f.step is Step.CHAINS and f.stream == victim]
+    assert chains and chains[0].kind is FindingKind.ALTERED, [str(f) for f in findings]
 
 
 def test_what_is_wrong_after_the_state_is_found(node: Node, tmp_path: Path) -> None:

@@ -387,7 +387,12 @@ def verify_log(
     if save_state:
         specs = [replace(spec, digest=True) for spec in specs]
     if resume is not None:
-        specs = [_rehash(chunk) for chunk in resume.chunks] + specs
+        # The heads of the streams the new events touch come from the rows re-hashed.
+        assert isinstance(log, StoreLog)  # (a bundle cannot start past 0: plan refused it)
+        touched = frozenset(
+            log.app.tables.streams_between(start[1], specs[-1].last_id) if specs else ()
+        )
+        specs = [_rehash(chunk, touched) for chunk in resume.chunks] + specs
     if on_total:
         on_total(count)
     report.workers = min(workers, max(1, len(specs)))
@@ -459,7 +464,7 @@ def verify_log(
     report.root = merge.tree.root().hex()
     report.checkpoint_root = checkpoints[-1].root.hex() if checkpoints else None
     report.events = count
-    report.streams = len(merge.heads)
+    report.streams = merge.streams()
     report.checkpoints = len(checkpoints)
     report.covered = checkpoints[-1].size if checkpoints else 0
     newest = checkpoints[-1] if checkpoints else None
@@ -472,7 +477,7 @@ def verify_log(
             last_id=specs[-1].last_id if specs else 0,
             tree=merge.tree,
             chunks=merge.saved,
-            heads=merge.heads,
+            streams=report.streams,
             roots=merge.roots,
             keys=[record.key_id for record in keyring],
             revocations=VerifyState.revocations_of(keyring),
@@ -484,10 +489,18 @@ def verify_log(
     return report
 
 
-def _rehash(chunk: SavedChunk) -> ChunkSpec:
-    """A chunk of rows a saved state vouches for: read and re-hashed, nothing more."""
+def _rehash(chunk: SavedChunk, heads_of: frozenset[object]) -> ChunkSpec:
+    """A chunk of rows a saved state vouches for: read and re-hashed, and the
+    heads of these streams taken, nothing more."""
     return ChunkSpec(
-        chunk.first_leaf, chunk.after_id, chunk.last_id, (), False, digest=True, digest_only=True
+        chunk.first_leaf,
+        chunk.after_id,
+        chunk.last_id,
+        (),
+        False,
+        digest=True,
+        digest_only=True,
+        heads_of=heads_of,
     )
 
 
@@ -557,7 +570,9 @@ class _Merge:
         self.trusted = trusted
         self.log = log
         self.resume = resume
-        self.heads: dict[str, tuple[int, bytes]] = dict(resume.heads) if resume else {}
+        # Resumed: only the streams the new events touch, from the rows re-hashed.
+        self.heads: dict[str, tuple[int, bytes]] = {}
+        self.new_streams = 0  # streams whose first event is after the saved state
         self.tree = resume.tree.copy() if resume else CompactRange(0)
         # the largest checkpoint size whose root the events reproduce
         self.matched = resume.size if resume else 0
@@ -587,12 +602,15 @@ class _Merge:
             )
         if spec.digest_only:
             self._rehashed(result)
+            self.heads.update(result.lasts)
             return
         own = self.log.merge(result)
         for problem in [*result.problems, *([own] if own else [])]:
             self._problem(Step.ENVELOPES, problem)
         for stream, (position, version, prev_hash) in result.firsts.items():
-            link = link_problem(stream, position, version, prev_hash, self.heads.get(stream))
+            head = self.heads.get(stream)
+            self.new_streams += head is None
+            link = link_problem(stream, position, version, prev_hash, head)
             if link:
                 self._problem(Step.CHAINS, link)
         self.heads.update(result.lasts)
@@ -601,6 +619,12 @@ class _Merge:
             whole.extend(partial)
             self._root(size, whole.root(), result.spec.first_leaf)
         self.tree.extend(result.leaves)
+
+    def streams(self) -> int:
+        """Streams in the log: a resumed run's state's and the new ones."""
+        if self.resume is None:
+            return len(self.heads)
+        return self.resume.streams + self.new_streams
 
     def _rehashed(self, result: ChunkResult) -> None:
         """A chunk before the saved state: the same rows, byte for byte, or a finding."""

@@ -12,7 +12,9 @@ the next run needs to go on from its end, and nothing the store says:
   re-hashes them, which costs a raw read, so an edit, an insertion or a
   removal anywhere before the state's end is still caught (and its chunk
   named) without checking every envelope and re-settling every round again;
-- each stream's head (version and entry hash), so new events link on;
+- how many streams the log held: no stream's head, which would make the
+  state grow with every stream ever written; the next run takes the heads
+  of the streams its new events touch from the rows it re-hashes;
 - the keys and revocations the events were judged under (a revocation
   recorded later that reaches back before the state is not judged: a
   `not-checked` finding, verify in full);
@@ -38,7 +40,7 @@ from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError
 
-STATE_FORMAT = 1
+STATE_FORMAT = 2  # 2: no stream heads, rows hashed in one framing
 STATE_FILE = "state.json"
 ROUNDS_FILE = "rounds.bin"
 
@@ -61,7 +63,7 @@ class VerifyState:
     last_id: int  # the row id of the last of them (0: none)
     tree: CompactRange  # leaves [0, size)
     chunks: list[SavedChunk]
-    heads: dict[str, tuple[int, bytes]]  # stream -> (last version, its entry hash)
+    streams: int  # streams in the log up to size
     roots: dict[int, bytes]  # checkpoint, kept and recorded-run sizes <= size -> root
     keys: list[str]  # key ids of the keyring the events were judged with
     revocations: dict[str, int]  # key id -> revoked at (µs), as applied
@@ -92,8 +94,7 @@ class VerifyState:
             "chunks": [
                 [c.first_leaf, c.after_id, c.last_id, c.rows, c.digest] for c in self.chunks
             ],
-            # Flat [stream, version, hash, ...]: a third of the time of a dict of lists.
-            "heads": [x for s, (v, h) in self.heads.items() for x in (s, v, h.hex())],
+            "streams": self.streams,
             "roots": {str(s): r.hex() for s, r in sorted(self.roots.items())},
             "keys": sorted(self.keys),
             "revocations": dict(sorted(self.revocations.items())),
@@ -104,7 +105,13 @@ class VerifyState:
     @classmethod
     def from_json(cls, data: dict[str, Any], source: Path | None = None) -> VerifyState:
         if data.get("format") != STATE_FORMAT:
-            raise ConfigError(f"not a verify state of format {STATE_FORMAT}")
+            made = data.get("format")
+            raise ConfigError(
+                f"a verify state of format {made}, this release reads format {STATE_FORMAT}: "
+                "verify in full with --save-state to make a new one"
+                if isinstance(made, int)
+                else f"not a verify state of format {STATE_FORMAT}"
+            )
         size = int(data["size"])
         tree = CompactRange(0, size, [bytes.fromhex(h) for h in data["tree"]])
         if tree.root().hex() != data["root"]:
@@ -121,7 +128,7 @@ class VerifyState:
             last_id=int(data["last_id"]),
             tree=tree,
             chunks=chunks,
-            heads=_heads(data["heads"]),
+            streams=int(data["streams"]),
             roots={int(s): bytes.fromhex(r) for s, r in data["roots"].items()},
             keys=[str(k) for k in data["keys"]],
             revocations={str(k): int(v) for k, v in data["revocations"].items()},
@@ -185,10 +192,3 @@ class VerifyState:
                     f"made ({self.saved_at} µs): events before the state were judged without it"
                 )
         return changed
-
-
-def _heads(flat: list[Any]) -> dict[str, tuple[int, bytes]]:
-    if len(flat) % 3:
-        raise ValueError("its stream heads are not (stream, version, hash) triples")
-    it = iter(flat)
-    return {str(s): (int(v), bytes.fromhex(h)) for s, v, h in zip(it, it, it, strict=True)}

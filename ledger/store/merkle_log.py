@@ -113,6 +113,9 @@ class MerkleLogTables:
         )
         self._highest_id = sql("SELECT MAX({id}) FROM {events}")
         self._count_between = sql("SELECT COUNT(*) FROM {events} WHERE {id} > %s AND {id} <= %s")
+        self._streams_between = sql(
+            "SELECT DISTINCT originator_id FROM {events} WHERE {id} > %s AND {id} <= %s"
+        )
         self._last_row = sql(
             "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
             "ORDER BY {id} DESC LIMIT 1"
@@ -167,6 +170,12 @@ class MerkleLogTables:
             cursor.execute(self._rows_between, (after_id, last_id))
             rows: list[Row] = cursor.fetchall()
             return rows
+
+    def streams_between(self, after_id: int, last_id: int) -> set[object]:
+        """The stream id columns (as stored) of the rows with id in (after_id, last_id]."""
+        with self.recorder.read() as cursor:
+            cursor.execute(self._streams_between, (after_id, last_id))
+            return {row[0] for row in cursor.fetchall()}
 
     def row_by_id(self, notification_id: int, cursor: Cursor | None = None) -> Row | None:
         row = self._one(self._row_by_id, (notification_id,), cursor)
