@@ -41,6 +41,7 @@ from ledger.audit.revocations import check_revokers, earliest, log_revocations, 
 from ledger.audit.round_archive import RoundArchive
 from ledger.audit.round_variants import installed_variants
 from ledger.audit.settlement import SETTLEMENT_STEPS, SettlementAudit, SettlementCounts
+from ledger.audit.stream_heads import StreamHeads
 from ledger.audit.verifications import RecordedRun, recorded_runs
 from ledger.audit.verify_state import SavedChunk, VerifyState
 from ledger.crypto.checkpoint import Checkpoint
@@ -415,7 +416,8 @@ def verify_log(
         processes=report.workers,
         caller_works=not pipelined,
     )
-    with closing(results):  # stops the workers even when the merge stops early
+    # closing: stops the workers even when the merge stops early; the heads' scratch file goes.
+    with closing(results), closing(merge.heads):
         for result in results:
             merge.chunk(result)
             if audit is not None and pipelined and not result.spec.digest_only:
@@ -571,7 +573,7 @@ class _Merge:
         self.log = log
         self.resume = resume
         # Resumed: only the streams the new events touch, from the rows re-hashed.
-        self.heads: dict[str, tuple[int, bytes]] = {}
+        self.heads = StreamHeads()
         self.new_streams = 0  # streams whose first event is after the saved state
         self.tree = resume.tree.copy() if resume else CompactRange(0)
         # the largest checkpoint size whose root the events reproduce
@@ -613,6 +615,8 @@ class _Merge:
             link = link_problem(stream, position, version, prev_hash, head)
             if link:
                 self._problem(Step.CHAINS, link)
+        for stream in result.lasts.keys() - result.firsts.keys():  # a bad first row
+            self.new_streams += self.heads.get(stream) is None
         self.heads.update(result.lasts)
         for size, partial in sorted(result.at_size.items()):
             whole = self.tree.copy()
@@ -622,9 +626,7 @@ class _Merge:
 
     def streams(self) -> int:
         """Streams in the log: a resumed run's state's and the new ones."""
-        if self.resume is None:
-            return len(self.heads)
-        return self.resume.streams + self.new_streams
+        return (self.resume.streams if self.resume else 0) + self.new_streams
 
     def _rehashed(self, result: ChunkResult) -> None:
         """A chunk before the saved state: the same rows, byte for byte, or a finding."""
