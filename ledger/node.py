@@ -13,7 +13,7 @@ from ledger.errors import ConfigError, LedgerError
 from ledger.store.anchor import Anchor, AnchorSettings
 from ledger.store.application import LedgerApplication
 from ledger.store.checkpointer import DEFAULT_ORIGIN, Checkpointer
-from ledger.store.config import store_url
+from ledger.store.config import describe, store_url
 from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row, stream_of
 from ledger.store.sealing import SealingMapper
 
@@ -82,6 +82,46 @@ class Node:
                 anchor.close()
         finally:
             self.app.close()
+
+
+def refuse_new_keys_beside_events(store: str | None, directory: KeyDirectory) -> None:
+    """One command on a new machine makes the node's keys; a store that already
+    holds events was sealed by keys that are elsewhere (a wrong or deleted keys
+    directory): new keys beside it would only make `verify` cry tampering."""
+    try:
+        app = LedgerApplication(store_url(store), keyring=Keyring(), create=False)
+    except LedgerError:  # no store yet, or no ledger in it
+        return
+    try:
+        held = app.tables.event_count()[0]
+    finally:
+        app.close()
+    if held:
+        raise ConfigError(
+            f"{directory.path} holds no keyring with the ledger-node keys, but store "
+            f"{describe(store_url(store))} already holds {held:,} events sealed by such keys: "
+            "point --keys (or LEDGER_KEYS) at that store's keys directory; "
+            "no keys made, nothing written"
+        )
+
+
+def check_expected_origin(tables: MerkleLogTables) -> None:
+    """For a reader (verify): when LEDGER_ORIGIN is set, the store's newest
+    checkpoint is for that origin, else the store is another log (ConfigError).
+    A checkpoint row that cannot be read is left to verify to report."""
+    wanted = os.environ.get(ORIGIN_ENV)
+    newest = tables.newest_checkpoint_row() if wanted else None
+    if newest is None:
+        return
+    try:
+        found = parse_checkpoint_row(newest).origin
+    except (LedgerError, ValueError, TypeError):
+        return
+    if found != wanted:
+        raise ConfigError(
+            f"{ORIGIN_ENV} is {wanted!r} but the store's checkpoints are for {found!r}: "
+            f"this store holds another log (or unset {ORIGIN_ENV})"
+        )
 
 
 def check_store_is_ours(

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -252,7 +253,104 @@ CASES = [
         ("operator",),
     ),
     Case("resume-without-reason", ("rounds", "resume", str(uuid.UUID(int=7))), ("--reason",)),
+    # Issue 19, item 2: the mistakes a new user made.
+    Case(
+        "openapi-to-missing-directory",
+        ("openapi", "--output", "nodir/openapi.json"),
+        ("nodir", "does not exist"),
+    ),
+    Case(
+        "openapi-under-a-file",
+        ("openapi", "--output", "rnd.bin/openapi.json"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "export-under-a-file",
+        ("export", "rnd.bin/bundle"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "report-under-a-file",
+        ("report", "rnd.bin/report.html"),
+        ("rnd.bin",),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "tokens-for-a-table-that-does-not-exist",
+        ("tokens", "create", "--role", "table-device", "--table", str(uuid.UUID(int=9))),
+        (str(uuid.UUID(int=9)), "no table"),
+    ),
+    Case(
+        "tokens-revoke-given-the-whole-token",
+        ("tokens", "revoke", "0123456789abcdef.SECRETPARTSECRETPART"),
+        ("0123456789abcdef",),
+        absent=("SECRETPART",),
+    ),
+    Case(
+        "keys-create-under-another-passphrase",
+        ("keys", "create", "op2", "--role", "operator"),
+        ("passphrase", "LEDGER_PASSPHRASE"),
+        env={"LEDGER_PASSPHRASE": "not the keys' passphrase"},
+    ),
+    Case(
+        "report-level-without-verify",
+        ("report", "report.html", "--level", "integrity"),
+        ("--level", "--verify"),
+    ),
+    Case(
+        "verify-bundle-with-projections",
+        ("verify", "--bundle", "bundle", "--projections"),
+        ("--projections", "bundle"),
+        prepare=lambda root: exported(root),
+    ),
+    Case(
+        "plugins-block-unknown",
+        ("verify",),
+        ("LEDGER_PLUGINS_BLOCK", "no-such-plugin"),
+        env={"LEDGER_PLUGINS_BLOCK": "no-such-plugin"},
+    ),
+    Case(
+        "origin-not-the-stores-verify",
+        ("verify",),
+        ("LEDGER_ORIGIN", "other.example/log"),
+        env={"LEDGER_ORIGIN": "other.example/log"},
+    ),
+    Case(
+        "verify-bundle-empty-directory",
+        ("verify", "--bundle", "empty"),
+        ("empty", "manifest.json"),
+        prepare=lambda root: (root / "empty").mkdir(),
+    ),
+    Case(
+        "bundle-keyring-garbage",
+        ("verify", "--bundle", "bundle"),
+        ("keyring.json",),
+        prepare=lambda root: exported(root, keyring=bytes(range(256))),
+        absent=("codec", "0x"),
+    ),
+    Case(
+        "report-edge-is-a-keyring",
+        ("report", "report.html", "--edge", "keys/keyring.json"),
+        ("keys/keyring.json", "not a simulated edge file"),
+        absent=("'results'",),
+    ),
+    Case(
+        "keys-directory-gone-then-simulate",
+        ROUNDS,
+        ("keys", "events", "keyring"),
+        prepare=lambda root: shutil.rmtree(root / "keys"),
+    ),
 ]
+
+
+def exported(root: Path, keyring: bytes | None = None) -> None:
+    """A whole-log bundle at root/bundle (its keyring.json replaced, if given)."""
+    with redirect_stdout(io.StringIO()):
+        assert main(["export", "bundle"]) == 0
+    if keyring is not None:
+        (root / "bundle" / "keyring.json").write_bytes(keyring)
 
 
 @pytest.fixture(scope="module")

@@ -102,6 +102,24 @@ def test_void_and_resume_from_the_command_line(
     assert out.startswith("OK: ")
 
 
+def test_a_revoked_operator_key_does_not_count_as_a_choice(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After one operator key is revoked and another created, `rounds void`
+    signs with the one valid key (a revoked key signs nothing from its
+    revocation on, so it is no choice to make)."""
+    (to_void,) = interrupted_rounds(1)
+    assert run(capsys, "keys", "create", "old-op", "--role", "operator")[0] == 0
+    code, _, err = run(capsys, "keys", "revoke", "old-op", "--reason", "left the floor")
+    assert code == 0, err
+    assert run(capsys, "keys", "create", "new-op", "--role", "operator")[0] == 0
+    code, out, err = run(capsys, "rounds", "void", to_void, "--reason", "shoe dropped")
+    assert (code, err) == (0, ""), err
+    assert f"voided round {to_void}" in out
+    code, out, err = run(capsys, "verify")
+    assert code == 0, err
+
+
 def test_amounts_in_major_units_as_balances_shows_them(
     workdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -135,10 +153,10 @@ def test_refusals_record_nothing(workdir: Path, capsys: pytest.CaptureFixture[st
         assert snapshot(workdir / "keys") == files
         assert store_rows(store) == rows
 
-    refused("rounds", "void", round_id, "--reason", "x", needle="no operator key")
+    refused("rounds", "void", round_id, "--reason", "x", needle="no valid operator private key")
     assert run(capsys, "keys", "create", "op-a", "--role", "operator")[0] == 0
     assert run(capsys, "keys", "create", "op-b", "--role", "operator")[0] == 0
-    refused("rounds", "void", round_id, "--reason", "x", needle="several operator keys")
+    refused("rounds", "void", round_id, "--reason", "x", needle="2 valid operator keys")
     refused("rounds", "void", round_id, "--reason", "x", "--operator-key", "op-c", needle="'op-c'")
     refused(
         "rounds",
@@ -148,7 +166,7 @@ def test_refusals_record_nothing(workdir: Path, capsys: pytest.CaptureFixture[st
         "x",
         "--operator-key",
         "ledger-node",
-        needle="no operator key 'ledger-node'",
+        needle="'ledger-node' is a ledger-node key, not operator",
     )
     refused(
         "rounds",

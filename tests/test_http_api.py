@@ -233,6 +233,27 @@ def test_a_device_report_the_device_did_not_sign_is_refused_over_http(api: Api) 
     assert api.get(f"/v1/accounts/{player}").json()["balance"] == 900
 
 
+def test_an_outcome_from_a_made_up_source_is_refused_in_words(api: Api) -> None:
+    """A source with no `kind` (or any kind but a device's report) is named as
+    what it is, not as a `None` source; nothing is recorded."""
+    player = api.wallet(1_000)
+    table = api.table()
+    round_id = api.round(table)
+    api.ok(
+        f"/v1/rounds/{round_id}/bets", {"account_id": player, "bet": {"on": "heads"}, "stake": 100}
+    )
+    api.ok(f"/v1/rounds/{round_id}/close-betting")
+    api.device_token(table)
+    before = api.events()
+    for source, named in (({"made": "up"}, "no kind"), ({"kind": "camera"}, "'camera'")):
+        body = {"outcome": {"face": "heads"}, "source": source}
+        refused = api.post(f"/v1/rounds/{round_id}/outcome", body, "table-device")
+        detail = refused.json()["detail"]
+        assert refused.status_code == 400 and named in detail, refused.text
+        assert "None" not in detail and "dealer device's signed report" in detail
+    assert api.events() == before
+
+
 def test_a_round_is_recalled_over_http_from_its_signed_events(api: Api) -> None:
     player = api.wallet(1_000)
     table = api.table()

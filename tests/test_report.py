@@ -412,7 +412,7 @@ def test_without_matplotlib_it_says_so_before_reading(
     ("argv", "said"),
     [
         (["report", "out.txt"], "does not end in .html"),
-        (["report", "missing/out.html"], "no directory missing"),
+        (["report", "missing/out.html"], "directory missing does not exist"),
         (["report", "out.html", "--verify", "--level", "deep"], "unknown verify level"),
         (["report", "out.html", "--edge", "nowhere.json"], "cannot read simulated edge"),
     ],

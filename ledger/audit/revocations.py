@@ -17,7 +17,7 @@ their operator keys judged once the checkpoints are known
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from eventsourcing.persistence import Transcoder
@@ -106,6 +106,13 @@ def check_revokers(
     for revocation in revocations:
         record = keyring.get(revocation.operator_key)
         assert record is not None  # its signature verified with it
+        if (
+            revocation.operator_key == revocation.key_id
+            and record.window_micros()[2] >= revocation.revoked_at
+        ):
+            # A key may sign its own revocation (the last operator key, or a key
+            # whose holder lost it): judged as it stood before that revocation.
+            record = replace(record, revoked_at=None, revocation_reason=None)
         when = coverage.when(revocation.position, revocation.signed_at)
         problem = key_problem(record, when.at, when.covered_at, when.covered_size)
         if problem is not None:

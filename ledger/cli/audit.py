@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -14,7 +13,7 @@ from ledger.audit.proofs import newest_checkpoint
 from ledger.audit.verify import Level, VerificationReport, verify_store
 from ledger.audit.verify_state import VerifyState
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
-from ledger.cli.common import open_from_args
+from ledger.cli.common import open_from_args, output_file
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.checkpoint import Checkpoint
@@ -22,7 +21,7 @@ from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.signing import Signer
 from ledger.errors import CannotCheckError, ConfigError, VerificationError
-from ledger.node import holds_private_key, keys_dir
+from ledger.node import check_expected_origin, holds_private_key, keys_dir
 from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import LedgerApplication
 from ledger.store.config import store_url
@@ -30,20 +29,14 @@ from ledger.store.config import store_url
 
 def _export_path(given: str | None) -> Path | None:
     """Where to write the checkpoint; a bad path fails before anything runs."""
-    if given is None:
-        return None
-    path = Path(given)
-    if path.is_dir():
-        raise ConfigError(f"cannot export to {given}: it is a directory")
-    if not path.parent.is_dir():
-        raise ConfigError(f"cannot export to {given}: directory {path.parent} does not exist")
-    return path
+    return None if given is None else output_file(given, "export to")
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
     """Catch up (when this keys directory holds the checkpoint key and --no-sign is
     not given), then print or export the newest checkpoint whose signature verifies."""
     export = _export_path(args.export)
+    interrupted = False  # --follow ends with Ctrl-C: the last checkpoint out, then exit 130
     node = open_from_args(args, writable=False)
     try:
         sign = not args.no_sign and holds_private_key(node.keys, node.keyring, Role.CHECKPOINT)
@@ -55,8 +48,10 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
             checkpointer = node.checkpointer()
             if args.follow:
                 print("following the log (Ctrl-C to stop)", file=sys.stderr)
-                with contextlib.suppress(KeyboardInterrupt):
+                try:
                     checkpointer.follow()
+                except KeyboardInterrupt:
+                    interrupted = True
             with progress_bar("checkpointing") as (advance, _):
                 checkpointer.catch_up(progress=advance)
         newest = newest_checkpoint(node.app, node.keyring)
@@ -74,9 +69,10 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
             f"after catching up, the newest valid checkpoint (size {newest.size}) still covers "
             f"fewer than the {events} events of the log: nothing exported"
         )
+    done = 130 if interrupted else 0
     if export is None:
         print(newest.to_note(), end="")
-        return 0
+        return done
     export.write_text(newest.to_note())
     uncovered = events - newest.size
     coverage = (
@@ -85,7 +81,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
         else f"the {uncovered} newest events of the log are not under it"
     )
     print(f"wrote checkpoint of size {newest.size} to {export}: {coverage}")
-    return 0
+    return done
 
 
 def _load_trusted(path: str | None) -> Checkpoint | None:
@@ -215,6 +211,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
             raise ConfigError(
                 "--save-state and --resume go on along a store's log: a --bundle is verified whole"
             )
+        if args.projections:
+            raise ConfigError(
+                "--projections checks a store's read models against its log: a --bundle has none"
+            )
         return cmd_verify_bundle(args, level, trusted)
     keyring, source = _verify_keyring(args)
     fingerprint = keyring.fingerprint()
@@ -228,6 +228,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         # Read-only, and no keys directory needed: only the public keyring is trusted.
         app = LedgerApplication(store_url(args.store), keyring=keyring, create=False)
         try:
+            check_expected_origin(app.tables)
             tree_size = app.tables.event_count()[0]
             with progress_bar("verifying") as (advance, set_total):
                 report = verify_store(

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ledger.audit.verify import Level
 from ledger.cli.audit import _verify_keyring
+from ledger.cli.common import output_file
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
 from ledger.plugins.manager import get_plugin_manager
@@ -22,11 +23,7 @@ def _output(given: str) -> Path:
     path = Path(given)
     if path.suffix.lower() not in (".html", ".htm"):
         raise ConfigError(f"the report is an HTML file: {given} does not end in .html")
-    if path.is_dir():
-        raise ConfigError(f"cannot write the report to {given}: it is a directory")
-    if not path.parent.is_dir():
-        raise ConfigError(f"cannot write the report to {given}: no directory {path.parent}")
-    return path
+    return output_file(given, "write the report to")
 
 
 def _shown(url: str) -> str:
@@ -48,7 +45,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     output = _output(args.file)
     charts.require()
-    level = Level.parse(args.level) if args.verify else None
+    if args.level is not None and not args.verify:
+        raise ConfigError(f"--level {args.level} is the level of --verify: add --verify")
+    level = Level.parse(args.level or Level.SETTLEMENT.value) if args.verify else None
     edges = load_edges(args.edge or [])
     keyring, _ = _verify_keyring(args)
     games = get_plugin_manager().games()
@@ -84,7 +83,6 @@ def add_report_command(commands: Any) -> None:
     )
     report.add_argument(
         "--level",
-        default=Level.SETTLEMENT.value,
         help="with --verify: integrity | signatures | settlement (default)",
     )
     report.add_argument(

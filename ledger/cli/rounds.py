@@ -16,43 +16,18 @@ from typing import Any
 from ledger.cli.args import uuid_text
 from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
-from ledger.crypto.keys import Role, read_private_key
+from ledger.crypto.keys import Role
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.signing import InMemorySigner
 from ledger.domain.currency import format_major
 from ledger.domain.names import MAX_TEXT, check_name
-from ledger.errors import KeyStoreError
 from ledger.node import keys_dir
 
 
 def operator_signer(directory: KeyDirectory, name: str | None, passphrase: bytes) -> InMemorySigner:
-    """The operator key named `name`, else the only operator key held here."""
-    held = [
-        r
-        for r in directory.keyring().with_role(Role.OPERATOR)
-        if directory.private_key_path(r.name).exists()
-    ]
-    if name is not None:
-        held = [r for r in held if r.name == name]
-        if not held:
-            raise KeyStoreError(
-                f"no operator key {name!r} with its private key in {directory.path}"
-            )
-    elif not held:
-        raise KeyStoreError(
-            f"no operator key in {directory.path}: create one with "
-            "`ledger keys create NAME --role operator`"
-        )
-    elif len(held) > 1:
-        names = ", ".join(sorted(r.name for r in held))
-        raise KeyStoreError(f"several operator keys ({names}): choose one with --operator-key")
-    record = held[0]
-    signer = InMemorySigner(
-        read_private_key(directory.private_key_path(record.name), passphrase), Role.OPERATOR
-    )
-    if signer.key_id != record.key_id:
-        raise KeyStoreError(f"{record.name}.pem does not match its keyring entry")
-    return signer
+    """The operator key named `name`, else the one valid operator key held here
+    (a revoked or expired key signs nothing, so it is no choice)."""
+    return directory.signer(Role.OPERATOR, passphrase, name)
 
 
 def cmd_round_action(args: argparse.Namespace) -> int:

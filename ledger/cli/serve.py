@@ -4,14 +4,19 @@ its OpenAPI document; `ledger tokens create|revoke|list`: who may call it."""
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
+import socket
 import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from ledger.cli.args import int_range
+from ledger.cli.common import output_file
+from ledger.errors import ConfigError
 from ledger.http.tokens import ApiRole, TokenStore
 from ledger.node import keys_dir
 
@@ -19,9 +24,10 @@ from ledger.node import keys_dir
 def cmd_openapi(args: argparse.Namespace) -> int:
     from ledger.http.app import openapi_document
 
+    output = output_file(args.output, "write the OpenAPI document to") if args.output else None
     text = json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n"
-    if args.output:
-        Path(args.output).write_text(text)
+    if output is not None:
+        output.write_text(text)
     else:
         sys.stdout.write(text)
     return 0
@@ -32,12 +38,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from ledger.cli.passphrase import read_passphrase
     from ledger.http import asgi
-    from ledger.node import PASSPHRASE_ENV, open_node
+    from ledger.node import PASSPHRASE_ENV, open_node, refuse_new_keys_beside_events
     from ledger.store.application import probe_store
     from ledger.store.config import store_url
 
     directory = keys_dir(args.keys)
+    rng_dir = Path(args.rng_dir) if args.rng_dir else asgi.default_rng_dir()
+    if rng_dir.exists() and not rng_dir.is_dir():
+        raise ConfigError(f"--rng-dir {rng_dir} is not a directory (RNG seeds are kept there)")
+    check_listen(args.host, args.port)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made
+    if not directory.has_node_keys():
+        refuse_new_keys_beside_events(args.store, directory)
     if not args.unencrypted and asgi.passphrase() is None:
         # Every worker needs the ledger-node key: read the passphrase once, hand it on.
         os.environ[PASSPHRASE_ENV] = read_passphrase(confirm=not directory.has_node_keys()).decode()
@@ -48,10 +60,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.store:
         os.environ[asgi.STORE_ENV] = args.store
     os.environ["LEDGER_KEYS"] = str(directory.path)
-    os.environ[asgi.RNG_ENV] = str(Path(args.rng_dir) if args.rng_dir else asgi.default_rng_dir())
+    os.environ[asgi.RNG_ENV] = str(rng_dir)
     if args.workers > 1:
         # Several writers: checkpoint in one process of its own (`ledger checkpoint --follow`).
         os.environ[asgi.ANCHOR_ENV] = "0"
+        os.environ[asgi.SUPERVISOR_ENV] = str(os.getpid())  # they stop when this process does
     # Open the node once here, so a wrong passphrase, a missing key or an unusable
     # store is one line (exit 2) before any worker starts.
     open_node(
@@ -79,6 +92,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_listen(host: str, port: int) -> None:
+    """The address resolves and the port is free: else one line now, rather
+    than uvicorn's log (and its exit code 3) after "serving"."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        raise ConfigError(
+            f"cannot serve on {host}:{port}: the host {host!r} does not resolve ({reason})"
+        ) from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            reason = "the port is in use" if exc.errno == errno.EADDRINUSE else exc.strerror
+            raise ConfigError(f"cannot serve on {host}:{port}: {reason}") from None
+
+
 def _expiry(text: str) -> datetime:
     try:
         moment = datetime.fromisoformat(text)
@@ -94,13 +126,16 @@ def _expiry(text: str) -> datetime:
 def cmd_tokens(args: argparse.Namespace) -> int:
     store = TokenStore(keys_dir(args.keys).path)
     if args.tokens_command == "create":
+        if args.table is not None and args.role == ApiRole.TABLE_DEVICE.value:
+            _check_table(args)  # (the role's own checks come first: TokenStore.create)
         text, entry = store.create(ApiRole(args.role), table=args.table, expires_at=args.expires)
         print(text)  # the only time it is shown: the file keeps its hash
         where = f" for table {entry.table}" if entry.table else ""
         until = f", expires {entry.expires_at}" if entry.expires_at else ""
         print(f"token {entry.token_id}: {entry.role.value}{where}{until}", file=sys.stderr)
     elif args.tokens_command == "revoke":
-        entry = store.revoke(args.token_id)
+        # Given the whole token text, its id: the secret is never echoed back.
+        entry = store.revoke(args.token_id.partition(".")[0])
         print(f"token {entry.token_id} revoked at {entry.revoked_at}")
     else:
         for entry in store.list():
@@ -111,6 +146,33 @@ def cmd_tokens(args: argparse.Namespace) -> int:
                 f"created={entry.created_at}"
             )
     return 0
+
+
+def _check_table(args: argparse.Namespace) -> None:
+    """A table-device token is for a table the store holds: else one line, no token."""
+    from eventsourcing.application import AggregateNotFoundError
+
+    from ledger.cli.common import open_from_args
+    from ledger.domain.game_table import GameTable
+
+    try:
+        table_id = UUID(args.table)
+    except ValueError:
+        raise ConfigError(f"--table {args.table!r} is not a table id (a UUID)") from None
+    node = open_from_args(args, writable=False)
+    found: object
+    try:
+        try:
+            found = node.app.repository.get(table_id)
+        except AggregateNotFoundError:
+            found = None
+    finally:
+        node.close()
+    if not isinstance(found, GameTable):
+        raise ConfigError(
+            f"--table {table_id}: no table {table_id} in this store (open it first: "
+            "POST /v1/tables, or `ledger simulate`); no token created"
+        )
 
 
 def add_serve_commands(commands: Any) -> None:

@@ -14,7 +14,7 @@ from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.devices import DealerDevice
-from ledger.node import Node, keys_dir
+from ledger.node import Node, keys_dir, refuse_new_keys_beside_events
 from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import probe_store
 from ledger.store.config import describe, store_url
@@ -52,6 +52,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     directory = keys_dir(args.keys)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made
     if not directory.has_node_keys():
+        refuse_new_keys_beside_events(args.store, directory)
         passphrase = read_passphrase(confirm=True)
         for record in directory.create_node_keys(passphrase):
             print(f"created {record.role.value} key {record.name} in {directory.path}")

@@ -90,6 +90,8 @@ class KeyDirectory:
         pem_path = self.private_key_path(name)
         if pem_path.exists():
             raise KeyStoreError(f"{pem_path} already exists")
+        if passphrase:
+            self._check_shared_passphrase(keyring, passphrase)
         private_key = Ed25519PrivateKey.generate()
         start = now or datetime.now(UTC)
         record = PublicKeyRecord(
@@ -167,6 +169,24 @@ class KeyDirectory:
                 f"key {record.name!r} may not sign now (outside its validity period, or "
                 f"revoked): configure another {record.role.value} key with `ledger keys use NAME`"
             )
+
+    def _check_shared_passphrase(self, keyring: Keyring, passphrase: bytes) -> None:
+        """A directory's keys share one passphrase: a new key under another one
+        would be a key nobody can use beside the rest (the first encrypted key
+        held here is tried)."""
+        for record in keyring:
+            path = self.private_key_path(record.name)
+            if path.is_file() and b"ENCRYPTED PRIVATE KEY" in path.read_bytes():
+                try:
+                    read_private_key(path, passphrase)
+                except KeyStoreError as exc:
+                    if "wrong passphrase" in str(exc):
+                        raise KeyStoreError(
+                            f"this passphrase (LEDGER_PASSPHRASE or the one typed) does not "
+                            f"open the keys already in {self.path} ({path.name}): its keys "
+                            "share one passphrase; no key created"
+                        ) from None
+                return
 
     def choose(self, role: Role, name: str | None = None) -> PublicKeyRecord:
         """The key that signs for `role` now: `name`, else the configured one

@@ -410,9 +410,11 @@ class Round(PlainCopy, Aggregate):
                     f"{self.dice_seed}, throw {self.throws} (use throw_dice)"
                 )
         elif source.get("kind") != "device":
+            kind = source.get("kind")
+            given = "a source with no kind" if kind is None else f"a {kind!r} source"
             raise InvalidCommandError(
                 f"round {self.id} is on a physical table: {what} comes only from a "
-                f"dealer device's signed report, not from a {source.get('kind')!r} source"
+                f"dealer device's signed report (a source of kind 'device'), not from {given}"
             )
 
     def check_awaiting_throw(self, what: str = "an outcome") -> None:

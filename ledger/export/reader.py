@@ -116,10 +116,17 @@ class Bundle:
 
     def keyring(self) -> Keyring:
         path = self.directory / KEYRING
+        advice = "the bundle is damaged: verify it with your own copy (--keyring FILE)"
         try:
             return Keyring.from_json(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, KeyStoreError) as exc:
-            raise VerificationError(f"bundle {KEYRING}: {exc}") from exc
+        except FileNotFoundError:
+            raise ConfigError(f"bundle {self.directory} holds no {KEYRING}: {advice}") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot read bundle {KEYRING}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"bundle {KEYRING} is not UTF-8 text: {advice}") from None
+        except KeyStoreError as exc:
+            raise ConfigError(f"bundle {KEYRING} is not a keyring ({exc}): {advice}") from None
 
     def checkpoints(self) -> list[tuple[object, object, str]]:
         """(tree_size column, note text, label) of every exported checkpoint."""

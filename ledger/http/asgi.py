@@ -4,7 +4,10 @@ seeds directory) and closes it when uvicorn shuts the worker down."""
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,8 +22,17 @@ from ledger.store.config import STORE_ENV
 
 RNG_ENV = "LEDGER_RNG_DIR"
 ANCHOR_ENV = "LEDGER_SERVE_ANCHOR"  # "0": this worker never checkpoints (several workers)
+SUPERVISOR_ENV = "LEDGER_SERVE_SUPERVISOR"  # the pid of `ledger serve --workers N`, N > 1
 
-__all__ = ["ANCHOR_ENV", "RNG_ENV", "STORE_ENV", "build", "default_rng_dir", "passphrase"]
+__all__ = [
+    "ANCHOR_ENV",
+    "RNG_ENV",
+    "STORE_ENV",
+    "SUPERVISOR_ENV",
+    "build",
+    "default_rng_dir",
+    "passphrase",
+]
 
 
 def passphrase() -> bytes | None:
@@ -32,8 +44,23 @@ def default_rng_dir() -> Path:
     return keys_dir().path.parent / "rng-seeds"
 
 
+def _stop_with_supervisor() -> None:
+    """A worker of `serve --workers N` ends when its supervisor does, however
+    the supervisor ends (uvicorn stops its workers only when it is told to
+    stop; killed, it would leave them serving). Linux: the kernel sends the
+    worker SIGTERM when its parent dies, and uvicorn shuts down on SIGTERM."""
+    supervisor = os.environ.get(SUPERVISOR_ENV)
+    if not supervisor or not sys.platform.startswith("linux"):
+        return
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != int(supervisor):  # it died before the request took effect
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def build() -> FastAPI:
     """A worker's app (uvicorn's factory): its node opens here, closes at shutdown."""
+    _stop_with_supervisor()
     anchor = None if os.environ.get(ANCHOR_ENV, "1") != "0" else 0
     node = open_node(
         os.environ.get(STORE_ENV) or None,

@@ -143,10 +143,14 @@ class TokenStore:
         return text, entry
 
     def revoke(self, token_id: str) -> Token:
+        # (The id only in the message: a token's text holds its secret after the dot.)
+        unknown = NotFoundError(f"no token {token_id.partition('.')[0]!r}")
+        if token_id not in self._read():  # before the lock: a mistake writes nothing
+            raise unknown
         with self._locked() as tokens:
             entry = tokens.get(token_id)
             if entry is None:
-                raise NotFoundError(f"no token {token_id!r}")
+                raise unknown
             if entry.revoked_at is None:
                 entry = Token(**{**asdict(entry), "revoked_at": datetime.now(UTC).isoformat()})
                 tokens[token_id] = entry

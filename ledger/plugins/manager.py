@@ -198,14 +198,15 @@ def get_plugin_manager(
     allow, block = _names(ALLOW_ENV), _names(BLOCK_ENV)
     if load_entry_points:
         points = list(entry_points(group=ENTRY_POINT_GROUP))
-        missing = sorted((allow or set()) - {point.name for point in points})
-        if missing:
-            # A typo here would silently load nothing: say so instead.
-            installed = ", ".join(sorted(p.name for p in points)) or "none"
-            raise ConfigError(
-                f"{ALLOW_ENV} names {', '.join(missing)}, which is not installed "
-                f"(installed: {installed})"
-            )
+        installed = ", ".join(sorted(p.name for p in points)) or "none"
+        for variable, names in ((ALLOW_ENV, allow), (BLOCK_ENV, block)):
+            missing = sorted((names or set()) - {point.name for point in points})
+            if missing:
+                # A typo would silently load nothing, or block nothing: say so instead.
+                raise ConfigError(
+                    f"{variable} names {', '.join(missing)}, which is not installed "
+                    f"(installed: {installed})"
+                )
         for point in points:
             if (allow is not None and point.name not in allow) or (block and point.name in block):
                 skipped.append(point.name)

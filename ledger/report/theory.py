@@ -77,8 +77,21 @@ def load_edges(paths: list[str]) -> list[SimulatedEdge]:
         except OSError as exc:
             raise ConfigError(f"cannot read simulated edge {path}: {exc.strerror}") from exc
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"{path} is not a simulated edge file: {exc}") from exc
+            raise ConfigError(f"{path} is not a simulated edge file: {_why(exc)}") from None
     return found
+
+
+def _why(exc: Exception) -> str:
+    """What is wrong with an edge file, in words (not a Python exception's repr)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"not JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(exc, KeyError):
+        return f'no "{exc.args[0]}" field where `tools/xidach_edge.py` writes one'
+    if isinstance(exc, TypeError | AttributeError):
+        return "its fields are not the objects and numbers `tools/xidach_edge.py` writes"
+    return str(exc)
 
 
 class Theories:
