@@ -170,3 +170,35 @@ def test_checkpoint_follow_interrupted_exits_130(workdir: Path) -> None:
             process.communicate()
     assert process.returncode == 130, (out, err)
     assert "Traceback" not in err
+
+
+def test_keys_gone_during_a_session_are_named_with_what_the_session_left(
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The keys directory deleted while `simulate` plays: one line that says
+    so, how many events the session recorded (kept) and how to end the rounds
+    it left open; not advice to create new keys."""
+    import ledger.simulation as simulation
+    from ledger.cli.main import main
+
+    real = simulation.run_session
+
+    def keys_deleted_meanwhile(*args: object, **kwargs: object) -> object:
+        result = real(*args, **kwargs)  # type: ignore[arg-type]
+        shutil.rmtree(workdir / "keys")
+        return result
+
+    monkeypatch.setattr(simulation, "run_session", keys_deleted_meanwhile)
+    monkeypatch.chdir(workdir)
+    monkeypatch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
+    monkeypatch.delenv("LEDGER_KEYS", raising=False)
+    monkeypatch.delenv("LEDGER_STORE", raising=False)
+    capsys.readouterr()
+    code = main(["simulate", "--rounds", "2", "--players", "2", "--tables", "1"])
+    line = one_error_line(capsys.readouterr().err)
+    assert code == 2
+    for needle in ("lost its keyring during the session", "recorded", "events", "rounds --open"):
+        assert needle in line, line
+    assert "ledger keys create" not in line

@@ -13,25 +13,23 @@ from ledger.cli.args import MAX_INT64, int_range
 from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
+from ledger.crypto.keys import Keyring
 from ledger.devices import DealerDevice
+from ledger.errors import KeyStoreError, LedgerError
 from ledger.node import Node, keys_dir, refuse_new_keys_beside_events
 from ledger.plugins.manager import get_plugin_manager
-from ledger.store.application import probe_store
+from ledger.store.application import LedgerApplication, probe_store
 from ledger.store.config import describe, store_url
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """A casino session on the store, then checkpoint, projections, verify and a summary."""
-    from ledger.casino import Casino
-    from ledger.projections import ProjectionRunner
     from ledger.simulation import (
         SessionConfig,
         check_config,
         default_tables,
         dice_source,
         parse_seed,
-        run_session,
-        summary_lines,
     )
 
     # Bad input fails first: before keys are made or the store is touched.
@@ -57,12 +55,73 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         for record in directory.create_node_keys(passphrase):
             print(f"created {record.role.value} key {record.name} in {directory.path}")
     node = open_from_args(args, writable=True)
+    before, _ = node.app.tables.event_count()
+    try:
+        _session(args, node, before, config, variants, dice)
+    except LedgerError as exc:  # mid-session (the keys vanished, the store went away)
+        cause = exc
+        if not directory.keyring_path.exists():  # not "create keys": they would not fit
+            cause = KeyStoreError(
+                f"the keys directory {directory.path} lost its keyring during the session: "
+                "restore it (new keys cannot sign for this store)"
+            )
+        raise SessionStopped(cause, _after(args.store, before)) from exc
+    return 0
+
+
+class SessionStopped(LedgerError):
+    """What stopped a session, with what it left: the events it recorded (sealed,
+    kept) and where to find the rounds it left open."""
+
+    def __init__(self, cause: LedgerError, left: str) -> None:
+        super().__init__(f"{cause}; {left}")
+        self.exit_code = cause.exit_code
+
+
+def _after(store: str | None, before: int) -> str:
+    """What a stopped session left in the store, read afresh (no keys needed)."""
+    try:
+        app = LedgerApplication(store_url(store), keyring=Keyring(), create=False)
+        try:
+            events = app.tables.event_count()[0]
+            newest = app.tables.newest_checkpoint_row()
+        finally:
+            app.close()
+    except LedgerError:
+        return "the store cannot be read now: run `ledger verify` once it can"
+    try:
+        covered = int(str(newest[0])) if newest is not None else 0  # a hint, for words only
+    except (TypeError, ValueError):
+        covered = 0
+    unsigned = (
+        f", the {events - covered:,} newest not yet under a checkpoint (`ledger checkpoint`)"
+        if events > covered
+        else ""
+    )
+    return (
+        f"the session had recorded {events - before:,} events, sealed and kept{unsigned}; "
+        "`ledger rounds --open` lists the rounds it left open, "
+        "`ledger rounds void|resume` ends them"
+    )
+
+
+def _session(
+    args: argparse.Namespace,
+    node: Node,
+    before: int,
+    config: Any,
+    variants: Any,
+    dice: Any,
+) -> None:
+    from ledger.casino import Casino
+    from ledger.projections import ProjectionRunner
+    from ledger.simulation import run_session, summary_lines
+
     try:
         # Load the checkpoint key before recording: a missing or unreadable
         # key must fail before anything touches the store.
         checkpointer = node.checkpointer()
         device = _dealer_device(node)
-        before, _ = node.app.tables.event_count()
 
         def events() -> str:
             return f"{node.app.tables.event_count()[0] - before:,} events"
@@ -97,7 +156,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         print(report.summary())
     finally:
         node.close()
-    return 0
 
 
 def _dealer_device(node: Node) -> DealerDevice:
