@@ -201,6 +201,40 @@ def test_the_page_is_self_contained_and_says_what_was_verified(node: Node, tmp_p
     assert "-2.00 EUR" in text and "6.70 EUR" in text and "500 VND" in text  # minor units
 
 
+def test_the_page_counts_positions_from_0_names_tables_with_ids_and_draws_plain_amounts(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Positions as `verify` and proofs count them; a table's name beside its
+    id's first digits (two tables may share a name); the house chart's axis in
+    whole amounts, with no "1e7" offset to add."""
+    from ledger.report import charts
+
+    scenario(node)
+    tally = read_log(node.app, Theories(GAMES, []))
+    drawn: list[Any] = []
+    real = charts._data_uri
+
+    def keep(figure: Any) -> str:
+        figure.canvas.draw()
+        drawn.append([axes.yaxis.get_offset_text().get_text() for axes in figure.axes])
+        drawn[-1] += [t.get_text() for axes in figure.axes for t in axes.get_yticklabels()]
+        return real(figure)
+
+    monkeypatch.setattr(charts, "_data_uri", keep)
+    text = _text(render(tally, not_verified(node.app, node.keys.keyring()), "store"))
+    assert f"log positions 0 to {tally.events - 1:,} ({tally.events:,} events read)" in text
+    for table_id, (name, _, _) in tally.tables.items():
+        assert f"{name} ({str(table_id)[:8]})" in text
+    assert drawn and all(labels[0] == "" for labels in drawn)  # no offset text
+    # Where matplotlib would write "1e7" beside the axis: large, close amounts.
+    moments = [datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=h) for h in range(3)]
+    charts.house_over_time("t", "EUR", [charts.Series("g", moments, [1e7, 1e7 + 3, 1e7 + 5])])
+    offset, *ticks = drawn[-1]
+    assert offset == "" and any("10,000,00" in tick for tick in ticks), drawn[-1]
+    assert charts._amounts()(12_345_678.0, 0) == "12,345,678"
+    assert charts._amounts()(-2.5, 0) == "-2.50"
+
+
 def test_the_page_lists_the_significant_events(node: Node) -> None:
     scenario(node)
     found = collect(node.app)

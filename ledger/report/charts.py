@@ -70,9 +70,17 @@ def house_over_time(title: str, unit: str, series: Sequence[Series]) -> str:
     axes.axhline(0, color="grey", linewidth=0.8)
     axes.set_title(title)
     axes.set_ylabel(f"cumulative house result ({unit})")
+    # Whole amounts with thousands separators: no "1e7" offset to add in one's head.
+    axes.yaxis.set_major_formatter(_amounts())
     axes.legend(loc="best", fontsize="small")
     figure.autofmt_xdate()
     return _data_uri(figure)
+
+
+def _amounts() -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _: f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.2f}")
 
 
 def returns_against_theory(title: str, bars: Sequence[ReturnBar]) -> str:

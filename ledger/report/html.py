@@ -212,6 +212,16 @@ def _house_charts(tally: ReportTally) -> str:
     return "\n".join(images) or "<p>No settlement in the log.</p>"
 
 
+def _positions(events: int) -> str:
+    """Log positions count from 0, as `verify`, proofs and findings count them."""
+    return f"log positions 0 to {events - 1:,}" if events else "no log position yet"
+
+
+def _table_name(name: str, table: object) -> str:
+    """A table's name and its id's first digits: two tables may share a name."""
+    return f"{name} ({str(table)[:8]})"
+
+
 def _significant(found: Significant | None) -> str:
     if found is None:
         return "<p>Not collected.</p>"
@@ -262,18 +272,20 @@ def render(
     table_rows = []
     for table, counts in per_table.items():
         name, game, currency = tally.tables.get(table, (table, "?", "?"))
-        table_rows.append([name, game, *_count_cells(counts, currency)])
+        table_rows.append([_table_name(name, table), game, *_count_cells(counts, currency)])
     table_rows.sort()
     day_rows = []
     for day, table, counts in tally.daily():
         name, game, currency = tally.tables.get(table, (table, "?", "?"))
-        day_rows.append([day.isoformat(), name, game, *_count_cells(counts, currency)])
+        day_rows.append(
+            [day.isoformat(), _table_name(name, table), game, *_count_cells(counts, currency)]
+        )
     day_rows.sort(key=lambda row: (row[0], row[1]))
     now = datetime.now(UTC).isoformat(timespec="seconds")
     span = f"{tally.first} to {tally.last}" if tally.first else "no event"
     body = [
         "<h1>Casino ledger: audit report</h1>",
-        f"<p>Store <code>{escape(store)}</code>, log positions 1 to {tally.end:,} "
+        f"<p>Store <code>{escape(store)}</code>, {_positions(tally.events)} "
         f"({tally.events:,} events read), UTC days {escape(span)}; made {escape(now)}.</p>",
         "<h2>Verification</h2>",
         _status(status),
