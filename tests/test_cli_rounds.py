@@ -15,8 +15,11 @@ from ledger.casino import Casino
 from ledger.cli.main import main
 from ledger.node import open_node
 from ledger.plugins.manager import get_plugin_manager
+from ledger.rng.server import RngServer
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line, snapshot
 from tests.test_cli_new_user import store_rows
+from tests.test_xidach_rounds import LIMITS as XD_LIMITS
+from tests.test_xidach_rounds import offered, seated, simple_move
 
 LIMITS = {"min_bet": 100, "max_bet": 10_000, "max_round": 20_000}
 
@@ -118,6 +121,94 @@ def test_a_revoked_operator_key_does_not_count_as_a_choice(
     assert f"voided round {to_void}" in out
     code, out, err = run(capsys, "verify")
     assert code == 0, err
+
+
+def test_a_killed_sessions_rounds_are_finished_and_its_seeds_retired_from_the_cli(
+    workdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a session killed mid-round leaves on RNG tables: a dice round
+    awaiting its throw, a card round dealt but not played out, and both
+    tables' seeds committed and secret. From the command line: `rounds throw`,
+    `rounds act` (the game's moves, cards drawn for them), `seeds` to find
+    the seeds in use, `seeds retire` to reveal them; then verify passes."""
+    rng = RngServer(workdir / "rng-seeds")
+    node = open_node(None, "keys", passphrase=RIGHT.encode())
+    try:
+        casino = Casino(node.app, get_plugin_manager().variants())
+        dice_table = casino.open_table(
+            request_id="t-dice", name="TX", variant="taixiu", currency="EUR", limits=LIMITS
+        )
+        casino.commit_seed(request_id="s-dice", table_id=dice_table, rng=rng)
+        player = casino.open_account(request_id="acc", owner="Alice", currency="EUR")
+        casino.deposit(request_id="dep", account_id=player, amount=50_000)
+        dice_round = casino.open_round(request_id="r-dice", table_id=dice_table, dealer="D1")
+        casino.place_bet(
+            request_id="b-dice",
+            round_id=dice_round,
+            account_id=player,
+            bet={"bet": "big"},
+            stake=1_000,
+        )
+        casino.close_betting(request_id="c-dice", round_id=dice_round)
+        card_table = casino.open_table(
+            request_id="t-card", name="XD", variant="xidach", currency="VND", limits=XD_LIMITS
+        )
+        casino.commit_seed(request_id="s-card", table_id=card_table, rng=rng)
+        card_round, players = seated(casino, card_table, {1: 100, 2: 200})
+        for attempt in range(1, 20):  # a deal can end its round (a natural): deal again
+            for action in ("close_betting", "deal"):
+                casino.act(
+                    request_id=f"{action}-{attempt}",
+                    round_id=card_round,
+                    actor="dealer",
+                    action=action,
+                    rng=rng,
+                )
+            if not offered(casino, card_round)["over"]:
+                break
+            card_round = casino.open_round(
+                request_id=f"r-{attempt}", table_id=card_table, dealer="D"
+            )
+            for seat, who in players.items():
+                casino.place_bet(
+                    request_id=f"b-{attempt}-{seat}",
+                    round_id=card_round,
+                    account_id=who,
+                    bet={"bet": f"seat:{seat}"},
+                    stake=100,
+                )
+        assert not offered(casino, card_round)["over"]
+    finally:
+        node.close()  # killed here: nothing more from this process
+
+    assert open_listed(capsys) == {dice_round, card_round}
+    code, out, err = run(capsys, "rounds", "throw", dice_round)
+    assert (code, err) == (0, ""), err
+    assert f"round {dice_round}: 1 bet settled" in out
+    while True:
+        reader = open_node(None, "keys", writable=False)
+        try:
+            step = offered(Casino(reader.app, get_plugin_manager().variants()), card_round)
+        finally:
+            reader.close()
+        if step["over"]:
+            break
+        actor, action = simple_move(step)
+        code, out, err = run(capsys, "rounds", "act", card_round, actor, action)
+        assert (code, err) == (0, ""), err
+    assert open_listed(capsys) == set()
+
+    code, out, err = run(capsys, "seeds")
+    in_use = {line.split()[0] for line in out.splitlines()[1:]}
+    assert (code, in_use) == (0, {dice_table, card_table}), out
+    for table in (dice_table, card_table):
+        code, out, err = run(capsys, "seeds", "retire", table)
+        assert (code, err) == (0, ""), err
+        assert f"of table {table}" in out
+    assert run(capsys, "seeds")[1].splitlines()[1:] == []
+    code, out, err = run(capsys, "verify")
+    assert code == 0, err
+    assert out.startswith("OK: ")
 
 
 def test_amounts_in_major_units_as_balances_shows_them(

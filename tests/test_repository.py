@@ -42,6 +42,7 @@ def test_no_tracked_path_is_ignored() -> None:
         "dist/casino_ledger-0.1.0.tar.gz",
         "ledger.db",
         "keys/keyring.json",
+        "rng-seeds/0123456789abcdef.seed",
     ],
 )
 def test_local_output_is_ignored(path: str) -> None:

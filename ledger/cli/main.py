@@ -25,6 +25,7 @@ from ledger.cli.output import tolerate_closed_stdout
 from ledger.cli.projections import add_projection_commands
 from ledger.cli.recall import add_recall_command
 from ledger.cli.report import add_report_command
+from ledger.cli.seeds import add_seed_commands
 from ledger.cli.serve import add_serve_commands
 from ledger.cli.simulate import add_simulate_command
 from ledger.cli.variants import add_variant_commands
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_recall_command(commands)
     add_report_command(commands)
     add_serve_commands(commands)
+    add_seed_commands(commands)
     return parser
 
 

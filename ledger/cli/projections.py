@@ -101,14 +101,19 @@ def _reader(opener: Opener, args: argparse.Namespace) -> Node:
     the proj_ tables (never an event), and only when the log moved on."""
     node = opener(args, writable=False)
     try:
-        runner = ProjectionRunner(node.app)
-        if not runner.is_built() or runner.status().behind:
-            with progress_bar("projecting") as (advance, _):
-                runner.catch_up(progress=advance)
+        catch_up(node)
     except BaseException:
         node.close()
         raise
     return node
+
+
+def catch_up(node: Node) -> None:
+    """The projections up to the log's end (only when it moved on)."""
+    runner = ProjectionRunner(node.app)
+    if not runner.is_built() or runner.status().behind:
+        with progress_bar("projecting") as (advance, _):
+            runner.catch_up(progress=advance)
 
 
 def cmd_balances(opener: Opener, args: argparse.Namespace) -> int:

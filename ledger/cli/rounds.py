@@ -10,6 +10,7 @@ own key, and nothing is recorded when any check fails.
 from __future__ import annotations
 
 import argparse
+import json
 import uuid
 from typing import Any
 
@@ -21,6 +22,7 @@ from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.signing import InMemorySigner
 from ledger.domain.currency import format_major
 from ledger.domain.names import MAX_TEXT, check_name
+from ledger.errors import ConfigError
 from ledger.node import keys_dir
 
 
@@ -64,9 +66,77 @@ def cmd_round_action(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_round_play(args: argparse.Namespace) -> int:
+    """Finish a round from the command line (one a killed session left open, or
+    resumed): `throw` an RNG dice round from its table's committed seed, `act`
+    one of the game's moves (RNG cards drawn by the core), `settle` it."""
+    from ledger.casino import Casino
+    from ledger.cli.seeds import rng_from_args
+    from ledger.plugins.manager import get_plugin_manager
+
+    rng = rng_from_args(args) if args.action in ("throw", "act") else None
+    moves = _json_object(args.args, "--args") if args.action == "act" else {}
+    node = open_from_args(args, writable=True)
+    try:
+        casino = Casino(node.app, get_plugin_manager().variants())
+        request_id = args.request_id or f"cli-{args.action}-{uuid.uuid4()}"
+        if args.action == "throw":
+            thrown = casino.throw_dice(request_id=request_id, round_id=args.round, rng=rng)  # type: ignore[arg-type]
+            print(f"threw {thrown.get('dice', thrown)} for round {args.round}")
+        elif args.action == "act":  # a game of actions settles what each step settles
+            done = casino.act(
+                request_id=request_id,
+                round_id=args.round,
+                actor=args.actor,
+                action=args.move,
+                args=moves,
+                rng=rng,
+            )
+            drawn = f", drew {done['drawn']}" if done.get("drawn") else ""
+            print(f"recorded {args.actor} {args.move} in round {args.round}{drawn}")
+            _print_settled(args.round, done.get("settled") or [], quiet=True)
+            return 0
+        settled = casino.settle(request_id=f"{request_id}-settle", round_id=args.round)
+        _print_settled(args.round, settled)
+    finally:
+        node.close()
+    return 0
+
+
+def _print_settled(round_id: str, settled: list[Any], quiet: bool = False) -> None:
+    if settled or not quiet:
+        print(f"round {round_id}: {len(settled)} bet{'s' * (len(settled) != 1)} settled")
+
+
+def _json_object(text: str, flag: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{flag} is not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f'{flag} is a JSON object, e.g. \'{{"face": "heads"}}\'')
+    return value
+
+
 def add_round_actions(rounds: argparse.ArgumentParser) -> None:
-    """`void` and `resume` under `ledger rounds` (which keeps its own --open listing)."""
-    actions: Any = rounds.add_subparsers(dest="action", metavar="{void,resume}")
+    """`void`, `resume`, `throw`, `act` and `settle` under `ledger rounds` (which
+    keeps its own --open listing)."""
+    actions: Any = rounds.add_subparsers(dest="action", metavar="{void,resume,throw,act,settle}")
+    for action, text in (
+        ("throw", "throw an RNG dice round's dice from its table's seed, and settle"),
+        ("act", "record one of the game's moves in a round (RNG cards drawn for it)"),
+        ("settle", "settle a round whose outcome is recorded"),
+    ):
+        parser = actions.add_parser(action, help=text)
+        parser.add_argument("round", type=uuid_text, help="the round id (see `ledger rounds`)")
+        if action == "act":
+            parser.add_argument("actor", help="who moves (e.g. dealer, or a seat)")
+            parser.add_argument("move", metavar="action", help="the move (e.g. hit, stand)")
+            parser.add_argument("--args", default="{}", help="the move's arguments, a JSON object")
+        if action != "settle":
+            parser.add_argument("--rng-dir", help="the RNG seeds (default: <keys>/../rng-seeds)")
+        parser.add_argument("--request-id", help="idempotency key (default: a new one)")
+        parser.set_defaults(handler=cmd_round_play)
     for action, text in (
         ("void", "void an interrupted round: every stake back to its wallet"),
         ("resume", "resume an interrupted round where it stopped"),

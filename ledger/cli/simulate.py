@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import secrets
+from pathlib import Path
 from typing import Any
 
 from ledger.audit.proofs import newest_checkpoint
@@ -15,9 +16,10 @@ from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.keys import Keyring
 from ledger.devices import DealerDevice
-from ledger.errors import KeyStoreError, LedgerError
+from ledger.errors import ConfigError, KeyStoreError, LedgerError
 from ledger.node import Node, keys_dir, refuse_new_keys_beside_events
 from ledger.plugins.manager import get_plugin_manager
+from ledger.rng.server import default_rng_dir
 from ledger.store.application import LedgerApplication, probe_store
 from ledger.store.config import describe, store_url
 
@@ -46,8 +48,12 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         seed=secrets.randbelow(2**32) if args.seed is None else args.seed,
     )
     check_config(config, variants)
-    dice = dice_source(None if args.dice_seed is None else parse_seed(args.dice_seed))
     directory = keys_dir(args.keys)
+    rng_dir = Path(args.rng_dir) if args.rng_dir else default_rng_dir(directory.path)
+    if rng_dir.exists() and not rng_dir.is_dir():
+        raise ConfigError(f"--rng-dir {rng_dir} is not a directory (RNG seeds are kept there)")
+    session_seed = None if args.dice_seed is None else parse_seed(args.dice_seed)
+    dice = dice_source(session_seed, keep_in=rng_dir)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made
     if not directory.has_node_keys():
         refuse_new_keys_beside_events(args.store, directory)
@@ -173,6 +179,9 @@ def _dealer_device(node: Node) -> DealerDevice:
 def add_simulate_command(commands: Any) -> None:
     simulate = commands.add_parser(
         "simulate", help="play a casino session on the store, checkpoint, verify, summarise"
+    )
+    simulate.add_argument(
+        "--rng-dir", help="where the RNG tables' seeds are kept (default: <keys>/../rng-seeds)"
     )
     simulate.add_argument("--rounds", type=int, default=300, help="rounds dealt (default 300)")
     simulate.add_argument("--players", type=int, default=40, help="players seated (default 40)")

@@ -18,6 +18,7 @@ from ledger.http.app import Service, create_app
 from ledger.http.rng import SharedRngServer
 from ledger.http.tokens import TokenStore
 from ledger.node import PASSPHRASE_ENV, keys_dir, open_node
+from ledger.rng.server import default_rng_dir as rng_dir_beside
 from ledger.store.config import STORE_ENV
 
 RNG_ENV = "LEDGER_RNG_DIR"
@@ -41,7 +42,7 @@ def passphrase() -> bytes | None:
 
 
 def default_rng_dir() -> Path:
-    return keys_dir().path.parent / "rng-seeds"
+    return rng_dir_beside(keys_dir().path)
 
 
 def _stop_with_supervisor() -> None:

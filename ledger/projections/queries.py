@@ -159,6 +159,15 @@ def rounds(app: LedgerApplication, *, open_only: bool = False) -> list[RoundSumm
     ]
 
 
+def tables(app: LedgerApplication) -> list[tuple[str, str]]:
+    """(table id, name) of every table, oldest first (a hint: the table's own
+    events say what it is)."""
+    sql = Sql(app.sealed_recorder)
+    with sql.read() as tx:
+        rows = tx.rows("SELECT table_id, name FROM {proj_tables} ORDER BY opened_at, table_id", ())
+    return [(str(r[0]), str(r[1])) for r in rows]
+
+
 def house_results(app: LedgerApplication) -> list[HouseResult]:
     sql = Sql(app.sealed_recorder)
     with sql.read() as tx:

@@ -30,10 +30,7 @@ class RngServer:
         seed = secrets.token_bytes(SEED_BYTES)
         seed_id = secrets.token_hex(8)
         if self._directory is not None:
-            path = self._directory / f"{seed_id}.seed"
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                handle.write(seed.hex())
+            keep_seed(self._directory, seed_id, seed)
         self._seeds[seed_id] = seed
         return seed_id, commitment(seed)
 
@@ -45,3 +42,23 @@ class RngServer:
 
     def throw(self, seed_id: str, round_id: str, counter: int) -> Dice:
         return throw(self.seed(seed_id), round_id, counter)
+
+
+def keep_seed(directory: Path, seed_id: str, seed: bytes) -> None:
+    """Write a secret seed as `<id>.seed` (hex, readable by its owner only) in
+    `directory`, before it is committed: the RNG must be able to reveal it."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{seed_id}.seed"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # a replayed session (a fixed --dice-seed) derives the same seeds
+        if path.read_text().strip() != seed.hex():
+            raise InvalidCommandError(f"{path} already holds another seed") from None
+        return
+    with os.fdopen(fd, "w") as handle:
+        handle.write(seed.hex())
+
+
+def default_rng_dir(keys: Path) -> Path:
+    """Where a node keeps its RNG seeds: `rng-seeds` beside its keys directory."""
+    return keys.parent / "rng-seeds"

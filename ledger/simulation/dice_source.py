@@ -23,31 +23,40 @@ import hashlib
 import hmac
 import random
 import secrets
+from pathlib import Path
 from typing import Final
 
 from ledger.errors import ConfigError, InvalidCommandError
 from ledger.rng.dice import SEED_BYTES, commitment
-from ledger.rng.server import RngServer
+from ledger.rng.server import RngServer, keep_seed
 
 DERIVE_DOMAIN: Final = b"casino-ledger/simulation/seed/v1\n"
 SHAKER_DOMAIN: Final = b"casino-ledger/simulation/shaker/v1\n"
 
 
 class SessionRng(RngServer):
-    """An RNG server whose seeds are derived, in turn, from one session seed."""
+    """An RNG server whose seeds are derived, in turn, from one session seed.
 
-    def __init__(self, session_seed: bytes) -> None:
+    With `keep_in`, each seed is also written there as the RNG server writes
+    its own (`<id>.seed`, owner-only), before it is committed: a session killed
+    with a seed in use leaves it to `ledger seeds retire` (reveal), as a
+    served table's would be."""
+
+    def __init__(self, session_seed: bytes, keep_in: Path | None = None) -> None:
         super().__init__()
         if len(session_seed) != SEED_BYTES:
             raise ConfigError(f"a session seed is {SEED_BYTES} bytes")
         self._session_seed = session_seed
         self._derived: dict[str, bytes] = {}
+        self._keep_in = keep_in
 
     def new_seed(self) -> tuple[str, str]:
         number = str(len(self._derived)).encode("ascii")
         seed = hmac.digest(self._session_seed, DERIVE_DOMAIN + number, "sha256")
         committed = commitment(seed)
         seed_id = hashlib.sha256(b"seed-id\n" + committed.encode()).hexdigest()[:16]
+        if self._keep_in is not None:
+            keep_seed(self._keep_in, seed_id, seed)
         self._derived[seed_id] = seed
         return seed_id, committed
 
@@ -76,6 +85,8 @@ def parse_seed(text: str) -> bytes:
     return seed
 
 
-def dice_source(session_seed: bytes | None = None) -> RngServer:
-    """The session's RNG: seeds derived from a fresh secret session seed unless given one."""
-    return SessionRng(secrets.token_bytes(SEED_BYTES) if session_seed is None else session_seed)
+def dice_source(session_seed: bytes | None = None, keep_in: Path | None = None) -> RngServer:
+    """The session's RNG: seeds derived from a fresh secret session seed unless
+    given one, each kept in `keep_in` when given."""
+    seed = secrets.token_bytes(SEED_BYTES) if session_seed is None else session_seed
+    return SessionRng(seed, keep_in)
