@@ -18,11 +18,13 @@ they are not set and a local Debian/Ubuntu cluster is installed but down,
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -53,20 +55,33 @@ def setup() -> Path:
         packages = ["-e", f"{ROOT}[dev]"]
         for plugin in plugin_dirs():
             packages += ["-e", str(plugin)]
-        subprocess.run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                *packages,
-            ],
-            check=True,
-        )
+        pip_install(python, packages)
         STAMP.write_text(wanted)
     return python
+
+
+PROGRESS = ("Collecting ", "Building ", "Installing collected", "Successfully")
+
+
+def pip_install(python: Path, packages: list[str]) -> None:
+    """pip, with a line per package it collects or builds (progress, not its
+    whole log); all of its output when it fails."""
+    command = [str(python), "-m", "pip", "install", "--disable-pip-version-check", *packages]
+    started, log = time.monotonic(), []
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as pip:
+        assert pip.stdout is not None
+        for line in pip.stdout:
+            log.append(line)
+            if line.startswith(
+                ("Collecting ", "Building ", "Installing collected", "Successfully")
+            ):
+                elapsed = time.monotonic() - started
+                print(f"bootstrap: {elapsed:4.0f} s  {line.strip()[:100]}", file=sys.stderr)
+    if pip.returncode != 0:
+        sys.stderr.write("".join(log[-60:]))
+        raise SystemExit(f"bootstrap: pip install failed ({pip.returncode})")
 
 
 def start_postgres() -> None:
@@ -86,8 +101,25 @@ def start_postgres() -> None:
         subprocess.run(start, check=False)
 
 
+def ask_passphrase_first(rest: list[str]) -> None:
+    """For `simulate` on a terminal: the key passphrase now, before the install,
+    so nothing is typed (and echoed) while pip runs; handed to the session as
+    LEDGER_PASSPHRASE, so it does not ask again. Twice only when no keyring
+    exists yet (the session will make keys with it)."""
+    if os.environ.get("LEDGER_PASSPHRASE") or "--unencrypted" in rest or not sys.stdin.isatty():
+        return
+    keys = Path(os.environ.get("LEDGER_KEYS") or ROOT / "keys")
+    typed = getpass.getpass("Key passphrase: ")
+    if typed and not (keys / "keyring.json").exists() and getpass.getpass("Again: ") != typed:
+        raise SystemExit("bootstrap: the two passphrases differ")
+    if typed:
+        os.environ["LEDGER_PASSPHRASE"] = typed
+
+
 def main(argv: list[str]) -> int:
     job, *rest = argv or ["setup"]
+    if job == "simulate":
+        ask_passphrase_first(rest)
     python = setup()
     if job == "setup":
         return 0
