@@ -1,5 +1,6 @@
-"""The README's examples run (issue 8, item 6): every ```sh and ```python block,
-in document order, in one empty directory, with LEDGER_PASSPHRASE set and the
+"""The README's examples run (issue 8, item 6), and the reference pages' it
+points to (issue 19, item 5): every ```sh and ```python block, the README's
+first, then each page's in `PAGES` order, in one empty directory, with LEDGER_PASSPHRASE set and the
 virtualenv's `ledger` on the PATH. Blocks fenced without a language are
 synopses and sample output; the two set-up commands at the top are checked
 against the jobs tools/bootstrap.py knows, and the exit codes, the Layout
@@ -33,13 +34,36 @@ from tests.test_cli_pipes import first_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+CLI_DOC = DOCS / "cli.md"  # settings, commands, exit codes
+LAYOUT_DOC = DOCS / "layout.md"
+# The pages the README's reference moved to, in the README's old order: their
+# examples go on from the state the earlier ones left.
+PAGES = [
+    README,
+    *(
+        DOCS / name
+        for name in (
+            "cli.md",
+            "python-api.md",
+            "http.md",
+            "games.md",
+            "auditing.md",
+            "security.md",
+            "operations.md",
+            "performance.md",
+            "layout.md",
+        )
+    ),
+]
+FRONT_PAGE_BYTES = 12 * 1024
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 RUN = {"sh": "sh", "bash": "sh", "console": "sh", "python": "python"}
 README_PG = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def blocks() -> list[tuple[str, str]]:
-    return [(lang, body) for lang, body in FENCE.findall(README.read_text())]
+    return [(lang, body) for page in PAGES for lang, body in FENCE.findall(page.read_text())]
 
 
 def test_every_runnable_block_runs(tmp_path: Path) -> None:
@@ -99,19 +123,31 @@ def test_linked_docs_exist(name: str) -> None:
 
 
 def test_no_links_outside_the_repository() -> None:
-    text = README.read_text()
-    assert "../shared" not in text and "](RULES.md)" not in text
-    assert "issue #4" not in text
+    for page in PAGES:
+        text = page.read_text()
+        assert "../shared" not in text and "](RULES.md)" not in text, page
+        assert "issue #4" not in text, page
+
+
+def test_the_readme_is_a_front_page_whose_links_lead_somewhere() -> None:
+    """At most 12 KB (what it is, the two commands, a first session, where to
+    read on), and every page it or a reference page links to is there."""
+    assert len(README.read_bytes()) <= FRONT_PAGE_BYTES
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", page.read_text()):
+            assert (page.parent / target).is_file(), f"{page.name} links to missing {target}"
+    listed = set(re.findall(r"\]\(docs/([^)#]+\.md)\)", README.read_text()))
+    assert {p.name for p in PAGES[1:]} <= listed
 
 
 # The exit codes (issue 8, item 4; issue 9 gave "cannot re-derive" its own code).
 
 
 def documented_exit_codes() -> dict[int, str]:
-    """The README's "Exit codes:" list: code -> what it means."""
-    text = " ".join(README.read_text().split())
+    """docs/cli.md's "Exit codes:" list: code -> what it means."""
+    text = " ".join(CLI_DOC.read_text().split())
     found = re.search(r"Exit codes: (.*?)\. Errors are one line", text)
-    assert found, "no 'Exit codes:' paragraph in the README"
+    assert found, "no 'Exit codes:' paragraph in docs/cli.md"
     listed = [re.fullmatch(r"(\d+) (.+)", item) for item in found.group(1).split("; ")]
     assert all(listed), found.group(1)
     return {int(item.group(1)): item.group(2) for item in listed if item}
@@ -208,7 +244,7 @@ def test_the_documented_cases_exit_with_the_documented_codes(
 
 
 def layout_paths() -> list[str]:
-    section = README.read_text().split("\n## Layout\n", 1)[1]
+    section = LAYOUT_DOC.read_text().split("\n## Layout\n", 1)[1]
     block = FENCE.search(section)
     assert block and block.group(1) == ""
     return [line.split()[0] for line in block.group(2).splitlines() if line.strip()]
@@ -243,7 +279,7 @@ def test_the_layout_lists_every_package_module_and_plugin() -> None:
 
 def synopses() -> list[str]:
     """The Commands block's synopses, each with its continuation lines, comments cut."""
-    section = README.read_text().split("\n## Commands\n", 1)[1]
+    section = CLI_DOC.read_text().split("\n## Commands\n", 1)[1]
     block = FENCE.search(section)
     assert block and block.group(1) == ""
     entries: list[str] = []

@@ -24,7 +24,7 @@ EDGE = Path(__file__).resolve().parent.parent / "docs" / "xidach_edge.json"
 def browser() -> None:
     if chromium() is None:
         message = (
-            "Debian's chromium is not installed (.ci/run installs it: apt-get install chromium)"
+            "Debian's chromium is not installed (`python3 tools/bootstrap.py test` installs it)"
         )
         if os.environ.get("CI"):
             pytest.fail(message)  # never a skip in CI

@@ -21,15 +21,15 @@ from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import LedgerApplication
 from tests.conftest import PASSPHRASE, PG_DSN, drop_pg_schema, new_pg_schema
 from tests.test_cli_new_user import store_rows
-from tests.test_readme import README
+from tests.test_readme import CLI_DOC
 
 ROLE_KEYS = {key_env(role) for role in Role}
 
 
 def documented_settings() -> set[str]:
-    """Every LEDGER_* variable in the environment column of the README's
+    """Every LEDGER_* variable in the environment column of docs/cli.md's
     Settings table; a "…" beside a role's key variable stands for every role's."""
-    section = README.read_text().split("\n## Settings\n", 1)[1].split("\n#", 1)[0]
+    section = CLI_DOC.read_text().split("\n## Settings\n", 1)[1].split("\n#", 1)[0]
     header, _, *rows = [line.split("|") for line in section.splitlines() if line.startswith("|")]
     column = [cell.strip() for cell in header].index("environment")
     names: set[str] = set()

@@ -9,7 +9,8 @@ Setting up = a virtualenv in .venv with the core package, its development
 tools and every variant plugin under plugins/, installed editable. It is
 redone only when a pyproject.toml changed since the last time.
 
-The suite needs a PostgreSQL server: by default a database `test` on
+The suite needs Debian's chromium (the report's browser test; `test` installs
+it with apt-get when missing) and a PostgreSQL server: by default a database `test` on
 127.0.0.1:5432 that the user `postgres` reaches without a password (trust);
 LEDGER_TEST_PG_DSN and LEDGER_TEST_PG_URL point the tests elsewhere. When
 they are not set and a local Debian/Ubuntu cluster is installed but down,
@@ -84,6 +85,19 @@ def pip_install(python: Path, packages: list[str]) -> None:
         raise SystemExit(f"bootstrap: pip install failed ({pip.returncode})")
 
 
+def install_chromium() -> None:
+    """The report's browser test opens the page in Debian's headless Chromium:
+    installed with apt when it is missing and apt is there (as root, or sudo)."""
+    if shutil.which("chromium") or not shutil.which("apt-get"):
+        return
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    print("bootstrap: installing chromium (apt-get) for the report's browser test", file=sys.stderr)
+    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        if subprocess.run([*sudo, *step], check=False).returncode != 0:
+            print("bootstrap: could not install chromium", file=sys.stderr)
+            return
+
+
 def start_postgres() -> None:
     """Start the local cluster if it is installed, down, and the tests would use it."""
     if os.environ.get("LEDGER_TEST_PG_DSN") or not shutil.which("pg_isready"):
@@ -126,6 +140,7 @@ def main(argv: list[str]) -> int:
     if job == "simulate":
         command = [str(VENV / "bin" / "ledger"), "simulate", *rest]
     elif job == "test":
+        install_chromium()
         start_postgres()
         command = [str(python), "-m", "pytest", *rest]
     else:
