@@ -58,7 +58,9 @@ def add_events_command(commands: Any) -> None:
         "events", help="significant events: voids, corrections, keys, rules changes, verifications"
     )
     events.add_argument(
-        "--significant", action="store_true", required=True, help="list the significant events"
+        "--significant",
+        action="store_true",
+        help="the significant events (what `events` lists; the flag may be left out)",
     )
     events.add_argument(
         "--since", type=since_time, metavar="T", help="only those signed at or after T (ISO 8601)"

@@ -55,7 +55,19 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_command(commands)
     add_serve_commands(commands)
     add_seed_commands(commands)
+    _anywhere(parser, ("--store", "--keys"))
     return parser
+
+
+def _anywhere(parser: argparse.ArgumentParser, options: tuple[str, ...]) -> None:
+    """`ledger verify --store URL` as well as `ledger --store URL verify`: each
+    command takes the global options too (unset there, the global value stays)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                for option in options:
+                    sub.add_argument(option, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+                _anywhere(sub, options)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -63,7 +63,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     node = open_from_args(args, writable=True)
     before, _ = node.app.tables.event_count()
     try:
-        _session(args, node, before, config, variants, dice)
+        _session(args, node, before, config, variants, dice, card_tables)
     except LedgerError as exc:  # mid-session (the keys vanished, the store went away)
         cause = exc
         if not directory.keyring_path.exists():  # not "create keys": they would not fit
@@ -118,6 +118,7 @@ def _session(
     config: Any,
     variants: Any,
     dice: Any,
+    card_tables: int,
 ) -> None:
     from ledger.casino import Casino
     from ledger.projections import ProjectionRunner
@@ -132,6 +133,12 @@ def _session(
         def events() -> str:
             return f"{node.app.tables.event_count()[0] - before:,} events"
 
+        # --tables counts dice tables only: say what is played on.
+        print(
+            f"playing {config.rounds:,} rounds on {args.tables} dice table"
+            f"{'s' * (args.tables != 1)} (--tables) and {card_tables} card "
+            f"table{'s' * (card_tables != 1)} (--card-tables)"
+        )
         with progress_bar("playing", unit="round", detail=events) as (advance, set_total):
             set_total(config.rounds)
             casino = Casino(node.app, variants)

@@ -147,7 +147,8 @@ class LoadedGame:
         if EXACT_PAYTABLE not in self.capabilities:
             raise InvalidCommandError(
                 f"game {self.id} offers no exact paytable: its return depends on how it "
-                "is played (measure it with `ledger simulate`)"
+                "is played; estimate it by simulation (`tools/xidach_edge.py` for Xì dách, "
+                "whose file `ledger report --edge FILE` compares the observed return with)"
             )
         game: Any = self.game  # declared and checked at load (`GameRegistry.add`)
         return _GuardedPaytable(self, game)
