@@ -202,3 +202,26 @@ def test_keys_gone_during_a_session_are_named_with_what_the_session_left(
     for needle in ("lost its keyring during the session", "recorded", "events", "rounds --open"):
         assert needle in line, line
     assert "ledger keys create" not in line
+
+
+def test_store_and_keys_may_follow_the_command(
+    workdir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from ledger.cli.main import main
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    monkeypatch.delenv("LEDGER_STORE", raising=False)
+    monkeypatch.delenv("LEDGER_KEYS", raising=False)
+    store, keys = f"sqlite:///{workdir}/ledger.db", str(workdir / "keys")
+    capsys.readouterr()
+    assert main(["verify", "--store", store, "--keys", keys]) == 0
+    after = capsys.readouterr().out.splitlines()[0]
+    assert main(["--store", store, "--keys", keys, "verify"]) == 0
+    before = capsys.readouterr().out.splitlines()[0]
+    assert after.startswith("OK: ") and after.split(" in ")[0] == before.split(" in ")[0]
+    assert list(elsewhere.iterdir()) == []  # no store or keys made where it ran
