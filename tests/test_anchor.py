@@ -225,5 +225,5 @@ def test_checkpoint_follow_is_the_service_beside_writers(
         writer.close()
         service.send_signal(signal.SIGINT)
         out, err = service.communicate(timeout=60)
-    assert service.returncode == 0, err
+    assert service.returncode == 130, err  # interrupted, as Ctrl-C is everywhere
     assert Checkpoint.from_note(out).size == 9  # prints the newest checkpoint on exit

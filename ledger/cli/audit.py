@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from ledger.errors import CannotCheckError, ConfigError, VerificationError
 from ledger.node import check_expected_origin, holds_private_key, keys_dir
 from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import LedgerApplication
+from ledger.store.checkpointer import Checkpointer
 from ledger.store.config import store_url
 
 
@@ -48,10 +51,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
             checkpointer = node.checkpointer()
             if args.follow:
                 print("following the log (Ctrl-C to stop)", file=sys.stderr)
-                try:
-                    checkpointer.follow()
-                except KeyboardInterrupt:
-                    interrupted = True
+                interrupted = _follow_until_interrupted(checkpointer)
             with progress_bar("checkpointing") as (advance, _):
                 checkpointer.catch_up(progress=advance)
         newest = newest_checkpoint(node.app, node.keyring)
@@ -82,6 +82,20 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     )
     print(f"wrote checkpoint of size {newest.size} to {export}: {coverage}")
     return done
+
+
+def _follow_until_interrupted(checkpointer: Checkpointer) -> bool:
+    """Follow the log until Ctrl-C (SIGINT), which ends the loop between two
+    batches rather than inside one: an interrupt raised mid-batch could leave a
+    transaction open that the last catch-up then waits on. A second Ctrl-C
+    during that catch-up interrupts as usual. True once interrupted."""
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stopped.set())
+    try:
+        checkpointer.follow(stop=stopped.is_set)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    return stopped.is_set()
 
 
 def _load_trusted(path: str | None) -> Checkpoint | None:
