@@ -38,7 +38,7 @@ from ledger.domain.money import wallet
 from ledger.errors import InvalidCommandError, NotFoundError
 from ledger.http import feed, models
 from ledger.http.bet_fast_path import BetFastPath
-from ledger.http.errors import install_error_handlers
+from ledger.http.errors import ERROR_STATUSES, WRITE_STATUSES, install_error_handlers
 from ledger.http.middleware import Authenticate, BodyLimit
 from ledger.http.signers import CapturingSigner, FactCaptured, PresignedSigner
 from ledger.http.tokens import ApiRole, Token, TokenStore
@@ -89,6 +89,15 @@ class Service:
         self.casino = Casino(self.app, self.variants)
 
 
+def error_responses(method: str) -> dict[int | str, dict[str, Any]]:
+    """The error statuses a route may answer, each with the one error body."""
+    statuses = {**ERROR_STATUSES, **(WRITE_STATUSES if method != "GET" else {})}
+    return {
+        status: {"model": models.ErrorBody, "description": text}
+        for status, text in sorted(statuses.items())
+    }
+
+
 def token_of(request: Request, allowed: tuple[ApiRole, ...]) -> Token:
     token: Token = request.state.token  # set by Authenticate
     if token.role not in allowed:
@@ -132,6 +141,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
                 dependencies=[Security(bearer), Depends(check)],
                 openapi_extra={"x-roles": [r.value for r in roles]},
                 summary=(handler.__doc__ or "").strip().splitlines()[0] or None,
+                responses=error_responses(method),
             )
             return handler
 

@@ -9,6 +9,7 @@ from eventsourcing.persistence import InterfaceError, OperationalError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ledger.errors import (
     CannotCheckError,
@@ -33,6 +34,39 @@ STATUSES: list[tuple[type[LedgerError], int]] = [
 ]
 
 
+# The `error` of a status no ledger error names (FastAPI's own, and the layers').
+STATUS_ERRORS: dict[int, str] = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    413: "BodyTooLarge",
+    500: "ServerError",
+    503: "StoreUnavailable",
+}
+
+# What each route may answer besides its success, all as `ErrorBody`
+# (declared in the OpenAPI document by `ledger.http.app`).
+ERROR_STATUSES: dict[int, str] = {
+    400: "the command was refused (a rule of the ledger or its game)",
+    401: "no usable bearer token",
+    403: "the token's role may not do this, or a table device's token is for another table",
+    404: "an id that names nothing",
+    422: "a body or parameter the API refuses (types, fields, sizes)",
+    500: "an installed game misbehaved, or the token file is unreadable",
+    503: "the store is unavailable or writers kept conflicting: retry with the same key",
+}
+WRITE_STATUSES: dict[int, str] = {
+    409: "this Idempotency-Key was used for other arguments",
+    413: "the body is over the limit (64 KiB)",
+}
+
+
+def error_body(status: int, detail: str, error: str | None = None) -> dict[str, str]:
+    return {"detail": detail, "error": error or STATUS_ERRORS.get(status, "Error")}
+
+
 def status_of(exc: LedgerError) -> int:
     for cls, status in STATUSES:
         if isinstance(exc, cls):
@@ -54,7 +88,7 @@ def ledger_error_response(exc: LedgerError) -> JSONResponse:
 def store_unavailable_response() -> JSONResponse:
     """A store that could not be reached, as every route answers it (retryable)."""
     return JSONResponse(
-        {"detail": "store unavailable, retry with the same Idempotency-Key"},
+        error_body(503, "store unavailable, retry with the same Idempotency-Key"),
         status_code=503,
         headers={"retry-after": "1"},
     )
@@ -76,6 +110,16 @@ def install_error_handlers(app: FastAPI) -> None:
             {"detail": "; ".join(problems), "error": "InvalidRequest"}, status_code=422
         )
 
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        """FastAPI's and the routes' own statuses (403, 404, 405) in the one shape."""
+        assert isinstance(exc, StarletteHTTPException)
+        return JSONResponse(
+            error_body(exc.status_code, str(exc.detail)),
+            status_code=exc.status_code,
+            headers=dict(exc.headers or {}),
+        )
+
+    app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(LedgerError, ledger_error)
     app.add_exception_handler(OperationalError, store_unavailable)
     app.add_exception_handler(InterfaceError, store_unavailable)

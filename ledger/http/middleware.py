@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from ledger.errors import ConfigError
+from ledger.http.errors import error_body
 from ledger.http.tokens import TokenStore
 
 Scope = MutableMapping[str, Any]
@@ -21,7 +22,7 @@ PUBLIC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/r
 
 
 async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]]) -> None:
-    body = json.dumps({"detail": detail}).encode()
+    body = json.dumps(error_body(status, detail)).encode()
     await send(
         {
             "type": "http.response.start",

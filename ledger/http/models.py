@@ -22,6 +22,19 @@ Step = Annotated[StrictInt, Field(ge=0, le=2**31)]
 Json = dict[str, Any]
 
 
+class ErrorBody(BaseModel):
+    """Every error, from every route and from the layers in front of them
+    (authentication, the body limit): one line, and what kind of error it is."""
+
+    detail: str = Field(description="what went wrong, in one line (never the input echoed)")
+    error: str = Field(
+        description="the kind of error: a ledger error's class name (InvalidCommandError, "
+        "NotFoundError, RequestIdReusedError, ...), InvalidRequest for a body or parameter "
+        "the API refuses, or the HTTP status's name (Unauthorized, Forbidden, BodyTooLarge, "
+        "StoreUnavailable, ...)"
+    )
+
+
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
