@@ -5,6 +5,7 @@ is a status the operation declares, with a body its schema accepts."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +103,20 @@ def test_what_the_server_answers_is_what_it_declares(api: Api) -> None:
     check(refused, "POST", bets)
     for response in (refused, huge):
         assert set(response.json()) == {"detail", "error"}
+
+
+def test_the_docs_page_works_offline(api: Api) -> None:
+    """/docs loads Swagger UI from the server itself (the fastapi-offline
+    package), no CDN: every script and style it names is served, token-free."""
+    page = api.client.get("/docs")
+    assert page.status_code == 200 and "swagger-ui" in page.text
+    assets = re.findall(r"""(?:src|href)=["']([^"']+)["']""", page.text)
+    assert assets and not [a for a in assets if a.startswith(("http:", "https:", "//"))], assets
+    for asset in assets:
+        served = api.client.get(asset)
+        assert served.status_code == 200 and len(served.content) > 1_000, asset
+    assert api.client.get("/openapi.json").status_code == 200
+    # Public means the assets only: nothing outside them, traversal or not.
+    for escape in ("/docs/assets/%2e%2e/__init__.py", "/docs/assets/..%2f..%2fcore.py"):
+        assert api.client.get(escape).status_code == 404, escape
+    assert api.client.get("/v1/accounts/x").status_code == 401

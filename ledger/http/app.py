@@ -28,6 +28,7 @@ from fastapi import Depends, FastAPI, Header, Path, Query, Request, Security
 from fastapi.exceptions import HTTPException
 from fastapi.responses import StreamingResponse
 from fastapi.security import HTTPBearer
+from fastapi_offline import FastAPIOffline
 
 from ledger.audit.proofs import consistency_from, inclusion_of, newest_checkpoint
 from ledger.audit.recall import recall_round
@@ -39,7 +40,7 @@ from ledger.errors import InvalidCommandError, NotFoundError
 from ledger.http import feed, models
 from ledger.http.bet_fast_path import BetFastPath
 from ledger.http.errors import ERROR_STATUSES, WRITE_STATUSES, install_error_handlers
-from ledger.http.middleware import Authenticate, BodyLimit
+from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit
 from ledger.http.signers import CapturingSigner, FactCaptured, PresignedSigner
 from ledger.http.tokens import ApiRole, Token, TokenStore
 from ledger.plugins.paytable import paytable
@@ -113,12 +114,14 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
     """The ASGI application over `service` (see `ledger serve`); `fast_bets` serves
     operators' bets through `ledger.http.bet_fast_path` (tests turn it off to
     compare it with the route)."""
-    api = FastAPI(
+    # /docs with Swagger UI's files from the fastapi-offline package: no CDN.
+    api = FastAPIOffline(
         title=TITLE,
         version=API_VERSION,
         description=__doc__,
         docs_url="/docs",
         redoc_url=None,
+        static_url=DOCS_ASSETS,
     )
     install_error_handlers(api)
     casino = service.casino

@@ -19,6 +19,7 @@ Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # Served without a token: the API's own description.
 PUBLIC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+DOCS_ASSETS = "/docs/assets"  # Swagger UI's own files (public, like the page)
 
 
 async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]]) -> None:
@@ -92,7 +93,8 @@ class Authenticate:
         self.tokens = tokens
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in PUBLIC_PATHS or path.startswith(DOCS_ASSETS + "/"):
             await self.app(scope, receive, send)
             return
         presented = None
