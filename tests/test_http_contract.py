@@ -5,6 +5,7 @@ is a status the operation declares, with a body its schema accepts."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -37,12 +38,19 @@ def check(response: httpx.Response, method: str, template: str) -> None:
     declared = operation(method, template)["responses"]
     status = str(response.status_code)
     assert status in declared, f"{method} {template} answered {status}, declares {sorted(declared)}"
-    content = declared[status].get("content", {}).get("application/json")
-    if content is None:
+    contents = declared[status].get("content", {})
+    if "application/x-ndjson" in contents:  # JSON Lines: each line is one declared item
+        schema = {**DOC, **contents["application/x-ndjson"]["schema"]}
+        bodies = [json.loads(line) for line in response.text.splitlines()]
+        assert bodies, f"{method} {template}: no line"
+    elif "application/json" in contents:
+        schema = {**DOC, **contents["application/json"]["schema"]}
+        bodies = [response.json()]
+    else:
         return
-    schema = {**DOC, **content["schema"]}  # refs resolve against the whole document
-    errors = list(Draft202012Validator(schema).iter_errors(response.json()))
-    assert not errors, f"{method} {template} {status}: {[e.message for e in errors]}"
+    for body in bodies:  # refs resolve against the whole document
+        errors = list(Draft202012Validator(schema).iter_errors(body))
+        assert not errors, f"{method} {template} {status}: {[e.message for e in errors]}"
 
 
 def test_every_operation_declares_its_errors_with_the_one_error_body() -> None:
@@ -103,6 +111,15 @@ def test_what_the_server_answers_is_what_it_declares(api: Api) -> None:
     check(refused, "POST", bets)
     for response in (refused, huge):
         assert set(response.json()) == {"detail", "error"}
+    # The feed: a page of records, and the same records as JSON Lines.
+    page = api.get("/v1/events", limit=5)
+    check(page, "GET", "/v1/events")
+    assert len(page.json()["events"]) == 5
+    stream = api.get("/v1/events/stream", limit=5)
+    assert stream.headers["content-type"].startswith("application/x-ndjson")
+    check(stream, "GET", "/v1/events/stream")
+    assert [json.loads(line) for line in stream.text.splitlines()] == page.json()["events"]
+    check(api.get("/v1/events", after=10**12), "GET", "/v1/events")  # a position past the end
 
 
 def test_the_docs_page_works_offline(api: Api) -> None:

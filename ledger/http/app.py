@@ -26,7 +26,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Path, Query, Request, Security
 from fastapi.exceptions import HTTPException
-from fastapi.responses import StreamingResponse
+from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPBearer
 from fastapi_offline import FastAPIOffline
 
@@ -128,7 +128,13 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
     bearer = HTTPBearer(auto_error=False)  # documents the scheme; Authenticate enforces it
 
     def route(
-        method: str, path: str, roles: tuple[ApiRole, ...], *, status: int = 200
+        method: str,
+        path: str,
+        roles: tuple[ApiRole, ...],
+        *,
+        status: int = 200,
+        success: dict[int | str, dict[str, Any]] | None = None,
+        response_class: type[Response] = JSONResponse,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """A route open to `roles`, its roles in the OpenAPI document (x-roles)."""
 
@@ -144,7 +150,8 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
                 dependencies=[Security(bearer), Depends(check)],
                 openapi_extra={"x-roles": [r.value for r in roles]},
                 summary=(handler.__doc__ or "").strip().splitlines()[0] or None,
-                responses=error_responses(method),
+                responses={**(success or {}), **error_responses(method)},
+                response_class=response_class,
             )
             return handler
 
@@ -562,17 +569,29 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
     def events(
         after: Annotated[int | None, Query(ge=0, le=2**62)] = None,
         limit: Annotated[int, Query(ge=1, le=feed.MAX_LIMIT)] = 100,
-    ) -> dict[str, Any]:
+    ) -> models.FeedPage:
         """Events after log position `after` (from the start without it), in the export
         bundle's record format, each with its Merkle leaf index; `next_after` is the
         position to ask from next."""
         records = feed.events_after(service.app, after, limit)
-        return {
-            "events": records,
-            "next_after": records[-1]["position"] if records else after,
-        }
+        return models.FeedPage.model_validate(
+            {"events": records, "next_after": records[-1]["position"] if records else after}
+        )
 
-    @route("GET", "/events/stream", READERS)
+    @route(
+        "GET",
+        "/events/stream",
+        READERS,
+        success={
+            200: {
+                "description": "JSON Lines: one FeedRecord a line",
+                "content": {
+                    "application/x-ndjson": {"schema": {"$ref": "#/components/schemas/FeedRecord"}}
+                },
+            }
+        },
+        response_class=StreamingResponse,
+    )
     async def events_stream(
         after: Annotated[int | None, Query(ge=0, le=2**62)] = None,
         limit: Annotated[int, Query(ge=1, le=10**9)] = 10**9,

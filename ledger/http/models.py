@@ -35,6 +35,27 @@ class ErrorBody(BaseModel):
     )
 
 
+class FeedRecord(BaseModel):
+    """One event of the feed: the export bundle's record (docs/export.md,
+    docs/schemas/event.json) and its Merkle leaf index. A JSON Lines line of
+    `/v1/events/stream`, an item of `/v1/events`."""
+
+    position: int = Field(description="log position, from 0")
+    stream: str
+    version: int
+    type: str = Field(description="the event's type, e.g. Round.BetPlaced")
+    currency: str | None = Field(description="the stream's currency; None without money")
+    envelope: str = Field(description="the stored envelope, base64: what was signed")
+    header: dict[str, Any] = Field(description="the envelope's signed header")
+    payload: dict[str, Any] = Field(description="the decoded payload (docs/schemas/payloads.json)")
+    leaf_index: int | None = Field(description="its Merkle leaf; None until checkpointed")
+
+
+class FeedPage(BaseModel):
+    events: list[FeedRecord]
+    next_after: int | None = Field(description="the position to ask from next")
+
+
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
