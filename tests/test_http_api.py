@@ -209,9 +209,8 @@ def test_a_float_inside_a_bet_or_a_stake_is_refused_and_records_nothing(api: Api
     assert api.events() == before
 
 
-def test_a_device_report_the_device_did_not_sign_is_refused_over_http(api: Api) -> None:
-    """The server never vouches for a device: an outcome changed after signing, a
-    report signed as another step, or none at all, is refused; nothing recorded."""
+def closed_round_on_a_device_table(api: Api) -> tuple[str, str]:
+    """(player, round): a 100 bet on heads, betting closed, the table's device token made."""
     player = api.wallet(1_000)
     table = api.table()
     round_id = api.round(table)
@@ -220,6 +219,13 @@ def test_a_device_report_the_device_did_not_sign_is_refused_over_http(api: Api) 
     )
     api.ok(f"/v1/rounds/{round_id}/close-betting")
     api.device_token(table)
+    return player, round_id
+
+
+def test_a_device_report_the_device_did_not_sign_is_refused_over_http(api: Api) -> None:
+    """The server never vouches for a device: an outcome changed after signing, a
+    report signed as another step, or none at all, is refused; nothing recorded."""
+    player, round_id = closed_round_on_a_device_table(api)
     device = dealer_device(api.node)
     signed_tails = device.act(round_id, 1, "dealer", "toss", {"face": "tails"}, [])
     wrong_step = device.act(round_id, 2, "dealer", "toss", {"face": "heads"}, [])
@@ -236,14 +242,7 @@ def test_a_device_report_the_device_did_not_sign_is_refused_over_http(api: Api) 
 def test_an_outcome_from_a_made_up_source_is_refused_in_words(api: Api) -> None:
     """A source with no `kind` (or any kind but a device's report) is named as
     what it is, not as a `None` source; nothing is recorded."""
-    player = api.wallet(1_000)
-    table = api.table()
-    round_id = api.round(table)
-    api.ok(
-        f"/v1/rounds/{round_id}/bets", {"account_id": player, "bet": {"on": "heads"}, "stake": 100}
-    )
-    api.ok(f"/v1/rounds/{round_id}/close-betting")
-    api.device_token(table)
+    _, round_id = closed_round_on_a_device_table(api)
     before = api.events()
     for source, named in (({"made": "up"}, "no kind"), ({"kind": "camera"}, "'camera'")):
         body = {"outcome": {"face": "heads"}, "source": source}
