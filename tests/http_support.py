@@ -73,8 +73,14 @@ class Api:
         self.ok(f"/v1/accounts/{account_id}/deposits", {"amount": amount}, "cashier")
         return account_id
 
-    def table(self, variant: str = "coin", currency: str = "EUR") -> str:
-        body = {"name": "T1", "variant": variant, "currency": currency, "limits": LIMITS}
+    def table(self, variant: str = "coin", currency: str = "EUR", kind: str = "physical") -> str:
+        body = {
+            "name": "T1",
+            "variant": variant,
+            "kind": kind,
+            "currency": currency,
+            "limits": LIMITS,
+        }
         return str(self.ok("/v1/tables", body)["table_id"])
 
     def round(self, table_id: str) -> str:

@@ -65,7 +65,12 @@ class Script:
 
     def table(self, name: str, game: str) -> str:
         return self.casino.open_table(
-            request_id=next(self.ids), name=name, variant=game, currency="VND", limits=LIMITS
+            request_id=next(self.ids),
+            name=name,
+            variant=game,
+            kind="physical",
+            currency="VND",
+            limits=LIMITS,
         )
 
     def round(

@@ -42,7 +42,12 @@ from tests.conftest import PASSPHRASE
 def opened(casino: Casino, *owners: str, deposit: int = 1000) -> tuple[str, list[str]]:
     """A EUR table and a funded wallet per owner."""
     table = casino.open_table(
-        request_id="table", name="T1", variant="coin", currency="EUR", limits=LIMITS
+        request_id="table",
+        name="T1",
+        variant="coin",
+        kind="physical",
+        currency="EUR",
+        limits=LIMITS,
     )
     wallets = []
     for owner in owners:

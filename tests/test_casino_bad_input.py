@@ -47,7 +47,12 @@ class World:
 def world(node: Node) -> Iterator[World]:
     casino = casino_on(node)
     table = casino.open_table(
-        request_id="table", name="T1", variant="coin", currency="EUR", limits=LIMITS
+        request_id="table",
+        name="T1",
+        variant="coin",
+        kind="physical",
+        currency="EUR",
+        limits=LIMITS,
     )
     accounts = {}
     for owner, currency, amount in [
@@ -335,6 +340,7 @@ CASES: dict[str, Case] = {
             request_id="bad-table",
             name="T2",
             variant="coin",
+            kind="physical",
             currency="EUR",
             limits={"min_bet": 100, "max_bet": 50, "max_round": 800},
         ),
@@ -343,7 +349,12 @@ CASES: dict[str, Case] = {
     ),
     "unknown variant": (
         lambda w: w.casino.open_table(
-            request_id="bad-table", name="T2", variant="dice", currency="EUR", limits=LIMITS
+            request_id="bad-table",
+            name="T2",
+            variant="dice",
+            kind="physical",
+            currency="EUR",
+            limits=LIMITS,
         ),
         NotFoundError,
         "unknown variant 'dice'",

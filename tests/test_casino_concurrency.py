@@ -90,6 +90,7 @@ def test_two_processes_betting_from_one_wallet(node: Node, store_url: str) -> No
         request_id="table",
         name="T1",
         variant="coin",
+        kind="physical",
         currency="EUR",
         limits=LIMITS,
     )

@@ -448,6 +448,7 @@ def test_a_lower_case_currency_is_the_same_currency(casino: Casino) -> None:
         request_id="t-1",
         name="T1",
         variant="taixiu",
+        kind="physical",
         currency="eur",
         limits={"min_bet": 100, "max_bet": 1_000, "max_round": 5_000},
     )
@@ -478,6 +479,7 @@ def test_table_names_are_bounded_too(casino: Casino, node: Node, name: str) -> N
             request_id="t-1",
             name=name,
             variant="taixiu",
+            kind="physical",
             currency="EUR",
             limits={"min_bet": 100, "max_bet": 1_000, "max_round": 5_000},
         )

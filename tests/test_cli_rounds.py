@@ -48,6 +48,7 @@ def interrupted_rounds(count: int, currency: str = "EUR") -> list[str]:
             request_id=f"t-{currency}",
             name=f"Crash-{currency}",
             variant="taixiu",
+            kind="physical",
             currency=currency,
             limits=LIMITS,
         )
@@ -136,7 +137,12 @@ def test_a_killed_sessions_rounds_are_finished_and_its_seeds_retired_from_the_cl
     try:
         casino = Casino(node.app, get_plugin_manager().variants())
         dice_table = casino.open_table(
-            request_id="t-dice", name="TX", variant="taixiu", currency="EUR", limits=LIMITS
+            request_id="t-dice",
+            name="TX",
+            variant="taixiu",
+            kind="rng",
+            currency="EUR",
+            limits=LIMITS,
         )
         casino.commit_seed(request_id="s-dice", table_id=dice_table, rng=rng)
         player = casino.open_account(request_id="acc", owner="Alice", currency="EUR")
@@ -151,7 +157,12 @@ def test_a_killed_sessions_rounds_are_finished_and_its_seeds_retired_from_the_cl
         )
         casino.close_betting(request_id="c-dice", round_id=dice_round)
         card_table = casino.open_table(
-            request_id="t-card", name="XD", variant="xidach", currency="VND", limits=XD_LIMITS
+            request_id="t-card",
+            name="XD",
+            variant="xidach",
+            kind="rng",
+            currency="VND",
+            limits=XD_LIMITS,
         )
         casino.commit_seed(request_id="s-card", table_id=card_table, rng=rng)
         card_round, players = seated(casino, card_table, {1: 100, 2: 200})

@@ -38,7 +38,7 @@ def played_rng_round(
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="XD", variant="xidach", currency="VND", limits=XD_LIMITS
+        request_id="t", name="XD", variant="xidach", kind="rng", currency="VND", limits=XD_LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     round_id, players = seated(casino, table, {1: 100, 2: 200, 3: 300})
@@ -134,7 +134,7 @@ def test_what_the_step_cache_hands_out_cannot_change_what_it_remembers(
 def test_a_plain_copy_is_a_deep_copy(node: Node) -> None:
     casino = casino_on(node)
     table = casino.open_table(
-        request_id="t", name="T", variant="coin", currency="EUR", limits=LIMITS
+        request_id="t", name="T", variant="coin", kind="physical", currency="EUR", limits=LIMITS
     )
     wallet = casino.open_account(request_id="a", owner="alice", currency="EUR")
     casino.deposit(request_id="d", account_id=wallet, amount=1_000)
@@ -210,7 +210,7 @@ def test_every_cached_aggregate_is_what_its_events_make_it(node: Node, store_url
     )
     coins = casino_on(node)
     table = coins.open_table(
-        request_id="ct", name="C", variant="coin", currency="EUR", limits=LIMITS
+        request_id="ct", name="C", variant="coin", kind="physical", currency="EUR", limits=LIMITS
     )
     wallet = coins.open_account(request_id="cw", owner="carl", currency="EUR")
     coins.deposit(request_id="cd", account_id=wallet, amount=500)

@@ -31,11 +31,11 @@ def casino(node: Node) -> Casino:
     return Casino(node.app, get_plugin_manager().variants())
 
 
-def setup_table(casino: Casino) -> tuple[str, str]:
+def setup_table(casino: Casino, kind: str = "physical") -> tuple[str, str]:
     player = casino.open_account(request_id="acc", owner="an", currency="VND")
     casino.deposit(request_id="dep", account_id=player, amount=50_000)
     table = casino.open_table(
-        request_id="t", name="TX", variant="taixiu", currency="VND", limits=LIMITS
+        request_id="t", name="TX", variant="taixiu", kind=kind, currency="VND", limits=LIMITS
     )
     return table, player
 
@@ -44,7 +44,7 @@ def test_rng_throws_are_committed_recomputed_and_revealed(
     node: Node, casino: Casino, tmp_path: Any
 ) -> None:
     rng = RngServer(tmp_path / "seeds")
-    table, player = setup_table(casino)
+    table, player = setup_table(casino, "rng")
     seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     assert casino.round(round_id).dice_seed == seed_id
@@ -70,7 +70,7 @@ def test_a_node_that_lies_about_an_rng_throw_is_caught(
     node: Node, casino: Casino, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = RngServer()
-    table, player = setup_table(casino)
+    table, player = setup_table(casino, "rng")
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.place_bet(
@@ -153,7 +153,7 @@ def test_device_reports_are_signed_by_the_device(node: Node, casino: Casino) -> 
 
 def test_a_second_seed_waits_for_the_first_to_be_retired(casino: Casino) -> None:
     rng = RngServer()
-    table, _ = setup_table(casino)
+    table, _ = setup_table(casino, "rng")
     first = casino.commit_seed(request_id="commit-1", table_id=table, rng=rng)
     with pytest.raises(InvalidCommandError, match=f"already has seed {first} in use"):
         casino.commit_seed(request_id="commit-2", table_id=table, rng=rng)
@@ -167,7 +167,7 @@ def test_a_second_seed_waits_for_the_first_to_be_retired(casino: Casino) -> None
 
 
 def rng_round(casino: Casino, rng: RngServer, bet: str = "big") -> tuple[str, str, str]:
-    table, player = setup_table(casino)
+    table, player = setup_table(casino, "rng")
     seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.place_bet(
@@ -308,7 +308,7 @@ def test_attack_an_rng_throw_from_another_seed(
     rng = RngServer()
     table, seed_id, round_id = rng_round(casino, rng)
     other = casino.open_table(
-        request_id="t2", name="TX2", variant="taixiu", currency="VND", limits=LIMITS
+        request_id="t2", name="TX2", variant="taixiu", kind="rng", currency="VND", limits=LIMITS
     )
     other_seed = casino.commit_seed(request_id="commit-2", table_id=other, rng=rng)
     # The node throws from a seed of its choice and names that seed: the dice
@@ -450,7 +450,7 @@ def test_attack_a_round_thrown_from_a_revealed_seed(
     node: Node, casino: Casino, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = RngServer()
-    table, player = setup_table(casino)
+    table, player = setup_table(casino, "rng")
     seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)  # everyone knows it now
     original = Work.table

@@ -818,6 +818,7 @@ class ContentAudit:
         self.found = Contents()
         self.rounds: dict[str, Life] = {}
         self.commitments: dict[str, tuple[str, str]] = {}  # seed id -> (table, commitment)
+        self.table_kinds: dict[str, str | None] = {}  # table -> rng, physical, None (v1)
         self.revealed: dict[str, bytes] = {}
         self.draws: list[RngDraw] = []
         self.kinds: dict[str, str] = {}  # account -> player or house
@@ -895,7 +896,11 @@ class ContentAudit:
                 check(self.balances[account] >= 0, f"{where}: the wallet goes below zero")
 
     def table_event(self, kind: str, table: str, payload: dict[str, Any], where: str) -> None:
-        if kind == "GameTable.SeedCommitted":
+        if kind == "GameTable.Opened":
+            check(payload.get("kind") in ("rng", "physical", None), f"{where}: a table's kind")
+            self.table_kinds[table] = payload.get("kind")
+        elif kind == "GameTable.SeedCommitted":
+            check(self.table_kinds.get(table) != "physical", f"{where}: a seed on a physical table")
             self.commitments[payload["seed_id"]] = (table, payload["commitment"])
         elif kind == "GameTable.SeedRevealed":
             seed = bytes.fromhex(payload["seed"])
@@ -948,6 +953,9 @@ class ContentAudit:
         check(game is not None, f"{where}: no rules for {payload['variant']} in games.jsonl")
         assert game is not None
         seed = payload["dice_seed"]
+        table_kind = self.table_kinds.get(payload["table_id"])  # None: v1, or before the bundle
+        check(table_kind != "rng" or seed is not None, f"{where}: an RNG table's round, no seed")
+        check(table_kind != "physical" or seed is None, f"{where}: a physical table's seed")
         if seed is not None and self.whole:
             committed = self.commitments.get(seed)
             check(

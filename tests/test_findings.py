@@ -99,6 +99,7 @@ def _five_rounds(node: Node) -> list[str]:
         request_id="t",
         name="T1",
         variant="coin",
+        kind="physical",
         currency="EUR",
         limits=LIMITS,  # type: ignore[arg-type]
     )

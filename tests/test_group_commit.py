@@ -33,7 +33,7 @@ PLAYERS = 40
 
 def table_and_round(casino: Casino, players: int = PLAYERS) -> tuple[str, list[str]]:
     table = casino.open_table(
-        request_id="t", name="Live", variant="coin", currency="EUR", limits=LIMITS
+        request_id="t", name="Live", variant="coin", kind="physical", currency="EUR", limits=LIMITS
     )
     wallets = []
     for n in range(players):

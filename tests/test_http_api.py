@@ -45,7 +45,7 @@ def test_a_physical_round_through_http_settles_and_pays(api: Api) -> None:
 
 def test_an_rng_round_through_http_commits_throws_and_reveals(api: Api) -> None:
     player = api.wallet(10_000)
-    table = api.table("taixiu")
+    table = api.table("taixiu", kind="rng")
     seed = api.post(f"/v1/tables/{table}/seeds")
     assert seed.status_code == 201, seed.text
     round_id = api.round(table)

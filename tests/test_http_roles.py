@@ -53,7 +53,7 @@ def toss(api: Api, round_id: str, face: str) -> dict[str, Any]:
 
 def rng_round(api: Api, *, closed: bool = False) -> tuple[str, str]:
     player = api.wallet(1_000)
-    table = api.table("taixiu")
+    table = api.table("taixiu", kind="rng")
     api.ok(f"/v1/tables/{table}/seeds")
     round_id = api.round(table)
     api.ok(
@@ -112,7 +112,7 @@ def _close_account(api: Api) -> Call:
 
 
 def _retire(api: Api) -> Call:
-    table = api.table("taixiu")
+    table = api.table("taixiu", kind="rng")
     api.ok(f"/v1/tables/{table}/seeds")
     return Call(f"/v1/tables/{table}/seeds/retire")
 
@@ -241,12 +241,15 @@ SCENARIOS: dict[str, Callable[[Api], Call]] = {
         {
             "name": "T",
             "variant": "coin",
+            "kind": "physical",
             "currency": "EUR",
             "limits": {"min_bet": 1, "max_bet": 9, "max_round": 99},
         },
     ),
     "GET /v1/tables/{table_id}": _table,
-    "POST /v1/tables/{table_id}/seeds": lambda api: Call(f"/v1/tables/{api.table('taixiu')}/seeds"),
+    "POST /v1/tables/{table_id}/seeds": lambda api: Call(
+        f"/v1/tables/{api.table('taixiu', kind='rng')}/seeds"
+    ),
     "POST /v1/tables/{table_id}/seeds/retire": _retire,
     "POST /v1/rounds": lambda api: Call("/v1/rounds", {"table_id": api.table(), "dealer": "D"}),
     "GET /v1/rounds": lambda api: Call("/v1/rounds", params={"open": "true"}),

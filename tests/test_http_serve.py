@@ -159,7 +159,13 @@ def _two_servers(tmp_path: Path, store: str) -> None:
                 f"d{n}",
             )
             assert funded.json() == {"balance": 1_000}
-        body = {"name": "T", "variant": "taixiu", "currency": "EUR", "limits": LIMITS}
+        body = {
+            "name": "T",
+            "variant": "taixiu",
+            "kind": "physical",
+            "currency": "EUR",
+            "limits": LIMITS,
+        }
         table = call(one, "POST", "/v1/tables", operator, body, "t").json()["table_id"]
         round_id = call(
             two, "POST", "/v1/rounds", operator, {"table_id": table, "dealer": "D"}, "r"

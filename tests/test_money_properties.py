@@ -140,6 +140,7 @@ class MoneyMachine(RuleBasedStateMachine):
                 request_id=self.request(),
                 name=f"{currency} table",
                 variant="coin",
+                kind="physical",
                 currency=currency,
                 limits=LIMITS,
             )

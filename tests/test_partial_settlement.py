@@ -60,7 +60,7 @@ def test_rng_cards_settle_seat_by_seat_and_verify(node: Node, tmp_path: Any) -> 
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+        request_id="t", name="HC", variant="high-card", kind="rng", currency="VND", limits=LIMITS
     )
     seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     ann, bob, round_id = players(casino, table)
@@ -106,7 +106,12 @@ def test_rng_cards_settle_seat_by_seat_and_verify(node: Node, tmp_path: Any) -> 
 def test_illegal_actions_are_refused_and_nothing_is_recorded(node: Node) -> None:
     casino = Casino(node.app, GAMES)
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+        request_id="t",
+        name="HC",
+        variant="high-card",
+        kind="physical",
+        currency="VND",
+        limits=LIMITS,
     )
     _, _, round_id = players(casino, table)
     before = event_count(node.app)
@@ -130,7 +135,12 @@ def test_device_cards_and_a_card_dealt_twice(node: Node) -> None:
     casino = Casino(node.app, GAMES)
     device = dealer_device(node)
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+        request_id="t",
+        name="HC",
+        variant="high-card",
+        kind="physical",
+        currency="VND",
+        limits=LIMITS,
     )
     ann, bob, round_id = players(casino, table)
     casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
@@ -166,7 +176,12 @@ def test_a_physical_decision_after_the_close_needs_the_devices_report(node: Node
     casino = Casino(node.app, GAMES)
     device = dealer_device(node)
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+        request_id="t",
+        name="HC",
+        variant="high-card",
+        kind="physical",
+        currency="VND",
+        limits=LIMITS,
     )
     _, _, round_id = players(casino, table)
     casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
@@ -230,7 +245,7 @@ def test_attack_a_validly_signed_settlement_of_the_wrong_bets_or_amount(
     casino = Casino(node.app, lying)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+        request_id="t", name="HC", variant="high-card", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     _, _, round_id = players(casino, table)
@@ -251,7 +266,7 @@ def test_taixiu_through_act_pays_as_before(node: Node, tmp_path: Any) -> None:
     casino = Casino(node.app, games)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="TX", variant="taixiu", currency="VND", limits=LIMITS
+        request_id="t", name="TX", variant="taixiu", kind="rng", currency="VND", limits=LIMITS
     )
     seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     player = casino.open_account(request_id="p", owner="p", currency="VND")
@@ -299,7 +314,7 @@ def test_attack_a_node_dealing_cards_not_from_the_committed_deck(
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+        request_id="t", name="HC", variant="high-card", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     _, _, round_id = players(casino, table)
@@ -331,7 +346,12 @@ def test_attack_a_card_report_the_device_did_not_sign(
     casino = Casino(node.app, GAMES)
     device = dealer_device(node)
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+        request_id="t",
+        name="HC",
+        variant="high-card",
+        kind="physical",
+        currency="VND",
+        limits=LIMITS,
     )
     _, _, round_id = players(casino, table)
     casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
@@ -348,7 +368,7 @@ def test_taixiu_device_faults_through_act_follow_its_policy(node: Node) -> None:
     casino = Casino(node.app, get_plugin_manager().games())
     device = dealer_device(node)
     table = casino.open_table(
-        request_id="t", name="TX", variant="taixiu", currency="VND", limits=LIMITS
+        request_id="t", name="TX", variant="taixiu", kind="physical", currency="VND", limits=LIMITS
     )
     player = casino.open_account(request_id="p", owner="p", currency="VND")
     casino.deposit(request_id="dep", account_id=player, amount=10_000)

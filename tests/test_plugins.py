@@ -104,7 +104,7 @@ def test_a_misbehaving_settlement_is_one_plugin_error_and_records_nothing(
     casino.deposit(request_id="d", account_id=alice, amount=1000)
     limits = {"min_bet": 1, "max_bet": 500, "max_round": 500}
     table = casino.open_table(
-        request_id="t", name="T", variant="coin", currency="EUR", limits=limits
+        request_id="t", name="T", variant="coin", kind="physical", currency="EUR", limits=limits
     )  # type: ignore[arg-type]
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.place_bet(

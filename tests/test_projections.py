@@ -100,7 +100,12 @@ def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
     step()
     for name, currency in (("T1", "EUR"), ("T2", "USD"), ("T3", "EUR")):
         day.tables[name] = casino.open_table(
-            request_id=rid("tab"), name=name, variant="coin", currency=currency, limits=LIMITS
+            request_id=rid("tab"),
+            name=name,
+            variant="coin",
+            kind="physical",
+            currency=currency,
+            limits=LIMITS,
         )
     step()
 
@@ -609,7 +614,7 @@ def corrected_round(node: Node) -> tuple[Casino, dict[str, str], str, str]:
         who[owner] = casino.open_account(request_id=f"acc-{owner}", owner=owner, currency="EUR")
         casino.deposit(request_id=f"dep-{owner}", account_id=who[owner], amount=1_000)
     table = casino.open_table(
-        request_id="tab", name="T1", variant="coin", currency="EUR", limits=LIMITS
+        request_id="tab", name="T1", variant="coin", kind="physical", currency="EUR", limits=LIMITS
     )
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.place_bet(

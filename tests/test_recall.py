@@ -33,7 +33,12 @@ def coin_round(node: Node) -> tuple[str, str]:
     """A physical coin round: alice bets 1.00 EUR on heads, the device reports heads."""
     casino = Casino(node.app, COIN)
     table = casino.open_table(
-        request_id="table", name="T1", variant="coin", currency="EUR", limits=LIMITS
+        request_id="table",
+        name="T1",
+        variant="coin",
+        kind="physical",
+        currency="EUR",
+        limits=LIMITS,
     )
     alice = casino.open_account(request_id="alice", owner="alice", currency="EUR")
     casino.deposit(request_id="dep", account_id=alice, amount=1_000)
@@ -312,7 +317,7 @@ def test_an_rng_round_is_recomputed_once_its_seed_is_revealed(
     games = get_plugin_manager().games()
     casino = Casino(node.app, get_plugin_manager().variants())
     rng = RngServer(tmp_path / "seeds")
-    table, (an, _) = table_with_players(casino, "taixiu")
+    table, (an, _) = table_with_players(casino, "taixiu", "rng")
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.place_bet(

@@ -61,7 +61,12 @@ def scenario(node: Node) -> dict[str, Any]:
     (VND) corrected after it ended."""
     casino = Casino(node.app, GAMES)
     table = casino.open_table(
-        request_id="coin", name="C1", variant="coin", currency="EUR", limits=COIN_LIMITS
+        request_id="coin",
+        name="C1",
+        variant="coin",
+        kind="physical",
+        currency="EUR",
+        limits=COIN_LIMITS,
     )
     alice = casino.open_account(request_id="acc-alice", owner="alice", currency="EUR")
     bob = casino.open_account(request_id="acc-bob", owner="bob", currency="EUR")

@@ -81,7 +81,8 @@ def test_a_burst_survives_kill_9_of_the_server(tmp_path: Path, store_url: str) -
                  {"amount": 10**8}, f"d{n}")  # fmt: skip
             wallets.append(wallet)
         table = call(server.base, "POST", "/v1/tables", operator,
-                     {"name": "Live", "variant": "taixiu", "currency": "EUR", "limits": LIMITS},
+                     {"name": "Live", "variant": "taixiu", "kind": "rng", "currency": "EUR",
+                      "limits": LIMITS},
                      "t").json()["table_id"]  # fmt: skip
         call(server.base, "POST", f"/v1/tables/{table}/seeds", operator, None, "s")
         round_id = call(server.base, "POST", "/v1/rounds", operator,

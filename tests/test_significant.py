@@ -60,7 +60,12 @@ def history(node: Node) -> dict[str, str]:
     """A store with one of each significant event; returns the ids involved."""
     casino = Casino(node.app, coin_games("1.0"))
     table = casino.open_table(
-        request_id="table", name="T1", variant="coin", currency="EUR", limits=LIMITS
+        request_id="table",
+        name="T1",
+        variant="coin",
+        kind="physical",
+        currency="EUR",
+        limits=LIMITS,
     )
     player = casino.open_account(request_id="alice", owner="alice", currency="EUR")
     casino.deposit(request_id="dep", account_id=player, amount=10_000)

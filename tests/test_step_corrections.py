@@ -32,7 +32,12 @@ def played(node: Node, casino: Casino) -> tuple[str, str, str, str]:
     bob's 300 win), seat 2 a two (4, action 3: ann's 500 loses)."""
     device = dealer_device(node)
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+        request_id="t",
+        name="HC",
+        variant="high-card",
+        kind="physical",
+        currency="VND",
+        limits=LIMITS,
     )
     ann = casino.open_account(request_id="ann", owner="ann", currency="VND")
     bob = casino.open_account(request_id="bob", owner="bob", currency="VND")
@@ -158,7 +163,7 @@ def test_a_step_correction_is_refused_on_an_rng_table(node: Node, tmp_path: Any)
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", currency="VND", limits=LIMITS
+        request_id="t", name="HC", variant="high-card", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     ann = casino.open_account(request_id="ann", owner="ann", currency="VND")

@@ -28,14 +28,21 @@ def variants() -> Any:
     return found
 
 
-def table_with_players(casino: Casino, variant: str) -> tuple[str, list[str]]:
+def table_with_players(
+    casino: Casino, variant: str, kind: str = "physical"
+) -> tuple[str, list[str]]:
     players = []
     for name in ("an", "binh"):
         account = casino.open_account(request_id=f"acc-{name}", owner=name, currency="VND")
         casino.deposit(request_id=f"dep-{name}", account_id=account, amount=100_000)
         players.append(account)
     table = casino.open_table(
-        request_id="table", name="TX1", variant=variant, currency="VND", limits=LIMITS
+        request_id="table",
+        name="TX1",
+        variant=variant,
+        kind=kind,
+        currency="VND",
+        limits=LIMITS,
     )
     return table, players
 

@@ -35,6 +35,7 @@ def play(node: Node, casino: Casino, face: str = "heads") -> tuple[str, str, str
         request_id="tab",
         name="T1",
         variant="coin",
+        kind="physical",
         currency="EUR",
         limits=LIMITS,  # type: ignore[arg-type]
     )

@@ -52,6 +52,7 @@ class Table:
             request_id="t",
             name="T1",
             variant="coin",
+            kind="physical",
             currency="EUR",
             limits=LIMITS,  # type: ignore[arg-type]
         )

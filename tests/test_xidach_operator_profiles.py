@@ -86,7 +86,7 @@ def test_a_round_under_it_settles_and_verify_resettles_it_with_the_same_profile(
     casino = Casino(node.app, games)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="VIP", variant="xidach-vip", currency="VND", limits=LIMITS
+        request_id="t", name="VIP", variant="xidach-vip", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     stakes = {1: 100, 4: 400, 7: 700}  # seat 7 exists only in this profile

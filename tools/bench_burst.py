@@ -99,7 +99,13 @@ class Setup:
                     "cashier", f"/v1/accounts/{wallet['account_id']}/deposits", {"amount": FUNDS}
                 )
                 self.wallets.append(str(wallet["account_id"]))
-            body = {"name": "Live", "variant": "taixiu", "currency": "EUR", "limits": LIMITS}
+            body = {
+                "name": "Live",
+                "variant": "taixiu",
+                "kind": "rng",
+                "currency": "EUR",
+                "limits": LIMITS,
+            }
             self.table = str(self.post("operator", "/v1/tables", body)["table_id"])
             self.post("operator", f"/v1/tables/{self.table}/seeds")
             self.round = str(

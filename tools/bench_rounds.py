@@ -63,7 +63,12 @@ def open_floor(url: str, keys: bench.Keys, games: Any, variant: str, players: in
             casino.deposit(request_id=f"dep-{p}", account_id=wallet, amount=10**9)
             wallets.append(wallet)
         table = casino.open_table(
-            request_id="table", name="T1", variant=variant, currency="EUR", limits=LIMITS
+            request_id="table",
+            name="T1",
+            variant=variant,
+            kind="physical",
+            currency="EUR",
+            limits=LIMITS,
         )
     except BaseException:
         app.close()

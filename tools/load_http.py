@@ -199,7 +199,13 @@ def setup_http(base: str, tokens: dict[str, str], clients: int) -> tuple[list[st
             wallets.append(wallet)
         tables = []
         for n in range(clients):
-            body = {"name": f"T{n}", "variant": "taixiu", "currency": "EUR", "limits": LIMITS}
+            body = {
+                "name": f"T{n}",
+                "variant": "taixiu",
+                "kind": "rng",
+                "currency": "EUR",
+                "limits": LIMITS,
+            }
             table = post("operator", "/v1/tables", body)["table_id"]
             post("operator", f"/v1/tables/{table}/seeds")
             tables.append(table)
@@ -318,6 +324,7 @@ def python_run(kind: str, seconds: float) -> float:
                 request_id="t",
                 name="T",
                 variant="taixiu",
+                kind="rng",
                 currency="EUR",
                 limits=LIMITS,  # type: ignore[arg-type]
             )

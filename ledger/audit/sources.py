@@ -10,6 +10,9 @@ RULES.md §1.4).
   the log: a draw from a revealed seed was known before it was made. Throws
   whose seed is still secret are counted, not checked. An RNG throw is never
   faulty, and never corrected.
+- A table opened as RNG opens its rounds only on a seed, and a table opened
+  as physical commits no seed (tables opened before release 0.4 record no
+  kind: a seed in use makes their round RNG).
 - A round of a physical table takes outcomes and faults only from a dealer
   device's report: its signature must verify with a `dealer-device` key of
   the keyring that may sign when the event was signed (its validity period,
@@ -40,6 +43,7 @@ from ledger.rng.dice import commitment, throw
 if TYPE_CHECKING:
     from ledger.audit.round_facts import RoundFacts
 
+_TABLE_OPENED = get_topic(GameTable.Opened)
 _COMMITTED = get_topic(GameTable.SeedCommitted)
 _REVEALED = get_topic(GameTable.SeedRevealed)
 _OPENED = get_topic(Round.Opened)
@@ -95,6 +99,8 @@ class SourceAudit:
     def __init__(self, keyring: Keyring) -> None:
         self.keyring = keyring
         self.commitments: dict[str, tuple[str, str]] = {}  # seed id -> (table, commitment)
+        self.physical: set[str] = set()  # tables opened as physical
+        self.rng: set[str] = set()  # tables opened as RNG
         self.revealed: set[str] = set()
         self.revealed_where: dict[str, str] = {}  # seed id -> where it was revealed
         self.waiting: dict[str, list[_RngDraw]] = {}  # seed id -> draws awaiting its reveal
@@ -121,7 +127,15 @@ class SourceAudit:
         (a v1 envelope: 0.1), else None (this release's rules apply)."""
         self._when, self._at, self._release = when, at, release
         where = at.where
-        if topic == _COMMITTED:
+        if topic == _TABLE_OPENED:
+            self._table_opened(stream, state.get("kind"), where)
+        elif topic == _COMMITTED:
+            if stream in self.physical:
+                raise VerificationError(
+                    f"table {stream} was opened as a physical table, yet a seed was committed "
+                    "on it",
+                    where=where,
+                )
             self.commitments[state["seed_id"]] = (stream, state["commitment"])
         elif topic == _REVEALED:
             seed = bytes.fromhex(state["seed"])
@@ -161,8 +175,29 @@ class SourceAudit:
                         where=where,
                     )
 
+    def _table_opened(self, stream: str, kind: object, where: str) -> None:
+        if kind == "physical":
+            self.physical.add(stream)
+        elif kind == "rng":
+            self.rng.add(stream)
+        elif kind is not None:
+            raise VerificationError(
+                f"table {stream} was opened as {kind!r}, neither 'rng' nor 'physical'",
+                where=where,
+            )
+
     def _opened(self, stream: str, state: dict[str, Any], where: str) -> None:
-        seed = state.get("dice_seed")
+        seed, table_id = state.get("dice_seed"), str(state["table_id"])
+        if seed is None and table_id in self.rng:
+            raise VerificationError(
+                f"round {stream} opened on RNG table {table_id} without a seed to draw from",
+                where=where,
+            )
+        if seed is not None and table_id in self.physical:
+            raise VerificationError(
+                f"round {stream} opened on physical table {table_id} with a seed",
+                where=where,
+            )
         if seed is None:
             return
         table, _ = self.commitments.get(seed, ("", ""))
@@ -368,6 +403,8 @@ class SourceAudit:
         assert not self.late and not self.older, "reported before a state is taken"
         return {
             "commitments": self.commitments,
+            "physical": sorted(self.physical),
+            "rng": sorted(self.rng),
             "revealed": sorted(self.revealed),
             "revealed_where": self.revealed_where,
             "waiting": {
@@ -390,6 +427,8 @@ class SourceAudit:
 
     def restore(self, data: dict[str, Any]) -> None:
         self.commitments = {k: (str(t), str(c)) for k, (t, c) in data["commitments"].items()}
+        self.physical = set(data["physical"])
+        self.rng = set(data["rng"])
         self.revealed = set(data["revealed"])
         self.revealed_where = dict(data["revealed_where"])
         self.waiting = {

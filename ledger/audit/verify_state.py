@@ -40,7 +40,7 @@ from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError
 
-STATE_FORMAT = 2  # 2: no stream heads, rows hashed in one framing
+STATE_FORMAT = 3  # 2: no stream heads, rows hashed in one framing; 3: table kinds
 STATE_FILE = "state.json"
 ROUNDS_FILE = "rounds.bin"
 

@@ -23,6 +23,7 @@ from eventsourcing.domain import Aggregate
 
 from ledger.casino import accounts, corrections, rounds, seeds, tables
 from ledger.casino.context import Context
+from ledger.casino.legality import offered_moves, step_of
 from ledger.casino.runner import A, BatchSettings, CommandRunner
 from ledger.crypto.signing import Signer
 from ledger.domain.account import PLAYER, Account
@@ -80,6 +81,16 @@ class Casino:
     def table(self, table_id: UUID | str) -> GameTable:
         return self._get(GameTable, table_id, "table")
 
+    def moves(self, round_id: UUID | str) -> dict[str, list[str]]:
+        """Who may do what next in a round, from its game's step (`act` takes one);
+        empty once it is over, and for a round of settlement API 1, whose
+        commands are fixed (`close_betting`, `record_outcome`, `settle`)."""
+        game_round = self.round(round_id)
+        if game_round.settlement_api < 2:
+            return {}
+        variant = self.context.variant_of(game_round)
+        return offered_moves(step_of(self.context, variant, game_round), game_round)
+
     def variant(self, variant_id: str) -> LoadedGame:
         return self.context.variant(variant_id)
 
@@ -117,10 +128,26 @@ class Casino:
 
     # Tables, rounds and bets.
     def open_table(
-        self, *, request_id: str, name: str, variant: str, currency: str, limits: Limits
+        self,
+        *,
+        request_id: str,
+        name: str,
+        variant: str,
+        kind: str,
+        currency: str,
+        limits: Limits,
     ) -> str:
-        args = {"name": name, "variant": variant, "currency": currency, "limits": dict(limits)}
-        body = tables.open_table(self.context, name, variant, currency, limits)
+        """Open a table of a game, as an RNG table (`kind="rng"`: commit a seed,
+        then its rounds draw from it) or a physical one (`"physical"`: its
+        dealer device reports every outcome); its id."""
+        args = {
+            "name": name,
+            "variant": variant,
+            "kind": kind,
+            "currency": currency,
+            "limits": dict(limits),
+        }
+        body = tables.open_table(self.context, name, variant, kind, currency, limits)
         return str(self.runner.run("open_table", request_id, args, body))
 
     def open_round(self, *, request_id: str, table_id: str, dealer: str) -> str:

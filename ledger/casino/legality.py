@@ -10,13 +10,23 @@ from ledger.casino.context import Context, bets_of
 from ledger.domain.round import Round
 from ledger.errors import InvalidCommandError
 from ledger.games.api import RecordedAction, Step
-from ledger.games.replay import actor_for, outcome_action, outcome_move
+from ledger.games.replay import FAULT, actor_for, outcome_action, outcome_move
 from ledger.plugins.registry import LoadedGame
 
 
 def step_of(context: Context, variant: LoadedGame, game_round: Round) -> Step:
     """The game's step after everything the round recorded."""
     return context.steps.replay(variant, game_round.id, bets_of(game_round), game_round.log)[1]
+
+
+def offered_moves(step: Step, game_round: Round) -> dict[str, list[str]]:
+    """Who may do what next, as a caller sees it: the game's moves, less a fault
+    at an RNG round (only a physical table's device reports one, rules §1.4)."""
+    rng = game_round.dice_seed is not None
+    return {
+        actor: [action for action in offered if not (rng and action == FAULT)]
+        for actor, offered in step["moves"].items()
+    }
 
 
 def offers(step: Step) -> str:

@@ -14,7 +14,13 @@ from eventsourcing.domain import Aggregate
 
 from ledger.casino import attestation, payouts
 from ledger.casino.context import Context, bets_of
-from ledger.casino.legality import offers, outcome_action_of, refusal, stored_outcome
+from ledger.casino.legality import (
+    offered_moves,
+    offers,
+    outcome_action_of,
+    refusal,
+    stored_outcome,
+)
 from ledger.casino.runner import Work
 from ledger.domain.round import BetResult, Round, fault_fact, throw_fact
 from ledger.errors import InvalidCommandError
@@ -57,6 +63,7 @@ def play(context: Context, work: Work, game_round: Round, choose: Chooser) -> Pl
         "settled": settled,
         "void": after["void"],
         "over": after["over"],
+        "moves": offered_moves(after, game_round),
     }
     return result, changed
 

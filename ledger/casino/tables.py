@@ -17,16 +17,19 @@ from ledger.casino.context import Context, placed_view
 from ledger.casino.legality import check_betting
 from ledger.casino.runner import Body, Work
 from ledger.domain.account import HOUSE, PLAYER, Account
-from ledger.domain.game_table import GameTable
+from ledger.domain.game_table import GameTable, check_kind
 from ledger.domain.money import check_currency
 from ledger.domain.names import check_name
 from ledger.domain.round import Limits, Round, check_limits
 from ledger.errors import InvalidCommandError
 
 
-def open_table(context: Context, name: str, variant: str, currency: str, limits: Limits) -> Body:
+def open_table(
+    context: Context, name: str, variant: str, kind: str, currency: str, limits: Limits
+) -> Body:
     def body(work: Work) -> tuple[str, list[Aggregate]]:
         context.variant(variant)
+        table_kind = check_kind(kind)
         code = check_currency(currency)  # one spelling for the table and its house
         house = Account.open(
             HOUSE, f"house of table {check_name(name, 'table name', limit=100)}", code
@@ -37,6 +40,7 @@ def open_table(context: Context, name: str, variant: str, currency: str, limits:
             currency=code,
             limits=check_limits(limits),
             house_account=house.id,
+            kind=table_kind,
         )
         return str(table.id), [house, table]
 
@@ -47,6 +51,7 @@ def open_round(context: Context, table_id: str, dealer: str) -> Body:
     def body(work: Work) -> tuple[str, list[Aggregate]]:
         table = work.table(table_id)
         variant = context.variant(table.variant)
+        table.check_rng_round()
         game_round = Round(
             table_id=table.id,
             variant=variant.id,

@@ -1,8 +1,15 @@
-"""A casino table: its game, currency, limits and house bankroll."""
+"""A casino table: its game, its kind, currency, limits and house bankroll.
+
+A table is opened as one of two kinds and stays it: an **RNG** table draws
+every die and card from a seed it committed to before the round opened; a
+**physical** table's dealer device reports what the real dice or cards
+showed. Tables opened before release 0.4 have no recorded kind (None): a
+round of theirs was RNG when a seed was in use as it opened.
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar, Literal, get_args
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
@@ -11,15 +18,35 @@ from ledger.domain.copying import PlainCopy
 from ledger.domain.round import Limits
 from ledger.errors import InvalidCommandError
 
+TableKind = Literal["rng", "physical"]
+RNG: TableKind = "rng"
+PHYSICAL: TableKind = "physical"
+TABLE_KINDS: tuple[str, ...] = get_args(TableKind)
+
+
+def check_kind(kind: object) -> TableKind:
+    """A table's kind as given by a caller, or a one-line refusal."""
+    if kind == RNG:
+        return RNG
+    if kind == PHYSICAL:
+        return PHYSICAL
+    raise InvalidCommandError(f"a table is opened as 'rng' or 'physical', not {kind!r}")
+
 
 class GameTable(PlainCopy, Aggregate):
     class Opened(Aggregate.Created):
-        class_version: ClassVar[int] = 1
+        class_version: ClassVar[int] = 2
         name: str
         variant: str
         currency: str
         limits: Limits
         house_account: UUID
+        kind: TableKind | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            # Release 0.3 and before: the kind followed from the seed in use.
+            state["kind"] = None
 
     class SeedCommitted(Aggregate.Event):
         """The RNG's commitment (SHA-256) to a secret dice seed, made before any
@@ -43,9 +70,16 @@ class GameTable(PlainCopy, Aggregate):
 
     @event(Opened)
     def __init__(
-        self, name: str, variant: str, currency: str, limits: Limits, house_account: UUID
+        self,
+        name: str,
+        variant: str,
+        currency: str,
+        limits: Limits,
+        house_account: UUID,
+        kind: TableKind | None,
     ) -> None:
         self.name = name
+        self.kind = kind
         self.variant = variant
         self.currency = currency
         self.limits = limits
@@ -70,7 +104,23 @@ class GameTable(PlainCopy, Aggregate):
                 f"table {self.name} already has seed {self.active_seed} in use: retire it first"
             )
 
+    def check_rng_round(self) -> None:
+        """A round opens on an RNG table only with a seed to draw from."""
+        if self.kind == RNG and self.active_seed is None:
+            raise InvalidCommandError(
+                f"table {self.name} is an RNG table with no seed in use: commit a seed "
+                "before opening a round"
+            )
+
+    def check_takes_seeds(self) -> None:
+        if self.kind == PHYSICAL:
+            raise InvalidCommandError(
+                f"table {self.name} is a physical table: its dice and cards come from its "
+                "dealer device's reports, not from a seed"
+            )
+
     def commit_seed(self, seed_id: str, commitment: str) -> None:
+        self.check_takes_seeds()
         self.check_no_seed_in_use()
         if seed_id in self.commitments:
             raise InvalidCommandError(f"seed {seed_id} was already committed")

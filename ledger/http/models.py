@@ -82,6 +82,13 @@ class Limits(Body):
 class NewTable(Body):
     name: Name
     variant: Name
+    kind: Literal["rng", "physical"] = Field(
+        description=(
+            "rng: its rounds draw every die and card from the seed the table commits to "
+            "(POST /v1/tables/{table_id}/seeds, before its first round); physical: its "
+            "dealer device reports every outcome, signed"
+        )
+    )
     currency: Currency
     limits: Limits
 

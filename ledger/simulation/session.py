@@ -136,6 +136,7 @@ class Session:
                 request_id=self.ids.next("table"),
                 name=spec.name,
                 variant=spec.variant,
+                kind="physical" if spec.physical else "rng",
                 currency=self.config.currency,
                 limits=spec.limits,
             )
