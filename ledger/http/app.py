@@ -29,6 +29,7 @@ from fastapi.exceptions import HTTPException
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPBearer
 from fastapi_offline import FastAPIOffline
+from pydantic import BaseModel
 
 from ledger.audit.proofs import consistency_from, inclusion_of, newest_checkpoint
 from ledger.audit.recall import recall_round
@@ -37,7 +38,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
 from ledger.domain.money import wallet
 from ledger.errors import InvalidCommandError, NotFoundError
-from ledger.http import feed, models
+from ledger.http import feed, models, responses
 from ledger.http.bet_fast_path import BetFastPath
 from ledger.http.errors import ERROR_STATUSES, WRITE_STATUSES, install_error_handlers
 from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit
@@ -131,12 +132,18 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         method: str,
         path: str,
         roles: tuple[ApiRole, ...],
+        response_model: type[BaseModel] | None = None,
         *,
         status: int = 200,
         success: dict[int | str, dict[str, Any]] | None = None,
         response_class: type[Response] = JSONResponse,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """A route open to `roles`, its roles in the OpenAPI document (x-roles)."""
+        """A route open to `roles`, its roles in the OpenAPI document (x-roles).
+
+        `response_model` is its success body (`ledger.http.responses`), checked on
+        every answer; naming `response_class` keeps FastAPI rendering that body
+        with `JSONResponse` (json.dumps), byte for byte what the route always sent,
+        not with pydantic's own JSON encoder."""
 
         def add(handler: Callable[..., Any]) -> Callable[..., Any]:
             async def check(request: Request) -> Token:
@@ -151,6 +158,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
                 openapi_extra={"x-roles": [r.value for r in roles]},
                 summary=(handler.__doc__ or "").strip().splitlines()[0] or None,
                 responses={**(success or {}), **error_responses(method)},
+                response_model=response_model,
                 response_class=response_class,
             )
             return handler
@@ -171,7 +179,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         )
 
     # Accounts.
-    @route("POST", "/accounts", (CASHIER,), status=201)
+    @route("POST", "/accounts", (CASHIER,), responses.AccountOpened, status=201)
     def open_account(body: models.NewAccount, key: IdempotencyKey) -> dict[str, Any]:
         """Open a player's wallet."""
         return {
@@ -180,7 +188,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             )
         }
 
-    @route("GET", "/accounts/{account_id}", READERS)
+    @route("GET", "/accounts/{account_id}", READERS, responses.Account)
     def get_account(account_id: Uuid) -> dict[str, Any]:
         """An account's state, from its events."""
         account = casino.account(account_id)
@@ -193,40 +201,41 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             "closed": account.closed,
         }
 
-    @route("POST", "/accounts/{account_id}/deposits", (CASHIER,))
+    @route("POST", "/accounts/{account_id}/deposits", (CASHIER,), responses.WalletBalance)
     def deposit(account_id: Uuid, body: models.Amount, key: IdempotencyKey) -> dict[str, Any]:
         """Deposit into a wallet (minor units): the balance after it."""
         return {
             "balance": casino.deposit(request_id=key, account_id=account_id, amount=body.amount)
         }
 
-    @route("POST", "/accounts/{account_id}/withdrawals", (CASHIER,))
+    @route("POST", "/accounts/{account_id}/withdrawals", (CASHIER,), responses.WalletBalance)
     def withdraw(account_id: Uuid, body: models.Amount, key: IdempotencyKey) -> dict[str, Any]:
         """Withdraw from a wallet (minor units): the balance after it."""
         return {
             "balance": casino.withdraw(request_id=key, account_id=account_id, amount=body.amount)
         }
 
-    @route("POST", "/accounts/{account_id}/close", (CASHIER,))
+    @route("POST", "/accounts/{account_id}/close", (CASHIER,), responses.AccountClosed)
     def close_account(account_id: Uuid, body: models.Reason, key: IdempotencyKey) -> dict[str, Any]:
         """Close a wallet."""
         casino.close_account(request_id=key, account_id=account_id, reason=body.reason)
         return {"closed": account_id}
 
     # Tables and their seeds.
-    @route("POST", "/tables", (OPERATOR,), status=201)
+    @route("POST", "/tables", (OPERATOR,), responses.TableOpened, status=201)
     def open_table(body: models.NewTable, key: IdempotencyKey) -> dict[str, Any]:
         """Open a table (and its house account)."""
         table_id = casino.open_table(
             request_id=key,
             name=body.name,
             variant=body.variant,
+            kind=body.kind,
             currency=body.currency,
             limits=body.limits.model_dump(),  # type: ignore[arg-type]
         )
         return {"table_id": table_id}
 
-    @route("GET", "/tables/{table_id}", (*READERS, DEVICE))
+    @route("GET", "/tables/{table_id}", (*READERS, DEVICE), responses.Table)
     def get_table(request: Request, table_id: Uuid) -> dict[str, Any]:
         """A table's state, from its events."""
         token: Token = request.state.token
@@ -237,6 +246,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             "table_id": str(table.id),
             "name": table.name,
             "variant": table.variant,
+            "kind": table.kind,
             "currency": table.currency,
             "limits": dict(table.limits),
             "house_account": str(table.house_account),
@@ -244,24 +254,24 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             "rounds_in_play": table.rounds_in_play,
         }
 
-    @route("POST", "/tables/{table_id}/seeds", (OPERATOR,), status=201)
+    @route("POST", "/tables/{table_id}/seeds", (OPERATOR,), responses.SeedCommitted, status=201)
     def commit_seed(table_id: Uuid, key: IdempotencyKey) -> dict[str, Any]:
         """Commit an RNG table to a new secret seed (its hash, signed)."""
         return {"seed_id": casino.commit_seed(request_id=key, table_id=table_id, rng=service.rng)}
 
-    @route("POST", "/tables/{table_id}/seeds/retire", (OPERATOR,))
+    @route("POST", "/tables/{table_id}/seeds/retire", (OPERATOR,), responses.SeedRetired)
     def retire_seed(table_id: Uuid, key: IdempotencyKey) -> dict[str, Any]:
         """Reveal the table's seed in use, so anyone can recompute its draws."""
         return {"seed_id": casino.retire_seed(request_id=key, table_id=table_id, rng=service.rng)}
 
     # Rounds.
-    @route("POST", "/rounds", (OPERATOR,), status=201)
+    @route("POST", "/rounds", (OPERATOR,), responses.RoundOpened, status=201)
     def open_round(body: models.NewRound, key: IdempotencyKey) -> dict[str, Any]:
         """Open a round at a table."""
         round_id = casino.open_round(request_id=key, table_id=body.table_id, dealer=body.dealer)
         return {"round_id": round_id}
 
-    @route("GET", "/rounds/{round_id}", (*READERS, DEVICE))
+    @route("GET", "/rounds/{round_id}", (*READERS, DEVICE), responses.Round)
     def get_round(request: Request, round_id: RoundId) -> dict[str, Any]:
         """A round's state and log, from its events."""
         round_of_own_table(request, round_id)
@@ -286,9 +296,10 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             "results": found.results,
             "dealt": found.dealt,
             "log": found.log,
+            "moves": casino.moves(round_id),
         }
 
-    @route("GET", "/rounds", READERS)
+    @route("GET", "/rounds", READERS, responses.Rounds)
     def list_rounds(
         open_only: Annotated[bool, Query(alias="open")] = False,
     ) -> dict[str, Any]:
@@ -297,7 +308,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         rows = queries.rounds(service.app, open_only=open_only)
         return {"rounds": [dataclasses.asdict(r) for r in rows]}
 
-    @route("POST", "/rounds/{round_id}/bets", PLAY, status=201)
+    @route("POST", "/rounds/{round_id}/bets", PLAY, responses.BetPlaced, status=201)
     def place_bet(
         request: Request, round_id: RoundId, body: models.NewBet, key: IdempotencyKey
     ) -> dict[str, Any]:
@@ -312,7 +323,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         )
         return {"bet_id": bet_id}
 
-    @route("POST", "/rounds/{round_id}/bets/{bet_id}/withdraw", PLAY)
+    @route("POST", "/rounds/{round_id}/bets/{bet_id}/withdraw", PLAY, responses.BetWithdrawn)
     def withdraw_bet(
         request: Request,
         round_id: RoundId,
@@ -327,20 +338,20 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         )
         return {"withdrawn": bet_id}
 
-    @route("POST", "/rounds/{round_id}/close-betting", PLAY)
+    @route("POST", "/rounds/{round_id}/close-betting", PLAY, responses.BettingClosed)
     def close_betting(request: Request, round_id: RoundId, key: IdempotencyKey) -> dict[str, Any]:
         """Close betting."""
         round_of_own_table(request, round_id)
         casino.close_betting(request_id=key, round_id=round_id)
         return {"closed": round_id}
 
-    @route("POST", "/rounds/{round_id}/throw", PLAY)
+    @route("POST", "/rounds/{round_id}/throw", PLAY, responses.Thrown)
     def throw_dice(request: Request, round_id: RoundId, key: IdempotencyKey) -> dict[str, Any]:
         """An RNG table's throw, from its committed seed."""
         round_of_own_table(request, round_id)
         return {"thrown": casino.throw_dice(request_id=key, round_id=round_id, rng=service.rng)}
 
-    @route("POST", "/rounds/{round_id}/outcome", PLAY)
+    @route("POST", "/rounds/{round_id}/outcome", PLAY, responses.OutcomeRecorded)
     def record_outcome(
         request: Request, round_id: RoundId, body: models.Outcome, key: IdempotencyKey
     ) -> dict[str, Any]:
@@ -351,7 +362,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         )
         return {"recorded": round_id}
 
-    @route("POST", "/rounds/{round_id}/faults", PLAY)
+    @route("POST", "/rounds/{round_id}/faults", PLAY, responses.FaultRecorded)
     def record_fault(
         request: Request, round_id: RoundId, body: models.Fault, key: IdempotencyKey
     ) -> dict[str, Any]:
@@ -363,7 +374,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             )
         }
 
-    @route("POST", "/rounds/{round_id}/act", PLAY)
+    @route("POST", "/rounds/{round_id}/act", PLAY, responses.ActionTaken)
     def act(
         request: Request, round_id: RoundId, body: models.Act, key: IdempotencyKey
     ) -> dict[str, Any]:
@@ -386,13 +397,13 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             )
         }
 
-    @route("POST", "/rounds/{round_id}/settle", PLAY)
+    @route("POST", "/rounds/{round_id}/settle", PLAY, responses.Settlement)
     def settle(request: Request, round_id: RoundId, key: IdempotencyKey) -> dict[str, Any]:
         """Settle a decided round: every bet's return."""
         round_of_own_table(request, round_id)
         return {"results": casino.settle(request_id=key, round_id=round_id)}
 
-    @route("POST", "/rounds/{round_id}/void", (OPERATOR,))
+    @route("POST", "/rounds/{round_id}/void", (OPERATOR,), responses.Voided)
     def void_round(
         round_id: RoundId, body: models.OperatorReason, key: IdempotencyKey
     ) -> dict[str, Any]:
@@ -402,7 +413,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         )
         return {"results": returns}
 
-    @route("POST", "/rounds/{round_id}/resume", (OPERATOR,))
+    @route("POST", "/rounds/{round_id}/resume", (OPERATOR,), responses.Resumed)
     def resume_round(
         round_id: RoundId, body: models.OperatorReason, key: IdempotencyKey
     ) -> dict[str, Any]:
@@ -412,7 +423,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         )
         return {"resumed": round_id}
 
-    @route("POST", "/rounds/{round_id}/corrections", (OPERATOR,))
+    @route("POST", "/rounds/{round_id}/corrections", (OPERATOR,), responses.Settlement)
     def correct(round_id: RoundId, body: models.Correction, key: IdempotencyKey) -> dict[str, Any]:
         """Correct a settled physical round's outcome, signed by the operator."""
         results = casino.correct(
@@ -424,7 +435,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         )
         return {"results": results}
 
-    @route("POST", "/rounds/{round_id}/step-corrections", (OPERATOR,))
+    @route("POST", "/rounds/{round_id}/step-corrections", (OPERATOR,), responses.Settlement)
     def correct_step(
         round_id: RoundId, body: models.StepCorrection, key: IdempotencyKey
     ) -> dict[str, Any]:
@@ -439,7 +450,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         )
         return {"results": results}
 
-    @route("POST", "/rounds/{round_id}/fact-to-sign", (OPERATOR,))
+    @route("POST", "/rounds/{round_id}/fact-to-sign", (OPERATOR,), responses.OperatorFact)
     def fact_to_sign(round_id: RoundId, body: models.FactToSign) -> dict[str, Any]:
         """The exact bytes an operator signs (Ed25519) for a void, resume or correction
         with these arguments; nothing is recorded. Send the signature, base64, with
@@ -476,7 +487,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         raise RuntimeError(f"{body.command} finished without asking for a signature")
 
     # Queries.
-    @route("GET", "/balances", READERS)
+    @route("GET", "/balances", READERS, responses.Balances)
     def balances(
         account: Annotated[str | None, Query(max_length=100)] = None,
     ) -> dict[str, Any]:
@@ -496,7 +507,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             "totals": queries.currency_totals(service.app),
         }
 
-    @route("GET", "/rounds/{round_id}/recall", READERS)
+    @route("GET", "/rounds/{round_id}/recall", READERS, responses.Recall)
     def recall(round_id: RoundId) -> dict[str, Any]:
         """Game recall: the round replayed step by step from its signed events, each
         event's envelope, signature and chain checked as it is read (`ledger recall`);
@@ -505,7 +516,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             service.app, service.app.current_keyring(), service.variants, round_id
         ).to_json()
 
-    @route("GET", "/checkpoints/newest", READERS)
+    @route("GET", "/checkpoints/newest", READERS, responses.NewestCheckpoint)
     def newest() -> dict[str, Any]:
         """The newest stored checkpoint whose signature verifies."""
         found = newest_checkpoint(service.app, service.app.current_keyring())
@@ -513,7 +524,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             raise NotFoundError("no checkpoint yet")
         return {"size": found.size, "note": found.to_note()}
 
-    @route("GET", "/proofs/inclusion", READERS)
+    @route("GET", "/proofs/inclusion", READERS, responses.InclusionProof)
     def inclusion(
         stream: Annotated[str, Query(min_length=1, max_length=64)],
         version: Annotated[int, Query(ge=1, le=2**63 - 1)],
@@ -521,13 +532,13 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         """An event's inclusion proof under the newest checkpoint (checkable offline)."""
         return inclusion_of(service.app, stream, version, service.app.current_keyring())
 
-    @route("POST", "/proofs/consistency", READERS)
+    @route("POST", "/proofs/consistency", READERS, responses.ConsistencyProof)
     def consistency(body: models.TrustedCheckpoint) -> dict[str, Any]:
         """Proof that the log only grew since a checkpoint kept from earlier."""
         trusted = Checkpoint.from_note(body.checkpoint)
         return consistency_from(service.app, trusted, service.app.current_keyring())
 
-    @route("GET", "/games", READERS)
+    @route("GET", "/games", READERS, responses.Games)
     def games() -> dict[str, Any]:
         """The installed games."""
         return {
@@ -545,7 +556,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             ]
         }
 
-    @route("GET", "/games/{game_id}/paytable", READERS)
+    @route("GET", "/games/{game_id}/paytable", READERS, responses.Paytable)
     def get_paytable(game_id: Annotated[str, Path(max_length=100)]) -> dict[str, Any]:
         """A game's payouts and exact theoretical returns (as fractions)."""
         lines = paytable(casino.variant(game_id))
@@ -565,7 +576,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         }
 
     # The event feed.
-    @route("GET", "/events", READERS)
+    @route("GET", "/events", READERS, models.FeedPage)
     def events(
         after: Annotated[int | None, Query(ge=0, le=2**62)] = None,
         limit: Annotated[int, Query(ge=1, le=feed.MAX_LIMIT)] = 100,
@@ -619,12 +630,12 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         return StreamingResponse(lines(), media_type="application/x-ndjson")
 
     # Tokens (created on the command line only: the secret is shown once, there).
-    @route("GET", "/tokens", (ADMIN,))
+    @route("GET", "/tokens", (ADMIN,), responses.Tokens)
     def list_tokens() -> dict[str, Any]:
         """Every token's id, role, table and dates (never a secret or a hash)."""
         return {"tokens": [t.public() for t in service.tokens.list()]}
 
-    @route("POST", "/tokens/{token_id}/revoke", (ADMIN,))
+    @route("POST", "/tokens/{token_id}/revoke", (ADMIN,), responses.TokenInfo)
     def revoke_token(
         token_id: Annotated[str, Path(max_length=64)], key: IdempotencyKey
     ) -> dict[str, Any]:

@@ -119,6 +119,15 @@ def install_error_handlers(app: FastAPI) -> None:
             headers=dict(exc.headers or {}),
         )
 
+    async def server_error(request: Request, exc: Exception) -> JSONResponse:
+        """A bug of ours (an answer its model refuses among them): the one shape,
+        nothing of the exception in it; Starlette still logs the traceback."""
+        return JSONResponse(
+            error_body(500, "internal server error: the server's log has the details"),
+            status_code=500,
+        )
+
+    app.add_exception_handler(Exception, server_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(LedgerError, ledger_error)
     app.add_exception_handler(OperationalError, store_unavailable)

@@ -1,0 +1,360 @@
+"""Success bodies: what each route answers, as the OpenAPI document declares it.
+
+Each model describes exactly the JSON the route has always sent: its fields in
+the order the route builds them (the order they are sent in), every field
+required, nulls sent as nulls. A game's own data (its rules, a round's state,
+an outcome, a bet, an action's arguments) is free-form JSON the game defines,
+so it stays `dict[str, Any]`.
+
+The models are closed and strict: an answer the route builds that its model
+does not describe (a new key, an int sent as a bool) fails the request (500,
+which the contract tests catch) instead of being silently dropped or coerced.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ledger.http.tokens import ApiRole
+
+RoundStatus = Literal["betting", "closed", "decided", "settled", "voided"]
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# Accounts.
+class AccountOpened(Answer):
+    account_id: str = Field(description="the new wallet's id (a UUID)")
+
+
+class Account(Answer):
+    account_id: str
+    kind: Literal["player", "house"] = Field(description="a player's wallet or a table's house")
+    owner: str
+    currency: str = Field(description="ISO 4217 code")
+    balance: int = Field(description="minor units")
+    closed: bool
+
+
+class WalletBalance(Answer):
+    balance: int = Field(description="the wallet's balance after the command, minor units")
+
+
+class AccountClosed(Answer):
+    closed: str = Field(description="the closed account's id")
+
+
+# Tables and their seeds.
+class TableOpened(Answer):
+    table_id: str = Field(description="the new table's id (a UUID)")
+
+
+class TableLimits(Answer):
+    min_bet: int = Field(description="minor units")
+    max_bet: int = Field(description="minor units")
+    max_round: int = Field(description="one player's total stake in one round, minor units")
+
+
+class Table(Answer):
+    table_id: str
+    name: str
+    variant: str = Field(description="the game's id (GET /v1/games)")
+    kind: Literal["rng", "physical"] | None = Field(
+        description="rng: draws from its committed seed; physical: its dealer device reports "
+        "every outcome; null for a table opened before release 0.4 (no recorded kind)"
+    )
+    currency: str
+    limits: TableLimits
+    house_account: str = Field(description="the table's house account id")
+    active_seed: str | None = Field(description="the seed in use (an RNG table), else null")
+    rounds_in_play: int = Field(description="rounds opened and not yet settled or voided")
+
+
+class SeedCommitted(Answer):
+    seed_id: str = Field(description="the committed seed's id (its SHA-256 is recorded)")
+
+
+class SeedRetired(Answer):
+    seed_id: str = Field(description="the revealed seed's id")
+
+
+# Rounds.
+class RoundOpened(Answer):
+    round_id: str
+
+
+class RoundBet(Answer):
+    account_id: str
+    bet: dict[str, Any] = Field(description="the bet as the game validated it (game-defined)")
+    stake: int = Field(description="minor units")
+
+
+class BetResult(Answer):
+    bet_id: str
+    account_id: str
+    stake: int = Field(description="minor units")
+    returned: int = Field(
+        description="paid back to the wallet, minor units: 0 (lost), the stake (push or void), "
+        "stake + win"
+    )
+
+
+class Round(Answer):
+    round_id: str
+    table_id: str
+    variant: str = Field(description="the game's id")
+    variant_version: str = Field(description="the game plugin's version (information)")
+    rules_hash: str = Field(description="the game's rules the round is pinned to")
+    settlement_api: int = Field(
+        description="1: settled at once on its outcome; 2: played and settled action by action"
+    )
+    currency: str
+    limits: TableLimits = Field(description="the table's limits as the round opened")
+    dealer: str
+    status: RoundStatus
+    dice_seed: str | None = Field(description="the RNG seed it draws from; null: a physical table")
+    throws: int = Field(description="throws so far, faulty or not")
+    actions: int = Field(description="actions recorded so far: the next action's step number")
+    faults: int = Field(description="faulty throws so far")
+    bets: dict[str, RoundBet] = Field(description="bet id -> bet (withdrawn bets are gone)")
+    outcome: dict[str, Any] | None = Field(description="the recorded outcome (game-defined)")
+    results: list[BetResult] = Field(description="each settled (or voided) bet's return")
+    dealt: list[int] = Field(description="cards dealt, in order")
+    log: list[dict[str, Any]] = Field(
+        description="the round's steps as recorded, each one of {close_betting}, {outcome}, "
+        "{fault} or {action: {actor, action, args, drawn}}"
+    )
+    moves: dict[str, list[str]] = Field(
+        description="who may do what next (POST /act): actor -> actions; empty once the "
+        "round is over, and for a settlement-API-1 round (its commands are fixed)"
+    )
+
+
+class RoundSummary(Answer):
+    """A row of the rounds projection; its times are ISO 8601, UTC."""
+
+    round_id: str
+    table_id: str
+    table_name: str | None = Field(description="null when the table is not projected")
+    variant: str
+    variant_version: str
+    currency: str
+    dealer: str
+    status: RoundStatus
+    bets: int = Field(description="standing bets: placed and not withdrawn")
+    bets_withdrawn: int
+    stakes: int = Field(description="the standing bets' stakes, minor units")
+    returned: int = Field(description="paid back by settlements and voids, minor units")
+    opened_at: str
+    betting_closed_at: str | None
+    decided_at: str | None
+    ended_at: str | None
+    last_event_at: str
+
+
+class Rounds(Answer):
+    rounds: list[RoundSummary] = Field(description="oldest first")
+
+
+class BetPlaced(Answer):
+    bet_id: str
+
+
+class BetWithdrawn(Answer):
+    withdrawn: str = Field(description="the withdrawn bet's id")
+
+
+class BettingClosed(Answer):
+    closed: str = Field(description="the round's id")
+
+
+class Thrown(Answer):
+    thrown: dict[str, Any] = Field(
+        description="what the throw drew: {kind: drawn} (e.g. {dice: [1, 4, 6]}); on a "
+        "settlement-API-1 round, the outcome as the game recorded it"
+    )
+
+
+class OutcomeRecorded(Answer):
+    recorded: str = Field(description="the round's id")
+
+
+class FaultAnswer(Answer):
+    faults: int = Field(description="faulty throws in the round so far, this one included")
+    then: Literal["throw again", "betting reopened", "voided"] = Field(
+        description="what the game's fault policy did"
+    )
+
+
+class FaultRecorded(Answer):
+    fault: FaultAnswer
+
+
+class ActionPlayed(Answer):
+    """A settlement-API-2 round's action, and what the game's step after it settled."""
+
+    step: int = Field(description="the action's number in the round, from 0")
+    drawn: list[int] = Field(description="dice faces or cards drawn; empty when none")
+    state: dict[str, Any] = Field(description="the game's state after it (game-defined)")
+    settled: list[BetResult] = Field(description="the bets it settled (or voided)")
+    void: str | None = Field(description="why the game voided the round, else null")
+    over: bool = Field(description="every bet is settled: the round is over")
+    moves: dict[str, list[str]] = Field(
+        description="who may do what next: actor -> the actions /act takes from them now "
+        "(empty once the round is over)"
+    )
+
+
+class ActionTaken(Answer):
+    played: ActionPlayed | FaultAnswer | dict[str, Any] | None = Field(
+        description="settlement API 2: the action played (ActionPlayed). On a settlement-API-1 "
+        "round, the old command the action stands for: a fault's FaultAnswer, a throw's or "
+        "an outcome's recorded outcome (game-defined), or null (closing betting, or an "
+        "outcome a device reported)"
+    )
+
+
+class Settlement(Answer):
+    results: list[BetResult] = Field(
+        description="each bet the command settled, with its return; for a correction, the bets "
+        "re-settled with their new returns"
+    )
+
+
+class Voided(Answer):
+    results: list[BetResult] = Field(description="each unsettled bet, its stake returned")
+
+
+class Resumed(Answer):
+    resumed: str = Field(description="the round's id")
+
+
+class OperatorFact(Answer):
+    key_id: str = Field(description="the operator key that is to sign it")
+    message: str = Field(description="the exact bytes to sign (Ed25519), base64")
+
+
+# Queries.
+class LedgerBalance(Answer):
+    account: str = Field(
+        description="a ledger account's name: wallet:<id>, in-play:<round>, cashier:<CUR>, ..."
+    )
+    currency: str
+    balance: int = Field(description="minor units")
+    postings: int = Field(description="postings to it so far")
+
+
+class Balances(Answer):
+    balances: list[LedgerBalance]
+    totals: dict[str, int] = Field(
+        description="currency -> the sum of every account's balance: 0 when the postings balance"
+    )
+
+
+class KeyUse(Answer):
+    key_id: str
+    name: str | None = Field(description="the key's name in the keyring; null when unknown")
+    role: str | None = Field(description="the key's role in the keyring; null when unknown")
+    signed: str = Field(description='what it signed: "envelope", "device report", ...')
+
+
+class RecalledEvent(Answer):
+    version: int = Field(description="the event's version in the round's stream")
+    kind: str = Field(description='the event type\'s short name: "BetPlaced", ...')
+    position: int | None = Field(description="log position (Merkle leaf); null when none matches")
+    signed_at: str | None = Field(description="ISO 8601")
+    keys: list[KeyUse] = Field(description="the keys that signed its facts")
+    facts: dict[str, Any] | None = Field(
+        description="the event's facts, plain JSON; null when the event did not verify"
+    )
+    problem: str | None = Field(description="the check it fails, else null")
+    asked: str | None = Field(
+        description='who asked for a command-sourced action ("by token T (role R)", or '
+        '"node command"), else null'
+    )
+
+
+class Recall(Answer):
+    replay: Literal[True] = Field(description="always true: re-derived, not a live view")
+    note: str
+    round: str = Field(description="the round's id")
+    currency: str | None
+    verified: bool = Field(description="false when a check failed (see problems)")
+    events: list[RecalledEvent]
+    checked: list[str] = Field(description="what was checked")
+    not_checked: list[str] = Field(description="what a recall does not check")
+    problems: list[str]
+
+
+class NewestCheckpoint(Answer):
+    size: int = Field(description="how many events of the log it covers (Merkle leaves)")
+    note: str = Field(description="the signed checkpoint note, as kept for consistency proofs")
+
+
+class InclusionProof(Answer):
+    stream: str
+    version: int
+    leaf_index: int = Field(description="the event's Merkle leaf")
+    header: str = Field(description="the event's signed header, base64")
+    signature: str = Field(description="the envelope's signature, base64")
+    proof: list[str] = Field(description="the audit path's hashes, base64")
+    checkpoint: str = Field(description="the checkpoint note it is proved under")
+
+
+class ConsistencyProof(Answer):
+    # "from" is a Python keyword: the field goes by its alias, which is what is sent.
+    from_: str = Field(alias="from", description="the kept checkpoint's note")
+    to: str = Field(description="the newest checkpoint's note")
+    proof: list[str] = Field(description="the consistency proof's hashes, base64")
+
+
+class InstalledGame(Answer):
+    id: str
+    plugin: str = Field(description="the plugin distribution providing it")
+    version: str = Field(description="the plugin's version")
+    rules_hash: str
+    settlement_api: int
+    bets: list[str] = Field(description="the kinds of bet a player may place")
+    capabilities: list[str] = Field(description='e.g. "exact-paytable", sorted')
+
+
+class Games(Answer):
+    games: list[InstalledGame] = Field(description="by id")
+
+
+class ExactFraction(Answer):
+    numerator: int
+    denominator: int
+
+
+class PaytableLine(Answer):
+    bet: str
+    pays: str = Field(description="what it pays, as the game states it")
+    return_: ExactFraction = Field(
+        alias="return", description="the theoretical return per unit staked, exactly"
+    )
+
+
+class Paytable(Answer):
+    game: str
+    lines: list[PaytableLine]
+
+
+# Tokens.
+class TokenInfo(Answer):
+    """A token as listed: never its secret or its hash."""
+
+    token_id: str
+    role: ApiRole
+    table: str | None = Field(description="a table device's own table, else null")
+    created_at: str = Field(description="ISO 8601")
+    expires_at: str | None = Field(description="ISO 8601; null: it does not expire")
+    revoked_at: str | None = Field(description="ISO 8601; null: not revoked")
+
+
+class Tokens(Answer):
+    tokens: list[TokenInfo]
