@@ -80,3 +80,24 @@ def seen(node: Node, casino: Casino, round_id: str, outcome: dict[str, Any]) -> 
 def seen_faulty(node: Node, casino: Casino, round_id: str, reason: str) -> dict[str, Any]:
     """A dealer device's signed report of a faulty throw as the round's next throw."""
     return dealer_device(node).fault(round_id, casino.round(round_id).throws, reason)
+
+
+def table_of(
+    casino: Casino,
+    variant: str,
+    limits: Limits,
+    *,
+    kind: str = "physical",
+    currency: str = "EUR",
+    name: str = "T1",
+    request_id: str = "table",
+) -> str:
+    """A table the way most tests open one: physical, EUR, named T1."""
+    return casino.open_table(
+        request_id=request_id,
+        name=name,
+        variant=variant,
+        kind=kind,
+        currency=currency,
+        limits=limits,
+    )

@@ -34,6 +34,7 @@ from tests.casino_support import (
     notifications,
     operator_signer,
     seen,
+    table_of,
 )
 from tests.coin_variant import VARIANTS, CoinPlugin, CoinToss, coin_games
 from tests.conftest import PASSPHRASE
@@ -41,14 +42,7 @@ from tests.conftest import PASSPHRASE
 
 def opened(casino: Casino, *owners: str, deposit: int = 1000) -> tuple[str, list[str]]:
     """A EUR table and a funded wallet per owner."""
-    table = casino.open_table(
-        request_id="table",
-        name="T1",
-        variant="coin",
-        kind="physical",
-        currency="EUR",
-        limits=LIMITS,
-    )
+    table = table_of(casino, "coin", LIMITS)
     wallets = []
     for owner in owners:
         account = casino.open_account(request_id=f"open-{owner}", owner=owner, currency="EUR")

@@ -13,7 +13,7 @@ import pytest
 from ledger.casino import Casino
 from ledger.errors import InvalidCommandError, LedgerError, NotFoundError
 from ledger.node import Node
-from tests.casino_support import HEADS, LIMITS, TAILS, casino_on, event_count, seen
+from tests.casino_support import HEADS, LIMITS, TAILS, casino_on, event_count, seen, table_of
 
 
 @dataclass
@@ -46,14 +46,7 @@ class World:
 @pytest.fixture
 def world(node: Node) -> Iterator[World]:
     casino = casino_on(node)
-    table = casino.open_table(
-        request_id="table",
-        name="T1",
-        variant="coin",
-        kind="physical",
-        currency="EUR",
-        limits=LIMITS,
-    )
+    table = table_of(casino, "coin", LIMITS)
     accounts = {}
     for owner, currency, amount in [
         ("alice", "EUR", 1000),

@@ -16,7 +16,7 @@ from ledger.domain.request import request_uuid
 from ledger.domain.round import Limits, Round
 from ledger.errors import InvalidCommandError
 from ledger.node import Node, open_node
-from tests.casino_support import casino_on, domain_events
+from tests.casino_support import casino_on, domain_events, table_of
 from tests.coin_variant import VARIANTS
 from tests.conftest import PASSPHRASE
 
@@ -86,14 +86,7 @@ def bettor(
 
 def test_two_processes_betting_from_one_wallet(node: Node, store_url: str) -> None:
     casino = casino_on(node)
-    table = casino.open_table(
-        request_id="table",
-        name="T1",
-        variant="coin",
-        kind="physical",
-        currency="EUR",
-        limits=LIMITS,
-    )
+    table = table_of(casino, "coin", LIMITS)
     account = casino.open_account(request_id="open", owner="alice", currency="EUR")
     casino.deposit(request_id="deposit", account_id=account, amount=DEPOSIT)
     round_id = casino.open_round(request_id="round", table_id=table, dealer="D1")

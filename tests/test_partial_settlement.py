@@ -21,7 +21,7 @@ from ledger.plugins.registry import GameRegistry
 from ledger.rng.deck import shuffled_deck
 from ledger.rng.dice import throw
 from ledger.rng.server import RngServer
-from tests.casino_support import dealer_device, event_count
+from tests.casino_support import dealer_device, event_count, table_of
 from tests.high_card import HighCard, HighCardPlugin, high_card_games, rank
 
 LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
@@ -105,14 +105,7 @@ def test_rng_cards_settle_seat_by_seat_and_verify(node: Node, tmp_path: Any) -> 
 
 def test_illegal_actions_are_refused_and_nothing_is_recorded(node: Node) -> None:
     casino = Casino(node.app, GAMES)
-    table = casino.open_table(
-        request_id="t",
-        name="HC",
-        variant="high-card",
-        kind="physical",
-        currency="VND",
-        limits=LIMITS,
-    )
+    table = table_of(casino, "high-card", LIMITS, currency="VND", name="HC", request_id="t")
     _, _, round_id = players(casino, table)
     before = event_count(node.app)
     with pytest.raises(InvalidCommandError, match="takes no arguments"):
@@ -134,14 +127,7 @@ def test_illegal_actions_are_refused_and_nothing_is_recorded(node: Node) -> None
 def test_device_cards_and_a_card_dealt_twice(node: Node) -> None:
     casino = Casino(node.app, GAMES)
     device = dealer_device(node)
-    table = casino.open_table(
-        request_id="t",
-        name="HC",
-        variant="high-card",
-        kind="physical",
-        currency="VND",
-        limits=LIMITS,
-    )
+    table = table_of(casino, "high-card", LIMITS, currency="VND", name="HC", request_id="t")
     ann, bob, round_id = players(casino, table)
     casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
     report = device.act(round_id, 1, "dealer", "deal", {}, [20])  # a 6 of clubs
@@ -175,14 +161,7 @@ def test_a_physical_decision_after_the_close_needs_the_devices_report(node: Node
     table is what its dealer device saw and signed; the node cannot state it."""
     casino = Casino(node.app, GAMES)
     device = dealer_device(node)
-    table = casino.open_table(
-        request_id="t",
-        name="HC",
-        variant="high-card",
-        kind="physical",
-        currency="VND",
-        limits=LIMITS,
-    )
+    table = table_of(casino, "high-card", LIMITS, currency="VND", name="HC", request_id="t")
     _, _, round_id = players(casino, table)
     casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
     deal = device.act(round_id, 1, "dealer", "deal", {}, [20])
@@ -345,14 +324,7 @@ def test_attack_a_card_report_the_device_did_not_sign(
     the device's signature over the action it names."""
     casino = Casino(node.app, GAMES)
     device = dealer_device(node)
-    table = casino.open_table(
-        request_id="t",
-        name="HC",
-        variant="high-card",
-        kind="physical",
-        currency="VND",
-        limits=LIMITS,
-    )
+    table = table_of(casino, "high-card", LIMITS, currency="VND", name="HC", request_id="t")
     _, _, round_id = players(casino, table)
     casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
     monkeypatch.setattr(attestation, "check_device", lambda context, source, fact: None)

@@ -20,7 +20,7 @@ from ledger.crypto.keys import Role
 from ledger.node import Node
 from ledger.projections import ProjectionRunner, queries
 from tests.attacker import Attacker
-from tests.casino_support import HEADS, LIMITS, operator_signer, seen
+from tests.casino_support import HEADS, LIMITS, operator_signer, seen, table_of
 from tests.coin_variant import coin_games
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line
 from tests.test_step_corrections import GAMES as HIGH_CARD
@@ -32,14 +32,7 @@ COIN = coin_games()
 def coin_round(node: Node) -> tuple[str, str]:
     """A physical coin round: alice bets 1.00 EUR on heads, the device reports heads."""
     casino = Casino(node.app, COIN)
-    table = casino.open_table(
-        request_id="table",
-        name="T1",
-        variant="coin",
-        kind="physical",
-        currency="EUR",
-        limits=LIMITS,
-    )
+    table = table_of(casino, "coin", LIMITS)
     alice = casino.open_account(request_id="alice", owner="alice", currency="EUR")
     casino.deposit(request_id="dep", account_id=alice, amount=1_000)
     round_id = casino.open_round(request_id="round", table_id=table, dealer="D1")

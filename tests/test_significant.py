@@ -29,7 +29,7 @@ from ledger.errors import VerificationError
 from ledger.node import Node, open_node
 from ledger.revocation import revoke_key
 from tests.attacker import Attacker
-from tests.casino_support import HEADS, LIMITS, dealer_device, operator_signer, seen
+from tests.casino_support import HEADS, LIMITS, dealer_device, operator_signer, seen, table_of
 from tests.coin_variant import coin_games
 from tests.conftest import PASSPHRASE
 from tests.test_casino import NewRulesPlugin
@@ -59,14 +59,7 @@ def coin_round(casino: Casino, n: int, table: str, player: str, *, close: bool =
 def history(node: Node) -> dict[str, str]:
     """A store with one of each significant event; returns the ids involved."""
     casino = Casino(node.app, coin_games("1.0"))
-    table = casino.open_table(
-        request_id="table",
-        name="T1",
-        variant="coin",
-        kind="physical",
-        currency="EUR",
-        limits=LIMITS,
-    )
+    table = table_of(casino, "coin", LIMITS)
     player = casino.open_account(request_id="alice", owner="alice", currency="EUR")
     casino.deposit(request_id="dep", account_id=player, amount=10_000)
     operator = operator_signer(node, OPERATOR)

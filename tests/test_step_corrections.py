@@ -19,7 +19,13 @@ from ledger.plugins import hookimpl
 from ledger.plugins.manager import get_plugin_manager
 from ledger.plugins.registry import GameRegistry
 from ledger.rng.server import RngServer
-from tests.casino_support import dealer_device, domain_events, event_count, operator_signer
+from tests.casino_support import (
+    dealer_device,
+    domain_events,
+    event_count,
+    operator_signer,
+    table_of,
+)
 from tests.high_card import HighCard, high_card_games
 
 LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
@@ -31,14 +37,7 @@ def played(node: Node, casino: Casino) -> tuple[str, str, str, str]:
     6 of clubs (card 20, action 1), seat 1 a king (51, action 2: ann's 1 000 and
     bob's 300 win), seat 2 a two (4, action 3: ann's 500 loses)."""
     device = dealer_device(node)
-    table = casino.open_table(
-        request_id="t",
-        name="HC",
-        variant="high-card",
-        kind="physical",
-        currency="VND",
-        limits=LIMITS,
-    )
+    table = table_of(casino, "high-card", LIMITS, currency="VND", name="HC", request_id="t")
     ann = casino.open_account(request_id="ann", owner="ann", currency="VND")
     bob = casino.open_account(request_id="bob", owner="bob", currency="VND")
     for who in (ann, bob):
