@@ -162,7 +162,7 @@ def test_a_second_seed_waits_for_the_first_to_be_retired(casino: Casino) -> None
     assert casino.commit_seed(request_id="commit-3", table_id=table, rng=rng) != first
 
 
-# Who may state an outcome (RULES.md §1.4): refused when written, caught when
+# Who may state an outcome (docs/rules.md §1.4): refused when written, caught when
 # a buggy (or key-stealing) node writes it anyway with valid envelope signatures.
 
 

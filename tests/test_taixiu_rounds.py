@@ -1,5 +1,5 @@
 """The installed Tài Xỉu plugin through the casino: settlement by the seed's
-paytable, and each profile's faulty-dice policy (RULES.md §1.2)."""
+paytable, and each profile's faulty-dice policy (docs/rules.md §1.2)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Each round's life re-derived from its events (`verify --level settlement`):
 the order of its steps, who may void it, and its variant's fault policy
-(RULES.md §1.2, §1.4), read from the rules data of the variant version the
+(docs/rules.md §1.2, §1.4), read from the rules data of the variant version the
 round opened with, never from the variant's name.
 
 - Bets are placed and withdrawn only while betting is open; an outcome or a

@@ -1,5 +1,5 @@
 """Who stated each outcome and fault, re-checked (`verify --level settlement`,
-RULES.md §1.4).
+docs/rules.md §1.4).
 
 - A round of an RNG table (its Round.Opened names the seed it throws from)
   takes dice only from that seed, committed on its table before the round

@@ -1,4 +1,4 @@
-"""A variant's fault policy (its rules profile's `faults`, RULES.md §1.2), read
+"""A variant's fault policy (its rules profile's `faults`, docs/rules.md §1.2), read
 the same way by the casino, which applies it, and by `verify`, which re-derives
 it from the events."""
 

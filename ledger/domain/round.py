@@ -383,7 +383,7 @@ class Round(PlainCopy, Aggregate):
         self.log.append({"close_betting": True})
         self.status = CLOSED
 
-    # Who may state an outcome (RULES.md §1.4): an RNG round's dice come only
+    # Who may state an outcome (docs/rules.md §1.4): an RNG round's dice come only
     # from its committed seed, in throw order; a physical round's only from a
     # dealer device's report (its signature is checked by the casino, which
     # holds the keyring: the domain knows no crypto).

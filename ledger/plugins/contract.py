@@ -1,6 +1,7 @@
 """The contract every game plugin must pass: subclass `GameContract`, set
 `plugin` (the plugin object: module or instance), and run it with pytest in
-the plugin's tests.
+the plugin's tests. It needs pytest and hypothesis, which the core's
+`plugin-testing` extra installs (`pip install "casino-ledger[plugin-testing]"`).
 
 Like eventsourcing's recorder contract tests: the core states once what a
 game must do, and every plugin proves it, with hypothesis walking random

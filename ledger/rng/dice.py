@@ -2,7 +2,7 @@
 
 Before betting opens the server publishes `commitment(seed)`; once the seed is
 retired and revealed, anyone can recompute every throw with `throw` and check
-it with `verify_throw` (DESIGN.md, "Outcomes an auditor can verify").
+it with `verify_throw` (docs/design.md, "Outcomes an auditor can verify").
 
 The byte stream for a message is the concatenation of blocks
 

@@ -7,7 +7,7 @@ them, outcomes, settlements and voids, top-ups and players cashing out.
 
 Rounds are dealt at the tables in turn. Every choice (who bets what, how
 much, which throws are faulty) comes from `random.Random(config.seed)`.
-Who states the dice is what RULES.md §1.4 allows, nothing else:
+Who states the dice is what docs/rules.md §1.4 allows, nothing else:
 - at an RNG table only the RNG (see `dice_source`): the table commits to a
   seed when it opens and again at every dealer shift, retiring (revealing)
   the old one, and retires its last seed when the session ends, so every

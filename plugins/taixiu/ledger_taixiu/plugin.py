@@ -1,8 +1,8 @@
 """The plugin: two profiles of the three-dice game, on the games contract
 (settlement API 2).
 
-``taixiu`` (seed 000) and ``sicbo-void`` (seed 004) share the bets and the
-paytable and differ only in what a faulty throw does (RULES.md §1.2). A
+``taixiu`` and ``sicbo-void`` (docs/rules.md §1) share the bets and the
+paytable and differ only in what a faulty throw does (docs/rules.md §1.2). A
 round is one step: the dealer closes betting, then throws (three dice: every
 bet settles) or the device reports a fault (the fault policy decides what
 follows).

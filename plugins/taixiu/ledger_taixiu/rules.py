@@ -1,6 +1,6 @@
 """Tài Xỉu / Sic Bo: the 50-bet catalogue, paytables as data, pure settlement.
 
-The winning conditions are the game's and never change (RULES.md §1.1, seeds
+The winning conditions are the game's and never change (docs/rules.md §1.1, seeds
 000 and 004); only the multipliers differ from house to house. So a paytable
 is plain data (bet id -> "pays X:1"), hashable into the rules profile, and
 every function takes it as a parameter: the Vietnamese table and, say, an
@@ -103,7 +103,7 @@ def make_paytable(
     return MappingProxyType(ordered)
 
 
-# Seeds 000 and 004 (profiles `taixiu` and `sicbo-void`): the same table.
+# The paytable of docs/rules.md §1.1 (profiles `taixiu` and `sicbo-void`: the same table).
 TAIXIU_PAYTABLE: Final = make_paytable(
     small_big=1,
     single=(1, 2, 3),
@@ -178,7 +178,7 @@ def _hits(bet_id: str, dice: Dice) -> int:
         return dice.count(n)
     if kind == "specific_triple":
         return int(dice.count(n) == 3)
-    if kind == "specific_double":  # at least two: a triple of N wins too (seed 000)
+    if kind == "specific_double":  # at least two: a triple of N wins too (docs/rules.md §1.1)
         return int(dice.count(n) >= 2)
     if kind == "total":
         return int(total == n)

@@ -47,7 +47,7 @@ ALL_BETS = [
     "combination:4-5", "combination:4-6", "combination:5-6",
 ]  # fmt: skip
 
-# Seeds 000 and 004, "Bảng trả thưởng" / "Tỷ lệ thanh toán".
+# docs/rules.md §1.1, the totals column ("Bảng trả thưởng" / "Tỷ lệ thanh toán").
 TAIXIU_TOTALS = {4: 50, 5: 18, 6: 14, 7: 12, 8: 8, 9: 6, 10: 6,
                  11: 6, 12: 6, 13: 8, 14: 12, 15: 14, 16: 18, 17: 50}  # fmt: skip
 TAIXIU = {"triple": 150, "any_triple": 24, "double": 8, "combination": 5, "totals": TAIXIU_TOTALS}
@@ -160,7 +160,7 @@ def test_some_throws_by_hand() -> None:
     assert returned("specific_double:4", 100, (4, 4, 4), t) == 900  # at least two
     assert returned("specific_triple:4", 100, (4, 4, 4), t) == 15_100
     assert returned("any_triple", 100, (4, 4, 4), t) == 2_500
-    assert returned("combination:3-6", 100, (4, 3, 6), t) == 600  # seed 004's example
+    assert returned("combination:3-6", 100, (4, 3, 6), t) == 600  # combination 3-6: both show, 5:1
     assert returned("combination:3-6", 100, (3, 3, 4), t) == 0
     assert returned("total:17", 7, (6, 6, 5), t) == 7 * 51
     assert returned("total:4", 1, (1, 1, 2), ATLANTIC_CITY_PAYTABLE) == 61

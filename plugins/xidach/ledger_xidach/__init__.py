@@ -1,6 +1,6 @@
 """Xì dách (Vietnamese twenty-one) on the games contract, settlement API 2.
 
-Seed 001, read in RULES.md §2. Modules: `rules` (the options, validated),
+The rules are docs/rules.md §2. Modules: `rules` (the options, validated),
 `profile_files` (profiles as JSON files: shipped, and an operator's), `hands`
 (cards, scores, classes, comparisons), `table` (one round as a state
 machine), `game` (the `Game` the core calls), `strategy` (simple player and

@@ -1,5 +1,5 @@
 """The plugin: the shipped profiles of Xì dách and an operator's own, all data
-(RULES.md §2, `ledger_xidach.profile_files`), and the game of any valid
+(docs/rules.md §2, `ledger_xidach.profile_files`), and the game of any valid
 profile's rules data, wherever it comes from (a bundle's games.jsonl)."""
 
 from __future__ import annotations

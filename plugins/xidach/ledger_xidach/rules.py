@@ -1,4 +1,4 @@
-"""Xì dách rules as data (RULES.md §2): every option an operator may set.
+"""Xì dách rules as data (docs/rules.md §2): every option an operator may set.
 
 A profile is a plain JSON-safe dict (the core hashes it into the rules hash
 every round pins) parsed once into a typed, validated `XiDachRules`, so a

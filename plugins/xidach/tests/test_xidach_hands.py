@@ -21,7 +21,7 @@ from ledger_xidach.hands import (
     score,
 )
 
-# RULES.md §2.2, written out independently of the code under test.
+# docs/rules.md §2.2, written out independently of the code under test.
 ACE_TABLE = {
     "by-hand-size": {2: (11, 10), 3: (10, 1), 4: (1,), 5: (1,)},
     "any": dict.fromkeys(range(2, 6), (1, 10, 11)),

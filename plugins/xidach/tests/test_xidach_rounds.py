@@ -1,4 +1,4 @@
-"""Worked examples, one per rule of RULES.md §2, through `Game.step` as the core calls it."""
+"""Worked examples, one per rule of docs/rules.md §2, through `Game.step` as the core calls it."""
 
 from __future__ import annotations
 
