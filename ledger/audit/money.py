@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 from eventsourcing.utils import get_topic
 
 from ledger.audit.key_times import SignedWhen
+from ledger.audit.postings import expected_settlement_postings, expected_void_postings
 
 if TYPE_CHECKING:
     from ledger.audit.round_facts import RoundFacts
 from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.account import PLAYER, Account
-from ledger.domain.money import imbalance, in_play, posting, wallet
+from ledger.domain.money import imbalance, in_play, wallet
 from ledger.domain.round import Round, correction_fact, operator_fact
 from ledger.errors import VerificationError
 
@@ -47,31 +48,6 @@ _SETTLED = get_topic(Round.Settled)
 _VOIDED = get_topic(Round.Voided)
 _RESUMED = get_topic(Round.Resumed)
 _CORRECTED = get_topic(Round.Corrected)
-
-
-def expected_settlement_postings(
-    round_id: str, house: str, currency: str, results: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """What a settlement's postings must be, from its per-bet results alone."""
-    legs = []
-    for result in results:
-        stake, returned = result["stake"], result["returned"]
-        legs.append(posting(in_play(round_id), -stake, currency))
-        if returned:
-            legs.append(posting(wallet(result["account_id"]), returned, currency))
-        if stake != returned:
-            legs.append(posting(wallet(house), stake - returned, currency))
-    return legs  # type: ignore[return-value]
-
-
-def expected_void_postings(
-    round_id: str, currency: str, returns: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    legs = []
-    for result in returns:
-        legs.append(posting(in_play(round_id), -result["stake"], currency))
-        legs.append(posting(wallet(result["account_id"]), result["stake"], currency))
-    return legs  # type: ignore[return-value]
 
 
 class MoneyAudit:

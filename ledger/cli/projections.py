@@ -19,6 +19,7 @@ from functools import partial
 from typing import Any
 from uuid import UUID
 
+from ledger.cli.catch_up import catch_up
 from ledger.cli.progress import progress_bar
 from ledger.cli.rounds import add_round_actions
 from ledger.domain.currency import format_major, minor_unit_exponent
@@ -106,14 +107,6 @@ def _reader(opener: Opener, args: argparse.Namespace) -> Node:
         node.close()
         raise
     return node
-
-
-def catch_up(node: Node) -> None:
-    """The projections up to the log's end (only when it moved on)."""
-    runner = ProjectionRunner(node.app)
-    if not runner.is_built() or runner.status().behind:
-        with progress_bar("projecting") as (advance, _):
-            runner.catch_up(progress=advance)
 
 
 def cmd_balances(opener: Opener, args: argparse.Namespace) -> int:

@@ -35,7 +35,7 @@ def rng_from_args(args: argparse.Namespace) -> RngServer:
 
 def cmd_seeds(args: argparse.Namespace) -> int:
     from ledger.casino import Casino
-    from ledger.cli.projections import catch_up
+    from ledger.cli.catch_up import catch_up
     from ledger.domain.game_table import GameTable
     from ledger.plugins.manager import get_plugin_manager
     from ledger.projections import queries

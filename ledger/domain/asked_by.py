@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.http.tokens import ApiRole  # stdlib only: no web framework is imported
+from ledger.domain.api_roles import ApiRole
 
 MAX_TOKEN_ID = 64
 ROLES = frozenset(role.value for role in ApiRole)

@@ -120,6 +120,14 @@ class Game(Protocol):
 EXACT_PAYTABLE: Final = "exact-paytable"
 
 
+class Stepping(Protocol):
+    """What replaying a round needs of a game: its step. The core passes the
+    plugin's game guarded (`ledger.plugins.registry.LoadedGame`), whose step is
+    checked for shape; this layer only names what it calls."""
+
+    def step(self, bets: Mapping[str, BetView], actions: Sequence[RecordedAction]) -> Step: ...
+
+
 @runtime_checkable
 class ExactPaytable(Protocol):
     """Capability ``exact-paytable``: a game whose outcomes, once betting closes,

@@ -16,8 +16,7 @@ from typing import Any
 
 from ledger.domain.round import LogEntry
 from ledger.errors import InvalidCommandError
-from ledger.games.api import BetView, Draw, RecordedAction, Step
-from ledger.plugins.registry import LoadedGame
+from ledger.games.api import BetView, Draw, RecordedAction, Step, Stepping
 
 FAULT = "fault"
 CLOSE_BETTING = "close_betting"
@@ -84,7 +83,7 @@ def entry_action(step: Step, entry: LogEntry) -> RecordedAction | None:
 
 
 def replay(
-    game: LoadedGame, bets: Mapping[str, BetView], log: Sequence[LogEntry]
+    game: Stepping, bets: Mapping[str, BetView], log: Sequence[LogEntry]
 ) -> tuple[list[RecordedAction], Step]:
     """Every recorded entry as an action, and the game's step after the last;
     InvalidCommandError if an entry is not a move the game offered then."""
@@ -92,7 +91,7 @@ def replay(
 
 
 def replay_from(
-    game: LoadedGame,
+    game: Stepping,
     bets: Mapping[str, BetView],
     log: Sequence[LogEntry],
     actions: list[RecordedAction],
@@ -119,7 +118,7 @@ def describe_entry(entry: LogEntry) -> str:
 
 
 def settlements_from(
-    game: LoadedGame, bets: Mapping[str, BetView], log: Sequence[LogEntry], at: int
+    game: Stepping, bets: Mapping[str, BetView], log: Sequence[LogEntry], at: int
 ) -> tuple[dict[str, tuple[int, int]], Step]:
     """Replay `log`; for every bet a step from log entry `at` on settles, the
     action number settling it and its return; and the last step. Raises

@@ -22,16 +22,15 @@ from uuid import UUID
 
 from ledger.domain.copying import copy_plain
 from ledger.domain.round import LogEntry
-from ledger.games.api import BetView, RecordedAction, Step
+from ledger.games.api import BetView, RecordedAction, Step, Stepping
 from ledger.games.replay import replay_from
-from ledger.plugins.registry import LoadedGame
 
 ROUNDS_REMEMBERED = 1024
 
 
 @dataclass(frozen=True)
 class _Replayed:
-    game: LoadedGame
+    game: Stepping
     bets: dict[str, BetView]
     log: tuple[LogEntry, ...]
     actions: tuple[RecordedAction, ...]
@@ -49,7 +48,7 @@ class StepCache:
 
     def replay(
         self,
-        game: LoadedGame,
+        game: Stepping,
         round_id: UUID,
         bets: Mapping[str, BetView],
         log: Sequence[LogEntry],
@@ -72,7 +71,7 @@ class StepCache:
 
     def remember(
         self,
-        game: LoadedGame,
+        game: Stepping,
         round_id: UUID,
         bets: Mapping[str, BetView],
         log: Sequence[LogEntry],
@@ -90,7 +89,7 @@ class StepCache:
 
     def _usable(
         self,
-        game: LoadedGame,
+        game: Stepping,
         round_id: UUID,
         bets: Mapping[str, BetView],
         log: Sequence[LogEntry],
@@ -109,7 +108,7 @@ class StepCache:
 
     def _keep(
         self,
-        game: LoadedGame,
+        game: Stepping,
         round_id: UUID,
         bets: Mapping[str, BetView],
         known: _Replayed,

@@ -24,22 +24,14 @@ import secrets
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+from ledger.domain.api_roles import ApiRole as ApiRole  # where the routes import it from
 from ledger.errors import ConfigError, InvalidCommandError, NotFoundError
 
 TOKENS_FILE = "tokens.json"
-
-
-class ApiRole(StrEnum):
-    TABLE_DEVICE = "table-device"  # reports outcomes, cards and actions for its own table
-    CASHIER = "cashier"  # accounts, deposits, withdrawals
-    OPERATOR = "operator"  # tables, rounds, bets, void, resume, correct
-    AUDITOR = "auditor"  # read only
-    ADMIN = "admin"  # tokens
 
 
 @dataclass(frozen=True)

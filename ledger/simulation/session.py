@@ -32,9 +32,10 @@ from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
 from ledger.simulation import behaviour
 from ledger.simulation.behaviour import chance
-from ledger.simulation.config import SessionConfig, TableSpec, check_config, plays
+from ledger.simulation.config import SessionConfig, check_config, plays
 from ledger.simulation.dice_source import SessionRng
 from ledger.simulation.families import by_family, family_of
+from ledger.simulation.floor import Table
 from ledger.simulation.players import Cashier, Player
 from ledger.simulation.request_ids import RequestIds
 from ledger.simulation.tally import TableTally, Tally
@@ -42,14 +43,6 @@ from ledger.simulation.xidach import XiDachTable
 from ledger.simulation.xidach import play_round as play_xidach_round
 
 Progress = Callable[[int], None]
-
-
-@dataclass
-class Table:
-    spec: TableSpec
-    table_id: str
-    dealer: str
-    dealt: int = 0  # rounds dealt so far
 
 
 @dataclass

@@ -12,16 +12,37 @@ dealer device reports every card and every decision, signed.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
+from ledger.casino import Casino
+from ledger.devices import DealerDevice
 from ledger.errors import ConfigError
+from ledger.rng.server import RngServer
 from ledger.simulation import behaviour
 from ledger.simulation.behaviour import chance
+from ledger.simulation.floor import Table
+from ledger.simulation.players import Player
+from ledger.simulation.request_ids import RequestIds
+from ledger.simulation.tally import Tally
 
-if TYPE_CHECKING:
-    from ledger.simulation.session import Session, Table
+
+class Session(Protocol):
+    """What a card round takes of the session playing it (`simulation.session`)."""
+
+    casino: Casino
+    dice: RngServer  # an RNG table's seeds
+    shaker: random.Random  # a physical table's shoe is shuffled with it
+    choices: random.Random  # the players' choices
+    ids: RequestIds
+    tally: Tally
+
+    def seated(self, table: Table) -> list[Player]: ...
+
+    def reporter(self) -> DealerDevice: ...
+
 
 FAMILY: Final = "small/big"  # stake sizes: the even-money multipliers
 
