@@ -27,7 +27,7 @@ LIMITS = {"min_bet": 10, "max_bet": 5_000, "max_round": 100_000}
 
 
 def all_games() -> dict[str, Any]:
-    return {**get_plugin_manager().variants(), **COIN}
+    return {**get_plugin_manager().games(), **COIN}
 
 
 @dataclass

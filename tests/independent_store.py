@@ -310,7 +310,7 @@ def run(argv: list[str]) -> int:
             return 1
     node = open_node(store, keys, passphrase=passphrase)
     try:
-        casino = Casino(node.app, get_plugin_manager().variants())
+        casino = Casino(node.app, get_plugin_manager().games())
         device = DealerDevice(node.keys.signer(Role.DEALER_DEVICE, passphrase, DEVICE))
         script = Script(node, casino, device, passphrase)
         dice_rounds(script)

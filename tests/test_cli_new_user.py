@@ -435,7 +435,7 @@ def test_bad_input_is_one_line_and_writes_nothing(
 
 @pytest.fixture
 def casino(node: Node) -> Casino:
-    return Casino(node.app, get_plugin_manager().variants())
+    return Casino(node.app, get_plugin_manager().games())
 
 
 def test_a_lower_case_currency_is_the_same_currency(casino: Casino) -> None:

@@ -41,7 +41,7 @@ def interrupted_rounds(count: int, currency: str = "EUR") -> list[str]:
     died: left open."""
     node = open_node(None, "keys", passphrase=RIGHT.encode())
     try:
-        casino = Casino(node.app, get_plugin_manager().variants())
+        casino = Casino(node.app, get_plugin_manager().games())
         player = casino.open_account(request_id=f"acc-{currency}", owner="Alice", currency=currency)
         casino.deposit(request_id=f"dep-{currency}", account_id=player, amount=50_000)
         table = casino.open_table(
@@ -135,7 +135,7 @@ def test_a_killed_sessions_rounds_are_finished_and_its_seeds_retired_from_the_cl
     rng = RngServer(workdir / "rng-seeds")
     node = open_node(None, "keys", passphrase=RIGHT.encode())
     try:
-        casino = Casino(node.app, get_plugin_manager().variants())
+        casino = Casino(node.app, get_plugin_manager().games())
         dice_table = casino.open_table(
             request_id="t-dice",
             name="TX",
@@ -199,7 +199,7 @@ def test_a_killed_sessions_rounds_are_finished_and_its_seeds_retired_from_the_cl
     while True:
         reader = open_node(None, "keys", writable=False)
         try:
-            step = offered(Casino(reader.app, get_plugin_manager().variants()), card_round)
+            step = offered(Casino(reader.app, get_plugin_manager().games()), card_round)
         finally:
             reader.close()
         if step["over"]:

@@ -28,7 +28,7 @@ LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
 
 @pytest.fixture
 def casino(node: Node) -> Casino:
-    return Casino(node.app, get_plugin_manager().variants())
+    return Casino(node.app, get_plugin_manager().games())
 
 
 def setup_table(casino: Casino, kind: str = "physical") -> tuple[str, str]:

@@ -33,7 +33,7 @@ def coin(version: str = "2.1") -> LoadedGame:
     plugins = get_plugin_manager(
         load_entry_points=False, extra=[("coin-plugin", CoinPlugin(), version)]
     )
-    return plugins.variant("coin")
+    return plugins.game("coin")
 
 
 def test_a_registered_variant_carries_its_provenance() -> None:
@@ -41,9 +41,7 @@ def test_a_registered_variant_carries_its_provenance() -> None:
     assert (variant.plugin, variant.version) == ("coin-plugin", "2.1")
     assert variant.rules_hash == rules_hash(CoinDefinition.rules)
     with pytest.raises(NotFoundError, match=r"unknown game 'dice'.*coin"):
-        get_plugin_manager(load_entry_points=False, extra=[("c", CoinPlugin(), "1")]).variant(
-            "dice"
-        )
+        get_plugin_manager(load_entry_points=False, extra=[("c", CoinPlugin(), "1")]).game("dice")
 
 
 class Broken(CoinDefinition):
@@ -98,7 +96,7 @@ def test_a_misbehaving_settlement_is_one_plugin_error_and_records_nothing(
 ) -> None:
     variants = get_plugin_manager(
         load_entry_points=False, extra=[("bad-coin", broken_plugin(fault), "0.9")]
-    ).variants()
+    ).games()
     casino = Casino(node.app, variants)
     alice = casino.open_account(request_id="a", owner="alice", currency="EUR")
     casino.deposit(request_id="d", account_id=alice, amount=1000)
@@ -133,7 +131,7 @@ def test_a_misbehaving_settlement_is_one_plugin_error_and_records_nothing(
 def test_a_misbehaving_bet_check_is_one_plugin_error(fault: str, message: str) -> None:
     variant = get_plugin_manager(
         load_entry_points=False, extra=[("bad-coin", broken_plugin(fault), "0.9")]
-    ).variant("coin")
+    ).game("coin")
     with pytest.raises(PluginError, match=f"plugin bad-coin 0.9: {message}"):
         variant.validate_bet({"on": "heads"}, {})
 
@@ -146,7 +144,7 @@ def test_a_plugin_that_fails_to_register_is_named() -> None:
 
     plugins = get_plugin_manager(load_entry_points=False, extra=[("boom", Exploding(), "3.0")])
     with pytest.raises(PluginError, match=r"plugin boom 3\.0: ledger_register_games raised"):
-        plugins.variants()
+        plugins.games()
 
 
 def test_a_plugin_refusing_its_own_configuration_is_its_line_under_its_name() -> None:
@@ -157,7 +155,7 @@ def test_a_plugin_refusing_its_own_configuration_is_its_line_under_its_name() ->
 
     plugins = get_plugin_manager(load_entry_points=False, extra=[("cfg", Misconfigured(), "1.2")])
     with pytest.raises(PluginError) as caught:
-        plugins.variants()
+        plugins.games()
     # On purpose, so no "raised ConfigError(...)": the plugin's message, as it wrote it.
     assert str(caught.value) == (
         "plugin cfg 1.2: profile /etc/games/vip.json: seats must be an integer 1..9: 10"
@@ -169,7 +167,7 @@ def test_two_plugins_cannot_claim_one_variant() -> None:
         load_entry_points=False, extra=[("one", CoinPlugin(), "1"), ("two", CoinPlugin(), "2")]
     )
     with pytest.raises(PluginError, match="game coin is already provided by"):
-        plugins.variants()
+        plugins.games()
 
 
 def test_a_hookimpl_that_does_not_fit_the_spec_is_refused() -> None:
@@ -222,7 +220,7 @@ def test_nothing_loads_at_import_time() -> None:
 def test_the_shipped_plugin_is_discovered_and_priced(capsys: pytest.CaptureFixture[str]) -> None:
     from ledger.cli.main import main
 
-    assert main(["variants"]) == 0
+    assert main(["games"]) == 0
     listed = capsys.readouterr().out
     assert "taixiu" in listed and "sicbo-void" in listed and "casino-ledger-taixiu" in listed
     assert main(["paytable", "taixiu"]) == 0

@@ -272,7 +272,7 @@ def test_a_round_voided_by_its_rules_is_recalled_and_significant(node: Node) -> 
     from tests.test_taixiu_rounds import table_with_players
 
     games = get_plugin_manager().games()
-    casino = Casino(node.app, get_plugin_manager().variants())
+    casino = Casino(node.app, get_plugin_manager().games())
     table, (an, _) = table_with_players(casino, "taixiu")
     round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
     casino.place_bet(
@@ -308,7 +308,7 @@ def test_an_rng_round_is_recomputed_once_its_seed_is_revealed(
     from tests.test_taixiu_rounds import table_with_players
 
     games = get_plugin_manager().games()
-    casino = Casino(node.app, get_plugin_manager().variants())
+    casino = Casino(node.app, get_plugin_manager().games())
     rng = RngServer(tmp_path / "seeds")
     table, (an, _) = table_with_players(casino, "taixiu", "rng")
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)

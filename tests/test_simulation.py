@@ -368,7 +368,7 @@ def test_bad_session_settings_write_nothing(
 
 
 def test_the_players_wallets_are_what_the_session_thinks(node: Node) -> None:
-    variants = get_plugin_manager().variants()
+    variants = get_plugin_manager().games()
     config = SessionConfig(tables=default_tables(2, 2), players=8, rounds=16, fault_rate=40, seed=4)
     device = simulated_device(node.keys, PASSPHRASE)
     session = Session(
@@ -391,7 +391,7 @@ def test_the_players_wallets_are_what_the_session_thinks(node: Node) -> None:
 
 
 def test_physical_tables_need_a_dealer_device(node: Node) -> None:
-    variants = get_plugin_manager().variants()
+    variants = get_plugin_manager().games()
     config = SessionConfig(tables=default_tables(2), players=2, rounds=2, seed=4)
     with pytest.raises(ConfigError, match="physical tables need a dealer device"):
         Session(Casino(node.app, variants), variants, config, dice_source())
@@ -399,7 +399,7 @@ def test_physical_tables_need_a_dealer_device(node: Node) -> None:
 
 
 def test_run_session_is_the_session(node: Node) -> None:
-    variants = get_plugin_manager().variants()
+    variants = get_plugin_manager().games()
     config = SessionConfig(tables=default_tables(1), players=3, rounds=2, seed=1)
     result = run_session(Casino(node.app, variants), variants, config, dice_source())
     assert result.tally.rounds_settled + result.tally.rounds_voided == 2

@@ -107,7 +107,7 @@ def test_no_environment_variable_redirects_a_store_given_by_url(
             monkeypatch.setenv(name, value)
         node = open_node(store_url, str(keys.path), passphrase=PASSPHRASE)
         try:
-            casino = Casino(node.app, get_plugin_manager(load_entry_points=False).variants())
+            casino = Casino(node.app, get_plugin_manager(load_entry_points=False).games())
             account = casino.open_account(request_id="a", owner="Alice", currency="EUR")
             casino.deposit(request_id="d", account_id=account, amount=100)
             written = node.app.tables.event_count()[0]

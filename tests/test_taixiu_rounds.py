@@ -23,7 +23,7 @@ LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
 
 @pytest.fixture
 def variants() -> Any:
-    found = get_plugin_manager().variants()
+    found = get_plugin_manager().games()
     assert {"taixiu", "sicbo-void"} <= set(found), "the taixiu plugin is not installed"
     return found
 

@@ -50,7 +50,7 @@ def ledger(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_installed_plugin_is_listed(site: Path) -> None:
-    listed = ledger(site, "variants")
+    listed = ledger(site, "games")
     assert listed.returncode == 0, listed.stderr
     line = next(line for line in listed.stdout.splitlines() if line.startswith("atlantic-city"))
     assert "ledger-atlantic-city-sicbo 0.3.0" in line

@@ -1,6 +1,6 @@
 """An operator's own Xì dách profile, configured without code (issue 10, item 1):
 a JSON file in the directory $LEDGER_XIDACH_PROFILES names is listed by
-`ledger variants` with its own rules hash, a round is played and settled under
+`ledger games` with its own rules hash, a round is played and settled under
 it through the casino, and `ledger verify` re-settles that round where the same
 profile is installed (and says it cannot where it is not). A bad file stops
 every command with one line naming it, before anything is recorded."""
@@ -59,7 +59,7 @@ def profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_ledger_variants_lists_it_with_its_own_rules_hash(
     profiles: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["variants"]) == 0
+    assert main(["games"]) == 0
     rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()}
     hashes = {game_id: row[row.index("rules") + 1] for game_id, row in rows.items()}
     vip = XiDach("xidach-vip", XiDachRules.from_profile(VIP["options"]))

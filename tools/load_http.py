@@ -313,7 +313,7 @@ def python_run(kind: str, seconds: float) -> float:
         keys = bench.make_keys(workdir)
         app = LedgerApplication(url, keyring=keys.keyring, signer=keys.node_signer)
         try:
-            casino = Casino(app, get_plugin_manager().variants())
+            casino = Casino(app, get_plugin_manager().games())
             rng = RngServer()
             wallets = []
             for n in range(WALLETS):

@@ -35,13 +35,13 @@ from ledger.audit.money import MoneyAudit
 from ledger.audit.resettle import Resettler
 from ledger.audit.round_archive import RoundArchive
 from ledger.audit.round_facts import OPENED, ROUND_TOPICS, RoundFacts, RoundFold
+from ledger.audit.round_games import RoundGames
 from ledger.audit.round_rules import RoundRulesAudit
-from ledger.audit.round_variants import RoundVariants
 from ledger.audit.sources import Located, SourceAudit
 from ledger.crypto.keys import Keyring
 from ledger.domain.round import SETTLED, VOIDED
 from ledger.errors import CannotReDeriveError, FindingKind, LedgerError, VerificationError
-from ledger.plugins.registry import LoadedGame as Variant
+from ledger.plugins.registry import LoadedGame
 from ledger.store.merkle_log import MerkleLogTables
 
 READ_BATCH = 5000
@@ -93,7 +93,7 @@ def events(
 def check_settlement(
     log: Iterable[Event],
     keyring: Keyring,
-    variants: Mapping[str, Variant],
+    variants: Mapping[str, LoadedGame],
     coverage: Coverage | None = None,
     findings: Findings | None = None,
 ) -> SettlementCounts:
@@ -114,7 +114,7 @@ class SettlementAudit:
     def __init__(
         self,
         keyring: Keyring,
-        variants: Mapping[str, Variant],
+        variants: Mapping[str, LoadedGame],
         coverage: Coverage | None = None,
         findings: Findings | None = None,
         *,
@@ -131,10 +131,10 @@ class SettlementAudit:
         self.findings = findings
         self.raise_unknown = raise_unknown
         self.cannot: str | None = None
-        self.variants = RoundVariants(variants)
+        self.variants = RoundGames(variants)
         self.facts: dict[str, RoundFacts] = {}  # rounds not yet over
         self.archive = archive if archive is not None else RoundArchive()  # rounds over
-        self._games: dict[tuple[str, str, int], Variant] = {}
+        self._games: dict[tuple[str, str, int], LoadedGame] = {}
         # (game, version played, version re-derived) -> rounds: information only.
         self.other_code: dict[tuple[str, str, str], int] = {}
         self.fold = RoundFold()
@@ -254,7 +254,7 @@ class SettlementAudit:
         return RoundFacts.from_json(data, game)
 
     def _opened(self, stream: str, state: dict[str, Any], position: int | None) -> RoundFacts:
-        game: Variant | None = None
+        game: LoadedGame | None = None
         pins = {k: state.get(k) for k in _PINS}
         try:
             game = self._games.get(_pinned(pins)) or self.variants.of(stream, state)
@@ -354,7 +354,7 @@ class SettlementAudit:
         )
 
 
-#: What a round's Round.Opened pins its game by (`RoundVariants.of` reads them).
+#: What a round's Round.Opened pins its game by (`RoundGames.of` reads them).
 _PINS = ("variant", "rules_hash", "settlement_api", "variant_version", "code_hash")
 
 

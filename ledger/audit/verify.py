@@ -39,7 +39,7 @@ from ledger.audit.log_source import LogSource, StoreLog
 from ledger.audit.parallel import run_chunks
 from ledger.audit.revocations import check_revokers, earliest, log_revocations, merged
 from ledger.audit.round_archive import RoundArchive
-from ledger.audit.round_variants import installed_variants
+from ledger.audit.round_games import installed_games
 from ledger.audit.settlement import SETTLEMENT_STEPS, SettlementAudit, SettlementCounts
 from ledger.audit.stream_heads import StreamHeads
 from ledger.audit.verifications import RecordedRun, recorded_runs
@@ -49,7 +49,7 @@ from ledger.crypto.envelope import SignerCheck, now_micros
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError, FindingKind, VerificationError
-from ledger.plugins.registry import LoadedGame as Variant
+from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
 
 # Small enough that the processes finish together (a worker starts late and
@@ -288,7 +288,7 @@ def verify_store(
     chunk_leaves: int = CHUNK_LEAVES,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
-    variants: Mapping[str, Variant] | None = None,
+    variants: Mapping[str, LoadedGame] | None = None,
     findings: Findings | None = None,
     resume: VerifyState | None = None,
     save_state: bool = False,
@@ -325,7 +325,7 @@ def verify_log(
     chunk_leaves: int = CHUNK_LEAVES,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
-    variants: Mapping[str, Variant] | None = None,
+    variants: Mapping[str, LoadedGame] | None = None,
     findings: Findings | None = None,
     resume: VerifyState | None = None,
     save_state: bool = False,
@@ -402,7 +402,7 @@ def verify_log(
     audit: SettlementAudit | None = None
     if level is Level.SETTLEMENT:  # 8-11: what the events say (ledger.audit.settlement)
         audit = SettlementAudit(
-            keyring, installed_variants() if variants is None else variants, coverage, found
+            keyring, installed_games() if variants is None else variants, coverage, found
         )
         if resume is not None:
             audit.restore(*resume.saved_settlement())

@@ -238,7 +238,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     state_dir = _state_dir(args)
     tree_size = 0
     try:
-        variants = get_plugin_manager().variants() if level is Level.SETTLEMENT else None
+        variants = get_plugin_manager().games() if level is Level.SETTLEMENT else None
         # Read-only, and no keys directory needed: only the public keyring is trusted.
         app = LedgerApplication(store_url(args.store), keyring=keyring, create=False)
         try:

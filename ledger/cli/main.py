@@ -20,6 +20,7 @@ from ledger.cli.audit import add_audit_commands
 from ledger.cli.common import check_keys_path, open_from_args
 from ledger.cli.events import add_events_command
 from ledger.cli.export import add_export_command
+from ledger.cli.games import add_game_commands
 from ledger.cli.keys import add_key_commands
 from ledger.cli.output import tolerate_closed_stdout
 from ledger.cli.projections import add_projection_commands
@@ -28,7 +29,6 @@ from ledger.cli.report import add_report_command
 from ledger.cli.seeds import add_seed_commands
 from ledger.cli.serve import add_serve_commands
 from ledger.cli.simulate import add_simulate_command
-from ledger.cli.variants import add_variant_commands
 from ledger.errors import LedgerError
 
 
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_commands(commands)
     add_export_command(commands)
     add_projection_commands(commands, open_from_args)
-    add_variant_commands(commands)
+    add_game_commands(commands)
     add_events_command(commands)
     add_recall_command(commands)
     add_report_command(commands)
@@ -64,7 +64,8 @@ def _anywhere(parser: argparse.ArgumentParser, options: tuple[str, ...]) -> None
     command takes the global options too (unset there, the global value stays)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
+            # An alias names the same parser again: each parser once.
+            for sub in {id(sub): sub for sub in action.choices.values()}.values():
                 for option in options:
                     sub.add_argument(option, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
                 _anywhere(sub, options)

@@ -37,7 +37,7 @@ def cmd_round_action(args: argparse.Namespace) -> int:
     from ledger.plugins.manager import get_plugin_manager
 
     reason = check_name(args.reason, "--reason", limit=MAX_TEXT)
-    variants = get_plugin_manager().variants()
+    variants = get_plugin_manager().games()
     passphrase = read_passphrase()
     # The operator key first: a wrong key or passphrase fails before the store opens.
     operator = operator_signer(keys_dir(args.keys), args.operator_key, passphrase)
@@ -78,7 +78,7 @@ def cmd_round_play(args: argparse.Namespace) -> int:
     moves = _json_object(args.args, "--args") if args.action == "act" else {}
     node = open_from_args(args, writable=True)
     try:
-        casino = Casino(node.app, get_plugin_manager().variants())
+        casino = Casino(node.app, get_plugin_manager().games())
         request_id = args.request_id or f"cli-{args.action}-{uuid.uuid4()}"
         if args.action == "throw":
             thrown = casino.throw_dice(request_id=request_id, round_id=args.round, rng=rng)  # type: ignore[arg-type]

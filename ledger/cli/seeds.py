@@ -44,7 +44,7 @@ def cmd_seeds(args: argparse.Namespace) -> int:
         rng = rng_from_args(args)
         node = open_from_args(args, writable=True)
         try:
-            casino = Casino(node.app, get_plugin_manager().variants())
+            casino = Casino(node.app, get_plugin_manager().games())
             request_id = args.request_id or f"cli-retire-seed-{uuid.uuid4()}"
             seed_id = casino.retire_seed(request_id=request_id, table_id=args.table, rng=rng)
         finally:

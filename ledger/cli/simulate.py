@@ -35,7 +35,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     )
 
     # Bad input fails first: before keys are made or the store is touched.
-    variants = get_plugin_manager().variants()
+    variants = get_plugin_manager().games()
     # Xì dách tables beside the dice tables by default, when the plugin is installed.
     card_tables = args.card_tables
     if card_tables is None:

@@ -73,7 +73,7 @@ def build() -> FastAPI:
     from ledger.plugins.manager import get_plugin_manager
 
     rng = SharedRngServer(Path(os.environ.get(RNG_ENV) or default_rng_dir()))
-    service = Service(node.app, get_plugin_manager().variants(), rng, TokenStore(node.keys.path))
+    service = Service(node.app, get_plugin_manager().games(), rng, TokenStore(node.keys.path))
     app = create_app(service)
 
     @asynccontextmanager

@@ -153,10 +153,6 @@ class Plugins:
             known = ", ".join(sorted(self.games())) or "none installed"
             raise NotFoundError(f"unknown game {game_id!r} ({known})") from None
 
-    # The names the core used before games (kept for callers and tests).
-    variants = games
-    variant = game
-
 
 _CODE_HASHES: dict[str, str] = {}
 

@@ -21,7 +21,7 @@ from ledger.plugins.registry import LoadedGame, rules_hash
 REPLAYS = {1: {1, 2}, 2: {2}}
 
 
-def installed_variants() -> Mapping[str, LoadedGame]:
+def installed_games() -> Mapping[str, LoadedGame]:
     """The games installed here (entry points, allow and block lists applied)."""
     from ledger.plugins.manager import get_plugin_manager
 
@@ -101,7 +101,7 @@ def games_from_rules(
     return PinnedGames(installed, built, offered, carried, source)
 
 
-class RoundVariants:
+class RoundGames:
     def __init__(self, variants: Mapping[str, LoadedGame]) -> None:
         self.variants = variants
         self._cache: dict[tuple[str, str, int], LoadedGame] = {}

@@ -1,0 +1,47 @@
+"""`ledger games` (once `ledger variants`, still an alias) and `ledger paytable GAME`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ledger.domain.percent import percent
+from ledger.plugins.manager import get_plugin_manager
+from ledger.plugins.paytable import paytable
+
+
+def cmd_games(args: argparse.Namespace) -> int:
+    games = get_plugin_manager().games()
+    if not games:
+        print("no games installed (install a plugin package, e.g. plugins/taixiu)")
+    for game in sorted(games.values(), key=lambda g: g.id):
+        print(
+            f"{game.id:<14} {game.plugin} {game.version}  "
+            f"rules {game.rules_hash}  {len(game.bets)} bets  "
+            f"settlement API {game.settlement_api}"
+            + (f"  [{', '.join(sorted(game.capabilities))}]" if game.capabilities else "")
+        )
+    return 0
+
+
+def cmd_paytable(args: argparse.Namespace) -> int:
+    game = get_plugin_manager().game(args.game)
+    lines = paytable(game)  # a game without an exact paytable is refused first
+    print(f"{game.id} ({game.plugin} {game.version}, rules {game.rules_hash[:16]})")
+    print(f"{'bet':<20} {'pays':<18} {'return':>16} {'':>10}")
+    for line in lines:
+        exact = line.theoretical_return
+        print(
+            f"{line.bet:<20} {line.pays:<18} {f'{exact.numerator}/{exact.denominator}':>16} "
+            f"{percent(exact):>10}"
+        )
+    return 0
+
+
+def add_game_commands(commands: Any) -> None:
+    commands.add_parser(
+        "games", aliases=["variants"], help="list the installed games (each a rules profile)"
+    ).set_defaults(handler=cmd_games)
+    table = commands.add_parser("paytable", help="a game's payouts and exact returns")
+    table.add_argument("game")
+    table.set_defaults(handler=cmd_paytable)
