@@ -262,9 +262,9 @@ def run(kind: str, bets: int, clients: int) -> dict[str, Any]:
 
 def check(workdir: Path, url: str, round_id: str, acked: dict[str, str]) -> str:
     """Every acknowledged bet is in the round exactly once, by its own request."""
-    from ledger.node import open_node
+    from ledger.casino import open_ledger
 
-    node = open_node(url, str(workdir / "keys"), writable=False)
+    node = open_ledger(url, str(workdir / "keys"), writable=False).node
     try:
         seen: dict[str, str] = {}
         twice = 0

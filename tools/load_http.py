@@ -219,9 +219,9 @@ def check_log(workdir: Path, url: str, acked: dict[str, str]) -> str:
         raise SystemExit(
             f"ledger verify failed after the load:\n{verified.stdout}{verified.stderr}"
         )
-    from ledger.node import open_node
+    from ledger.casino import open_ledger
 
-    node = open_node(url, str(workdir / "keys"), writable=False)
+    node = open_ledger(url, str(workdir / "keys"), writable=False).node
     try:
         bets: dict[str, int] = defaultdict(int)
         requests: dict[str, int] = defaultdict(int)

@@ -6,9 +6,11 @@ import argparse
 import os
 from pathlib import Path
 
+from ledger.casino.opened import Ledger, open_ledger
 from ledger.cli.passphrase import read_passphrase
 from ledger.errors import ConfigError
-from ledger.node import Node, keys_dir, open_node
+from ledger.node import Node, keys_dir
+from ledger.plugins.manager import Plugins
 
 
 def check_keys_path(given: str | None) -> None:
@@ -46,11 +48,25 @@ def passphrase_for(args: argparse.Namespace, *, confirm: bool = False) -> bytes 
     return None if getattr(args, "unencrypted", False) else read_passphrase(confirm=confirm)
 
 
-def open_from_args(
-    args: argparse.Namespace, *, writable: bool, passphrase: bytes | None = None
-) -> Node:
+def open_ledger_from_args(
+    args: argparse.Namespace,
+    *,
+    writable: bool,
+    passphrase: bytes | None = None,
+    plugins: Plugins | None = None,
+) -> Ledger:
+    """The ledger `--store`/`--keys` (or their settings) name, by `open_ledger`."""
     directory = keys_dir(args.keys)
     directory.keyring()  # fail on missing keys before asking for a passphrase
     if writable and passphrase is None:
         passphrase = read_passphrase()
-    return open_node(args.store, args.keys, passphrase=passphrase, writable=writable)
+    return open_ledger(
+        args.store, args.keys, passphrase=passphrase, writable=writable, plugins=plugins
+    )
+
+
+def open_from_args(
+    args: argparse.Namespace, *, writable: bool, passphrase: bytes | None = None
+) -> Node:
+    """The node alone, for a command that reads only the log and the keys."""
+    return open_ledger_from_args(args, writable=writable, passphrase=passphrase).node

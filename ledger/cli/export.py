@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
-from ledger.cli.common import open_from_args
+from ledger.cli.common import open_ledger_from_args
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
 from ledger.export.writer import Selection, export_bundle
@@ -31,21 +31,23 @@ def cmd_export(args: argparse.Namespace) -> int:
     directory = Path(args.directory)
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
         raise ConfigError(f"cannot export to {directory}: it exists and is not an empty directory")
-    installed = get_plugin_manager().games()
-    node = open_from_args(args, writable=False)
+    plugins = get_plugin_manager()
+    plugins.games()  # a broken plugin fails before the store is opened
+    ledger = open_ledger_from_args(args, writable=False, plugins=plugins)
     try:
+        node = ledger.node
         with progress_bar("exporting") as (advance, set_total):
             summary = export_bundle(
                 node.app,
                 node.keyring,
                 directory,
                 selection,
-                installed,
+                ledger.games,
                 progress=advance,
                 on_total=set_total,
             )
     finally:
-        node.close()
+        ledger.close()
     proofs = (
         f", each with an inclusion proof against the checkpoint of size {summary.proofs_against}"
         if summary.proofs_against is not None

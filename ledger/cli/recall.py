@@ -12,7 +12,7 @@ from typing import Any
 
 from ledger.audit.recall import Recall, RecalledEvent, recall_round
 from ledger.cli.args import uuid_text
-from ledger.cli.common import open_from_args
+from ledger.cli.common import open_ledger_from_args
 from ledger.crypto.keys import Keyring
 from ledger.domain.currency import format_major
 
@@ -175,13 +175,15 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
     from ledger.plugins.manager import get_plugin_manager
 
-    variants = get_plugin_manager().games()
-    node = open_from_args(args, writable=False)
+    plugins = get_plugin_manager()
+    plugins.games()  # a broken plugin fails before the store is opened
+    ledger = open_ledger_from_args(args, writable=False, plugins=plugins)
     try:
+        node = ledger.node
         keyring = Keyring.load(Path(args.keyring)) if args.keyring else node.keyring
-        recall = recall_round(node.app, keyring, variants, args.round)
+        recall = recall_round(node.app, keyring, ledger.games, args.round)
     finally:
-        node.close()
+        ledger.close()
     print(json.dumps(recall.to_json(), indent=2) if args.json else render(recall))
     return 0 if recall.ok else 1
 

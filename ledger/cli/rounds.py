@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 from ledger.cli.args import uuid_text
-from ledger.cli.common import open_from_args
+from ledger.cli.common import open_ledger_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.crypto.keys import Role
 from ledger.crypto.keystore import KeyDirectory
@@ -33,17 +33,17 @@ def operator_signer(directory: KeyDirectory, name: str | None, passphrase: bytes
 
 
 def cmd_round_action(args: argparse.Namespace) -> int:
-    from ledger.casino import Casino
     from ledger.plugins.manager import get_plugin_manager
 
     reason = check_name(args.reason, "--reason", limit=MAX_TEXT)
-    variants = get_plugin_manager().games()
+    plugins = get_plugin_manager()
+    plugins.games()  # a broken plugin fails before a passphrase is asked for
     passphrase = read_passphrase()
     # The operator key first: a wrong key or passphrase fails before the store opens.
     operator = operator_signer(keys_dir(args.keys), args.operator_key, passphrase)
-    node = open_from_args(args, writable=True)
+    ledger = open_ledger_from_args(args, writable=True, plugins=plugins)
     try:
-        casino = Casino(node.app, variants)
+        casino = ledger.casino
         request_id = args.request_id or f"cli-{args.action}-{uuid.uuid4()}"
         if args.action == "void":
             returns = casino.void_round(
@@ -62,7 +62,7 @@ def cmd_round_action(args: argparse.Namespace) -> int:
             )
             print(f"resumed round {args.round}, signed by operator key {operator.key_id[:16]}")
     finally:
-        node.close()
+        ledger.close()
     return 0
 
 
@@ -70,15 +70,13 @@ def cmd_round_play(args: argparse.Namespace) -> int:
     """Finish a round from the command line (one a killed session left open, or
     resumed): `throw` an RNG dice round from its table's committed seed, `act`
     one of the game's moves (RNG cards drawn by the core), `settle` it."""
-    from ledger.casino import Casino
     from ledger.cli.seeds import rng_from_args
-    from ledger.plugins.manager import get_plugin_manager
 
     rng = rng_from_args(args) if args.action in ("throw", "act") else None
     moves = _json_object(args.args, "--args") if args.action == "act" else {}
-    node = open_from_args(args, writable=True)
+    ledger = open_ledger_from_args(args, writable=True)
     try:
-        casino = Casino(node.app, get_plugin_manager().games())
+        casino = ledger.casino
         request_id = args.request_id or f"cli-{args.action}-{uuid.uuid4()}"
         if args.action == "throw":
             thrown = casino.throw_dice(request_id=request_id, round_id=args.round, rng=rng)  # type: ignore[arg-type]
@@ -99,7 +97,7 @@ def cmd_round_play(args: argparse.Namespace) -> int:
         settled = casino.settle(request_id=f"{request_id}-settle", round_id=args.round)
         _print_settled(args.round, settled)
     finally:
-        node.close()
+        ledger.close()
     return 0
 
 

@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ledger.cli.common import open_from_args
+from ledger.cli.common import open_from_args, open_ledger_from_args
 from ledger.errors import ConfigError
 from ledger.node import keys_dir
 from ledger.rng.server import RngServer, default_rng_dir
@@ -34,21 +34,18 @@ def rng_from_args(args: argparse.Namespace) -> RngServer:
 
 
 def cmd_seeds(args: argparse.Namespace) -> int:
-    from ledger.casino import Casino
     from ledger.cli.catch_up import catch_up
     from ledger.domain.game_table import GameTable
-    from ledger.plugins.manager import get_plugin_manager
     from ledger.projections import queries
 
     if args.seeds_command == "retire":
         rng = rng_from_args(args)
-        node = open_from_args(args, writable=True)
+        ledger = open_ledger_from_args(args, writable=True)
         try:
-            casino = Casino(node.app, get_plugin_manager().games())
             request_id = args.request_id or f"cli-retire-seed-{uuid.uuid4()}"
-            seed_id = casino.retire_seed(request_id=request_id, table_id=args.table, rng=rng)
+            seed_id = ledger.casino.retire_seed(request_id=request_id, table_id=args.table, rng=rng)
         finally:
-            node.close()
+            ledger.close()
         print(f"revealed seed {seed_id} of table {args.table}: its throws can be recomputed")
         return 0
     node = open_from_args(args, writable=False)

@@ -36,9 +36,10 @@ def cmd_openapi(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from ledger.casino import open_ledger
     from ledger.cli.passphrase import read_passphrase
     from ledger.http import asgi
-    from ledger.node import PASSPHRASE_ENV, open_node, refuse_new_keys_beside_events
+    from ledger.node import PASSPHRASE_ENV, refuse_new_keys_beside_events
     from ledger.store.application import probe_store
     from ledger.store.config import store_url
 
@@ -65,11 +66,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # Several writers: checkpoint in one process of its own (`ledger checkpoint --follow`).
         os.environ[asgi.ANCHOR_ENV] = "0"
         os.environ[asgi.SUPERVISOR_ENV] = str(os.getpid())  # they stop when this process does
-    # Open the node once here, so a wrong passphrase, a missing key or an unusable
-    # store is one line (exit 2) before any worker starts.
-    open_node(
+    # Open the ledger once here, so a wrong passphrase, a missing key, an unusable
+    # store or a broken plugin is one line (exit 2) before any worker starts.
+    with open_ledger(
         args.store, str(directory.path), passphrase=asgi.passphrase(), anchor_seconds=0
-    ).close()
+    ) as ledger:
+        ledger.games  # noqa: B018 (loading them is the check)
     if not TokenStore(directory.path).list():
         print(
             "no API tokens yet: create one with `ledger tokens create --role ROLE`",

@@ -10,8 +10,9 @@ from typing import Any
 
 from ledger.audit.proofs import newest_checkpoint
 from ledger.audit.verify import Level, verify_store
+from ledger.casino.opened import Ledger
 from ledger.cli.args import MAX_INT64, int_range
-from ledger.cli.common import open_from_args
+from ledger.cli.common import open_ledger_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.crypto.keys import Keyring
@@ -35,7 +36,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     )
 
     # Bad input fails first: before keys are made or the store is touched.
-    variants = get_plugin_manager().games()
+    plugins = get_plugin_manager()
+    variants = plugins.games()
     # Xì dách tables beside the dice tables by default, when the plugin is installed.
     card_tables = args.card_tables
     if card_tables is None:
@@ -60,10 +62,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         passphrase = read_passphrase(confirm=True)
         for record in directory.create_node_keys(passphrase):
             print(f"created {record.role.value} key {record.name} in {directory.path}")
-    node = open_from_args(args, writable=True)
-    before, _ = node.app.tables.event_count()
+    ledger = open_ledger_from_args(args, writable=True, plugins=plugins)
+    before, _ = ledger.node.app.tables.event_count()
     try:
-        _session(args, node, before, config, variants, dice, card_tables)
+        _session(args, ledger, before, config, dice, card_tables)
     except LedgerError as exc:  # mid-session (the keys vanished, the store went away)
         cause = exc
         if not directory.keyring_path.exists():  # not "create keys": they would not fit
@@ -113,17 +115,16 @@ def _after(store: str | None, before: int) -> str:
 
 def _session(
     args: argparse.Namespace,
-    node: Node,
+    ledger: Ledger,
     before: int,
     config: Any,
-    variants: Any,
     dice: Any,
     card_tables: int,
 ) -> None:
-    from ledger.casino import Casino
     from ledger.projections import ProjectionRunner
     from ledger.simulation import run_session, summary_lines
 
+    node, variants = ledger.node, ledger.games
     try:
         # Load the checkpoint key before recording: a missing or unreadable
         # key must fail before anything touches the store.
@@ -141,8 +142,7 @@ def _session(
         )
         with progress_bar("playing", unit="round", detail=events) as (advance, set_total):
             set_total(config.rounds)
-            casino = Casino(node.app, variants)
-            result = run_session(casino, variants, config, dice, advance, device)
+            result = run_session(ledger.casino, variants, config, dice, advance, device)
         recorded = node.app.tables.event_count()[0] - before
         with progress_bar("checkpointing") as (advance, _):
             # The node's anchor may have covered everything already.
@@ -168,7 +168,7 @@ def _session(
             )
         print(report.summary())
     finally:
-        node.close()
+        ledger.close()
 
 
 def _dealer_device(node: Node) -> DealerDevice:

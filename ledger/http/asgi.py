@@ -14,10 +14,11 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
+from ledger.casino.opened import open_ledger
 from ledger.http.app import Service, create_app
 from ledger.http.rng import SharedRngServer
 from ledger.http.tokens import TokenStore
-from ledger.node import PASSPHRASE_ENV, keys_dir, open_node
+from ledger.node import PASSPHRASE_ENV, keys_dir
 from ledger.rng.server import default_rng_dir as rng_dir_beside
 from ledger.store.config import STORE_ENV
 
@@ -63,17 +64,16 @@ def build() -> FastAPI:
     """A worker's app (uvicorn's factory): its node opens here, closes at shutdown."""
     _stop_with_supervisor()
     anchor = None if os.environ.get(ANCHOR_ENV, "1") != "0" else 0
-    node = open_node(
+    ledger = open_ledger(
         os.environ.get(STORE_ENV) or None,
         None,
         passphrase=passphrase(),
         anchor_seconds=anchor,
         anchor_events=anchor,
     )
-    from ledger.plugins.manager import get_plugin_manager
-
+    node = ledger.node
     rng = SharedRngServer(Path(os.environ.get(RNG_ENV) or default_rng_dir()))
-    service = Service(node.app, get_plugin_manager().games(), rng, TokenStore(node.keys.path))
+    service = Service(node.app, ledger.games, rng, TokenStore(node.keys.path))
     app = create_app(service)
 
     @asynccontextmanager
