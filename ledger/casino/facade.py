@@ -16,13 +16,14 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from concurrent.futures import Future
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 
 from ledger.casino import accounts, corrections, rounds, seeds, tables
 from ledger.casino.context import Context
+from ledger.casino.fact_to_sign import FactRecorder, OperatorCommand, operator_body
 from ledger.casino.legality import offered_moves, step_of
 from ledger.casino.runner import A, BatchSettings, CommandRunner
 from ledger.crypto.signing import Signer
@@ -80,6 +81,30 @@ class Casino:
 
     def table(self, table_id: UUID | str) -> GameTable:
         return self._get(GameTable, table_id, "table")
+
+    def fact_to_sign(
+        self,
+        *,
+        command: OperatorCommand,
+        round_id: str,
+        key_id: str,
+        reason: str,
+        outcome: dict[str, Any] | None = None,
+        step: int | None = None,
+        drawn: list[int] | None = None,
+    ) -> bytes:
+        """The exact bytes operator key `key_id` must sign (Ed25519) for `command`
+        (void, resume, correct, correct_step) with these arguments: the command
+        runs dry, so a command that would be refused is refused now, and nothing
+        is recorded. Send the signature with the command itself."""
+        signer = FactRecorder(key_id)
+        body = operator_body(
+            self.context, command, round_id, reason, signer, outcome=outcome, step=step, drawn=drawn
+        )
+        self.runner.run(command, f"fact-to-sign-{uuid4()}", {}, body, dry=True)
+        if signer.message is None:  # every operator command signs its fact
+            raise RuntimeError(f"{command} finished without asking for a signature")
+        return signer.message
 
     def moves(self, round_id: UUID | str) -> dict[str, list[str]]:
         """Who may do what next in a round, from its game's step (`act` takes one);

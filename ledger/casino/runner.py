@@ -142,6 +142,7 @@ class _Command:
     fingerprint: str
     body: Body
     answer: Future[Result] = field(default_factory=Future)
+    dry: bool = False  # asked what it would do: run, answered, nothing kept
     done: bool = False
     followers: list[_Command] = field(default_factory=list)  # the same request, sent again
 
@@ -186,14 +187,17 @@ class CommandRunner:
     # of the write path stay on that one thread, and the HTTP event loop never
     # blocks on a commit.
 
-    def run(self, command: str, request_id: str, args: dict[str, Any], body: Body) -> Result:
+    def run(
+        self, command: str, request_id: str, args: dict[str, Any], body: Body, *, dry: bool = False
+    ) -> Result:
         """Run `body` (it returns its result and every aggregate it changed) and
         save what it changed with the request's record, once; return its result
-        once committed, or raise what it raised."""
-        return self.submit(command, request_id, args, body).result()
+        once committed, or raise what it raised. `dry`: run it on the same state,
+        in turn with the others, and keep nothing of it (no request record)."""
+        return self.submit(command, request_id, args, body, dry=dry).result()
 
     def submit(
-        self, command: str, request_id: str, args: dict[str, Any], body: Body
+        self, command: str, request_id: str, args: dict[str, Any], body: Body, *, dry: bool = False
     ) -> Future[Result]:
         """`run`, answered through a future (wrap it with `asyncio.wrap_future`)."""
         if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID:
@@ -202,7 +206,7 @@ class CommandRunner:
             fingerprint = hashlib.sha256(canonical({"command": command, "args": args})).hexdigest()
         except CanonicalizationError as exc:  # e.g. an int past 2**53, NaN, bytes
             raise InvalidCommandError(f"{command}: arguments are not plain JSON: {exc}") from None
-        mine = _Command(command, request_id, fingerprint, body)
+        mine = _Command(command, request_id, fingerprint, body, dry=dry)
         with self._lock:
             self._queue.append(mine)
             if self._writer is None or not self._writer.is_alive():
@@ -379,22 +383,21 @@ class CommandRunner:
             work = Work(self.live)
             try:
                 result, changed = command.body(work)
-                record = Request(
-                    request_id=command.request_id,
-                    command=command.command,
-                    fingerprint=command.fingerprint,
-                    result=result,
-                )
+                record = None
+                if not command.dry:
+                    record = Request(
+                        request_id=command.request_id,
+                        command=command.command,
+                        fingerprint=command.fingerprint,
+                        result=result,
+                    )
             except Exception as exc:
-                dirty = work.dirty()
-                if dirty:
-                    # Changed half-way: commit the commands before it (they may
-                    # have changed the same aggregates), then forget its changes.
-                    self._commit(ready)
-                    for aggregate in dirty:
-                        aggregate.collect_events()
-                        self.live.drop(aggregate.id)
+                self._forget(work, ready)
                 command.fail(exc)
+                continue
+            if record is None:  # a dry run: answered, its changes forgotten
+                self._forget(work, ready)
+                command.succeed(result)
                 continue
             events: list[Any] = []
             for aggregate in changed:
@@ -403,6 +406,16 @@ class CommandRunner:
             events += record.collect_events()
             ready.append((command, result, events))
         self._commit(ready)
+
+    def _forget(self, work: Work, ready: list[tuple[_Command, Result, list[Any]]]) -> None:
+        """Undo what one command changed: commit the commands before it (they may
+        have changed the same aggregates), then drop its aggregates."""
+        dirty = work.dirty()
+        if dirty:
+            self._commit(ready)
+            for aggregate in dirty:
+                aggregate.collect_events()
+                self.live.drop(aggregate.id)
 
     def _commit(self, ready: list[tuple[_Command, Result, list[Any]]]) -> None:
         if not ready:

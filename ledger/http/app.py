@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
-import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -37,12 +36,12 @@ from ledger.casino import MAX_REQUEST_ID, Casino
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
 from ledger.domain.money import wallet
-from ledger.errors import InvalidCommandError, NotFoundError
+from ledger.errors import NotFoundError
 from ledger.http import feed, models, responses
 from ledger.http.bet_fast_path import BetFastPath
 from ledger.http.errors import ERROR_STATUSES, WRITE_STATUSES, install_error_handlers
 from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit
-from ledger.http.signers import CapturingSigner, FactCaptured, PresignedSigner
+from ledger.http.signers import PresignedSigner
 from ledger.http.tokens import ApiRole, Token, TokenStore
 from ledger.plugins.paytable import paytable
 from ledger.plugins.registry import LoadedGame
@@ -455,36 +454,16 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         """The exact bytes an operator signs (Ed25519) for a void, resume or correction
         with these arguments; nothing is recorded. Send the signature, base64, with
         the command itself."""
-        signer = CapturingSigner(body.key_id, Role.OPERATOR)
-        request_id = f"fact-to-sign-{uuid.uuid4()}"  # never saved: the signer stops the command
-        try:
-            if body.command in ("void", "resume"):
-                command = casino.void_round if body.command == "void" else casino.resume_round
-                command(
-                    request_id=request_id, round_id=round_id, reason=body.reason, operator=signer
-                )
-            elif body.command == "correct":
-                casino.correct(
-                    request_id=request_id,
-                    round_id=round_id,
-                    outcome=body.outcome or {},
-                    reason=body.reason,
-                    operator=signer,
-                )
-            else:
-                if body.step is None or body.drawn is None:
-                    raise InvalidCommandError("a step correction needs its step and drawn")
-                casino.correct_step(
-                    request_id=request_id,
-                    round_id=round_id,
-                    step=body.step,
-                    drawn=body.drawn,
-                    reason=body.reason,
-                    operator=signer,
-                )
-        except FactCaptured as captured:
-            return {"key_id": body.key_id, "message": base64.b64encode(captured.message).decode()}
-        raise RuntimeError(f"{body.command} finished without asking for a signature")
+        message = casino.fact_to_sign(
+            command=body.command,
+            round_id=round_id,
+            key_id=body.key_id,
+            reason=body.reason,
+            outcome=body.outcome,
+            step=body.step,
+            drawn=body.drawn,
+        )
+        return {"key_id": body.key_id, "message": base64.b64encode(message).decode()}
 
     # Queries.
     @route("GET", "/balances", READERS, responses.Balances)

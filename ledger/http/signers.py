@@ -50,31 +50,3 @@ class PresignedSigner:
                 f"(key {self._key_id[:16]}): sign exactly the fact this command records"
             )
         return signature
-
-
-class FactCaptured(Exception):
-    """Raised by `CapturingSigner.sign`: it carries the bytes to sign and stops the
-    command before anything is saved (every operator command signs before it saves)."""
-
-    def __init__(self, message: bytes) -> None:
-        super().__init__("captured")
-        self.message = message
-
-
-class CapturingSigner:
-    """Asks the Python API which exact bytes an operator command would have signed."""
-
-    def __init__(self, key_id: str, role: Role) -> None:
-        self._key_id = key_id
-        self._role = role
-
-    @property
-    def key_id(self) -> str:
-        return self._key_id
-
-    @property
-    def role(self) -> Role:
-        return self._role
-
-    def sign(self, message: bytes) -> bytes:
-        raise FactCaptured(message)
