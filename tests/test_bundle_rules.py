@@ -131,7 +131,7 @@ def test_rounds_under_a_profile_not_installed_re_settle_from_the_bundles_rules(
         report = verify_bundle(bundle)
         assert report.built == [line for line in out.splitlines() if "not installed here" in line]
     # With no game counted as installed, every round's game is built from the rules data.
-    report = verify_bundle(bundles["round"], variants={})
+    report = verify_bundle(bundles["round"], games={})
     resettled = re.search(r"(\d+) settlements re-settled", report.summary())
     assert len(report.built) == 1 and resettled is not None and int(resettled[1]) >= 1
 

@@ -121,7 +121,7 @@ def test_an_operator_cannot_void_an_rng_card_round_after_the_deal(
         match=rf"round {round_id} \(xidach\): an operator voided the round after it drew its "
         r"outcome \(1 draws",
     ):
-        verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, variants=GAMES)
+        verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)
 
 
 def test_an_operator_may_void_a_card_round_before_its_first_card(
@@ -136,7 +136,7 @@ def test_an_operator_may_void_a_card_round_before_its_first_card(
         request_id="v", round_id=round_id, reason="dealer ill", operator=operator_signer(node)
     )
     assert [r["returned"] for r in returns] == [100]
-    verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, variants=GAMES)
+    verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)
 
 
 def physical_dealt(node: Node, casino: Casino) -> tuple[str, Any]:
@@ -186,7 +186,7 @@ def test_a_physical_misdeal_voids_only_through_the_devices_signed_fault(node: No
     assert result["void"] == "misdeal: card exposed" and result["over"]
     assert sorted(r["returned"] for r in result["settled"]) == [500, 1_000]  # every stake back
     assert casino.round(round_id).status == VOIDED
-    report = verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, variants=GAMES)
+    report = verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)
     assert report.device_reports == 3  # close, deal and the misdeal, signatures checked
     found = [
         (e.kind, e.stream)
@@ -227,4 +227,4 @@ def test_an_rng_draw_after_its_seed_was_revealed_fails_verify(
     with pytest.raises(
         VerificationError, match=rf"round {round_id} drew from seed {seed_id} after it was revealed"
     ):
-        verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, variants=GAMES)
+        verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)

@@ -148,4 +148,4 @@ def test_two_processes_betting_from_one_wallet(node: Node, store_url: str) -> No
     for request_id in accepted:
         assert len(list(node.app.events.get(request_uuid(request_id)))) == 1
     # And the ledger the two writers made verifies, money included.
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, workers=1, variants=VARIANTS)
+    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, workers=1, games=VARIANTS)

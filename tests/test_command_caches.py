@@ -167,7 +167,7 @@ def test_the_refreshed_aggregate_cache_still_sees_other_writers(node: Node, stor
     assert casino.account(wallet).balance == 100  # cached here from now on
     other = open_node(store_url, str(node.keys.path), passphrase=PASSPHRASE)
     try:
-        Casino(other.app, casino.variants).deposit(request_id="d2", account_id=wallet, amount=20)
+        Casino(other.app, casino.games).deposit(request_id="d2", account_id=wallet, amount=20)
     finally:
         other.close()
     assert casino.account(wallet).balance == 120  # the other node's deposit, read

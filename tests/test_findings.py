@@ -134,7 +134,7 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
         attacker.close()
     findings = Findings()
     report = verify_store(
-        node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS, findings=findings
+        node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS, findings=findings
     )
     by_round: dict[str | None, set[tuple[FindingKind, Step]]] = {}
     for finding in findings:
@@ -161,7 +161,7 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
     assert report.summary().startswith("FAILED: ")
     # Without a sink the first finding is raised, as it always was.
     with pytest.raises(VerificationError) as raised:
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
     assert str(raised.value) == str(findings.headline())
     # Settled chunk by chunk while workers verify the next ones: the same findings
     # as one process settling after every chunk (the same chunks).
@@ -172,7 +172,7 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
             node.app,
             node.keyring,
             level=Level.SETTLEMENT,
-            variants=VARIANTS,
+            games=VARIANTS,
             findings=found,
             workers=workers,
             chunk_leaves=4,
@@ -240,7 +240,7 @@ def test_a_round_whose_game_is_missing_is_not_checked_unless_something_failed(
 ) -> None:
     rounds = _five_rounds(node)
     findings = Findings()
-    verify_store(node.app, node.keyring, variants={}, findings=findings)
+    verify_store(node.app, node.keyring, games={}, findings=findings)
     # No game installed: every round is not checked (its money and sources still are).
     assert {f.kind for f in findings} == {FindingKind.NOT_CHECKED}
     assert sorted(f.round_id for f in findings) == sorted(rounds)
@@ -251,7 +251,7 @@ def test_a_round_whose_game_is_missing_is_not_checked_unless_something_failed(
     finally:
         attacker.close()
     findings = Findings()
-    verify_store(node.app, node.keyring, variants={}, findings=findings)
+    verify_store(node.app, node.keyring, games={}, findings=findings)
     headline = findings.headline()
     assert isinstance(headline, VerificationError) and headline.exit_code == 1
     assert sum(f.kind is FindingKind.NOT_CHECKED for f in findings) == 4  # round 1: altered

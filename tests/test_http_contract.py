@@ -188,7 +188,7 @@ def succeeds(api: Api, method: str, template: str, call: Call, token: str) -> No
     """`call` succeeds as declared, and so does the same call with the same
     Idempotency-Key to a restarted server (no result in memory), with the same bytes."""
     service = api.service
-    restarted = Service(service.app, service.variants, service.rng, service.tokens)
+    restarted = Service(service.app, service.games, service.rng, service.tokens)
     headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": str(uuid.uuid4())}
     first, again = (
         client.request(method, call.path, json=call.body, params=call.params, headers=headers)

@@ -59,7 +59,7 @@ def play(node: Node, casino: Casino, face: str = "heads") -> tuple[str, str, str
 
 def test_settlement_level_rederives_the_money(node: Node) -> None:
     play(node, Casino(node.app, VARIANTS))
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
     assert report.movements == 5  # two deposits, two bets, one settlement
     # The OK line says what was re-derived, in counts: nothing claimed unchecked.
     assert report.summary().splitlines()[8:12] == [
@@ -95,7 +95,7 @@ def test_postings_that_disagree_with_the_results(
     with pytest.raises(
         VerificationError, match="postings differ from what the round's results say"
     ):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
 
 
 def test_a_wallet_credited_more_than_its_postings(
@@ -113,7 +113,7 @@ def test_a_wallet_credited_more_than_its_postings(
     monkeypatch.setattr(payouts, "pay", generous)
     alice, _, _ = play(node, Casino(node.app, VARIANTS))
     with pytest.raises(VerificationError, match=f"account {alice}: balance"):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
 
 
 def test_a_void_signed_with_a_key_that_is_not_an_operator(
@@ -139,12 +139,12 @@ def test_a_void_signed_with_a_key_that_is_not_an_operator(
         request_id="v2", round_id=round_id, reason="dice off the table", operator=operator
     )
     with pytest.raises(VerificationError, match="ledger-node key, not operator"):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
 
 
 def test_every_round_is_resettled_with_its_own_rules(node: Node) -> None:
     play(node, Casino(node.app, VARIANTS))
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
     assert report.resettled == 1
     assert "1 settlements re-settled with their own variant and rules (2 bets)" in report.summary()
 
@@ -163,9 +163,9 @@ def test_a_payout_the_rules_do_not_pay_is_caught(node: Node) -> None:
     generous = coin_games("1.0", GenerousPlugin())  # same id and rules hash: a lie
     play(node, Casino(node.app, generous))
     # The money still balances: only re-settling with the real rules catches it.
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=generous)
+    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=generous)
     with pytest.raises(VerificationError, match=r"returned 900, the rules pay 600"):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
 
 
 def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> None:
@@ -179,14 +179,14 @@ def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> No
 
     _, _, round_id = play(node, Casino(node.app, VARIANTS))
     newer = coin_games("2.0")  # another release, the same rules: re-settles
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=newer)
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=newer)
     assert report.resettled == 1
     # Said as information, once per round, not as a failure.
     assert (
         "information: 1 rounds re-derived by different code than played them, with the "
         "same rules hash and settlement API (coin 1.0 -> 2.0: 1)" in report.summary()
     )
-    same = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+    same = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
     assert "different code" not in same.summary()
     with pytest.raises(
         CannotReDeriveError, match=rf"cannot re-settle round {round_id}: .*coin 1\.0"
@@ -195,7 +195,7 @@ def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> No
             node.app,
             node.keyring,
             level=Level.SETTLEMENT,
-            variants=coin_games("2.0", NewRulesPlugin()),
+            games=coin_games("2.0", NewRulesPlugin()),
         )
     assert CannotReDeriveError.exit_code == 3
 
@@ -214,7 +214,7 @@ def test_a_deleted_wallet_stream_is_named(node: Node) -> None:
     finally:
         attacker.close()
     with pytest.raises(VerificationError) as caught:
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=VARIANTS)
+        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
     message = str(caught.value)
     assert message.startswith(f"account {bob}: postings name account {bob} ("), message
     assert "but its stream is not in the log" in message

@@ -70,7 +70,7 @@ def _verify(node: Node, **kwargs: object) -> VerificationReport:
         node.app,
         node.keys.keyring(),
         level=Level.SETTLEMENT,
-        variants=VARIANTS,
+        games=VARIANTS,
         **kwargs,  # type: ignore[arg-type]
     )
 
@@ -212,7 +212,7 @@ def test_a_revocation_reaching_back_before_the_state_is_not_checked(
         node.app,
         keyring,
         level=Level.SETTLEMENT,
-        variants=VARIANTS,
+        games=VARIANTS,
         resume=state,
         findings=findings,
     )

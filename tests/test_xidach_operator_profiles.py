@@ -109,7 +109,7 @@ def test_a_round_under_it_settles_and_verify_resettles_it_with_the_same_profile(
     house = casino.account(casino.table(table).house_account).balance
     assert house == sum(stakes.values()) - sum(returned.values())  # money conserved
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, variants=games)
+    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=games)
     assert report.resettled >= 1 and "NOT CHECKED" not in report.summary()
 
     def verify() -> tuple[int, str, str]:

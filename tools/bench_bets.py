@@ -185,9 +185,7 @@ def verify_seconds(url: str, keys: bench.Keys) -> float:
     app = LedgerApplication(url, keyring=keys.keyring, create=False)
     try:
         started = time.perf_counter()
-        verify_store(
-            app, keys.keyring, level=Level.SETTLEMENT, variants=get_plugin_manager().games()
-        )
+        verify_store(app, keys.keyring, level=Level.SETTLEMENT, games=get_plugin_manager().games())
         return time.perf_counter() - started
     finally:
         app.close()

@@ -299,7 +299,7 @@ def _seed_events(
 
 
 def recall_round(
-    app: LedgerApplication, keyring: Keyring, variants: Mapping[str, LoadedGame], round_id: str
+    app: LedgerApplication, keyring: Keyring, games: Mapping[str, LoadedGame], round_id: str
 ) -> Recall:
     """Replay round `round_id` from its signed events (`NotFoundError` if it is none,
     or not a round id at all)."""
@@ -322,7 +322,7 @@ def recall_round(
         else Coverage([])
     )
     reader = _Reader(app, keyring)
-    checks = SettlementAudit(keyring, variants, raise_unknown=False)
+    checks = SettlementAudit(keyring, games, raise_unknown=False)
     leaves = _leaves_of(tables, rows)
     recall = Recall(round_id, None, [], [], list(NOT_CHECKED), [])
     expected: bytes | None = GENESIS_HASH

@@ -102,8 +102,8 @@ def games_from_rules(
 
 
 class RoundGames:
-    def __init__(self, variants: Mapping[str, LoadedGame]) -> None:
-        self.variants = variants
+    def __init__(self, games: Mapping[str, LoadedGame]) -> None:
+        self.games = games
         self._cache: dict[tuple[str, str, int], LoadedGame] = {}
         # (game, version played, version re-derived) -> rounds: information only.
         self.other_code: dict[tuple[str, str, str], int] = {}
@@ -128,14 +128,14 @@ class RoundGames:
         self, round_id: str, opened: Mapping[str, Any], key: tuple[str, str, int]
     ) -> LoadedGame:
         name, rules, api = key
-        game = self.variants.get(name)
+        game = self.games.get(name)
         if (
             game is not None
             and game.rules_hash == rules
             and game.settlement_api in REPLAYS.get(api, set())
         ):
             return game
-        pinned = self.variants if isinstance(self.variants, PinnedGames) else None
+        pinned = self.games if isinstance(self.games, PinnedGames) else None
         made = pinned.built(name, rules) if pinned is not None else None
         if made is not None and made.settlement_api in REPLAYS.get(api, set()):
             return made

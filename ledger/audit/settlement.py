@@ -93,7 +93,7 @@ def events(
 def check_settlement(
     log: Iterable[Event],
     keyring: Keyring,
-    variants: Mapping[str, LoadedGame],
+    games: Mapping[str, LoadedGame],
     coverage: Coverage | None = None,
     findings: Findings | None = None,
 ) -> SettlementCounts:
@@ -102,7 +102,7 @@ def check_settlement(
     the keys of the actors' signatures are judged by (none: nothing is
     covered, a revoked key signs nothing). With `findings`, every problem is
     added there; without, the first is raised."""
-    audit = SettlementAudit(keyring, variants, coverage, findings)
+    audit = SettlementAudit(keyring, games, coverage, findings)
     for event in log:
         audit.observe(event)
     return audit.finish()
@@ -114,7 +114,7 @@ class SettlementAudit:
     def __init__(
         self,
         keyring: Keyring,
-        variants: Mapping[str, LoadedGame],
+        games: Mapping[str, LoadedGame],
         coverage: Coverage | None = None,
         findings: Findings | None = None,
         *,
@@ -131,7 +131,7 @@ class SettlementAudit:
         self.findings = findings
         self.raise_unknown = raise_unknown
         self.cannot: str | None = None
-        self.variants = RoundGames(variants)
+        self.games = RoundGames(games)
         self.facts: dict[str, RoundFacts] = {}  # rounds not yet over
         self.archive = archive if archive is not None else RoundArchive()  # rounds over
         self._games: dict[tuple[str, str, int], LoadedGame] = {}
@@ -248,7 +248,7 @@ class SettlementAudit:
         game = self._games.get(_pinned(pins)) if pins else None
         if game is None and pins:
             try:
-                game = self.variants.of(str(data["round_id"]), pins)
+                game = self.games.of(str(data["round_id"]), pins)
             except CannotReDeriveError:
                 game = None
         return RoundFacts.from_json(data, game)
@@ -257,7 +257,7 @@ class SettlementAudit:
         game: LoadedGame | None = None
         pins = {k: state.get(k) for k in _PINS}
         try:
-            game = self._games.get(_pinned(pins)) or self.variants.of(stream, state)
+            game = self._games.get(_pinned(pins)) or self.games.of(stream, state)
             self._games[_pinned(pins)] = game
             self.rounds += 1
             played = (str(pins["variant_version"]), str(pins["code_hash"] or ""))

@@ -288,7 +288,7 @@ def verify_store(
     chunk_leaves: int = CHUNK_LEAVES,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
-    variants: Mapping[str, LoadedGame] | None = None,
+    games: Mapping[str, LoadedGame] | None = None,
     findings: Findings | None = None,
     resume: VerifyState | None = None,
     save_state: bool = False,
@@ -296,7 +296,7 @@ def verify_store(
     """Verify a store; return the report or raise the first `VerificationError`
     (or `CannotCheckError` when the level cannot be fully checked). With
     `findings`, every finding is left there (and in the report) instead. At
-    level settlement, `variants` defaults to the installed ones. `resume`: go
+    level settlement, `games` defaults to the installed ones. `resume`: go
     on from a saved state (`ledger.audit.verify_state`); `save_state`: leave
     the next one in the report (`report.state`) when nothing was found."""
     return verify_log(
@@ -308,7 +308,7 @@ def verify_store(
         chunk_leaves=chunk_leaves,
         progress=progress,
         on_total=on_total,
-        variants=variants,
+        games=games,
         findings=findings,
         resume=resume,
         save_state=save_state,
@@ -325,7 +325,7 @@ def verify_log(
     chunk_leaves: int = CHUNK_LEAVES,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
-    variants: Mapping[str, LoadedGame] | None = None,
+    games: Mapping[str, LoadedGame] | None = None,
     findings: Findings | None = None,
     resume: VerifyState | None = None,
     save_state: bool = False,
@@ -402,7 +402,7 @@ def verify_log(
     audit: SettlementAudit | None = None
     if level is Level.SETTLEMENT:  # 8-11: what the events say (ledger.audit.settlement)
         audit = SettlementAudit(
-            keyring, installed_games() if variants is None else variants, coverage, found
+            keyring, installed_games() if games is None else games, coverage, found
         )
         if resume is not None:
             audit.restore(*resume.saved_settlement())

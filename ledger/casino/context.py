@@ -19,13 +19,13 @@ from ledger.store.application import LedgerApplication
 @dataclass
 class Context:
     app: LedgerApplication
-    variants: Mapping[str, LoadedGame]
+    games: Mapping[str, LoadedGame]
     # Each round's last replay, so a command continues it (see step_cache).
     steps: StepCache = field(default_factory=StepCache)
 
     def variant(self, variant_id: str) -> LoadedGame:
         try:
-            return self.variants[variant_id]
+            return self.games[variant_id]
         except KeyError:
             raise NotFoundError(f"unknown variant {variant_id!r}") from None
 

@@ -46,14 +46,14 @@ class Casino:
     def __init__(
         self,
         app: LedgerApplication,
-        variants: Mapping[str, LoadedGame],
+        games: Mapping[str, LoadedGame],
         *,
         max_attempts: int = 50,
         batch: BatchSettings | None = None,
     ) -> None:
         self.app = app
-        self.variants = variants
-        self.context = Context(app, variants)
+        self.games = games
+        self.context = Context(app, games)
         self.runner = CommandRunner(app, batch, max_attempts=max_attempts)
         self._round_tables: OrderedDict[str, str] = OrderedDict()
 

@@ -129,7 +129,7 @@ def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoin
     from ledger.export.verify_bundle import verify_bundle
 
     keyring = Keyring.load(Path(args.keyring)) if args.keyring else None
-    variants = get_plugin_manager().games() if level is Level.SETTLEMENT else None
+    games = get_plugin_manager().games() if level is Level.SETTLEMENT else None
     # The count runs twice over the events: loaded (a whole-log bundle), then verified.
     with progress_bar("verifying bundle") as (advance, _):
         report = verify_bundle(
@@ -139,7 +139,7 @@ def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoin
             trusted=trusted,
             workers=args.workers,
             progress=advance,
-            variants=variants,
+            games=games,
         )
     print(report.summary())
     return 0
@@ -238,7 +238,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     state_dir = _state_dir(args)
     tree_size = 0
     try:
-        variants = get_plugin_manager().games() if level is Level.SETTLEMENT else None
+        games = get_plugin_manager().games() if level is Level.SETTLEMENT else None
         # Read-only, and no keys directory needed: only the public keyring is trusted.
         app = LedgerApplication(store_url(args.store), keyring=keyring, create=False)
         try:
@@ -253,7 +253,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     workers=args.workers,
                     progress=advance,
                     on_total=set_total,
-                    variants=variants,
+                    games=games,
                     findings=Findings(),
                     resume=resume,
                     save_state=state_dir is not None,

@@ -37,11 +37,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     # Bad input fails first: before keys are made or the store is touched.
     plugins = get_plugin_manager()
-    variants = plugins.games()
+    games = plugins.games()
     # Xì dách tables beside the dice tables by default, when the plugin is installed.
     card_tables = args.card_tables
     if card_tables is None:
-        card_tables = 2 if "xidach" in variants else 0
+        card_tables = 2 if "xidach" in games else 0
     config = SessionConfig(
         tables=default_tables(args.tables, card_tables),
         players=args.players,
@@ -49,7 +49,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         fault_rate=args.fault_rate,
         seed=secrets.randbelow(2**32) if args.seed is None else args.seed,
     )
-    check_config(config, variants)
+    check_config(config, games)
     directory = keys_dir(args.keys)
     rng_dir = Path(args.rng_dir) if args.rng_dir else default_rng_dir(directory.path)
     if rng_dir.exists() and not rng_dir.is_dir():
@@ -124,7 +124,7 @@ def _session(
     from ledger.projections import ProjectionRunner
     from ledger.simulation import run_session, summary_lines
 
-    node, variants = ledger.node, ledger.games
+    node, games = ledger.node, ledger.games
     try:
         # Load the checkpoint key before recording: a missing or unreadable
         # key must fail before anything touches the store.
@@ -142,7 +142,7 @@ def _session(
         )
         with progress_bar("playing", unit="round", detail=events) as (advance, set_total):
             set_total(config.rounds)
-            result = run_session(ledger.casino, variants, config, dice, advance, device)
+            result = run_session(ledger.casino, games, config, dice, advance, device)
         recorded = node.app.tables.event_count()[0] - before
         with progress_bar("checkpointing") as (advance, _):
             # The node's anchor may have covered everything already.
@@ -162,7 +162,7 @@ def _session(
                 node.app,
                 node.keyring,
                 level=Level.SETTLEMENT,
-                variants=variants,
+                games=games,
                 progress=advance,
                 on_total=set_total,
             )

@@ -83,25 +83,25 @@ def verify_bundle(
     trusted: Checkpoint | None = None,
     workers: int | None = None,
     progress: Callable[[int], None] | None = None,
-    variants: Mapping[str, LoadedGame] | None = None,
+    games: Mapping[str, LoadedGame] | None = None,
     plugins: Plugins | None = None,
 ) -> BundleReport:
     """Verify the bundle in `directory`; raise the first `VerificationError`.
 
     `keyring` is the auditor's own (default: the bundle's keyring.json). At level
-    settlement, `variants` are the games installed (default: `plugins`' games)
+    settlement, `games` are the games installed (default: `plugins`' games)
     and `plugins` (default: the installed plugins) build the games of the rules
     data in games.jsonl that none of them declares."""
     bundle = Bundle(directory)
     source = "the auditor's own keyring" if keyring is not None else "the bundle's keyring.json"
     keyring = keyring if keyring is not None else bundle.keyring()
-    games = bundle.games()
-    report = BundleReport(bundle.kind, source, games=len(games))
+    profiles = bundle.games()  # the rules data of games.jsonl
+    report = BundleReport(bundle.kind, source, games=len(profiles))
     if level is Level.SETTLEMENT:
         plugins = plugins if plugins is not None else get_plugin_manager()
         pinned = games_from_rules(
-            plugins.games() if variants is None else variants,
-            _rules_data(games),
+            plugins.games() if games is None else games,
+            _rules_data(profiles),
             plugins.game_from_rules,
             source=f"bundle {GAMES}",
         )
@@ -110,7 +110,7 @@ def verify_bundle(
             f"from the rules data in {GAMES} by {game.plugin} {game.version}"
             for game_id, rules, game in pinned.built_games
         ]
-        variants = pinned
+        games = pinned
     if bundle.whole_log:
         try:
             report.store = verify_log(
@@ -119,7 +119,7 @@ def verify_bundle(
                 level=level,
                 trusted=trusted,
                 workers=workers,
-                variants=variants,
+                games=games,
                 progress=progress,
             )
         except VerificationError as exc:
@@ -131,11 +131,9 @@ def verify_bundle(
     else:
         if trusted is not None:
             raise ConfigError("--trusted needs a whole-log bundle (consistency proofs)")
-        _verify_partial(
-            bundle, keyring, level, {} if variants is None else variants, report, progress
-        )
+        _verify_partial(bundle, keyring, level, {} if games is None else games, report, progress)
     _check_manifest_count(bundle, report.events)
-    _check_profiles(bundle, games)
+    _check_profiles(bundle, profiles)
     return report
 
 
@@ -223,7 +221,7 @@ def _verify_partial(
     bundle: Bundle,
     keyring: Keyring,
     level: Level,
-    variants: Mapping[str, LoadedGame],
+    games: Mapping[str, LoadedGame],
     report: BundleReport,
     progress: Callable[[int], None] | None,
 ) -> None:
@@ -233,7 +231,7 @@ def _verify_partial(
     judged_by: dict[tuple[int, int], int] = {}  # (first covering, proof's size) -> events
     signer_check = SignerCheck(keyring)
     transcoder = ledger_transcoder()
-    rounds = SettlementAudit(keyring, variants, steps=(Step.RULES, Step.PAYOUTS))
+    rounds = SettlementAudit(keyring, games, steps=(Step.RULES, Step.PAYOUTS))
     heads: dict[str, tuple[int, bytes]] = {}
     proofs = bundle.proofs()
     last_position = first_position = -1

@@ -82,12 +82,12 @@ class Service:
     """What the routes call: the casino on an open ledger, its RNG, the tokens."""
 
     app: LedgerApplication
-    variants: Mapping[str, LoadedGame]
+    games: Mapping[str, LoadedGame]
     rng: RngServer
     tokens: TokenStore
 
     def __post_init__(self) -> None:
-        self.casino = Casino(self.app, self.variants)
+        self.casino = Casino(self.app, self.games)
 
 
 def error_responses(method: str) -> dict[int | str, dict[str, Any]]:
@@ -492,7 +492,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         event's envelope, signature and chain checked as it is read (`ledger recall`);
         `verified` is false, with the problems named, when a check failed."""
         return recall_round(
-            service.app, service.app.current_keyring(), service.variants, round_id
+            service.app, service.app.current_keyring(), service.games, round_id
         ).to_json()
 
     @route("GET", "/checkpoints/newest", READERS, responses.NewestCheckpoint)
@@ -531,7 +531,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
                     "bets": list(g.bets),
                     "capabilities": sorted(g.capabilities),
                 }
-                for g in sorted(service.variants.values(), key=lambda g: g.id)
+                for g in sorted(service.games.values(), key=lambda g: g.id)
             ]
         }
 

@@ -1,4 +1,4 @@
-"""Game variants as pluggy plugins.
+"""Games as pluggy plugins.
 
 One distinctive name for the markers and the entry-point group, so our hooks
 never mix with another pluggy host's: ``casino_ledger``. A plugin package

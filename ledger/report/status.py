@@ -98,7 +98,7 @@ def run_verifier(
     """Run `ledger verify`'s checks now; a failure is a status, not an exception."""
     fingerprint = keyring.fingerprint()
     try:
-        report = verify_store(app, keyring, level=level, progress=progress, variants=games)
+        report = verify_store(app, keyring, level=level, progress=progress, games=games)
     except VerificationError as exc:
         return Status("FAILED", [str(exc)], None, fingerprint, exc.exit_code)
     except CannotCheckError as exc:

@@ -55,7 +55,7 @@ def default_tables(count: int, card_tables: int = 0) -> tuple[TableSpec, ...]:
     at standard limits.
 
     In every four dice tables, the middle two are physical (SB-1, TX-2, ...) and
-    the others RNG tables, so a floor of four has both kinds of both variants'."""
+    the others RNG tables, so a floor of four has both kinds of both games."""
     if not 1 <= count <= MAX_TABLES:
         raise ConfigError(f"--tables must be 1..{MAX_TABLES}, not {count}")
     if not 0 <= card_tables <= MAX_TABLES - count:
@@ -82,7 +82,7 @@ def plays(rules: Mapping[str, Any]) -> bool:
     return rules.get("game") == "xidach"
 
 
-def check_config(config: SessionConfig, variants: Mapping[str, Any]) -> None:
+def check_config(config: SessionConfig, games: Mapping[str, Any]) -> None:
     """Refuse a session that cannot be played, before anything is recorded."""
     if not 1 <= config.players <= MAX_PLAYERS:
         raise ConfigError(f"--players must be 1..{MAX_PLAYERS}, not {config.players}")
@@ -91,9 +91,9 @@ def check_config(config: SessionConfig, variants: Mapping[str, Any]) -> None:
     if not 0 <= config.fault_rate <= 100:
         raise ConfigError(f"--fault-rate is a percentage 0..100, not {config.fault_rate}")
     for table in config.tables:
-        variant = variants.get(table.variant)
+        variant = games.get(table.variant)
         if variant is None:
-            known = ", ".join(sorted(variants)) or "none installed"
+            known = ", ".join(sorted(games)) or "none installed"
             raise ConfigError(f"table {table.name} needs variant {table.variant!r} ({known})")
         if EXACT_PAYTABLE not in variant.capabilities and not plays(variant.rules):
             raise ConfigError(

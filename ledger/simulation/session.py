@@ -72,12 +72,12 @@ class Session:
     def __init__(
         self,
         casino: Casino,
-        variants: Mapping[str, LoadedGame],
+        games: Mapping[str, LoadedGame],
         config: SessionConfig,
         dice: RngServer,
         device: DealerDevice | None = None,
     ) -> None:
-        check_config(config, variants)
+        check_config(config, games)
         if device is None and any(spec.physical for spec in config.tables):
             raise ConfigError("physical tables need a dealer device to report their dice")
         self.casino = casino
@@ -90,7 +90,7 @@ class Session:
         self.ids = RequestIds()
         self.tally = Tally()
         self.cashier = Cashier(casino, self.ids, self.tally, config.currency)
-        used = {spec.variant: variants[spec.variant] for spec in config.tables}
+        used = {spec.variant: games[spec.variant] for spec in config.tables}
         # Card games (no exact paytable) are played by their strategies.
         self.card_games = {
             vid: XiDachTable.of(v.rules) for vid, v in used.items() if plays(v.rules)
@@ -344,10 +344,10 @@ class Session:
 
 def run_session(
     casino: Casino,
-    variants: Mapping[str, LoadedGame],
+    games: Mapping[str, LoadedGame],
     config: SessionConfig,
     dice: RngServer,
     progress: Progress | None = None,
     device: DealerDevice | None = None,
 ) -> SessionResult:
-    return Session(casino, variants, config, dice, device).run(progress)
+    return Session(casino, games, config, dice, device).run(progress)
