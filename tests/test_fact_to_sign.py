@@ -63,3 +63,43 @@ def test_a_command_that_would_be_refused_is_refused_before_anyone_signs(node: No
     with pytest.raises(InvalidCommandError):
         casino.fact_to_sign(command="void", round_id=round_id, key_id=operator.key_id, reason="x")
     assert event_count(node.app) == before
+
+
+def test_a_dry_run_among_bets_of_one_batch_keeps_every_bet_and_nothing_of_its_own(
+    node: Node,
+) -> None:
+    """Bets queued before and after a fact-to-sign of a void of their round:
+    every bet is placed, the round is not voided, nothing else is recorded."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    casino = casino_on(node)
+    operator = operator_signer(node)
+    player = casino.open_account(request_id="p", owner="ann", currency="EUR")
+    casino.deposit(request_id="d", account_id=player, amount=10_000)
+    round_id = casino.open_round(
+        request_id="r", table_id=table_of(casino, "coin", LIMITS), dealer="D"
+    )
+
+    def bet(n: int) -> object:
+        return casino.submit_bet(
+            request_id=f"b{n}", round_id=round_id, account_id=player, bet=HEADS, stake=10
+        )
+
+    before = event_count(node.app)
+    first = [bet(n) for n in range(20)]
+    with ThreadPoolExecutor(1) as pool:
+        fact = pool.submit(
+            casino.fact_to_sign,
+            command="void",
+            round_id=round_id,
+            key_id=operator.key_id,
+            reason="asked mid-burst",
+        )
+        then = [bet(n) for n in range(20, 40)]
+        message = fact.result()
+    placed = [f.result() for f in first + then]  # type: ignore[attr-defined]
+    assert b"asked mid-burst" in message
+    game_round = casino.round(round_id)
+    assert game_round.status == "betting" and set(game_round.bets) == set(placed)
+    # 40 bets: each a round event, a wallet event and a request record.
+    assert event_count(node.app) - before == 40 * 3

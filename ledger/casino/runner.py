@@ -380,6 +380,8 @@ class CommandRunner:
         """Apply each command to the live aggregates, then commit them together."""
         ready: list[tuple[_Command, Result, list[Any]]] = []
         for command in todo:
+            if command.dry:  # it answers from committed state: what came before it is saved
+                self._commit(ready)
             work = Work(self.live)
             try:
                 result, changed = command.body(work)
