@@ -38,9 +38,15 @@ def plugin_dirs() -> list[Path]:
     return sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml"))
 
 
+# What the install depends on: the projects' metadata, and the C fast path that
+# an editable install builds in place (a change to it must rebuild it).
+BUILT_FROM = ["pyproject.toml", "setup.py", "ledger/crypto/_native.c"]
+
+
 def fingerprint() -> str:
     digest = hashlib.sha256()
-    for path in [ROOT / "pyproject.toml", *(p / "pyproject.toml" for p in plugin_dirs())]:
+    paths = [ROOT / name for name in BUILT_FROM if (ROOT / name).exists()]
+    for path in [*paths, *(p / "pyproject.toml" for p in plugin_dirs())]:
         digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
     return digest.hexdigest()
 

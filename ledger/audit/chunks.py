@@ -32,6 +32,7 @@ from ledger.crypto.envelope import (
 )
 from ledger.crypto.keys import NEVER, Keyring
 from ledger.crypto.merkle import LEAF_PREFIX, AlignedLeaves, CompactRange
+from ledger.crypto.native import native
 from ledger.crypto.signing import verify_signature
 from ledger.crypto.validity import Window, signing_problem, trusted_span
 from ledger.errors import VerificationError
@@ -130,7 +131,9 @@ class _Cover:
         self.next_change = stops[stop] if stop < len(stops) else NEVER
 
 
-def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> ChunkResult:
+def verify_rows(
+    spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck, *, use_native: bool = True
+) -> ChunkResult:
     """All checks that need only this chunk's rows.
 
     Fast path: once the signing key is known, every field of a v2 header but
@@ -145,6 +148,11 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
     merge checks that link). Anything else takes the full, explaining path.
     Leaf hashes are collected and hashed into the chunk's subtree once, level
     by level, at the end.
+
+    With the C fast path built (`ledger.crypto.native`) and `use_native`, runs of
+    rows that pass the fast path are checked there, with the same effects;
+    the first row of a run that does not pass comes back to this loop, which
+    says what is wrong with it.
     """
     firsts: dict[str, tuple[int, int, bytes]] = {}
     lasts: dict[str, tuple[int, bytes]] = {}
@@ -170,7 +178,59 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
     time_digits, signed_at = b"", -1  # the last signing time parsed, as stored and as an int
     stream, version = "", 0
     problems: list[Problem] = []
-    for _, originator_id, version, topic, state in rows:
+
+    def name_of(originator_id: object) -> tuple[str, bytes] | None:
+        stream = stream_of(originator_id)
+        if not is_plain(stream):
+            return None
+        named = names[originator_id] = (stream, stream.encode())
+        return named
+
+    def topic_of(topic: str) -> bytes | None:
+        if not is_plain(topic):
+            return None
+        encoded = topics[topic] = topic.encode()
+        return encoded
+
+    scan = native.scan if use_native and native is not None else None
+    verify = verify_signature if check_signatures else None
+    clock: list[Any] = [time_digits, signed_at]
+    count, index = len(rows), 0
+    while index < count:
+        if scan is not None and key_id:
+            clock[0], clock[1] = time_digits, signed_at
+            done = scan(
+                rows,
+                index,
+                min(count, index + cover.next_change - position),
+                spec.first_leaf,
+                key_bytes,
+                low,
+                high,
+                clock,
+                names,
+                name_of,
+                topics,
+                topic_of,
+                lasts,
+                firsts,
+                hashes,
+                verify,
+                public_key,
+                ENVELOPE_DOMAIN,
+            )
+            time_digits, signed_at = clock
+            if done > index:
+                position += done - index
+                index = done
+                if position == cover.next_change:
+                    if position in wanted:
+                        cuts.append(position)
+                    cover.advance(position)
+                    low, high = trusted_span(window, cover.bound)
+                continue
+        _, originator_id, version, topic, state = rows[index]
+        index += 1
         stream = "?"  # until this row's stream id is read
         try:
             if type(state) is not bytes or type(topic) is not str or type(version) is not int:
@@ -271,7 +331,7 @@ def verify_rows(spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck) -> 
                 cuts.append(position)
             cover.advance(position)
             low, high = trusted_span(window, cover.bound)
-    tree = AlignedLeaves(spec.first_leaf, hashes)
+    tree = AlignedLeaves(spec.first_leaf, hashes, use_native=use_native)
     result = ChunkResult(spec, tree.compact_range(), firsts=firsts, lasts=lasts, problems=problems)
     result.at_size = {size: tree.compact_range(size) for size in cuts}
     return result

@@ -19,6 +19,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from typing import Final
 
+from ledger.crypto.native import native
 from ledger.errors import VerificationError
 
 __all__ = [
@@ -238,12 +239,13 @@ class AlignedLeaves:
     verification chunk), every aligned subtree inside it is one node of these
     levels, so the compact range of any prefix is read off them: the same n - 1
     node hashes `CompactRange.append` would compute, in list comprehensions
-    instead of one Python call per leaf.
+    instead of one Python call per leaf (or in C, `ledger.crypto.native`, where
+    it was built).
     """
 
     __slots__ = ("_begin", "_levels")
 
-    def __init__(self, begin: int, leaf_hashes: list[bytes]) -> None:
+    def __init__(self, begin: int, leaf_hashes: list[bytes], *, use_native: bool = True) -> None:
         n = len(leaf_hashes)
         if begin < 0 or (n > 1 and begin % (1 << (n - 1).bit_length())):
             raise ValueError(f"leaves from {begin} are not aligned to a power of two >= {n}")
@@ -251,11 +253,15 @@ class AlignedLeaves:
         level = leaf_hashes
         self._levels = [level]
         sha256, prefix = _sha256, _NODE_PREFIX
+        node_level = native.node_level if use_native and native is not None else None
         while len(level) > 1:
-            level = [
-                sha256(prefix + level[i] + level[i + 1]).digest()
-                for i in range(0, len(level) - 1, 2)
-            ]
+            if node_level is not None:
+                level = node_level(level)
+            else:
+                level = [
+                    sha256(prefix + level[i] + level[i + 1]).digest()
+                    for i in range(0, len(level) - 1, 2)
+                ]
             self._levels.append(level)
 
     @property

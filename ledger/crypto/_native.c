@@ -1,0 +1,492 @@
+/* The verifier's hot loops in C: its fast path over a run of rows (`scan`)
+ * and a Merkle tree level's parent hashes (`node_level`).
+ *
+ * `ledger.audit.chunks.verify_rows` checks each stored row by rebuilding its
+ * expected canonical header and comparing bytes (docs/verify-performance.md).
+ * In Python that loop costs several microseconds a row, more than reading
+ * the row; this module runs the very same fast path for as many rows as pass
+ * it, and stops at the first row that does not: that row is then handled by
+ * the Python loop, which explains every fault. So this code only ever says
+ * "these rows passed"; every finding is made, and worded, by Python.
+ *
+ * A row passes when, exactly as in `verify_rows`:
+ *   - its columns have the types the ledger writes (bytes, str, int);
+ *   - its stream name and event type are "plain" (already in the caller's
+ *     caches, or accepted by the caller's callbacks);
+ *   - the envelope is LSE2, long enough for its header and signature;
+ *   - its signing time's digits are canonical and inside [low, high];
+ *   - its header equals, byte for byte, the canonical header rebuilt from:
+ *     the chunk's current key, the payload's SHA-256, the previous event's
+ *     entry hash (or, for a stream's first event here, the 64 lowercase hex
+ *     digits it holds), the time's digits, the row's stream, type, version;
+ *   - with `verify` given, `verify(public_key, domain + header, signature)`
+ *     is true.
+ * Its effects are those of the Python fast path: the entry hash appended to
+ * `hashes`, `lasts[stream] = (version, entry hash)`, `firsts[stream]` for a
+ * stream's first event, and `clock` = [time digits, time] as last parsed.
+ *
+ * SHA-256 is OpenSSL's (the library Python's hashlib uses here too).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <openssl/evp.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PREFIX_SIZE 6            /* ">4sH": magic, header length */
+#define SIGNATURE_SIZE 64
+#define HEX_SIZE 64
+#define PREV_OFFSET (11 + 64 + 20 + 64 + 10)
+#define SIGNED_AT_OFFSET (PREV_OFFSET + 64 + 14)
+#define JSON_SAFE_INT (1LL << 53)
+
+static const char HEXDIGITS[] = "0123456789abcdef";
+static const char MAGIC[4] = {'L', 'S', 'E', '2'};
+
+/* The canonical header's fixed parts, in order (see envelope.PLAIN_HEADER). */
+static const char P_KEY[] = "{\"key_id\":\"";
+static const char P_PAYLOAD[] = "\",\"payload_sha256\":\"";
+static const char P_PREV[] = "\",\"prev\":\"";
+static const char P_SIGNED_AT[] = "\",\"signed_at\":";
+static const char P_STREAM[] = ",\"stream\":\"";
+static const char P_TYPE[] = "\",\"type\":\"";
+static const char P_VERSION[] = "\",\"version\":";
+
+/* Fetched once: OpenSSL 3 would otherwise look the algorithm up on every
+ * EVP_DigestInit_ex given EVP_sha256(), which costs more than the hash. */
+static EVP_MD *SHA256_MD = NULL;
+
+/* One digest context for a whole scan: re-initialised per hash, never reallocated. */
+static EVP_MD_CTX *CONTEXT = NULL;
+
+static int
+sha256(const unsigned char *data, size_t size, const unsigned char *prefix,
+       unsigned char out[32])
+{
+    unsigned int length = 0;
+    return EVP_DigestInit_ex(CONTEXT, SHA256_MD, NULL) &&
+           (prefix == NULL || EVP_DigestUpdate(CONTEXT, prefix, 1)) &&
+           EVP_DigestUpdate(CONTEXT, data, size) &&
+           EVP_DigestFinal_ex(CONTEXT, out, &length) && length == 32;
+}
+
+static void
+to_hex(const unsigned char *raw, size_t size, char *out)
+{
+    for (size_t i = 0; i < size; i++) {
+        out[2 * i] = HEXDIGITS[raw[i] >> 4];
+        out[2 * i + 1] = HEXDIGITS[raw[i] & 15];
+    }
+}
+
+static int
+from_lower_hex(const char *text, unsigned char *out, size_t size)
+{
+    for (size_t i = 0; i < size; i++) {
+        int value = 0;
+        for (int half = 0; half < 2; half++) {
+            char c = text[2 * i + half];
+            int digit;
+            if (c >= '0' && c <= '9')
+                digit = c - '0';
+            else if (c >= 'a' && c <= 'f')
+                digit = c - 'a' + 10;
+            else
+                return 0;
+            value = value * 16 + digit;
+        }
+        out[i] = (unsigned char)value;
+    }
+    return 1;
+}
+
+/* A cursor over the stored header: each expected piece must come next. */
+typedef struct {
+    const char *at;
+    const char *end;
+} Cursor;
+
+static int
+expect(Cursor *cursor, const char *piece, size_t size)
+{
+    if ((size_t)(cursor->end - cursor->at) < size || memcmp(cursor->at, piece, size) != 0)
+        return 0;
+    cursor->at += size;
+    return 1;
+}
+
+#define EXPECT_LITERAL(cursor, literal) expect((cursor), (literal), sizeof(literal) - 1)
+
+/* The signing time these canonical digits write (0 <= t < 2^53), or -1. */
+static long long
+signing_time(const char *digits, Py_ssize_t size)
+{
+    if (size < 1 || size > 16 || (size > 1 && digits[0] == '0'))
+        return -1;
+    long long value = 0;
+    for (Py_ssize_t i = 0; i < size; i++) {
+        if (digits[i] < '0' || digits[i] > '9')
+            return -1;
+        value = value * 10 + (digits[i] - '0');
+    }
+    return value < JSON_SAFE_INT ? value : -1;
+}
+
+static long long
+clamped(PyObject *number)
+{
+    int overflow = 0;
+    long long value = PyLong_AsLongLongAndOverflow(number, &overflow);
+    if (overflow > 0)
+        return LLONG_MAX;
+    if (overflow < 0)
+        return LLONG_MIN;
+    return value;
+}
+
+/* The cached entry for `key`, else what `make(key)` returns (None: not plain).
+ * New reference, Py_None when the row must take the Python path, NULL on error. */
+static PyObject *
+cached(PyObject *cache, PyObject *key, PyObject *make)
+{
+    PyObject *value = PyDict_GetItemWithError(cache, key);
+    if (value != NULL) {
+        Py_INCREF(value);
+        return value;
+    }
+    if (PyErr_Occurred())
+        return NULL;
+    return PyObject_CallOneArg(make, key);
+}
+
+/* scan(rows, index, end, first_leaf, key, low, high, clock, names, name_of,
+ *      topics, topic_of, lasts, firsts, hashes, verify, public_key, domain)
+ * -> the index of the first row in [index, end) that did not pass, or end. */
+static PyObject *
+scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 18) {
+        PyErr_SetString(PyExc_TypeError, "scan() takes 18 arguments");
+        return NULL;
+    }
+    PyObject *rows = args[0], *key = args[4], *clock = args[7], *names = args[8],
+             *name_of = args[9], *topics = args[10], *topic_of = args[11], *lasts = args[12],
+             *firsts = args[13], *hashes = args[14], *verify = args[15],
+             *public_key = args[16], *domain = args[17];
+    if (!PyList_CheckExact(rows) || !PyBytes_CheckExact(key) || !PyList_CheckExact(clock) ||
+        PyList_GET_SIZE(clock) != 2 || !PyDict_CheckExact(names) || !PyDict_CheckExact(topics) ||
+        !PyDict_CheckExact(lasts) || !PyDict_CheckExact(firsts) || !PyList_CheckExact(hashes) ||
+        !PyBytes_CheckExact(domain)) {
+        PyErr_SetString(PyExc_TypeError, "scan(): unexpected argument types");
+        return NULL;
+    }
+    Py_ssize_t index = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    long long first_leaf = PyLong_AsLongLong(args[3]);
+    long long low = clamped(args[5]), high = clamped(args[6]);
+    if (PyErr_Occurred())
+        return NULL;
+    if (end > PyList_GET_SIZE(rows))
+        end = PyList_GET_SIZE(rows);
+    const char *key_chars = PyBytes_AS_STRING(key);
+    Py_ssize_t key_size = PyBytes_GET_SIZE(key);
+    /* The last time parsed: its digits and value (clock[1] < 0: none valid). */
+    PyObject *clock_digits = PyList_GET_ITEM(clock, 0);
+    long long clock_value = PyLong_AsLongLong(PyList_GET_ITEM(clock, 1));
+    if (PyErr_Occurred() || !PyBytes_CheckExact(clock_digits))
+        return NULL;
+    Py_INCREF(clock_digits);
+    int failed = 0;
+
+    for (; index < end; index++) {
+        PyObject *row = PyList_GET_ITEM(rows, index);
+        if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != 5)
+            break;
+        PyObject *originator = PyTuple_GET_ITEM(row, 1), *version_obj = PyTuple_GET_ITEM(row, 2),
+                 *topic = PyTuple_GET_ITEM(row, 3), *state = PyTuple_GET_ITEM(row, 4);
+        if (!PyBytes_CheckExact(state) || !PyUnicode_CheckExact(topic) ||
+            !PyLong_CheckExact(version_obj) || originator == Py_None)
+            break;
+        int overflow = 0;
+        long long version = PyLong_AsLongLongAndOverflow(version_obj, &overflow);
+        if (overflow || (version == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            break;
+        }
+        const char *data = PyBytes_AS_STRING(state);
+        Py_ssize_t size = PyBytes_GET_SIZE(state);
+        if (size < PREFIX_SIZE || memcmp(data, MAGIC, 4) != 0)
+            break;
+        Py_ssize_t header_size = ((unsigned char)data[4] << 8) | (unsigned char)data[5];
+        Py_ssize_t header_end = PREFIX_SIZE + header_size;
+        if (size < header_end + SIGNATURE_SIZE)
+            break;
+        const char *header = data + PREFIX_SIZE;
+
+        PyObject *named = cached(names, originator, name_of);
+        if (named == NULL) {
+            failed = 1;
+            break;
+        }
+        if (!PyTuple_CheckExact(named) || PyTuple_GET_SIZE(named) != 2 ||
+            !PyBytes_CheckExact(PyTuple_GET_ITEM(named, 1))) {
+            Py_DECREF(named);
+            break;
+        }
+        PyObject *topic_bytes = cached(topics, topic, topic_of);
+        if (topic_bytes == NULL) {
+            Py_DECREF(named);
+            failed = 1;
+            break;
+        }
+        if (!PyBytes_CheckExact(topic_bytes)) {
+            Py_DECREF(named);
+            Py_DECREF(topic_bytes);
+            break;
+        }
+        PyObject *stream = PyTuple_GET_ITEM(named, 0);
+        PyObject *stream_bytes = PyTuple_GET_ITEM(named, 1);
+        int passed = 0;
+        PyObject *last = NULL, *entry = NULL, *first = NULL;
+        do {
+            /* The signing time's digits: from SIGNED_AT_OFFSET to the next comma. */
+            if (header_size <= SIGNED_AT_OFFSET)
+                break;
+            const char *digits = header + SIGNED_AT_OFFSET;
+            const char *comma = memchr(digits, ',', header_size - SIGNED_AT_OFFSET);
+            if (comma == NULL)
+                break;
+            Py_ssize_t digits_size = comma - digits;
+            long long signed_at;
+            if (digits_size == PyBytes_GET_SIZE(clock_digits) &&
+                memcmp(digits, PyBytes_AS_STRING(clock_digits), digits_size) == 0) {
+                signed_at = clock_value;
+            }
+            else {
+                signed_at = signing_time(digits, digits_size);
+                if (signed_at >= 0) {
+                    PyObject *fresh = PyBytes_FromStringAndSize(digits, digits_size);
+                    if (fresh == NULL) {
+                        failed = 1;
+                        break;
+                    }
+                    Py_SETREF(clock_digits, fresh);
+                    clock_value = signed_at;
+                }
+            }
+            if (signed_at < 0 || signed_at < low || signed_at > high)
+                break;
+
+            /* The previous entry hash, as the header must hold it. */
+            char prev_hex[HEX_SIZE];
+            unsigned char prev_raw[32];
+            last = PyDict_GetItemWithError(lasts, stream);
+            if (last == NULL && PyErr_Occurred()) {
+                failed = 1;
+                break;
+            }
+            if (last != NULL) {
+                if (!PyTuple_CheckExact(last) || PyTuple_GET_SIZE(last) != 2)
+                    break;
+                long long last_version = PyLong_AsLongLong(PyTuple_GET_ITEM(last, 0));
+                PyObject *last_hash = PyTuple_GET_ITEM(last, 1);
+                if (PyErr_Occurred()) {
+                    PyErr_Clear();
+                    break;
+                }
+                if (last_version == LLONG_MAX || version != last_version + 1 ||
+                    !PyBytes_CheckExact(last_hash) || PyBytes_GET_SIZE(last_hash) != 32)
+                    break;
+                to_hex((const unsigned char *)PyBytes_AS_STRING(last_hash), 32, prev_hex);
+            }
+            else {
+                if (version < 0 || version >= JSON_SAFE_INT ||
+                    size < PREFIX_SIZE + PREV_OFFSET + HEX_SIZE ||
+                    !from_lower_hex(data + PREFIX_SIZE + PREV_OFFSET, prev_raw, 32))
+                    break;
+                memcpy(prev_hex, data + PREFIX_SIZE + PREV_OFFSET, HEX_SIZE);
+            }
+
+            /* The header, piece by piece against what it must be. */
+            unsigned char payload_hash[32];
+            char payload_hex[HEX_SIZE];
+            if (!sha256((const unsigned char *)data + header_end + SIGNATURE_SIZE,
+                        size - header_end - SIGNATURE_SIZE, NULL, payload_hash)) {
+                PyErr_SetString(PyExc_RuntimeError, "OpenSSL SHA-256 failed");
+                failed = 1;
+                break;
+            }
+            to_hex(payload_hash, 32, payload_hex);
+            char version_text[24];
+            int version_size = snprintf(version_text, sizeof version_text, "%lld", version);
+            Cursor cursor = {header, header + header_size};
+            if (!(EXPECT_LITERAL(&cursor, P_KEY) && expect(&cursor, key_chars, key_size) &&
+                  EXPECT_LITERAL(&cursor, P_PAYLOAD) && expect(&cursor, payload_hex, HEX_SIZE) &&
+                  EXPECT_LITERAL(&cursor, P_PREV) && expect(&cursor, prev_hex, HEX_SIZE) &&
+                  EXPECT_LITERAL(&cursor, P_SIGNED_AT) && expect(&cursor, digits, digits_size) &&
+                  EXPECT_LITERAL(&cursor, P_STREAM) &&
+                  expect(&cursor, PyBytes_AS_STRING(stream_bytes),
+                         PyBytes_GET_SIZE(stream_bytes)) &&
+                  EXPECT_LITERAL(&cursor, P_TYPE) &&
+                  expect(&cursor, PyBytes_AS_STRING(topic_bytes),
+                         PyBytes_GET_SIZE(topic_bytes)) &&
+                  EXPECT_LITERAL(&cursor, P_VERSION) &&
+                  expect(&cursor, version_text, version_size) && expect(&cursor, "}", 1) &&
+                  cursor.at == cursor.end))
+                break;
+
+            if (verify != Py_None) {
+                PyObject *message = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(domain) +
+                                                                         header_size);
+                if (message == NULL) {
+                    failed = 1;
+                    break;
+                }
+                memcpy(PyBytes_AS_STRING(message), PyBytes_AS_STRING(domain),
+                       PyBytes_GET_SIZE(domain));
+                memcpy(PyBytes_AS_STRING(message) + PyBytes_GET_SIZE(domain), header,
+                       header_size);
+                PyObject *signature =
+                    PyBytes_FromStringAndSize(data + header_end, SIGNATURE_SIZE);
+                PyObject *answer =
+                    signature == NULL
+                        ? NULL
+                        : PyObject_CallFunctionObjArgs(verify, public_key, message, signature,
+                                                       NULL);
+                Py_DECREF(message);
+                Py_XDECREF(signature);
+                if (answer == NULL) {
+                    failed = 1;
+                    break;
+                }
+                int valid = PyObject_IsTrue(answer);
+                Py_DECREF(answer);
+                if (valid < 0) {
+                    failed = 1;
+                    break;
+                }
+                if (!valid)
+                    break;
+            }
+
+            unsigned char entry_hash[32];
+            static const unsigned char leaf_prefix[1] = {0};
+            if (!sha256((const unsigned char *)header, header_size, leaf_prefix, entry_hash)) {
+                PyErr_SetString(PyExc_RuntimeError, "OpenSSL SHA-256 failed");
+                failed = 1;
+                break;
+            }
+            entry = PyBytes_FromStringAndSize((const char *)entry_hash, 32);
+            if (entry == NULL) {
+                failed = 1;
+                break;
+            }
+            if (last == NULL) {
+                first = Py_BuildValue("(LLy#)", first_leaf + (long long)index, version,
+                                      (const char *)prev_raw, (Py_ssize_t)32);
+                if (first == NULL || PyDict_SetItem(firsts, stream, first) < 0) {
+                    failed = 1;
+                    break;
+                }
+            }
+            PyObject *head = Py_BuildValue("(OO)", version_obj, entry);
+            if (head == NULL) {
+                failed = 1;
+                break;
+            }
+            int stored = PyDict_SetItem(lasts, stream, head);
+            Py_DECREF(head);
+            if (stored < 0 || PyList_Append(hashes, entry) < 0) {
+                failed = 1;
+                break;
+            }
+            passed = 1;
+        } while (0);
+        Py_XDECREF(entry);
+        Py_XDECREF(first);
+        Py_DECREF(named);
+        Py_DECREF(topic_bytes);
+        if (!passed)
+            break;
+    }
+
+    if (!failed) {
+        PyObject *value = PyLong_FromLongLong(clock_value);
+        if (value == NULL)
+            failed = 1;
+        else {
+            PyList_SetItem(clock, 1, value); /* steals `value` */
+            Py_INCREF(clock_digits);
+            PyList_SetItem(clock, 0, clock_digits);
+        }
+    }
+    Py_DECREF(clock_digits);
+    if (failed)
+        return NULL;
+    return PyLong_FromSsize_t(index);
+}
+
+/* node_level(level) -> the next level up: one parent per pair, an odd last
+ * hash left out (AlignedLeaves keeps it where it is). */
+static PyObject *
+node_level(PyObject *module, PyObject *level)
+{
+    if (!PyList_CheckExact(level)) {
+        PyErr_SetString(PyExc_TypeError, "node_level() takes a list of 32-byte hashes");
+        return NULL;
+    }
+    Py_ssize_t pairs = PyList_GET_SIZE(level) / 2;
+    PyObject *parents = PyList_New(pairs);
+    if (parents == NULL)
+        return NULL;
+    static const unsigned char node_prefix[1] = {1};
+    unsigned char both[64], parent[32];
+    for (Py_ssize_t i = 0; i < pairs; i++) {
+        PyObject *left = PyList_GET_ITEM(level, 2 * i), *right = PyList_GET_ITEM(level, 2 * i + 1);
+        if (!PyBytes_CheckExact(left) || !PyBytes_CheckExact(right) ||
+            PyBytes_GET_SIZE(left) != 32 || PyBytes_GET_SIZE(right) != 32) {
+            Py_DECREF(parents);
+            PyErr_SetString(PyExc_ValueError, "node_level(): a hash is not 32 bytes");
+            return NULL;
+        }
+        memcpy(both, PyBytes_AS_STRING(left), 32);
+        memcpy(both + 32, PyBytes_AS_STRING(right), 32);
+        PyObject *hash = sha256(both, 64, node_prefix, parent)
+                             ? PyBytes_FromStringAndSize((const char *)parent, 32)
+                             : NULL;
+        if (hash == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_RuntimeError, "OpenSSL SHA-256 failed");
+            Py_DECREF(parents);
+            return NULL;
+        }
+        PyList_SET_ITEM(parents, i, hash);
+    }
+    return parents;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
+     "Run verify_rows' fast path over rows[index:end]; return the first index it did not pass."},
+    {"node_level", (PyCFunction)node_level, METH_O,
+     "The parent hashes SHA-256(0x01 || left || right) of a level's pairs of 32-byte hashes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_native",
+    "The verifier's hot loops in C (see ledger.audit.chunks, ledger.crypto.merkle).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+    SHA256_MD = EVP_MD_fetch(NULL, "SHA256", NULL);
+    CONTEXT = EVP_MD_CTX_new();
+    if (SHA256_MD == NULL || CONTEXT == NULL) {
+        PyErr_SetString(PyExc_ImportError, "OpenSSL has no SHA-256");
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}
