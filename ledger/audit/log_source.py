@@ -20,16 +20,18 @@ from ledger.audit.chunks import (
     ChunkSpec,
     Problem,
     init_worker,
+    rows_digest,
     verify_chunk,
     verify_chunk_with,
 )
 from ledger.audit.locate import first_difference, first_removed
-from ledger.audit.log_events import Event, events_of_rows
+from ledger.audit.log_events import Event, events_of_rows, verified_events
 from ledger.audit.log_rows import LogRows
 from ledger.audit.parallel import WorkerPlan
 from ledger.audit.settlement import events
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
+from ledger.errors import VerificationError
 from ledger.store.application import LedgerApplication
 
 
@@ -73,8 +75,15 @@ class LogSource(Protocol):
     def first_removed(self, begin: int, end: int) -> Problem | None: ...
     def check_proofs(self, checkpoints: list[Checkpoint], trusted: Checkpoint | None) -> None: ...
     def events(self, progress: Any = None, start: tuple[int, int] = (0, 0)) -> Iterator[Event]: ...
-    def chunk_events(self, spec: ChunkSpec) -> Iterator[Event]:
-        """The events of one chunk (already verified), for the settlement pass."""
+    def chunk_events(self, spec: ChunkSpec, verified: ChunkResult) -> Iterator[Event]:
+        """The events of one chunk, `verified` its result, for the settlement
+        pass. Raises `VerificationError` (before any event) when the chunk's
+        rows are no longer the ones verified; `events_of_chunk` then reads them
+        as they are now."""
+        ...
+
+    def events_of_chunk(self, spec: ChunkSpec) -> Iterator[Event]:
+        """The events of one chunk, every envelope opened and checked again."""
         ...
 
 
@@ -136,7 +145,23 @@ class StoreLog:
     def events(self, progress: Any = None, start: tuple[int, int] = (0, 0)) -> Iterator[Event]:
         return events(self.app.tables, self.transcoder, progress, start)
 
-    def chunk_events(self, spec: ChunkSpec) -> Iterator[Event]:
+    def chunk_events(self, spec: ChunkSpec, verified: ChunkResult) -> Iterator[Event]:
+        # Read again here (sending rows back from the workers costs more): the
+        # digest proves they are the bytes the chunk verified, or says they were
+        # changed meanwhile (by someone writing to the database during the run).
+        rows = self.app.tables.rows_between(spec.after_id, spec.last_id)
+        if verified.digest is None:
+            return events_of_rows(rows, spec.first_leaf, self.transcoder)
+        if rows_digest(rows) != verified.digest:
+            raise VerificationError(
+                f"the rows of log positions {spec.first_leaf} to "
+                f"{spec.first_leaf + verified.rows - 1} changed while they were being "
+                "verified: someone is writing to the store's past"
+            )
+        found = {problem.position for problem in verified.problems}
+        return verified_events(rows, spec.first_leaf, self.transcoder, found)
+
+    def events_of_chunk(self, spec: ChunkSpec) -> Iterator[Event]:
         rows = self.app.tables.rows_between(spec.after_id, spec.last_id)
         return events_of_rows(rows, spec.first_leaf, self.transcoder)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -35,6 +35,7 @@ from ledger.audit.checkpoints import (
 from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem, link_problem
 from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.key_times import Coverage, checkpoint_times
+from ledger.audit.log_events import Event
 from ledger.audit.log_source import LogSource, StoreLog
 from ledger.audit.parallel import run_chunks
 from ledger.audit.revocations import check_revokers, earliest, log_revocations, merged
@@ -267,6 +268,16 @@ def _settlement_steps(counts: SettlementCounts) -> list[tuple[Step, str]]:
     return steps
 
 
+def _chunk_events(log: LogSource, result: ChunkResult, found: Findings) -> Iterator[Event]:
+    """A merged chunk's events for the settlement pass; rows changed since the
+    chunk verified them are a finding, and are read (and checked) as they are."""
+    try:
+        return log.chunk_events(result.spec, result)
+    except VerificationError as exc:
+        found.add_error(Step.ENVELOPES, exc, kind=FindingKind.ALTERED)
+        return log.events_of_chunk(result.spec)
+
+
 def plan_chunks(
     app: LedgerApplication,
     sizes: list[int],
@@ -385,7 +396,9 @@ def verify_log(
     count, specs = log.plan(
         sorted(sizes), level is not Level.INTEGRITY, chunk_leaves, times, start=start
     )
-    if save_state:
+    # At level settlement this process reads each chunk's rows again to settle
+    # them: their digests tell it they are the rows the chunk verified.
+    if save_state or (level is Level.SETTLEMENT and workers > 1):
         specs = [replace(spec, digest=True) for spec in specs]
     if resume is not None:
         # The heads of the streams the new events touch come from the rows re-hashed.
@@ -397,6 +410,9 @@ def verify_log(
     if on_total:
         on_total(count)
     report.workers = min(workers, max(1, len(specs)))
+    # With several processes, workers verify the chunks while this one settles
+    # each chunk once it is merged (its envelope findings known by then).
+    pipelined = level is Level.SETTLEMENT and report.workers > 1
     merge = _Merge(found, claimed, expected_roots, trusted, log, resume)
     signer_check = SignerCheck(keyring)
     audit: SettlementAudit | None = None
@@ -406,9 +422,6 @@ def verify_log(
         )
         if resume is not None:
             audit.restore(*resume.saved_settlement())
-    # With several processes, workers verify the chunks while this one settles
-    # each chunk once it is merged (its envelope findings known by then).
-    pipelined = audit is not None and report.workers > 1
     results = run_chunks(
         specs,
         lambda spec: log.verify_chunk(signer_check, spec),
@@ -421,7 +434,7 @@ def verify_log(
         for result in results:
             merge.chunk(result)
             if audit is not None and pipelined and not result.spec.digest_only:
-                for event in log.chunk_events(result.spec):
+                for event in _chunk_events(log, result, found):
                     audit.observe(event)
             if progress:
                 progress(result.count)
