@@ -23,6 +23,7 @@ from ledger.audit.checkpoints import load_checkpoints
 from ledger.audit.chunks import ChunkResult, ChunkSpec, verify_rows
 from ledger.audit.key_times import checkpoint_times
 from ledger.audit.verify import Level, plan_chunks
+from ledger.crypto import canonical
 from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.merkle import AlignedLeaves, CompactRange
@@ -227,3 +228,52 @@ def test_node_level_refuses_what_is_not_a_hash() -> None:
         native.node_level([b"x" * 32, b"short"])
     with pytest.raises(TypeError):
         native.node_level((b"x" * 32,))
+
+
+class Text(str):  # a str subclass: not plain JSON to either walk
+    pass
+
+
+JSON_LEAVES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**60), 2**60) | st.sampled_from([2**53 - 1, 2**53, -(2**53) + 1, -(2**53)]),
+    st.text() | st.sampled_from(["\ud800", "caf\u00e9", "x\udfff"]),
+    st.floats(allow_nan=False) | st.builds(Text, st.text(max_size=3)) | st.binary(max_size=3),
+)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(st.text(max_size=4), inner, max_size=4)
+        | st.dictionaries(st.integers(0, 3), inner, min_size=1, max_size=2)
+    ),
+    max_leaves=25,
+)
+
+
+@needs_native
+@settings(max_examples=400, deadline=None)
+@given(value=JSON_VALUES)
+def test_the_plain_json_walk_is_the_same_both_ways(value: object) -> None:
+    assert native is not None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(canonical, "native", None)
+        in_python = canonical.json_problem(value)
+    assert native.plain_json(value) == (in_python is None)
+    assert canonical.json_problem(value) == in_python  # the same words whichever walks
+
+
+@needs_native
+def test_a_plain_walk_too_deep_for_c_is_walked_in_python() -> None:
+    assert native is not None
+    deep: list[object] = []
+    for _ in range(500):
+        deep = [deep]
+    assert native.plain_json(deep) is False  # (C stops at 200 levels)
+    assert canonical.json_problem(deep) is None
+    deep_float: list[object] = [1.5]
+    for _ in range(500):
+        deep_float = [deep_float]
+    assert canonical.json_problem(deep_float) == "a float is not plain JSON"

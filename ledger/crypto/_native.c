@@ -1,5 +1,6 @@
-/* The verifier's hot loops in C: its fast path over a run of rows (`scan`)
- * and a Merkle tree level's parent hashes (`node_level`).
+/* The verifier's hot loops in C: its fast path over a run of rows (`scan`),
+ * a Merkle tree level's parent hashes (`node_level`), and the walk that
+ * tells plain JSON data from anything else (`plain_json`).
  *
  * `ledger.audit.chunks.verify_rows` checks each stored row by rebuilding its
  * expected canonical header and comparing bytes (docs/verify-performance.md).
@@ -465,11 +466,76 @@ node_level(PyObject *module, PyObject *level)
     return parents;
 }
 
+#define SAFE_INTEGER ((1LL << 53) - 1)
+
+/* 1: plain JSON as canonical.json_problem defines it; 0: not (or too deep to
+ * tell here); -1: an error. Exact types only, as the Python walk. */
+static int
+is_plain_json(PyObject *value, int depth)
+{
+    if (depth > 200)
+        return 0;
+    if (value == Py_None || PyBool_Check(value))
+        return 1;
+    if (PyUnicode_CheckExact(value)) {
+        if (PyUnicode_IS_ASCII(value))
+            return 1;
+        if (PyUnicode_AsUTF8AndSize(value, NULL) == NULL) {
+            PyErr_Clear(); /* a lone surrogate: not valid Unicode */
+            return 0;
+        }
+        return 1;
+    }
+    if (PyLong_CheckExact(value)) {
+        int overflow = 0;
+        long long number = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (number == -1 && PyErr_Occurred())
+            return -1;
+        return !overflow && number >= -SAFE_INTEGER && number <= SAFE_INTEGER;
+    }
+    if (PyDict_CheckExact(value)) {
+        PyObject *key, *member;
+        Py_ssize_t at = 0;
+        while (PyDict_Next(value, &at, &key, &member)) {
+            if (!PyUnicode_CheckExact(key))
+                return 0;
+            int plain = is_plain_json(member, depth + 1);
+            if (plain != 1)
+                return plain;
+        }
+        return 1;
+    }
+    if (PyList_CheckExact(value) || PyTuple_CheckExact(value)) {
+        Py_ssize_t size = PySequence_Fast_GET_SIZE(value);
+        PyObject **items = PySequence_Fast_ITEMS(value);
+        for (Py_ssize_t i = 0; i < size; i++) {
+            int plain = is_plain_json(items[i], depth + 1);
+            if (plain != 1)
+                return plain;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* plain_json(value) -> True when `value` is plain JSON data; False when it is
+ * not, or nests too deep to walk here (the Python walk then says why). */
+static PyObject *
+plain_json(PyObject *module, PyObject *value)
+{
+    int plain = is_plain_json(value, 0);
+    if (plain < 0)
+        return NULL;
+    return PyBool_FromLong(plain);
+}
+
 static PyMethodDef methods[] = {
     {"scan", (PyCFunction)(void (*)(void))scan, METH_FASTCALL,
      "Run verify_rows' fast path over rows[index:end]; return the first index it did not pass."},
     {"node_level", (PyCFunction)node_level, METH_O,
      "The parent hashes SHA-256(0x01 || left || right) of a level's pairs of 32-byte hashes."},
+    {"plain_json", (PyCFunction)plain_json, METH_O,
+     "True when the value is plain JSON data (canonical.json_problem finds nothing)."},
     {NULL, NULL, 0, NULL},
 };
 
