@@ -96,4 +96,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from ledger.cli.entry import main as entry
+
+    raise SystemExit(entry())
