@@ -2,7 +2,11 @@
 
 Chunks are claimed from a shared counter, so a fast process takes more of
 them and a worker that is slow to start costs nothing: the caller works
-meanwhile. Results come back in log order, as the merge needs them.
+meanwhile. Results come back in log order, as the merge needs them. A
+process claims a chunk only with one of a fixed number of tokens, each given
+back when its chunk's result has been taken: workers faster than the caller
+(the settlement pass) wait instead of piling up results, so memory stays
+flat however long the log.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 from ledger.audit.chunks import ChunkResult, ChunkSpec
 
 _POLL_SECONDS = 1.0
+AHEAD_PER_PROCESS = 4  # chunks a process may verify ahead of the one the caller takes next
 
 
 def _claim(counter: Synchronized[int], total: int) -> int | None:
@@ -44,11 +49,17 @@ def _worker_main(
     plan: WorkerPlan,
     specs: Sequence[ChunkSpec],
     counter: Synchronized[int],
+    tokens: Any,
     results: Any,
 ) -> None:
     try:
         plan.init(*plan.args)
-        while (index := _claim(counter, len(specs))) is not None:
+        while True:
+            tokens.acquire()
+            index = _claim(counter, len(specs))
+            if index is None:
+                tokens.release()
+                return
             results.put((index, plan.work(specs[index])))
     except BaseException:  # report every failure; the caller raises it
         results.put((-1, traceback.format_exc(limit=5)))
@@ -71,11 +82,12 @@ def run_chunks(
         return
     context = multiprocessing.get_context("spawn")
     counter: Synchronized[int] = context.Value("q", 0)
+    tokens = context.Semaphore(AHEAD_PER_PROCESS * processes)  # chunks claimed, not yet taken
     results = context.Queue()
     workers = [
         context.Process(
             target=_worker_main,
-            args=(plan, specs, counter, results),
+            args=(plan, specs, counter, tokens, results),
             daemon=True,
         )
         for _ in range(processes - 1 if caller_works else processes)
@@ -87,10 +99,16 @@ def run_chunks(
     try:
         while next_index < len(specs):
             if next_index in finished:
-                yield finished.pop(next_index)
+                result = finished.pop(next_index)
+                tokens.release()  # taken: another chunk may be claimed
+                yield result
                 next_index += 1
                 continue
-            index = _claim(counter, len(specs)) if caller_works else None
+            index = None
+            if caller_works and tokens.acquire(block=False):
+                index = _claim(counter, len(specs))
+                if index is None:
+                    tokens.release()
             if index is not None:
                 finished[index] = run_here(specs[index])
             else:

@@ -1,0 +1,43 @@
+"""Workers verify at most a fixed number of chunks ahead of the one the caller
+takes next: when the caller (the settlement pass) is slower than they are,
+they wait instead of piling up results, so memory stays flat however long the
+log (a 286,000-event settlement run held 21 MB of waiting results before)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ledger.audit.chunks import ChunkSpec
+from ledger.audit.parallel import AHEAD_PER_PROCESS, WorkerPlan, run_chunks
+
+
+def _no_init() -> None:
+    return None
+
+
+def _claimed_at(spec: ChunkSpec) -> Any:
+    """A stand-in chunk: when it was started (the clock is system-wide)."""
+    return (spec.first_leaf, time.monotonic())
+
+
+def test_workers_wait_for_a_slow_caller_instead_of_running_ahead() -> None:
+    specs = [ChunkSpec(n, n, n + 1, (), False) for n in range(3 * 4 * AHEAD_PER_PROCESS)]
+    plan = WorkerPlan(_no_init, (), _claimed_at)
+    started: dict[int, float] = {}
+    asked: list[float] = []  # when the caller asked for each chunk's result
+    results = run_chunks(specs, _claimed_at, plan=plan, processes=2, caller_works=False)
+    for _ in specs:
+        asked.append(time.monotonic())
+        first_leaf, at = next(results)
+        started[first_leaf] = at
+        time.sleep(0.02)  # a caller slower than its workers
+    results.close()
+    assert sorted(started) == list(range(len(specs)))
+    window = AHEAD_PER_PROCESS * 2
+    # Chunk k's token is the one chunk k - window gave back once taken, after
+    # the caller asked for it: chunk k cannot start before that.
+    early = [k for k in range(window, len(specs)) if started[k] < asked[k - window]]
+    assert early == []
+    # And the window is used: workers do run ahead of the caller.
+    assert any(started[k] < asked[k - 1] for k in range(1, len(specs)))
