@@ -77,7 +77,7 @@ class Session:
         casino: Casino,
         games: Mapping[str, LoadedGame],
         config: SessionConfig,
-        dice: RngServer,
+        rng: RngServer,
         device: DealerDevice | None = None,
     ) -> None:
         check_config(config, games)
@@ -85,10 +85,10 @@ class Session:
             raise ConfigError("physical tables need a dealer device to report their draws")
         self.casino = casino
         self.config = config
-        self.dice = dice
+        self.rng = rng  # the RNG tables' seeds
         self.device = device
-        # The dice the dealers shake at physical tables.
-        self.shaker = dice.shaker() if isinstance(dice, SessionRng) else random.Random()
+        # The dice the dealers shake and the shoes they shuffle at physical tables.
+        self.shaker = rng.shaker() if isinstance(rng, SessionRng) else random.Random()
         self.choices = random.Random(config.seed)
         self.ids = RequestIds()
         self.tally = Tally()
@@ -158,13 +158,13 @@ class Session:
 
     def commit_seed(self, table: Table) -> None:
         self.casino.commit_seed(
-            request_id=self.ids.next("commit-seed"), table_id=table.table_id, rng=self.dice
+            request_id=self.ids.next("commit-seed"), table_id=table.table_id, rng=self.rng
         )
         self.tally.seeds_committed += 1
 
     def retire_seed(self, table: Table) -> None:
         self.casino.retire_seed(
-            request_id=self.ids.next("retire-seed"), table_id=table.table_id, rng=self.dice
+            request_id=self.ids.next("retire-seed"), table_id=table.table_id, rng=self.rng
         )
         self.tally.seeds_revealed += 1
 
@@ -326,7 +326,7 @@ class Session:
         """The round's good draw: from its committed seed, or shaken and reported."""
         if not table.spec.physical:
             self.casino.throw_dice(
-                request_id=self.ids.next("throw"), round_id=betting.round_id, rng=self.dice
+                request_id=self.ids.next("throw"), round_id=betting.round_id, rng=self.rng
             )
             return
         draw = self.draws[table.spec.variant]  # dice (`check_config`)
@@ -367,8 +367,8 @@ def run_session(
     casino: Casino,
     games: Mapping[str, LoadedGame],
     config: SessionConfig,
-    dice: RngServer,
+    rng: RngServer,
     progress: Progress | None = None,
     device: DealerDevice | None = None,
 ) -> SessionResult:
-    return Session(casino, games, config, dice, device).run(progress)
+    return Session(casino, games, config, rng, device).run(progress)

@@ -33,7 +33,7 @@ class Session(Protocol):
     """What a round of turns takes of the session playing it (`simulation.session`)."""
 
     casino: Casino
-    dice: RngServer  # an RNG table's seeds
+    rng: RngServer  # an RNG table's seeds
     shaker: random.Random  # a physical table's shoe is shuffled (or its dice shaken) with it
     choices: random.Random  # the players' choices
     ids: RequestIds
@@ -119,7 +119,7 @@ def _act(
     request_id = session.ids.next("act")
     if not table.spec.physical:
         found: dict[str, Any] = session.casino.act(
-            request_id=request_id, round_id=round_id, actor=actor, action=action, rng=session.dice
+            request_id=request_id, round_id=round_id, actor=actor, action=action, rng=session.rng
         )
         return found
     drawn = _dealt(session.shaker, draw, shoe)
