@@ -33,6 +33,7 @@ from ledger.devices import DealerDevice
 from ledger.errors import ConfigError
 from ledger.games.api import EXACT_PAYTABLE, Draw, SimulatedPlay
 from ledger.games.one_draw import one_draw
+from ledger.plugins.families import family_of
 from ledger.plugins.paytable import paytable
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
@@ -43,7 +44,7 @@ from ledger.simulation.dice_source import SessionRng
 from ledger.simulation.floor import Table
 from ledger.simulation.players import Cashier, Player
 from ledger.simulation.request_ids import RequestIds
-from ledger.simulation.tally import TableTally, Tally, bet_family
+from ledger.simulation.tally import TableTally, Tally
 
 Progress = Callable[[int], None]
 
@@ -283,7 +284,7 @@ class Session:
     def place(self, table: Table, betting: Betting, player: Player) -> None:
         game, play = self.games[table.spec.variant], self.plays[table.spec.variant]
         bet = play.pick_bet(self.choices)
-        family = bet_family(game, game.validate_bet({"bet": bet}, {}))
+        family = family_of(game, game.validate_bet({"bet": bet}, {}))
         limits = table.spec.limits
         room = limits["max_round"] - betting.staked.get(player.account_id, 0)
         stake = behaviour.pick_stake(

@@ -8,19 +8,10 @@ beside the theoretical one without a float.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
-from ledger.plugins.families import family_of
-from ledger.plugins.registry import LoadedGame
 from ledger.simulation.config import TableSpec
-
-
-def bet_family(game: LoadedGame, bet: Mapping[str, Any]) -> str:
-    """The family of a canonical bet, as its game declares it (else its kind)."""
-    return family_of(game, bet)
 
 
 @dataclass
