@@ -320,11 +320,13 @@ def test_an_rng_round_is_recomputed_once_its_seed_is_revealed(
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     secret = recall_round(node.app, node.keys.keyring(), games, round_id)
     assert secret.ok
-    assert secret.not_checked[0].startswith("1 RNG throws and 0 RNG card draws: the seed is not")
+    assert secret.not_checked[0].startswith(
+        "1 RNG dice draws and 0 RNG card draws: the seed is not"
+    )
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
     revealed = recall_round(node.app, node.keys.keyring(), games, round_id)
     assert revealed.ok
-    assert "1 RNG throws and 0 RNG card draws recomputed" in " ".join(revealed.checked)
+    assert "1 RNG dice draws and 0 RNG card draws recomputed" in " ".join(revealed.checked)
     assert not any("not revealed" in line for line in revealed.not_checked)
 
     attacker = Attacker(store_url)

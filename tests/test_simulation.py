@@ -18,6 +18,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from ledger_taixiu.families import FAMILIES, family_of
 
 from ledger.casino import Casino
 from ledger.cli.main import main
@@ -37,7 +38,6 @@ from ledger.simulation import (
     run_session,
 )
 from ledger.simulation.device import simulated_device
-from ledger.simulation.families import FAMILIES, family_of
 from ledger.simulation.session import Session
 from tests.casino_support import domain_events
 from tests.conftest import PASSPHRASE
@@ -266,14 +266,14 @@ def test_a_session_verifies_and_its_summary_is_the_stores(
     dice = {n: t for n, t in tables.items() if not n.startswith("XD")}
     rng = sum(t.rounds for t in dice.values() if t.dice == "rng")
     shaken = sum(t.rounds - t.voided + t.faults for t in dice.values() if t.dice == "device")
-    cards = re.search(r"^cards: 2 Xì dách tables; (\d+) cards and decisions", out, re.MULTILINE)
+    cards = re.search(r"^turns: 2 tables \(xidach\); (\d+) moves at physical", out, re.MULTILINE)
     assert cards and int(cards[1]) > 0
     assert rng > 0 and shaken > 0
     assert f"   9 sources: {rng} RNG throws recomputed from their round's committed seed; " in out
     assert f"; {shaken + int(cards[1])} dealer device reports verified" in out
     assert re.search(r"; [1-9]\d* RNG card draws recomputed", out), out
     assert "NOT CHECKED" not in out
-    assert f"{shaken} throws reported by a signed dealer device" in out
+    assert f"{shaken} draws reported by a signed dealer device" in out
     node = open_node(store_url, str(keys.path), writable=False)
     try:
         settlements = from_events(node).settlements
@@ -293,7 +293,7 @@ def test_a_high_fault_rate_reopens_betting_and_voids_rounds(
         capsys, store, tmp_path / "keys", "--rounds", "30", "--seed", "3", "--fault-rate", "60"
     )
     faults = re.search(
-        r"^rounds: 30 \(\d+ settled, (\d+) voided\); faulty throws: (\d+) "
+        r"^rounds: 30 \(\d+ settled, (\d+) voided\); faulty draws: (\d+) "
         r"\((\d+) reopened betting\)",
         out,
         re.MULTILINE,
@@ -345,6 +345,7 @@ def test_fixed_seeds_give_the_same_session_twice(
         (["--fault-rate", "-1"], "--fault-rate is a percentage"),
         (["--dice-seed", "not hex"], "--dice-seed is 32 bytes"),
         (["--dice-seed", "ab" * 31], "--dice-seed is 32 bytes"),
+        (["--game", "no-such-game"], "needs game 'no-such-game' ("),
     ],
 )
 def test_bad_session_settings_write_nothing(

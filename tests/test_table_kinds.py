@@ -59,9 +59,14 @@ def test_an_rng_table_opens_rounds_only_on_a_seed(
     assert event_count(node.app) == before
     seed = casino.commit_seed(request_id="seed", table_id=table_id, rng=rng)
     round_id = casino.open_round(request_id="round", table_id=table_id, dealer="D")
-    assert casino.round(round_id).dice_seed == seed
+    opened = casino.round(round_id)
+    assert opened.seed_id == seed and opened.draws == 0
     casino.close_betting(request_id="close", round_id=round_id)
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
+    thrown = casino.round(round_id)
+    assert thrown.draws == 1  # the next dice draw's RNG counter
+    # The names before issue 20, kept as aliases while ledger/http reads them.
+    assert (thrown.dice_seed, thrown.throws) == (thrown.seed_id, thrown.draws) == (seed, 1)
     casino.retire_seed(request_id="retire", table_id=table_id, rng=rng)
     with pytest.raises(InvalidCommandError, match="TX is an RNG table with no seed in use"):
         casino.open_round(request_id="after", table_id=table_id, dealer="D")
@@ -79,7 +84,7 @@ def test_a_physical_table_takes_no_seed_and_its_rounds_no_throw(
         casino.commit_seed(request_id="seed", table_id=table_id, rng=rng)
     assert event_count(node.app) == before
     round_id = casino.open_round(request_id="round", table_id=table_id, dealer="D")
-    assert casino.round(round_id).dice_seed is None
+    assert casino.round(round_id).seed_id is None
     casino.close_betting(request_id="close", round_id=round_id)
     with pytest.raises(InvalidCommandError, match="no RNG seed: a physical table"):
         casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)

@@ -6,6 +6,7 @@ with it."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,24 @@ def test_blocking_it_by_environment_hides_it(site: Path) -> None:
     assert listed.returncode == 0
     assert "atlantic-city" not in listed.stdout
     assert "taixiu" in listed.stdout
+
+
+def test_simulate_plays_it_as_its_base_game_declares(
+    site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Built on the taixiu plugin's DiceGame, it inherits its families and how a
+    # one-draw round is played: the core simulates it with no word about it.
+    monkeypatch.setenv("LEDGER_PASSPHRASE", "a passphrase for the test keys")
+    store = ["--store", f"sqlite:///{tmp_path / 'ledger.db'}", "--keys", str(tmp_path / "keys")]
+    argv = ("--game", "atlantic-city", "--tables", "2", "--rounds", "10", "--players", "6")
+    run = ledger(site, *store, "simulate", *argv, "--seed", "3", "--fault-rate", "50")
+    assert run.returncode == 0, run.stderr
+    rows = [line.split()[:3] for line in run.stdout.splitlines() if line.startswith("AC-")]
+    assert rows == [["AC-1", "atlantic-city", "rng"], ["AC-2", "atlantic-city", "device"]]
+    family_table = run.stdout.split("\nbet family ")[1].splitlines()
+    assert [line.split("  ")[0] for line in family_table[1:4]] == [
+        "small/big",
+        "single",
+        "specific triple",
+    ]
+    assert re.search(r"^OK: \d+ events in .* at level settlement", run.stdout, re.M), run.stdout

@@ -359,6 +359,7 @@ def recall_round(
             recall.currency = str(payload["postings"][0].get("currency"))
         if topic == OPENED:
             recall.currency = str(payload.get("currency"))
+            # `dice_seed`: the stored name of the committed seed (dice or cards).
             if checking and payload.get("dice_seed"):
                 seed_events, problem = _seed_events(
                     reader,
@@ -439,13 +440,13 @@ def _conclude(recall: Recall, checks: SettlementAudit, verified: int, checking: 
         "results say; operator signatures verified"
     )
     recall.checked.append(
-        f"sources: {sources.device_reports} dealer device reports verified; {rng} RNG throws and "
-        f"{sources.cards_checked} RNG card draws recomputed from the round's committed seed"
+        f"sources: {sources.device_reports} dealer device reports verified; {rng} RNG dice draws "
+        f"and {sources.cards_checked} RNG card draws recomputed from the round's committed seed"
     )
     if pending or cards_pending:
         recall.not_checked.insert(
             0,
-            f"{pending} RNG throws and {cards_pending} RNG card draws: the seed is not "
+            f"{pending} RNG dice draws and {cards_pending} RNG card draws: the seed is not "
             "revealed yet",
         )
     if checks.cannot is not None:

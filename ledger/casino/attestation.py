@@ -122,11 +122,11 @@ def attest(
             return [], command
         if rng is None:
             raise InvalidCommandError(f"round {game_round.id} is on an RNG table: pass its RNG")
-        seed_id = str(game_round.dice_seed)
+        seed_id = str(game_round.seed_id)
         if draw["kind"] == "dice":
             if draw["count"] != 3:
                 raise InvalidCommandError("the RNG throws three dice at a time")
-            counter = game_round.throws
+            counter = game_round.draws
             dice = list(rng.throw(seed_id, str(game_round.id), counter))
             drew = {"kind": "rng", "seed_id": seed_id, "draw": "dice", "counter": counter}
             return dice, drew if asked_by is None else {**drew, "by": dict(asked_by)}

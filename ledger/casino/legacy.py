@@ -36,7 +36,7 @@ def record_outcome(
     checked = canonical_outcome(context, variant, game_round, outcome)
     game_round.check_awaiting_throw()
     attestation.check_source(
-        context, game_round, source, throw_fact(game_round.id, game_round.throws, checked)
+        context, game_round, source, throw_fact(game_round.id, game_round.draws, checked)
     )
     game_round.record_outcome(checked, source)
     return None, [game_round]
@@ -44,9 +44,9 @@ def record_outcome(
 
 def throw_dice(context: Context, game_round: Round, draw: Draw, rng: RngServer) -> Done:
     variant = context.variant_of(game_round)
-    assert game_round.dice_seed is not None
-    counter = game_round.throws
-    drawn = list(rng.throw(game_round.dice_seed, str(game_round.id), counter))
+    assert game_round.seed_id is not None
+    counter = game_round.draws
+    drawn = list(rng.throw(game_round.seed_id, str(game_round.id), counter))
     outcome = canonical_outcome(
         context, variant, game_round, {draw["kind"]: drawn[: draw["count"]]}
     )
@@ -67,7 +67,7 @@ def record_fault(
     variant = context.variant_of(game_round)
     game_round.check_awaiting_throw("a throw")
     attestation.check_source(
-        context, game_round, source, fault_fact(game_round.id, game_round.throws, reason)
+        context, game_round, source, fault_fact(game_round.id, game_round.draws, reason)
     )
     faults = game_round.record_fault(reason_args["reason"], source)
     step = step_of(context, variant, game_round)

@@ -22,7 +22,7 @@ def step_of(context: Context, variant: LoadedGame, game_round: Round) -> Step:
 def offered_moves(step: Step, game_round: Round) -> dict[str, list[str]]:
     """Who may do what next, as a caller sees it: the game's moves, less a fault
     at an RNG round (only a physical table's device reports one, rules §1.4)."""
-    rng = game_round.dice_seed is not None
+    rng = game_round.seed_id is not None
     return {
         actor: [action for action in offered if not (rng and action == FAULT)]
         for actor, offered in step["moves"].items()

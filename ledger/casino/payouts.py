@@ -45,7 +45,7 @@ def pay(
 
 def ended(work: Work, game_round: Round) -> list[Aggregate]:
     """An RNG table counts one round fewer in play."""
-    if game_round.dice_seed is None:
+    if game_round.seed_id is None:
         return []
     table = work.table(game_round.table_id)
     table.round_ended()

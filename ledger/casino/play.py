@@ -145,7 +145,7 @@ def reported(context: Context, outcome: Any, source: dict[str, Any]) -> Chooser:
         done = outcome_action_of(variant, game_round, step, outcome)
         checked = stored_outcome(step, done)
         attestation.check_source(
-            context, game_round, source, throw_fact(game_round.id, game_round.throws, checked)
+            context, game_round, source, throw_fact(game_round.id, game_round.draws, checked)
         )
         return done, attestation.signed_as(source, "throw", step, done)
 
@@ -166,7 +166,7 @@ def fault_reported(
             context,
             game_round,
             source,
-            fault_fact(game_round.id, game_round.throws, reason_args["reason"]),
+            fault_fact(game_round.id, game_round.draws, reason_args["reason"]),
         )
         done: RecordedAction = {"actor": actor, "action": FAULT, "args": reason_args, "drawn": []}
         return done, attestation.signed_as(source, "fault", step, done)

@@ -49,7 +49,7 @@ def record_outcome(
 def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
-        if game_round.dice_seed is None:
+        if game_round.seed_id is None:
             raise InvalidCommandError(f"round {game_round.id} has no RNG seed: a physical table")
         variant = context.variant_of(game_round)
         step = step_of(context, variant, game_round)

@@ -60,7 +60,7 @@ def describe(event: RecalledEvent, currency: str) -> list[str]:
     money = format_major
     kind = event.kind
     if kind == "Opened":
-        seed = f.get("dice_seed")
+        seed = f.get("dice_seed")  # the stored name of the round's committed seed id
         limits = f.get("limits") or {}
         return [
             f"round opened: game {f.get('variant')} {f.get('variant_version')} "
@@ -91,7 +91,7 @@ def describe(event: RecalledEvent, currency: str) -> list[str]:
         return [f"outcome {json.dumps(f.get('outcome'))} from {_source(f.get('source') or {})}"]
     if kind == "FaultRecorded":
         return [
-            f"faulty throw #{f.get('faults')}: {f.get('reason')} "
+            f"faulty draw #{f.get('faults')}: {f.get('reason')} "
             f"(from {_source(f.get('source') or {})})"
         ]
     if kind == "ActionRecorded":

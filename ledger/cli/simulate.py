@@ -34,16 +34,26 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         dice_source,
         parse_seed,
     )
+    from ledger.simulation.config import DEFAULT_GAMES, DEFAULT_TURN_GAME, table_prefix
 
     # Bad input fails first: before keys are made or the store is touched.
     plugins = get_plugin_manager()
     games = plugins.games()
-    # Xì dách tables beside the dice tables by default, when the plugin is installed.
+    floor: tuple[tuple[str, str], ...] = DEFAULT_GAMES
+    if args.game:
+        taken: set[str] = set()
+        chosen = []
+        for game_id in dict.fromkeys(args.game):
+            prefix = table_prefix(game_id, taken)
+            taken.add(prefix)
+            chosen.append((game_id, prefix))
+        floor = tuple(chosen)
+    # The default floor's turn tables beside it, when their game is installed.
     card_tables = args.card_tables
     if card_tables is None:
-        card_tables = 2 if "xidach" in games else 0
+        card_tables = 2 if not args.game and DEFAULT_TURN_GAME[0] in games else 0
     config = SessionConfig(
-        tables=default_tables(args.tables, card_tables),
+        tables=default_tables(args.tables, card_tables, floor),
         players=args.players,
         rounds=args.rounds,
         fault_rate=args.fault_rate,
@@ -65,7 +75,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     ledger = open_ledger_from_args(args, writable=True, plugins=plugins)
     before, _ = ledger.node.app.tables.event_count()
     try:
-        _session(args, ledger, before, config, dice, card_tables)
+        _session(args, ledger, before, config, dice)
     except LedgerError as exc:  # mid-session (the keys vanished, the store went away)
         cause = exc
         if not directory.keyring_path.exists():  # not "create keys": they would not fit
@@ -119,7 +129,6 @@ def _session(
     before: int,
     config: Any,
     dice: Any,
-    card_tables: int,
 ) -> None:
     from ledger.projections import ProjectionRunner
     from ledger.simulation import run_session, summary_lines
@@ -134,11 +143,13 @@ def _session(
         def events() -> str:
             return f"{node.app.tables.event_count()[0] - before:,} events"
 
-        # --tables counts dice tables only: say what is played on.
+        # Say what is played on: --tables, then --card-tables.
+        counts: dict[str, int] = {}
+        for spec in config.tables:
+            counts[spec.variant] = counts.get(spec.variant, 0) + 1
         print(
-            f"playing {config.rounds:,} rounds on {args.tables} dice table"
-            f"{'s' * (args.tables != 1)} (--tables) and {card_tables} card "
-            f"table{'s' * (card_tables != 1)} (--card-tables)"
+            f"playing {config.rounds:,} rounds on "
+            + ", ".join(f"{n} {game} table{'s' * (n != 1)}" for game, n in counts.items())
         )
         with progress_bar("playing", unit="round", detail=events) as (advance, set_total):
             set_total(config.rounds)
@@ -192,19 +203,32 @@ def add_simulate_command(commands: Any) -> None:
     )
     simulate.add_argument("--rounds", type=int, default=300, help="rounds dealt (default 300)")
     simulate.add_argument("--players", type=int, default=40, help="players seated (default 40)")
-    simulate.add_argument("--tables", type=int, default=4, help="dice tables (default 4)")
+    simulate.add_argument(
+        "--game",
+        action="append",
+        metavar="GAME",
+        help="play tables of this installed game (repeatable; default: taixiu and sicbo-void, "
+        "then xidach's --card-tables)",
+    )
+    simulate.add_argument(
+        "--tables",
+        type=int,
+        default=4,
+        help="tables of the --game games in turn (default 4: taixiu and sicbo-void)",
+    )
     simulate.add_argument(
         "--card-tables",
         type=int,
         default=None,
-        help="Xì dách tables, RNG and physical in turn (default 2 when the plugin is installed)",
+        help="tables of xidach, RNG and physical in turn, after --tables "
+        "(default 2 when it is installed and no --game is given)",
     )
     simulate.add_argument(
         "--fault-rate",
         type=int,
         default=3,
         metavar="PERCENT",
-        help="faulty throws at physical tables (default 3)",
+        help="faulty draws at physical one-draw tables (default 3)",
     )
     simulate.add_argument(
         "--seed",

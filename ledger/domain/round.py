@@ -123,8 +123,9 @@ class Round(PlainCopy, Aggregate):
     class Opened(Aggregate.Created):
         """`variant` is the game id; `variant_version` the plugin distribution's
         version and `code_hash` its code, both for information: a round pins the
-        game's rules (`rules_hash`) and `settlement_api`. `dice_seed` is the
-        committed RNG seed its randomness comes from (None: a physical table)."""
+        game's rules (`rules_hash`) and `settlement_api`. `dice_seed` (its stored
+        name, kept) is the committed RNG seed its randomness comes from, dice
+        or cards (None: a physical table); the round holds it as `seed_id`."""
 
         class_version: ClassVar[int] = 2
         table_id: UUID
@@ -273,8 +274,10 @@ class Round(PlainCopy, Aggregate):
         self.code_hash = code_hash
         # What happened, in order, as the game replays it (see ledger.games.replay).
         self.log: list[LogEntry] = []
-        self.dice_seed = dice_seed
-        self.throws = 0  # throws so far, faulty or not: the next throw's counter
+        self.seed_id = dice_seed  # the committed seed the RNG draws from (None: physical)
+        # Dice draws and faulty draws so far: the RNG counter of the next dice draw
+        # (cards are dealt by their position in the round's deck instead).
+        self.draws = 0
         self.variant = variant
         self.variant_version = variant_version
         self.rules_hash = rules_hash
@@ -294,6 +297,17 @@ class Round(PlainCopy, Aggregate):
         self.settled_bets: set[str] = set()  # bets settled by a step (settlement API 2)
         self.settled_at: dict[str, int] = {}  # bet -> the action number that settled it
         self.drawn = 0  # actions that drew randomness (dice, cards): part of the outcome
+
+    # The names before issue 20 (`ledger/http` and integrators' code read them).
+    @property
+    def dice_seed(self) -> str | None:
+        """Alias of `seed_id`."""
+        return self.seed_id
+
+    @property
+    def throws(self) -> int:
+        """Alias of `draws`."""
+        return self.draws
 
     # Bets.
     @property
@@ -389,11 +403,11 @@ class Round(PlainCopy, Aggregate):
     # holds the keyring: the domain knows no crypto).
     @property
     def is_rng(self) -> bool:
-        return self.dice_seed is not None
+        return self.seed_id is not None
 
     def rng_source(self) -> dict[str, Any]:
         """The only source an RNG round's next throw may have."""
-        return {"kind": "rng", "seed_id": self.dice_seed, "counter": self.throws}
+        return {"kind": "rng", "seed_id": self.seed_id, "counter": self.draws}
 
     def check_source(self, source: Any, what: str) -> None:
         if not isinstance(source, dict):
@@ -407,7 +421,7 @@ class Round(PlainCopy, Aggregate):
             if source != self.rng_source():
                 raise InvalidCommandError(
                     f"round {self.id} is on an RNG table: its dice come only from seed "
-                    f"{self.dice_seed}, throw {self.throws} (use throw_dice)"
+                    f"{self.seed_id}, throw {self.draws} (use throw_dice)"
                 )
         elif source.get("kind") != "device":
             kind = source.get("kind")
@@ -430,7 +444,7 @@ class Round(PlainCopy, Aggregate):
 
     @event(OutcomeRecorded)
     def _outcome_recorded(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
-        self.throws += 1
+        self.draws += 1
         self.log.append({"outcome": outcome})
         self.outcome = outcome
         self.status = DECIDED
@@ -446,7 +460,7 @@ class Round(PlainCopy, Aggregate):
 
     @event(FaultRecorded)
     def _fault_recorded(self, reason: str, source: dict[str, Any], faults: int) -> None:
-        self.throws += 1
+        self.draws += 1
         self.log.append({"fault": reason})
         self.faults = faults
 
@@ -512,7 +526,7 @@ class Round(PlainCopy, Aggregate):
         if source.get("draw") == "cards":
             self.dealt.extend(drawn)
         elif drawn or action == "fault" or source.get("signed") == "throw":
-            self.throws += 1  # dice, or a faulty throw: the next throw's counter moves on
+            self.draws += 1  # dice, or a faulty draw: the next dice draw's counter moves on
         if action == "fault":
             self.faults += 1
         self.status = BETTING if betting else CLOSED

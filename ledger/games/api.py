@@ -35,6 +35,7 @@ Vocabulary the core relies on:
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal, Protocol, TypedDict, runtime_checkable
 
@@ -144,4 +145,83 @@ class ExactPaytable(Protocol):
     def equally_likely(self) -> Sequence[Sequence[RecordedAction]]:
         """Every way the round can go after betting closes, each equally likely,
         as the actions the core would record (e.g. 216 throws of three dice)."""
+        ...
+
+
+BET_FAMILIES: Final = "bet-families"
+
+
+@runtime_checkable
+class BetFamilies(Protocol):
+    """Capability ``bet-families``: the game sorts its bets into families, so the
+    report gives a return per family and `ledger simulate` a line per family.
+    Without it a bet's family is its label's kind (``seat`` of ``seat:2``)."""
+
+    def families(self) -> Mapping[str, Sequence[str]]:
+        """Each family's name, in the order people read them, with its catalogue
+        bets: every bet of the catalogue in exactly one family."""
+        ...
+
+    def family_of(self, bet: Mapping[str, Any]) -> str:
+        """The family of a bet in canonical form (as `validate_bet` returned it)."""
+        ...
+
+
+SIMULATED_PLAY: Final = "simulated-play"
+
+
+class SimulatedRound(Protocol):
+    """One round as the game's simulated dealer and players play it: the game's
+    own replica of the round, so choosing a move needs no replay."""
+
+    def next_move(self) -> tuple[str, str, Draw | None] | None:
+        """The move its strategies choose next (actor, action, the randomness it
+        draws), or None when the round is over."""
+        ...
+
+    def apply(self, actor: str, action: str, drawn: Sequence[int]) -> None:
+        """The move as the core recorded it, with what it drew."""
+        ...
+
+
+@runtime_checkable
+class SimulatedPlay(Protocol):
+    """Capability ``simulated-play``: how `ledger simulate`'s players play the game.
+
+    A round is played in one of two shapes, as the game says (`seats`):
+
+    - one draw (`seats` 0): each player places bets it picks (`pick_bet`), the
+      dealer closes betting, then one move draws dice and settles every bet; at
+      an RNG table the core draws them from the table's committed seed, at a
+      physical table the dealer device reports them, or first a faulty draw
+      (`fault_reasons`), and the game's step says what follows (draw again,
+      betting reopened, the round voided).
+    - turns (`seats` N > 0): up to N players play, each on the next catalogue
+      bet in catalogue order (a seat); then the game's own strategies choose
+      every move (`simulated_round`, `SimulatedRound.next_move`) and the core
+      records it, drawing its randomness (RNG) or taking it from the dealer
+      device's report (a physical table).
+    """
+
+    def seats(self) -> int:
+        """How many players a round of turns seats; 0: the round is one draw."""
+        ...
+
+    def pick_bet(self, rng: random.Random) -> str:
+        """A catalogue bet a player picks (one-draw rounds), chosen with `rng` only."""
+        ...
+
+    def stake_multipliers(self, bet: str) -> Sequence[int]:
+        """What a stake on this catalogue bet is: the player's usual bet times one
+        of these, each equally likely (repeat one to make it likelier)."""
+        ...
+
+    def fault_reasons(self) -> Sequence[str]:
+        """What a dealer device says of a faulty draw (one-draw rounds); empty if
+        the game has no faulty draw."""
+        ...
+
+    def simulated_round(self, bets: Mapping[str, BetView]) -> SimulatedRound | None:
+        """A round of turns over the bets placed, played by the game's strategies
+        (None for a one-draw game: the core plays it)."""
         ...

@@ -11,13 +11,20 @@ legal paths through each of its games:
 - every reachable step offers some move, or is over;
 - no bet is settled twice, and a step settles only standing bets;
 - every settlement conserves money (returns are ints >= 0) and an over round
-  has every bet settled or voided.
+  has every bet settled or voided;
+- what a game declares for the report and `ledger simulate` holds:
+  ``bet-families`` puts every catalogue bet in exactly one family, the one
+  `family_of` names; ``simulated-play`` picks catalogue bets, stakes them by
+  positive multipliers, and either plays a one-draw round (betting closes,
+  then one move draws dice) or plays rounds of turns to their end with moves
+  its own step offers.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import random
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -27,6 +34,7 @@ from hypothesis import strategies as st
 
 from ledger.errors import InvalidCommandError
 from ledger.games.api import DECK_SIZE, SETTLEMENT_API, BetView, Draw, RecordedAction, Step
+from ledger.games.one_draw import one_draw
 from ledger.plugins.manager import get_plugin_manager
 from ledger.plugins.registry import LoadedGame, rules_hash
 
@@ -75,6 +83,78 @@ class GameContract:
             for bad in ({"bet": "no-such-bet"}, {}, {"bet": 7}):
                 with pytest.raises(InvalidCommandError):
                     game.validate_bet(bad, {})
+
+    def test_bet_families_hold_the_catalogue(self, games: dict[str, LoadedGame]) -> None:
+        for game in games.values():
+            families = game.bet_families()
+            if families is None:
+                continue
+            listed = [bet for bets in families.families().values() for bet in bets]
+            assert sorted(listed) == sorted(game.bets), f"{game.id}: families != catalogue"
+            for family, bets in families.families().items():
+                for bet_id in bets:
+                    canonical = game.validate_bet({"bet": bet_id}, {})
+                    assert families.family_of(canonical) == family, f"{game.id}: {bet_id}"
+
+    def test_simulated_play_picks_and_stakes_catalogue_bets(
+        self, games: dict[str, LoadedGame]
+    ) -> None:
+        for game in games.values():
+            play = game.simulated_play()
+            if play is None:
+                continue
+            rng = random.Random(0)
+            for _ in range(50):
+                assert play.pick_bet(rng) in game.bets  # (checked when guarded, too)
+            for bet_id in game.bets:
+                assert all(m > 0 for m in play.stake_multipliers(bet_id))
+            assert all(reason.strip() for reason in play.fault_reasons())
+            assert 0 <= play.seats() <= len(game.bets), f"{game.id}: more seats than bets"
+
+    def test_simulated_rounds_play_to_their_end(self, games: dict[str, LoadedGame]) -> None:
+        for game in games.values():
+            play = game.simulated_play()
+            if play is None:
+                continue
+            if not play.seats():
+                assert one_draw(game) is not None, f"{game.id}: a one-draw game with no draw"
+                assert play.simulated_round({}) is None
+                continue
+            for seed in range(5):
+                self._play_simulated(game, play.seats(), random.Random(seed))
+
+    @staticmethod
+    def _play_simulated(game: LoadedGame, seats: int, rng: random.Random) -> None:
+        play = game.simulated_play()
+        assert play is not None
+        bets: dict[str, BetView] = {}
+        for n, bet_id in enumerate(list(game.bets)[:seats]):
+            canonical = game.validate_bet({"bet": bet_id}, bets)
+            bets[f"b{n}"] = {"account_id": f"a{n}", "bet": canonical, "stake": 100}
+        replica = play.simulated_round(bets)
+        assert replica is not None, f"{game.id}: seats players but gives no round to play"
+        actions: list[RecordedAction] = []
+        deck = list(range(DECK_SIZE))
+        rng.shuffle(deck)
+        for _ in range(MAX_ACTIONS):
+            step = game.step(bets, actions)
+            move = replica.next_move()
+            if move is None:
+                assert step["over"], f"{game.id}: its strategies stop before the round ends"
+                return
+            actor, action, draw = move
+            offered = step["moves"].get(actor, {})
+            assert action in offered, f"{game.id}: strategy chose {actor} {action}, not offered"
+            assert offered[action] == draw, f"{game.id}: {action} draws other than its step says"
+            count = 0 if draw is None else draw["count"]
+            if draw is not None and draw["kind"] == "dice":
+                drawn = [rng.randint(1, 6) for _ in range(count)]
+            else:
+                drawn, deck = deck[:count], deck[count:]
+            args = game.validate_args(actor, action, {})
+            actions.append({"actor": actor, "action": action, "args": args, "drawn": drawn})
+            replica.apply(actor, action, drawn)
+        pytest.fail(f"{game.id}: a simulated round with no end after {MAX_ACTIONS} actions")
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

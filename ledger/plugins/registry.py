@@ -7,6 +7,7 @@ of a bad command (`InvalidCommandError`)."""
 from __future__ import annotations
 
 import hashlib
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -17,20 +18,29 @@ from rfc8785 import CanonicalizationError
 from ledger.crypto.canonical import canonical, json_problem
 from ledger.errors import InvalidCommandError, LedgerError, PluginError
 from ledger.games.api import (
+    BET_FAMILIES,
     EXACT_PAYTABLE,
     SETTLEMENT_API,
+    SIMULATED_PLAY,
+    BetFamilies,
     BetView,
     Draw,
     ExactPaytable,
     Game,
     RecordedAction,
+    SimulatedPlay,
+    SimulatedRound,
     Step,
 )
 
 #: Settlement APIs this core can run (1 is read from old stores only, translated).
 SUPPORTED_SETTLEMENT_APIS = frozenset({SETTLEMENT_API})
 #: Capabilities the core knows, each with the protocol a game must implement.
-CAPABILITIES: Mapping[str, type] = {EXACT_PAYTABLE: ExactPaytable}
+CAPABILITIES: Mapping[str, type] = {
+    EXACT_PAYTABLE: ExactPaytable,
+    BET_FAMILIES: BetFamilies,
+    SIMULATED_PLAY: SimulatedPlay,
+}
 
 T = TypeVar("T")
 
@@ -153,6 +163,22 @@ class LoadedGame:
         game: Any = self.game  # declared and checked at load (`GameRegistry.add`)
         return _GuardedPaytable(self, game)
 
+    # Capability "bet-families".
+    def bet_families(self) -> BetFamilies | None:
+        """The game's bet families, or None when it declares none."""
+        if BET_FAMILIES not in self.capabilities:
+            return None
+        game: Any = self.game
+        return _GuardedFamilies(self, game)
+
+    # Capability "simulated-play".
+    def simulated_play(self) -> SimulatedPlay | None:
+        """How `ledger simulate` plays the game, or None when it does not say."""
+        if SIMULATED_PLAY not in self.capabilities:
+            return None
+        game: Any = self.game
+        return _GuardedPlay(self, game)
+
 
 class _GuardedPaytable:
     """`ExactPaytable` calls, guarded like every other plugin call."""
@@ -168,6 +194,87 @@ class _GuardedPaytable:
 
     def equally_likely(self) -> Sequence[Sequence[RecordedAction]]:
         return list(self._loaded._call("equally_likely", self._game.equally_likely))
+
+
+class _GuardedFamilies:
+    """`BetFamilies` calls, guarded and checked for shape."""
+
+    def __init__(self, loaded: LoadedGame, game: BetFamilies) -> None:
+        self._loaded, self._game = loaded, game
+
+    def families(self) -> Mapping[str, Sequence[str]]:
+        found = self._loaded._call("families", self._game.families)
+        if not isinstance(found, Mapping) or not all(
+            isinstance(name, str) and all(isinstance(b, str) for b in bets)
+            for name, bets in found.items()
+        ):
+            raise self._loaded._fail("families must map family names to catalogue bets")
+        return {str(name): tuple(bets) for name, bets in found.items()}
+
+    def family_of(self, bet: Mapping[str, Any]) -> str:
+        family = self._loaded._call("family_of", self._game.family_of, bet)
+        if not isinstance(family, str) or not family:
+            raise self._loaded._fail(f"family_of returned {family!r}, not a family name")
+        return family
+
+
+class _GuardedPlay:
+    """`SimulatedPlay` calls, guarded and checked for shape."""
+
+    def __init__(self, loaded: LoadedGame, game: SimulatedPlay) -> None:
+        self._loaded, self._game = loaded, game
+
+    def seats(self) -> int:
+        seats = self._loaded._call("seats", self._game.seats)
+        if type(seats) is not int or seats < 0:
+            raise self._loaded._fail(f"seats returned {seats!r}, not an int >= 0")
+        return seats
+
+    def pick_bet(self, rng: random.Random) -> str:
+        bet = self._loaded._call("pick_bet", self._game.pick_bet, rng)
+        if bet not in self._loaded.bets:
+            raise self._loaded._fail(f"pick_bet picked {bet!r}, not a catalogue bet")
+        return str(bet)
+
+    def stake_multipliers(self, bet: str) -> Sequence[int]:
+        found = tuple(self._loaded._call("stake_multipliers", self._game.stake_multipliers, bet))
+        if not found or not all(type(m) is int and m > 0 for m in found):
+            raise self._loaded._fail(f"stake_multipliers of {bet!r} are not positive ints")
+        return found
+
+    def fault_reasons(self) -> Sequence[str]:
+        found = tuple(self._loaded._call("fault_reasons", self._game.fault_reasons))
+        if not all(isinstance(reason, str) and reason.strip() for reason in found):
+            raise self._loaded._fail("fault_reasons must be non-empty strings")
+        return found
+
+    def simulated_round(self, bets: Mapping[str, BetView]) -> SimulatedRound | None:
+        found = self._loaded._call("simulated_round", self._game.simulated_round, bets)
+        return None if found is None else _GuardedRound(self._loaded, found)
+
+
+class _GuardedRound:
+    """A `SimulatedRound`, its moves checked against the shape of a Draw."""
+
+    def __init__(self, loaded: LoadedGame, played: SimulatedRound) -> None:
+        self._loaded, self._played = loaded, played
+
+    def next_move(self) -> tuple[str, str, Draw | None] | None:
+        move = self._loaded._call("next_move", self._played.next_move)
+        if move is None:
+            return None
+        if not (
+            isinstance(move, tuple)
+            and len(move) == 3
+            and isinstance(move[0], str)
+            and isinstance(move[1], str)
+            and _is_draw(move[2])
+        ):
+            raise self._loaded._fail(f"next_move returned {move!r}, not (actor, action, draw)")
+        return move
+
+    def apply(self, actor: str, action: str, drawn: Sequence[int]) -> None:
+        self._loaded._call("apply", self._played.apply, actor, action, drawn)
 
 
 def _is_draw(value: Any) -> bool:

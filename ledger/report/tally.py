@@ -17,26 +17,12 @@ from uuid import UUID
 
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
-from ledger.errors import ConfigError, VerificationError
+from ledger.errors import VerificationError
+from ledger.plugins.families import bet_label, family_of
+from ledger.plugins.registry import LoadedGame
 from ledger.projections.base import utc_day
 from ledger.report.returns import Cluster, Returns
 from ledger.report.theory import Theories, Theory
-from ledger.simulation.families import family_of
-
-
-def bet_label(bet: Mapping[str, Any]) -> str:
-    """The bet as its game's paytable names it (``small``, ``total:4``), else its fields."""
-    if "bet" in bet:
-        return str(bet["bet"])
-    return ",".join(sorted(bet))
-
-
-def family(label: str) -> str:
-    """The bet's family: the three-dice families by name, else the label's kind."""
-    try:
-        return family_of(label)
-    except ConfigError:
-        return label.partition(":")[0]
 
 
 @dataclass
@@ -72,6 +58,7 @@ class OpenRound:
     game: str
     currency: str
     theory: Theory
+    game_played: LoadedGame | None = None  # the installed game of that id: it names bet families
     bets: dict[str, tuple[str, Fraction | None]] = field(default_factory=dict)  # family, theory
     clusters: dict[str, Cluster] = field(default_factory=dict)  # per family
 
@@ -171,14 +158,19 @@ class ReportTally:
         key = (event.variant, event.currency)
         self.theory_sources.setdefault(key, set()).add(theory.source)
         self.open[str(event.originator_id)] = OpenRound(
-            str(event.table_id), event.variant, event.currency, theory
+            str(event.table_id),
+            event.variant,
+            event.currency,
+            theory,
+            self.theories.game(event.variant),
         )
 
     def _bet_placed(self, event: Round.BetPlaced) -> None:
         round_ = self._round(event)
         if round_ is not None:
             label = bet_label(event.bet)
-            round_.bets[event.bet_id] = (family(label), round_.theory.of(label))
+            family = family_of(round_.game_played, event.bet)
+            round_.bets[event.bet_id] = (family, round_.theory.of(label))
 
     def _bet_withdrawn(self, event: Round.BetWithdrawn) -> None:
         round_ = self._round(event)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.errors import ConfigError, LedgerError
+from ledger.games.api import EXACT_PAYTABLE
 from ledger.plugins.paytable import paytable
 from ledger.plugins.registry import LoadedGame, rules_hash
 
@@ -102,6 +103,10 @@ class Theories:
         self._edges = {edge.rules_hash: edge for edge in edges}
         self._known: dict[tuple[str, str], Theory] = {}
 
+    def game(self, game_id: str) -> LoadedGame | None:
+        """The installed game of that id, if any."""
+        return self._games.get(game_id)
+
     def of(self, game_id: str, rules: str) -> Theory:
         key = (game_id, rules)
         if key not in self._known:
@@ -110,7 +115,7 @@ class Theories:
 
     def _work_out(self, game_id: str, rules: str) -> Theory:
         game = self._games.get(game_id)
-        if game is not None and game.rules_hash == rules and game.capabilities:
+        if game is not None and game.rules_hash == rules and EXACT_PAYTABLE in game.capabilities:
             try:
                 lines = paytable(game)
             except LedgerError:

@@ -3,9 +3,10 @@
 - `config`: the tables, players, rounds and fault rate of a session;
 - `dice_source`: the RNG the tables commit to and throw from (one place to swap);
 - `behaviour`: how players and dealers choose (one seeded `random.Random`);
-- `families`: the seven three-dice bet families;
+  which bet and how bold a stake is the game's to say (`SimulatedPlay`);
 - `players`: wallets, deposits, top-ups and cashing out;
-- `session`: the rounds, through the casino's API;
+- `session`: the rounds, through the casino's API (one-draw rounds);
+- `turns`: rounds of turns, played by the game's own strategies;
 - `tally`: what happened, in integers; `report`: the summary.
 """
 

@@ -2,12 +2,14 @@
 
 Pure functions of the generator and the state they are given, so a session
 with the same seed makes the same choices. Amounts are integers (whole chips).
+Which bet a player picks and how bold its stake is are the game's to say
+(its ``simulated-play`` capability, `ledger.games.api.SimulatedPlay`).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Final, TypeVar
 
 from ledger.domain.round import Limits
@@ -15,17 +17,6 @@ from ledger.simulation.config import CHIP
 
 T = TypeVar("T")
 
-# How often each family is played, like a real three-dice table: small/big
-# (Tài/Xỉu) most, then singles, totals and combinations, triples rarely.
-FAMILY_WEIGHTS: Final = (
-    ("small/big", 55),
-    ("single", 11),
-    ("total", 11),
-    ("combination", 9),
-    ("specific double", 7),
-    ("any triple", 4),
-    ("specific triple", 3),
-)
 # A player's usual bet (the unit) and how common each is.
 UNITS: Final = (
     (10_000, 25),
@@ -36,16 +27,6 @@ UNITS: Final = (
     (500_000, 5),
     (1_000_000, 2),
 )
-# A stake is the unit times one of these: bolder on even money, small on long shots.
-MULTIPLIERS: Final[Mapping[str, tuple[int, ...]]] = {
-    "small/big": (1, 1, 1, 2, 2, 3, 5, 10),
-    "single": (1, 1, 1, 2, 3),
-    "combination": (1, 1, 2),
-    "specific double": (1, 1, 2),
-    "total": (1, 1, 2),
-    "any triple": (1, 1, 2),
-    "specific triple": (1,),
-}
 BETS_PER_TURN: Final = ((1, 50), (2, 30), (3, 15), (4, 5))
 
 PLAY_CHANCE: Final = 75  # percent of seated players who bet in a round
@@ -58,13 +39,6 @@ CASH_OUT_CHANCE: Final = 5  # per round, a player who has doubled their money le
 MOVE_CHANCE: Final = 2  # per round, a player moves to another table
 REPLACE_CHANCE: Final = 90  # a player who leaves is replaced by a newcomer
 DEALER_SHIFT: Final = 20  # rounds a dealer deals before a break
-FAULT_REASONS: Final = (
-    "die not flat",
-    "dice stacked",
-    "cocked die",
-    "fewer than one bounce",
-    "die left the bowl",
-)
 
 
 def weighted(rng: random.Random, pairs: Sequence[tuple[T, int]]) -> T:
@@ -92,16 +66,17 @@ def pick_bet_count(rng: random.Random) -> int:
     return weighted(rng, BETS_PER_TURN)
 
 
-def pick_bet(rng: random.Random, catalogue: Mapping[str, Sequence[str]]) -> str:
-    """A family by how popular it is, then any of its bets."""
-    return rng.choice(catalogue[weighted(rng, FAMILY_WEIGHTS)])
-
-
 def pick_stake(
-    rng: random.Random, unit: int, family: str, limits: Limits, room: int, balance: int
+    rng: random.Random,
+    unit: int,
+    multipliers: Sequence[int],
+    limits: Limits,
+    room: int,
+    balance: int,
 ) -> int | None:
-    """Whole chips within the table's limits, the player's room left in the round
-    and the wallet; None if that is less than the minimum bet."""
-    wanted = unit * rng.choice(MULTIPLIERS[family])
+    """The unit times one of the game's multipliers for the bet, in whole chips
+    within the table's limits, the player's room left in the round and the
+    wallet; None if that is less than the minimum bet."""
+    wanted = unit * rng.choice(multipliers)
     stake = min(wanted, limits["max_bet"], room, balance) // CHIP * CHIP
     return stake if stake >= limits["min_bet"] else None

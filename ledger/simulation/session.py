@@ -1,20 +1,23 @@
-"""A casino session: tables open, players sit down, rounds are dealt, the dice decide.
+"""A casino session: tables open, players sit down, rounds are dealt, the draws decide.
 
 Every command goes through the casino's API (ledger.casino), so the session
 records exactly what a real floor would: wallets and deposits, bets and
-withdrawn bets, faulty throws and what the variant's fault policy made of
-them, outcomes, settlements and voids, top-ups and players cashing out.
+withdrawn bets, faulty draws and what the game's fault policy made of them,
+outcomes, settlements and voids, top-ups and players cashing out.
 
-Rounds are dealt at the tables in turn. Every choice (who bets what, how
-much, which throws are faulty) comes from `random.Random(config.seed)`.
-Who states the dice is what docs/rules.md §1.4 allows, nothing else:
+How each game is played is the game's to say (`ledger.games.api.SimulatedPlay`):
+a one-draw round is played here (bets, close, one draw that settles them), a
+round of turns by `turns`. Rounds are dealt at the tables in turn. Every
+choice (who bets what, how much, which draws are faulty) comes from
+`random.Random(config.seed)`. Who states the randomness is what
+docs/rules.md §1.4 allows, nothing else:
 - at an RNG table only the RNG (see `dice_source`): the table commits to a
   seed when it opens and again at every dealer shift, retiring (revealing)
   the old one, and retires its last seed when the session ends, so every
-  throw can be recomputed by `ledger verify`; an RNG throw is never faulty;
+  draw can be recomputed by `ledger verify`; an RNG draw is never faulty;
 - at a physical table only its dealer device (see `device`): the dealer
-  shakes, and the device reports each throw or faulty throw, signed with its
-  own `dealer-device` key. Faulty throws happen only here.
+  shakes or deals, and the device reports each draw or faulty draw, signed
+  with its own `dealer-device` key. Faulty draws happen only here.
 """
 
 from __future__ import annotations
@@ -23,24 +26,25 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from ledger.casino import Casino
 from ledger.devices import DealerDevice
 from ledger.errors import ConfigError
+from ledger.games.api import EXACT_PAYTABLE, Draw, SimulatedPlay
+from ledger.games.one_draw import one_draw
+from ledger.plugins.families import family_of
 from ledger.plugins.paytable import paytable
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
-from ledger.simulation import behaviour
+from ledger.simulation import behaviour, turns
 from ledger.simulation.behaviour import chance
-from ledger.simulation.config import SessionConfig, check_config, plays
+from ledger.simulation.config import SessionConfig, check_config
 from ledger.simulation.dice_source import SessionRng
-from ledger.simulation.families import by_family, family_of
 from ledger.simulation.floor import Table
 from ledger.simulation.players import Cashier, Player
 from ledger.simulation.request_ids import RequestIds
 from ledger.simulation.tally import TableTally, Tally
-from ledger.simulation.xidach import XiDachTable
-from ledger.simulation.xidach import play_round as play_xidach_round
 
 Progress = Callable[[int], None]
 
@@ -74,34 +78,48 @@ class Session:
         casino: Casino,
         games: Mapping[str, LoadedGame],
         config: SessionConfig,
-        dice: RngServer,
+        rng: RngServer,
         device: DealerDevice | None = None,
     ) -> None:
         check_config(config, games)
         if device is None and any(spec.physical for spec in config.tables):
-            raise ConfigError("physical tables need a dealer device to report their dice")
+            raise ConfigError("physical tables need a dealer device to report their draws")
         self.casino = casino
         self.config = config
-        self.dice = dice
+        self.rng = rng  # the RNG tables' seeds
         self.device = device
-        # The dice the dealers shake at physical tables.
-        self.shaker = dice.shaker() if isinstance(dice, SessionRng) else random.Random()
+        # The dice the dealers shake and the shoes they shuffle at physical tables.
+        self.shaker = rng.shaker() if isinstance(rng, SessionRng) else random.Random()
         self.choices = random.Random(config.seed)
         self.ids = RequestIds()
         self.tally = Tally()
         self.cashier = Cashier(casino, self.ids, self.tally, config.currency)
-        used = {spec.variant: games[spec.variant] for spec in config.tables}
-        # Card games (no exact paytable) are played by their strategies.
-        self.card_games = {
-            vid: XiDachTable.of(v.rules) for vid, v in used.items() if plays(v.rules)
-        }
-        dice_games = {vid: v for vid, v in used.items() if vid not in self.card_games}
-        self.catalogues = {vid: by_family(v.bets) for vid, v in dice_games.items()}
+        self.games = {spec.variant: games[spec.variant] for spec in config.tables}
+        # How each game is played: its own say (checked by `check_config`).
+        self.plays: dict[str, SimulatedPlay] = {}
+        for game_id, game in self.games.items():
+            play = game.simulated_play()
+            assert play is not None
+            self.plays[game_id] = play
+        self.turn_games = {game_id for game_id, play in self.plays.items() if play.seats()}
+        # A one-draw game's draw: what the dealer device reports at a physical table.
+        self.draws: dict[str, Draw] = {}
+        for game_id in self.games.keys() - self.turn_games:
+            found = one_draw(self.games[game_id])
+            assert found is not None
+            self.draws[game_id] = found[2]
         # Each bet's exact theoretical return, as `ledger paytable` prints it.
         self.returns: dict[str, dict[str, Fraction]] = {
-            vid: {line.bet: line.theoretical_return for line in paytable(v)}
-            for vid, v in dice_games.items()
+            game_id: {line.bet: line.theoretical_return for line in paytable(game)}
+            for game_id, game in self.games.items()
+            if game_id not in self.turn_games and EXACT_PAYTABLE in game.capabilities
         }
+        # The family table's lines: the one-draw games' families, in their order.
+        for game_id, game in self.games.items():
+            families = game.bet_families()
+            if game_id not in self.turn_games and families is not None:
+                for family in families.families():
+                    self.tally.family(family)
         self.dealers = [f"D{n:02d}" for n in range(1, 2 * len(config.tables) + 1)]
         self.tables: list[Table] = []
         self.players: list[Player] = []
@@ -135,19 +153,19 @@ class Session:
             )
             table = Table(spec, table_id, dealer)
             self.tables.append(table)
-            self.tally.tables[spec.name] = TableTally(spec)
+            self.tally.tables[spec.name] = TableTally(spec, turns=spec.variant in self.turn_games)
             if not spec.physical:
                 self.commit_seed(table)
 
     def commit_seed(self, table: Table) -> None:
         self.casino.commit_seed(
-            request_id=self.ids.next("commit-seed"), table_id=table.table_id, rng=self.dice
+            request_id=self.ids.next("commit-seed"), table_id=table.table_id, rng=self.rng
         )
         self.tally.seeds_committed += 1
 
     def retire_seed(self, table: Table) -> None:
         self.casino.retire_seed(
-            request_id=self.ids.next("retire-seed"), table_id=table.table_id, rng=self.dice
+            request_id=self.ids.next("retire-seed"), table_id=table.table_id, rng=self.rng
         )
         self.tally.seeds_revealed += 1
 
@@ -209,20 +227,21 @@ class Session:
         round_id = self.casino.open_round(
             request_id=self.ids.next("round"), table_id=table.table_id, dealer=table.dealer
         )
-        card_game = self.card_games.get(table.spec.variant)
-        if card_game is not None:
-            play_xidach_round(self, table, round_id, card_game)
+        game_id = table.spec.variant
+        if game_id in self.turn_games:
+            turns.play_round(self, table, round_id, self.games[game_id], self.plays[game_id])
             return
         betting = Betting(round_id)
         self.take_bets(table, betting, reopened=False)
         self.close(betting)
-        throws = 0
+        reasons = self.plays[game_id].fault_reasons()
+        draws = 0
         while True:
-            counter, throws = throws, throws + 1
-            # Only shaken dice can land badly: an RNG throw is never faulty.
-            if table.spec.physical and chance(self.choices, self.config.fault_rate):
+            counter, draws = draws, draws + 1
+            # Only a physical draw can go wrong: an RNG draw is never faulty.
+            if reasons and table.spec.physical and chance(self.choices, self.config.fault_rate):
                 tally.faults += 1
-                reason = self.choices.choice(behaviour.FAULT_REASONS)
+                reason = self.choices.choice(reasons)
                 after = self.casino.record_fault(
                     request_id=self.ids.next("fault"),
                     round_id=round_id,
@@ -239,16 +258,16 @@ class Session:
                     self.take_bets(table, betting, reopened=True)
                     self.close(betting)
                 elif then != "throw again":
-                    raise RuntimeError(f"unexpected answer to a faulty throw: {after}")
+                    raise RuntimeError(f"unexpected answer to a faulty draw: {after}")
                 continue
-            self.throw(table, betting, counter)
+            self.draw(table, betting, counter)
             self.settle(table, betting)
             return
 
     def take_bets(self, table: Table, betting: Betting, *, reopened: bool) -> None:
         rng = self.choices
         for player in self.seated(table):
-            if reopened:  # after a faulty throw: some take bets back, a few add one
+            if reopened:  # after a faulty draw: some take bets back, a few add one
                 for bet_id, bet in list(betting.bets.items()):
                     if bet.player is player and chance(rng, behaviour.REOPENED_WITHDRAW_CHANCE):
                         self.withdraw(betting, bet_id)
@@ -263,12 +282,13 @@ class Session:
                     self.withdraw(betting, bet_id)
 
     def place(self, table: Table, betting: Betting, player: Player) -> None:
-        bet = behaviour.pick_bet(self.choices, self.catalogues[table.spec.variant])
-        family = family_of(bet)
+        game, play = self.games[table.spec.variant], self.plays[table.spec.variant]
+        bet = play.pick_bet(self.choices)
+        family = family_of(game, game.validate_bet({"bet": bet}, {}))
         limits = table.spec.limits
         room = limits["max_round"] - betting.staked.get(player.account_id, 0)
         stake = behaviour.pick_stake(
-            self.choices, player.unit, family, limits, room, player.balance
+            self.choices, player.unit, play.stake_multipliers(bet), limits, room, player.balance
         )
         if stake is None:
             return
@@ -303,14 +323,16 @@ class Session:
         assert self.device is not None  # checked when the session was set up
         return self.device
 
-    def throw(self, table: Table, betting: Betting, counter: int) -> None:
-        """The round's good throw: from its committed seed, or shaken and reported."""
+    def draw(self, table: Table, betting: Betting, counter: int) -> None:
+        """The round's good draw: from its committed seed, or shaken and reported."""
         if not table.spec.physical:
             self.casino.throw_dice(
-                request_id=self.ids.next("throw"), round_id=betting.round_id, rng=self.dice
+                request_id=self.ids.next("throw"), round_id=betting.round_id, rng=self.rng
             )
             return
-        outcome = {"dice": [self.shaker.randint(1, 6) for _ in range(3)]}
+        draw = self.draws[table.spec.variant]  # dice (`check_config`)
+        shaken = [self.shaker.randint(1, 6) for _ in range(draw["count"])]
+        outcome: dict[str, Any] = {draw["kind"]: shaken}
         self.casino.record_outcome(
             request_id=self.ids.next("throw"),
             round_id=betting.round_id,
@@ -321,14 +343,14 @@ class Session:
 
     def settle(self, table: Table, betting: Betting) -> None:
         results = self.casino.settle(request_id=self.ids.next("settle"), round_id=betting.round_id)
-        returns = self.returns[table.spec.variant]
+        returns = self.returns.get(table.spec.variant, {})
         for result in results:
             bet = betting.bets[result["bet_id"]]
             if result["stake"] != bet.stake:
                 raise RuntimeError(f"bet {result['bet_id']} settled on {result['stake']}")
             bet.player.balance += result["returned"]
             self.tally.settled(
-                table.spec.name, bet.family, bet.stake, result["returned"], returns[bet.bet]
+                table.spec.name, bet.family, bet.stake, result["returned"], returns.get(bet.bet)
             )
         if len(results) != len(betting.bets):
             raise RuntimeError(f"round {betting.round_id} settled {len(results)} bets")
@@ -346,8 +368,8 @@ def run_session(
     casino: Casino,
     games: Mapping[str, LoadedGame],
     config: SessionConfig,
-    dice: RngServer,
+    rng: RngServer,
     progress: Progress | None = None,
     device: DealerDevice | None = None,
 ) -> SessionResult:
-    return Session(casino, games, config, dice, device).run(progress)
+    return Session(casino, games, config, rng, device).run(progress)

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ledger.simulation.config import TableSpec
-from ledger.simulation.families import FAMILIES
 
 
 @dataclass
@@ -60,10 +59,11 @@ class Stakes:
 @dataclass
 class TableTally:
     spec: TableSpec
+    turns: bool = False  # its game is played in turns (else one draw a round)
     rounds_settled: int = 0
     rounds_voided: int = 0
     faults: int = 0
-    reopened: int = 0  # faulty throws after which betting reopened
+    reopened: int = 0  # faulty draws after which betting reopened
     voided_stakes: int = 0  # stakes handed back by voided rounds
     settled: Stakes = field(default_factory=Stakes)
 
@@ -75,9 +75,7 @@ class TableTally:
 @dataclass
 class Tally:
     tables: dict[str, TableTally] = field(default_factory=dict)
-    families: dict[str, Stakes] = field(
-        default_factory=lambda: {family: Stakes() for family in FAMILIES}
-    )
+    families: dict[str, Stakes] = field(default_factory=dict)  # of one-draw games' bets
     bets_placed: int = 0
     bets_withdrawn: int = 0
     bets_voided: int = 0  # standing in a round that was voided
@@ -87,17 +85,23 @@ class Tally:
     top_ups: int = 0
     seeds_committed: int = 0
     seeds_revealed: int = 0
-    device_reports: int = 0  # throws and faulty throws a dealer device reported, signed
-    card_reports: int = 0  # Xì dách cards and decisions a dealer device reported, signed
+    device_reports: int = 0  # one-draw games' draws and faulty draws a device reported, signed
+    card_reports: int = 0  # moves of games played in turns a dealer device reported, signed
     deposited: int = 0
     withdrawn: int = 0  # cashed out by players who left
 
-    def settled(self, table: str, family: str, stake: int, returned: int, theory: Fraction) -> None:
+    def family(self, name: str) -> Stakes:
+        """A family's line of the family table (made, in order, when first named)."""
+        return self.families.setdefault(name, Stakes())
+
+    def settled(
+        self, table: str, family: str, stake: int, returned: int, theory: Fraction | None
+    ) -> None:
         self.tables[table].settled.add(stake, returned, theory)
-        self.families[family].add(stake, returned, theory)
+        self.family(family).add(stake, returned, theory)
 
     def settled_unpriced(self, table: str, stake: int, returned: int) -> None:
-        """A card game's bet: counted by its table (and game), in no dice family."""
+        """A bet of a game played in turns: counted by its table (and game), in no family."""
         self.tables[table].settled.add(stake, returned, None)
 
     def voided(self, table: str, stake: int) -> None:
@@ -112,8 +116,8 @@ class Tally:
         return whole
 
     @property
-    def dice_bets(self) -> Stakes:
-        """Every bet of the dice families (the family table's `all` line)."""
+    def family_bets(self) -> Stakes:
+        """Every bet of the family table (its `all` line): the one-draw games'."""
         whole = Stakes()
         for family in self.families.values():
             whole.merge(family)

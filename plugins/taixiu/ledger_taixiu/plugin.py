@@ -10,21 +10,26 @@ follows).
 
 from __future__ import annotations
 
+import random
 import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ledger.errors import InvalidCommandError
 from ledger.games.api import (
+    BET_FAMILIES,
     EXACT_PAYTABLE,
     SETTLEMENT_API,
+    SIMULATED_PLAY,
     BetView,
     Draw,
     RecordedAction,
+    SimulatedRound,
     Step,
 )
 from ledger.plugins import hookimpl
 from ledger.plugins.registry import GameRegistry
+from ledger_taixiu.families import FAULT_REASONS, MULTIPLIERS, by_family, family_of, pick_bet
 from ledger_taixiu.rules import (
     ALL_OUTCOMES,
     BET_IDS,
@@ -56,7 +61,7 @@ class DiceGame:
 
     bets: Sequence[str] = BET_IDS
     settlement_api: int = SETTLEMENT_API
-    capabilities: frozenset[str] = frozenset({EXACT_PAYTABLE})
+    capabilities: frozenset[str] = frozenset({EXACT_PAYTABLE, BET_FAMILIES, SIMULATED_PLAY})
 
     def __init__(self, game_id: str, paytable: Paytable, faults: Mapping[str, Any]) -> None:
         self.id = game_id
@@ -69,6 +74,7 @@ class DiceGame:
         }
         self.reopens = faults.get("after_fault") == "reopen-betting"
         self.void_after: int = int(faults["void_after"])
+        self._families = by_family(self.bets)
 
     # Input.
     def validate_bet(self, bet: Mapping[str, Any], placed: Mapping[str, BetView]) -> dict[str, Any]:
@@ -154,6 +160,29 @@ class DiceGame:
             ]
             for dice in ALL_OUTCOMES
         ]
+
+    # Capability "bet-families": the seven kinds of three-dice bet.
+    def families(self) -> Mapping[str, Sequence[str]]:
+        return self._families
+
+    def family_of(self, bet: Mapping[str, Any]) -> str:
+        return family_of(parse_bet(bet))
+
+    # Capability "simulated-play": one throw settles every bet.
+    def seats(self) -> int:
+        return 0  # one draw
+
+    def pick_bet(self, rng: random.Random) -> str:
+        return pick_bet(rng, self._families)
+
+    def stake_multipliers(self, bet: str) -> Sequence[int]:
+        return MULTIPLIERS[family_of(bet)]
+
+    def fault_reasons(self) -> Sequence[str]:
+        return FAULT_REASONS
+
+    def simulated_round(self, bets: Mapping[str, BetView]) -> SimulatedRound | None:
+        return None  # one draw: the session closes betting and throws
 
 
 # The name plugins built on it (e.g. another house's paytable) imported before.

@@ -9,13 +9,15 @@ state machine and the order of play are in `ledger_xidach.table`.
 
 from __future__ import annotations
 
+import random
 import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ledger.errors import InvalidCommandError
-from ledger.games.api import SETTLEMENT_API, BetView, RecordedAction, Step
+from ledger.games.api import SETTLEMENT_API, SIMULATED_PLAY, BetView, RecordedAction, Step
 from ledger_xidach.rules import XiDachRules
+from ledger_xidach.simulated import STAKE_MULTIPLIERS, PlayedRound
 from ledger_xidach.table import DEALER, FAULT, Round
 
 PLAYER_ACTIONS: Final = frozenset({"hit", "stand"})
@@ -28,7 +30,7 @@ class XiDach:
 
     settlement_api: int = SETTLEMENT_API
     # No exact paytable: the return depends on the players' and dealer's decisions.
-    capabilities: frozenset[str] = frozenset()
+    capabilities: frozenset[str] = frozenset({SIMULATED_PLAY})
 
     def __init__(self, game_id: str, rules: XiDachRules) -> None:
         self.id = game_id
@@ -127,6 +129,23 @@ class XiDach:
                 recorded["args"].get("reason", ""),
             )
         return to_step(table)
+
+    # -- capability "simulated-play": turns, played by `ledger_xidach.strategy` --
+
+    def seats(self) -> int:
+        return self.table_rules.seats
+
+    def pick_bet(self, rng: random.Random) -> str:
+        return rng.choice(list(self.bets))  # a seat (rounds of turns seat players in order)
+
+    def stake_multipliers(self, bet: str) -> Sequence[int]:
+        return STAKE_MULTIPLIERS
+
+    def fault_reasons(self) -> Sequence[str]:
+        return ()  # the simulated dealer never misdeals
+
+    def simulated_round(self, bets: Mapping[str, BetView]) -> PlayedRound:
+        return PlayedRound(self.new_round(bets))
 
 
 def to_step(table: Round) -> Step:

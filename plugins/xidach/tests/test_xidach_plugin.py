@@ -40,7 +40,8 @@ def test_the_hook_registers_both_profiles_on_the_games_contract() -> None:
     assert [g.id for g in registry.added] == ["xidach", "xidach-house"]
     for game in registry.added:
         assert game.settlement_api == SETTLEMENT_API == 2
-        assert game.capabilities == frozenset()  # no exact paytable: decisions matter
+        # No exact paytable (decisions matter); simulate plays it by its strategies.
+        assert game.capabilities == frozenset({"simulated-play"})
         assert list(game.bets) == [f"seat:{n}" for n in range(1, game.table_rules.seats + 1)]
         canonical(dict(game.rules))  # plain JSON, hashable by the core
         for name in ("validate_bet", "validate_args", "step"):

@@ -1,0 +1,25 @@
+"""A one-draw game's draw, read from its own steps: after the one move that
+closes betting, the one move that draws dice (``simulated-play`` games whose
+rounds are one draw, `ledger.games.api.SimulatedPlay`)."""
+
+from __future__ import annotations
+
+from ledger.games.api import Draw, RecordedAction, Stepping
+
+
+def one_draw(game: Stepping) -> tuple[str, str, Draw] | None:
+    """(actor, action, what it draws) of the draw that settles the round, or
+    None when the game's round is not that shape."""
+    opening = game.step({}, [])
+    offered = [(a, m) for a, moves in opening["moves"].items() for m in moves]
+    if len(offered) != 1:
+        return None
+    actor, action = offered[0]
+    closing: RecordedAction = {"actor": actor, "action": action, "args": {}, "drawn": []}
+    after = game.step({}, [closing])
+    draws = [
+        (a, m, d) for a, moves in after["moves"].items() for m, d in moves.items() if d is not None
+    ]
+    if after["betting"] or len(draws) != 1 or draws[0][2]["kind"] != "dice":
+        return None
+    return draws[0]

@@ -1,0 +1,1 @@
+"""Card war: each seat's one card against the dealer's (a fourth game for the tests)."""
