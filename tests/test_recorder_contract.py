@@ -3,6 +3,7 @@ ledger tables) pass eventsourcing's own recorder contract tests."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
@@ -78,6 +79,50 @@ class TestSealedPostgresApplicationRecorder(
             )
             names = {row[0] for row in cursor.fetchall()}
         assert names == {"ledger_append_only", "ledger_no_truncate"}
+
+    def test_writers_create_the_tables_at_once(self) -> None:
+        """Several writers opening a new store create its tables, functions and
+        triggers at the same time: the schema lock taken first in create_table's
+        transaction makes them take turns (CREATE OR REPLACE FUNCTION/TRIGGER
+        fail when run concurrently). The composite type is made beforehand:
+        eventsourcing creates it in a transaction of its own, outside the lock."""
+        first = SealedPostgresApplicationRecorder(self.datastore, events_table_name="ledger_events")
+        with self.datastore.transaction(commit=True) as cursor:
+            for statement in first.sql_create_statements:
+                if "CREATE TYPE" in statement.as_string():
+                    cursor.execute(statement)
+        writers = 6
+        started = threading.Barrier(writers)
+        errors: list[BaseException] = []
+
+        def create() -> None:
+            datastore = PostgresDatastore(
+                dbname="test",
+                host="127.0.0.1",
+                port="5432",
+                user="postgres",
+                password="",
+                schema=self.schema,
+            )
+            try:
+                recorder = SealedPostgresApplicationRecorder(
+                    datastore, events_table_name="ledger_events"
+                )
+                started.wait()
+                recorder.create_table()
+            except BaseException as exc:
+                errors.append(exc)
+            finally:
+                datastore.close()
+
+        threads = [threading.Thread(target=create) for _ in range(writers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert first.insert_events([]) is None
+        assert first.max_notification_id() is None  # the events table is there, empty
 
 
 del ApplicationRecorderTestCase  # the abstract base must not be collected itself

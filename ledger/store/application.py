@@ -12,7 +12,7 @@ from uuid import UUID
 import psycopg
 import psycopg.sql
 import psycopg_pool
-from eventsourcing.application import AggregateNotFoundError, Application, ProcessingEvent
+from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import BaseAggregate
 from eventsourcing.persistence import (
     EventStore,
@@ -164,38 +164,29 @@ class LedgerApplication(Application[UUID]):
             )
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
-        """eventsourcing's `save`, collecting aggregates' events after a nominal
-        type check: its own tells aggregates from events with runtime Protocol
-        checks, which cost more per save than sealing an event does."""
+        """eventsourcing's `save` (the event store seals what it puts), once the
+        node key may sign; then the aggregate cache and the listeners hear of it."""
         self.check_node_key()
-        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
-        for obj in objs:
-            if isinstance(obj, BaseAggregate):
-                processing_event.events.extend(obj.collect_events())
-                processing_event.aggregates[obj.id] = obj
-            else:  # an event, or None
-                processing_event.collect_events(obj)
-        processing_event.saved_kwargs.update(kwargs)
-        recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
-        self._notify(recordings)
-        self.notify(processing_event.events)  # eventsourcing's deprecated hook, as its save
+        recordings = super().save(*objs, **kwargs)
+        self._cache_saved([obj for obj in objs if isinstance(obj, BaseAggregate)])
+        self._tell_listeners(recordings)
         return recordings
 
     def record_events(self, events: list[Any]) -> list[Recording[UUID]]:
         """Save `events` (already collected from their aggregates, in this order)
-        in one transaction: the command runner's batch. The aggregates are the
-        runner's own; the repository's cache fast-forwards to them when read."""
+        in one transaction: the command runner's batch. They go straight to the
+        event store's `put`, where `save` ends: `save` first checks each object
+        against eventsourcing's runtime protocols (about 18 µs an event on
+        Python 3.11), which a batch of hundreds of events would pay for nothing.
+        The aggregates are the runner's own; the repository's cache
+        fast-forwards to them when read."""
         self.check_node_key()
-        processing_event: ProcessingEvent[UUID] = ProcessingEvent()
-        processing_event.events.extend(events)
-        recordings = self._record(processing_event)
-        self._notify(recordings)
-        self.notify(processing_event.events)  # eventsourcing's deprecated hook, as its save
+        recordings = self.events.put(events)
+        self._tell_listeners(recordings)
         return recordings
 
-    def _record(self, processing_event: ProcessingEvent[UUID]) -> list[Recording[UUID]]:
-        """Record, then refresh the aggregate cache with what was just committed.
+    def _cache_saved(self, aggregates: list[BaseAggregate[UUID]]) -> None:
+        """Refresh the aggregate cache with what was just committed.
 
         The cache fast-forwards on every get by reading and checking the events
         after the version it holds; without this it would re-read, re-open and
@@ -205,18 +196,17 @@ class LedgerApplication(Application[UUID]):
         Every get still fast-forwards from there, so events other writers
         committed since are read and checked as before.
         """
-        recordings = super()._record(processing_event)
         cache = self.repository.cache
-        if cache is not None and self.repository.fastforward:
-            for aggregate_id, aggregate in processing_event.aggregates.items():
-                try:
-                    cache.get(aggregate_id)
-                except KeyError:
-                    continue  # not cached: read from the store when first wanted
-                cache.put(aggregate_id, copy.deepcopy(aggregate))
-        return recordings
+        if cache is None or not self.repository.fastforward:
+            return
+        for aggregate in aggregates:
+            try:
+                cache.get(aggregate.id)
+            except KeyError:
+                continue  # not cached: read from the store when first wanted
+            cache.put(aggregate.id, copy.deepcopy(aggregate))
 
-    def _notify(self, recordings: list[Recording[UUID]]) -> None:
+    def _tell_listeners(self, recordings: list[Recording[UUID]]) -> None:
         for listener in self.on_recorded:
             listener(len(recordings))
 

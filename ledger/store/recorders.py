@@ -12,9 +12,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
 
-from eventsourcing.persistence import ProgrammingError
+from eventsourcing.persistence import (
+    InterfaceError,
+    OperationalError,
+    ProgrammingError,
+    StoredEvent,
+)
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+from eventsourcing.utils import retry
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composable, Identifier, Literal
 
@@ -123,11 +129,17 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
         super().__init__(datastore, events_table_name=events_table_name)
         self.events_table = events_table_name
         schema = Identifier(self.datastore.schema)
-        self._insert_rows = SQL(
+        self.insert_rows_statement = SQL(
             "INSERT INTO {schema}.{t} (originator_id, originator_version, topic, state) "
             "VALUES (%s, %s, %s, %s) RETURNING notification_id"
         ).format(schema=schema, t=Identifier(events_table_name))
-        self.ledger_statements: list[Composable] = [
+        # Taken before eventsourcing's tables are written, in create_table's one
+        # transaction: several processes may create the schema at once, and
+        # CREATE OR REPLACE FUNCTION/TRIGGER are not safe concurrently.
+        self.sql_create_statements.insert(
+            0, SQL("SELECT pg_advisory_xact_lock(hashtext('casino-ledger-schema'))").format()
+        )
+        self.sql_create_statements += [
             SQL(
                 "CREATE TABLE IF NOT EXISTS {schema}.{t} (leaf_index bigint PRIMARY KEY, "
                 "notification_id bigint NOT NULL UNIQUE, leaf_hash bytea NOT NULL)"
@@ -143,7 +155,7 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
             SQL(_PG_REFUSE).format(schema=schema),
         ]
         for table in (events_table_name, *LEDGER_TABLES):
-            self.ledger_statements += [
+            self.sql_create_statements += [
                 SQL(
                     "CREATE OR REPLACE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE "
                     "ON {schema}.{t} FOR EACH ROW EXECUTE FUNCTION {schema}.ledger_refuse_change()"
@@ -154,41 +166,46 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
                     "EXECUTE FUNCTION {schema}.ledger_refuse_change()"
                 ).format(schema=schema, t=Identifier(table)),
             ]
+        self.notify_statement = SQL("NOTIFY {}").format(Identifier(self.channel_name))
 
-    def _insert_stored_events(self, curs: Any, stored_events: Sequence[Any], **_: Any) -> None:
-        """eventsourcing's insert (table lock, notify), the rows sent as plain
-        parameters of one pipelined `executemany`: its own `unnest` of composite
-        values adapts each row in Python and costs about twice as much a batch."""
-        self._lock_table(curs)
-        self._notify_channel(curs)
-        curs.executemany(
-            self._insert_rows,
-            [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events],
-            returning=True,
-        )
-
-    def _fetch_ids_after_insert_events(
-        self, curs: Any, stored_events: Sequence[Any], **_: Any
+    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+    def insert_events(
+        self, stored_events: Sequence[StoredEvent], **kwargs: Any
     ) -> Sequence[int] | None:
+        """What eventsourcing's insert does, and as it does it: in one pipelined
+        transaction, lock the table (so notification ids commit in their order),
+        NOTIFY the channel its subscribers listen on, insert the rows and return
+        their ids. The rows go as plain parameters of one `executemany`: the
+        library's own insert builds a composite value of each row in Python for
+        an `unnest` and costs about twice as much a batch."""
+        if not stored_events:
+            return None
+        rows = [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
+        failure: Exception | None = None
         ids: list[int] = []
-        while True:  # the lock's and notify's results, then one set a row, in order
-            if (curs.statusmessage or "").startswith("INSERT"):
-                ids += [row["notification_id"] for row in curs.fetchall()]
-            if not curs.nextset():
-                break
+        with self.datastore.get_connection() as conn:
+            with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
+                try:
+                    for statement in self.lock_table_statements:
+                        curs.execute(statement, prepare=True)
+                    curs.execute(self.notify_statement)
+                    curs.executemany(self.insert_rows_statement, rows, returning=True)
+                    # Sync now, so a conflict raises IntegrityError here, not at commit.
+                    pipeline.sync()
+                    while True:  # the lock's and notify's results, then one set a row
+                        if (curs.statusmessage or "").startswith("INSERT"):
+                            ids += [row["notification_id"] for row in curs.fetchall()]
+                        if not curs.nextset():
+                            break
+                except Exception as exc:  # raised once the pipeline is closed, as the library does
+                    failure = exc
+            if failure is not None:
+                raise failure
         if len(ids) != len(stored_events):
             raise ProgrammingError(
                 f"couldn't get all notification IDs (got {len(ids)}, expected {len(stored_events)})"
             )
         return ids
-
-    def _create_table(self, curs: Any) -> None:
-        # Several processes may create the schema at once; CREATE OR REPLACE
-        # FUNCTION/TRIGGER are not safe concurrently, so serialise on a lock.
-        curs.execute(SQL("SELECT pg_advisory_xact_lock(hashtext('casino-ledger-schema'))"))
-        super()._create_table(curs)
-        for statement in self.ledger_statements:
-            curs.execute(statement, prepare=False)
 
     @contextmanager
     def read(self) -> Iterator[Cursor]:

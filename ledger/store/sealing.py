@@ -176,13 +176,12 @@ class SealingMapper(Mapper[UUID]):
 
     def to_domain_event(self, stored_event: StoredEvent) -> DomainEventProtocol[UUID]:
         envelope = self.open(stored_event)
+        return self.decode(stored_event, envelope.payload)
+
+    def decode(self, row: StoredEvent, payload: bytes) -> DomainEventProtocol[UUID]:
+        """The domain event of `row` whose envelope (already checked) carries `payload`."""
         return super().to_domain_event(
-            StoredEvent(
-                stored_event.originator_id,
-                stored_event.originator_version,
-                stored_event.topic,
-                envelope.payload,
-            )
+            StoredEvent(row.originator_id, row.originator_version, row.topic, payload)
         )
 
 
@@ -266,9 +265,7 @@ class SealedEventStore(EventStore[UUID]):
                 where=where(stream_of(stream), version),
             )
         self._remember(stream, version, envelope.entry_hash)
-        return super(SealingMapper, self.mapper).to_domain_event(
-            StoredEvent(stream, version, topic, envelope.payload)
-        )
+        return self.mapper.decode(stored, envelope.payload)
 
     def get(
         self,
@@ -310,10 +307,5 @@ class SealedEventStore(EventStore[UUID]):
         if opened and not desc:
             last = ordered[-1]
             self._remember(stream, last.originator_version, opened[-1].entry_hash)
-        events = [
-            super(SealingMapper, self.mapper).to_domain_event(
-                StoredEvent(s.originator_id, s.originator_version, s.topic, e.payload)
-            )
-            for s, e in zip(ordered, opened, strict=True)
-        ]
+        events = [self.mapper.decode(s, e.payload) for s, e in zip(ordered, opened, strict=True)]
         return iter(reversed(events) if desc else events)
