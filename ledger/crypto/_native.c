@@ -194,8 +194,12 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     /* The last time parsed: its digits and value (clock[1] < 0: none valid). */
     PyObject *clock_digits = PyList_GET_ITEM(clock, 0);
     long long clock_value = PyLong_AsLongLong(PyList_GET_ITEM(clock, 1));
-    if (PyErr_Occurred() || !PyBytes_CheckExact(clock_digits))
+    if (PyErr_Occurred())
         return NULL;
+    if (!PyBytes_CheckExact(clock_digits)) {
+        PyErr_SetString(PyExc_TypeError, "scan(): clock[0] must be bytes");
+        return NULL;
+    }
     Py_INCREF(clock_digits);
     int failed = 0;
 
