@@ -19,8 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Header, Path, Query, Request, Security
@@ -32,22 +31,22 @@ from pydantic import BaseModel
 
 from ledger.audit.proofs import consistency_from, inclusion_of, newest_checkpoint
 from ledger.audit.recall import recall_round
-from ledger.casino import MAX_REQUEST_ID, Casino
+from ledger.casino import MAX_REQUEST_ID
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.keys import Role
 from ledger.domain.money import wallet
 from ledger.errors import NotFoundError
 from ledger.http import feed, models, responses
 from ledger.http.bet_fast_path import BetFastPath
 from ledger.http.errors import ERROR_STATUSES, WRITE_STATUSES, install_error_handlers
 from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit
-from ledger.http.signers import PresignedSigner
+from ledger.http.service import Service
 from ledger.http.tokens import ApiRole, Token, TokenStore
 from ledger.plugins.paytable import paytable
-from ledger.plugins.registry import LoadedGame
-from ledger.projections import ProjectionRunner, queries
+from ledger.projections import queries
 from ledger.rng.server import RngServer
 from ledger.store.application import LedgerApplication
+
+__all__ = ["Service", "create_app", "openapi_document"]
 
 FOLLOW_POLL = 0.2  # seconds between looks at the log's end for a following stream
 MAX_BODY = 64 * 1024  # bytes: a bet or a signed report is well under 2 KiB
@@ -75,19 +74,6 @@ IdempotencyKey = Annotated[
 ]
 RoundId = Annotated[str, Path(min_length=1, max_length=64)]
 Uuid = Annotated[str, Path(min_length=1, max_length=64)]
-
-
-@dataclass
-class Service:
-    """What the routes call: the casino on an open ledger, its RNG, the tokens."""
-
-    app: LedgerApplication
-    games: Mapping[str, LoadedGame]
-    rng: RngServer
-    tokens: TokenStore
-
-    def __post_init__(self) -> None:
-        self.casino = Casino(self.app, self.games)
 
 
 def error_responses(method: str) -> dict[int | str, dict[str, Any]]:
@@ -171,11 +157,6 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             table_id = casino.table_of_round(round_id)
             if table_id != token.table:
                 raise HTTPException(403, "this table device's token is for another table")
-
-    def operator(keyring_sig: models.ActorSignature) -> PresignedSigner:
-        return PresignedSigner(
-            service.app.current_keyring(), keyring_sig.key_id, keyring_sig.signature, Role.OPERATOR
-        )
 
     # Accounts.
     @route("POST", "/accounts", (CASHIER,), responses.AccountOpened, status=201)
@@ -303,7 +284,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         open_only: Annotated[bool, Query(alias="open")] = False,
     ) -> dict[str, Any]:
         """Round summaries (the rounds projection, caught up first)."""
-        _catch_up(service.app)
+        service.catch_up()
         rows = queries.rounds(service.app, open_only=open_only)
         return {"rounds": [dataclasses.asdict(r) for r in rows]}
 
@@ -408,7 +389,10 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
     ) -> dict[str, Any]:
         """Void a round (every stake back), signed by the operator."""
         returns = casino.void_round(
-            request_id=key, round_id=round_id, reason=body.reason, operator=operator(body.operator)
+            request_id=key,
+            round_id=round_id,
+            reason=body.reason,
+            operator=service.operator(body.operator),
         )
         return {"results": returns}
 
@@ -418,7 +402,10 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
     ) -> dict[str, Any]:
         """Resume an interrupted round, signed by the operator."""
         casino.resume_round(
-            request_id=key, round_id=round_id, reason=body.reason, operator=operator(body.operator)
+            request_id=key,
+            round_id=round_id,
+            reason=body.reason,
+            operator=service.operator(body.operator),
         )
         return {"resumed": round_id}
 
@@ -430,7 +417,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             round_id=round_id,
             outcome=body.outcome,
             reason=body.reason,
-            operator=operator(body.operator),
+            operator=service.operator(body.operator),
         )
         return {"results": results}
 
@@ -445,7 +432,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             step=body.step,
             drawn=body.drawn,
             reason=body.reason,
-            operator=operator(body.operator),
+            operator=service.operator(body.operator),
         )
         return {"results": results}
 
@@ -472,7 +459,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
     ) -> dict[str, Any]:
         """Balances from the postings (the balances projection, caught up first):
         every ledger account, or one (an account id, or a name like cashier:EUR)."""
-        _catch_up(service.app)
+        service.catch_up()
         if account is None:
             rows = queries.balances(service.app)
         else:
@@ -626,13 +613,6 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
     api.add_middleware(BodyLimit, limit=max_body)
     api.add_middleware(Authenticate, tokens=service.tokens)
     return api
-
-
-def _catch_up(app: LedgerApplication) -> None:
-    """Bring the projections up to date (they hold only what the log says)."""
-    runner = ProjectionRunner(app)
-    if not runner.is_built() or runner.status().behind:
-        runner.catch_up()
 
 
 def openapi_document() -> dict[str, Any]:
