@@ -17,8 +17,6 @@ stream's generator runs on the event loop.
 from __future__ import annotations
 
 import asyncio
-import base64
-import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
@@ -35,7 +33,7 @@ from ledger.casino import MAX_REQUEST_ID
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.domain.money import wallet
 from ledger.errors import NotFoundError
-from ledger.http import feed, models, responses
+from ledger.http import feed, models, responses, views
 from ledger.http.bet_fast_path import BetFastPath
 from ledger.http.errors import ERROR_STATUSES, WRITE_STATUSES, install_error_handlers
 from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit
@@ -169,17 +167,9 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         }
 
     @route("GET", "/accounts/{account_id}", READERS, responses.Account)
-    def get_account(account_id: Uuid) -> dict[str, Any]:
+    def get_account(account_id: Uuid) -> responses.Account:
         """An account's state, from its events."""
-        account = casino.account(account_id)
-        return {
-            "account_id": str(account.id),
-            "kind": account.kind,
-            "owner": account.owner,
-            "currency": account.currency,
-            "balance": account.balance,
-            "closed": account.closed,
-        }
+        return views.account(casino.account(account_id))
 
     @route("POST", "/accounts/{account_id}/deposits", (CASHIER,), responses.WalletBalance)
     def deposit(account_id: Uuid, body: models.Amount, key: IdempotencyKey) -> dict[str, Any]:
@@ -216,23 +206,12 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         return {"table_id": table_id}
 
     @route("GET", "/tables/{table_id}", (*READERS, DEVICE), responses.Table)
-    def get_table(request: Request, table_id: Uuid) -> dict[str, Any]:
+    def get_table(request: Request, table_id: Uuid) -> responses.Table:
         """A table's state, from its events."""
         token: Token = request.state.token
         if token.role is DEVICE and token.table != str(casino.table(table_id).id):
             raise HTTPException(403, "this table device's token is for another table")
-        table = casino.table(table_id)
-        return {
-            "table_id": str(table.id),
-            "name": table.name,
-            "variant": table.variant,
-            "kind": table.kind,
-            "currency": table.currency,
-            "limits": dict(table.limits),
-            "house_account": str(table.house_account),
-            "active_seed": table.active_seed,
-            "rounds_in_play": table.rounds_in_play,
-        }
+        return views.table(casino.table(table_id))
 
     @route("POST", "/tables/{table_id}/seeds", (OPERATOR,), responses.SeedCommitted, status=201)
     def commit_seed(table_id: Uuid, key: IdempotencyKey) -> dict[str, Any]:
@@ -252,41 +231,18 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         return {"round_id": round_id}
 
     @route("GET", "/rounds/{round_id}", (*READERS, DEVICE), responses.Round)
-    def get_round(request: Request, round_id: RoundId) -> dict[str, Any]:
+    def get_round(request: Request, round_id: RoundId) -> responses.Round:
         """A round's state and log, from its events."""
         round_of_own_table(request, round_id)
-        found = casino.round(round_id)
-        return {
-            "round_id": str(found.id),
-            "table_id": str(found.table_id),
-            "variant": found.variant,
-            "variant_version": found.variant_version,
-            "rules_hash": found.rules_hash,
-            "settlement_api": found.settlement_api,
-            "currency": found.currency,
-            "limits": dict(found.limits),
-            "dealer": found.dealer,
-            "status": found.status,
-            "dice_seed": found.dice_seed,
-            "throws": found.throws,
-            "actions": found.actions,
-            "faults": found.faults,
-            "bets": found.bets,
-            "outcome": found.outcome,
-            "results": found.results,
-            "dealt": found.dealt,
-            "log": found.log,
-            "moves": casino.moves(round_id),
-        }
+        return views.round_state(casino.round(round_id), casino.moves(round_id))
 
     @route("GET", "/rounds", READERS, responses.Rounds)
     def list_rounds(
         open_only: Annotated[bool, Query(alias="open")] = False,
-    ) -> dict[str, Any]:
+    ) -> responses.Rounds:
         """Round summaries (the rounds projection, caught up first)."""
         service.catch_up()
-        rows = queries.rounds(service.app, open_only=open_only)
-        return {"rounds": [dataclasses.asdict(r) for r in rows]}
+        return views.round_summaries(queries.rounds(service.app, open_only=open_only))
 
     @route("POST", "/rounds/{round_id}/bets", PLAY, responses.BetPlaced, status=201)
     def place_bet(
@@ -437,7 +393,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         return {"results": results}
 
     @route("POST", "/rounds/{round_id}/fact-to-sign", (OPERATOR,), responses.OperatorFact)
-    def fact_to_sign(round_id: RoundId, body: models.FactToSign) -> dict[str, Any]:
+    def fact_to_sign(round_id: RoundId, body: models.FactToSign) -> responses.OperatorFact:
         """The exact bytes an operator signs (Ed25519) for a void, resume or correction
         with these arguments; nothing is recorded. Send the signature, base64, with
         the command itself."""
@@ -450,13 +406,13 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             step=body.step,
             drawn=body.drawn,
         )
-        return {"key_id": body.key_id, "message": base64.b64encode(message).decode()}
+        return views.operator_fact(body.key_id, message)
 
     # Queries.
     @route("GET", "/balances", READERS, responses.Balances)
     def balances(
         account: Annotated[str | None, Query(max_length=100)] = None,
-    ) -> dict[str, Any]:
+    ) -> responses.Balances:
         """Balances from the postings (the balances projection, caught up first):
         every ledger account, or one (an account id, or a name like cashier:EUR)."""
         service.catch_up()
@@ -468,78 +424,52 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
             )
             if not rows:
                 raise NotFoundError(f"no ledger account {account!r}")
-        return {
-            "balances": [dataclasses.asdict(r) for r in rows],
-            "totals": queries.currency_totals(service.app),
-        }
+        return views.balances(rows, queries.currency_totals(service.app))
 
     @route("GET", "/rounds/{round_id}/recall", READERS, responses.Recall)
-    def recall(round_id: RoundId) -> dict[str, Any]:
+    def recall(round_id: RoundId) -> responses.Recall:
         """Game recall: the round replayed step by step from its signed events, each
         event's envelope, signature and chain checked as it is read (`ledger recall`);
         `verified` is false, with the problems named, when a check failed."""
-        return recall_round(
-            service.app, service.app.current_keyring(), service.games, round_id
-        ).to_json()
+        return views.recall(
+            recall_round(service.app, service.app.current_keyring(), service.games, round_id)
+        )
 
     @route("GET", "/checkpoints/newest", READERS, responses.NewestCheckpoint)
-    def newest() -> dict[str, Any]:
+    def newest() -> responses.NewestCheckpoint:
         """The newest stored checkpoint whose signature verifies."""
         found = newest_checkpoint(service.app, service.app.current_keyring())
         if found is None:
             raise NotFoundError("no checkpoint yet")
-        return {"size": found.size, "note": found.to_note()}
+        return views.newest_checkpoint(found)
 
     @route("GET", "/proofs/inclusion", READERS, responses.InclusionProof)
     def inclusion(
         stream: Annotated[str, Query(min_length=1, max_length=64)],
         version: Annotated[int, Query(ge=1, le=2**63 - 1)],
-    ) -> dict[str, Any]:
+    ) -> responses.InclusionProof:
         """An event's inclusion proof under the newest checkpoint (checkable offline)."""
-        return inclusion_of(service.app, stream, version, service.app.current_keyring())
+        return views.inclusion_proof(
+            inclusion_of(service.app, stream, version, service.app.current_keyring())
+        )
 
     @route("POST", "/proofs/consistency", READERS, responses.ConsistencyProof)
-    def consistency(body: models.TrustedCheckpoint) -> dict[str, Any]:
+    def consistency(body: models.TrustedCheckpoint) -> responses.ConsistencyProof:
         """Proof that the log only grew since a checkpoint kept from earlier."""
         trusted = Checkpoint.from_note(body.checkpoint)
-        return consistency_from(service.app, trusted, service.app.current_keyring())
+        return views.consistency_proof(
+            consistency_from(service.app, trusted, service.app.current_keyring())
+        )
 
     @route("GET", "/games", READERS, responses.Games)
-    def games() -> dict[str, Any]:
+    def games() -> responses.Games:
         """The installed games."""
-        return {
-            "games": [
-                {
-                    "id": g.id,
-                    "plugin": g.plugin,
-                    "version": g.version,
-                    "rules_hash": g.rules_hash,
-                    "settlement_api": g.settlement_api,
-                    "bets": list(g.bets),
-                    "capabilities": sorted(g.capabilities),
-                }
-                for g in sorted(service.games.values(), key=lambda g: g.id)
-            ]
-        }
+        return views.games(service.games)
 
     @route("GET", "/games/{game_id}/paytable", READERS, responses.Paytable)
-    def get_paytable(game_id: Annotated[str, Path(max_length=100)]) -> dict[str, Any]:
+    def get_paytable(game_id: Annotated[str, Path(max_length=100)]) -> responses.Paytable:
         """A game's payouts and exact theoretical returns (as fractions)."""
-        lines = paytable(casino.variant(game_id))
-        return {
-            "game": game_id,
-            "lines": [
-                {
-                    "bet": line.bet,
-                    "pays": line.pays,
-                    "return": {
-                        "numerator": line.theoretical_return.numerator,
-                        "denominator": line.theoretical_return.denominator,
-                    },
-                }
-                for line in lines
-            ],
-        }
+        return views.paytable(game_id, paytable(casino.variant(game_id)))
 
     # The event feed.
     @route("GET", "/events", READERS, models.FeedPage)
@@ -550,10 +480,7 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         """Events after log position `after` (from the start without it), in the export
         bundle's record format, each with its Merkle leaf index; `next_after` is the
         position to ask from next."""
-        records = feed.events_after(service.app, after, limit)
-        return models.FeedPage.model_validate(
-            {"events": records, "next_after": records[-1]["position"] if records else after}
-        )
+        return views.feed_page(feed.events_after(service.app, after, limit), after)
 
     @route(
         "GET",
@@ -597,16 +524,16 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
 
     # Tokens (created on the command line only: the secret is shown once, there).
     @route("GET", "/tokens", (ADMIN,), responses.Tokens)
-    def list_tokens() -> dict[str, Any]:
+    def list_tokens() -> responses.Tokens:
         """Every token's id, role, table and dates (never a secret or a hash)."""
-        return {"tokens": [t.public() for t in service.tokens.list()]}
+        return views.tokens(service.tokens.list())
 
     @route("POST", "/tokens/{token_id}/revoke", (ADMIN,), responses.TokenInfo)
     def revoke_token(
         token_id: Annotated[str, Path(max_length=64)], key: IdempotencyKey
-    ) -> dict[str, Any]:
+    ) -> responses.TokenInfo:
         """Revoke a token (at once, on every worker); revoking twice changes nothing."""
-        return service.tokens.revoke(token_id).public()
+        return views.token(service.tokens.revoke(token_id))
 
     if fast_bets:
         api.add_middleware(BetFastPath, casino=casino)  # inside: after the token and the size
