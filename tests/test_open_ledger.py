@@ -34,7 +34,7 @@ def test_no_opener_outside_it_builds_a_node_or_a_casino_on_its_own() -> None:
     """Outside `ledger.casino.opened` (and `ledger.node`, which it calls), the
     CLI, the HTTP app and simulation call neither `open_node` nor `Casino(...)`;
     the HTTP app's Service is handed the games and builds its one casino."""
-    allowed = {"ledger/casino/opened.py", "ledger/node.py", "ledger/http/app.py"}
+    allowed = {"ledger/casino/opened.py", "ledger/node.py", "ledger/http/service.py"}
     found = []
     for path in sorted(LEDGER.rglob("*.py")):
         name = str(path.relative_to(LEDGER.parent))

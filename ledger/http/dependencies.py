@@ -1,0 +1,84 @@
+"""What the routes share, as FastAPI dependencies: the service the app was made
+over (`app.state.service`), the caller's token and its role check, and the
+parameters several routes take (the `Idempotency-Key` header, the ids in a path).
+
+The dependencies are `async` because they only read the request: FastAPI runs
+an async dependency on the event loop, a plain one on a worker thread."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Header, Path, Request
+from fastapi.exceptions import HTTPException
+
+from ledger.casino import MAX_REQUEST_ID, Casino
+from ledger.http.service import Service
+from ledger.http.tokens import ApiRole, Token
+
+DEVICE, CASHIER, OPERATOR, AUDITOR, ADMIN = (
+    ApiRole.TABLE_DEVICE,
+    ApiRole.CASHIER,
+    ApiRole.OPERATOR,
+    ApiRole.AUDITOR,
+    ApiRole.ADMIN,
+)
+READERS = (AUDITOR, OPERATOR, CASHIER)
+PLAY = (DEVICE, OPERATOR)  # a round's play: a device for its own table, or an operator
+
+IdempotencyKey = Annotated[
+    str,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=MAX_REQUEST_ID,
+        description="the request id: a retry with the same key returns the first result",
+    ),
+]
+RoundId = Annotated[str, Path(min_length=1, max_length=64)]
+Uuid = Annotated[str, Path(min_length=1, max_length=64)]
+
+
+async def service_of(request: Request) -> Service:
+    service: Service = request.app.state.service  # set by create_app
+    return service
+
+
+async def casino_of(request: Request) -> Casino:
+    return (await service_of(request)).casino
+
+
+async def caller_of(request: Request) -> Token:
+    token: Token = request.state.token  # set by Authenticate
+    return token
+
+
+ServiceDep = Annotated[Service, Depends(service_of)]
+CasinoDep = Annotated[Casino, Depends(casino_of)]
+Caller = Annotated[Token, Depends(caller_of)]
+
+
+class Allow:
+    """A route's dependency: the caller's token is of one of `roles` (403 otherwise)."""
+
+    def __init__(self, roles: tuple[ApiRole, ...]) -> None:
+        self.roles = roles
+
+    async def __call__(self, request: Request) -> Token:
+        token = await caller_of(request)
+        if token.role not in self.roles:
+            raise HTTPException(
+                403,
+                f"a {token.role.value} token may not do this (allowed: "
+                f"{', '.join(r.value for r in self.roles)})",
+            )
+        return token
+
+
+def check_own_table(caller: Token, casino: Casino, round_id: str) -> None:
+    """A table device may play only its own table's rounds. Called by the route
+    after its parameters and body are checked, so a bad request is a 422 first."""
+    if caller.role is DEVICE:
+        table_id = casino.table_of_round(round_id)
+        if table_id != caller.table:
+            raise HTTPException(403, "this table device's token is for another table")

@@ -1,0 +1,54 @@
+"""Accounts: a player's wallet, opened, read, paid into and out of, closed."""
+
+from __future__ import annotations
+
+from ledger.http import models, responses, views
+from ledger.http.dependencies import CASHIER, READERS, CasinoDep, IdempotencyKey, Uuid
+from ledger.http.routing import Router
+
+router = Router()
+
+
+@router.endpoint("POST", "/accounts", (CASHIER,), responses.AccountOpened, status=201)
+def open_account(
+    body: models.NewAccount, key: IdempotencyKey, casino: CasinoDep
+) -> responses.AccountOpened:
+    """Open a player's wallet."""
+    return responses.AccountOpened(
+        account_id=casino.open_account(request_id=key, owner=body.owner, currency=body.currency)
+    )
+
+
+@router.endpoint("GET", "/accounts/{account_id}", READERS, responses.Account)
+def get_account(account_id: Uuid, casino: CasinoDep) -> responses.Account:
+    """An account's state, from its events."""
+    return views.account(casino.account(account_id))
+
+
+@router.endpoint("POST", "/accounts/{account_id}/deposits", (CASHIER,), responses.WalletBalance)
+def deposit(
+    account_id: Uuid, body: models.Amount, key: IdempotencyKey, casino: CasinoDep
+) -> responses.WalletBalance:
+    """Deposit into a wallet (minor units): the balance after it."""
+    return responses.WalletBalance(
+        balance=casino.deposit(request_id=key, account_id=account_id, amount=body.amount)
+    )
+
+
+@router.endpoint("POST", "/accounts/{account_id}/withdrawals", (CASHIER,), responses.WalletBalance)
+def withdraw(
+    account_id: Uuid, body: models.Amount, key: IdempotencyKey, casino: CasinoDep
+) -> responses.WalletBalance:
+    """Withdraw from a wallet (minor units): the balance after it."""
+    return responses.WalletBalance(
+        balance=casino.withdraw(request_id=key, account_id=account_id, amount=body.amount)
+    )
+
+
+@router.endpoint("POST", "/accounts/{account_id}/close", (CASHIER,), responses.AccountClosed)
+def close_account(
+    account_id: Uuid, body: models.Reason, key: IdempotencyKey, casino: CasinoDep
+) -> responses.AccountClosed:
+    """Close a wallet."""
+    casino.close_account(request_id=key, account_id=account_id, reason=body.reason)
+    return responses.AccountClosed(closed=account_id)

@@ -1,0 +1,107 @@
+"""A round's play, by its table's device or an operator: betting closed, the
+draw (an RNG table's throw, a physical table's reported outcome or fault, a
+game's next action), and the settlement."""
+
+from __future__ import annotations
+
+from ledger.http import models, responses
+from ledger.http.dependencies import (
+    PLAY,
+    Caller,
+    IdempotencyKey,
+    RoundId,
+    ServiceDep,
+    check_own_table,
+)
+from ledger.http.routing import Router
+
+router = Router()
+
+
+@router.endpoint("POST", "/rounds/{round_id}/close-betting", PLAY, responses.BettingClosed)
+def close_betting(
+    round_id: RoundId, key: IdempotencyKey, caller: Caller, service: ServiceDep
+) -> responses.BettingClosed:
+    """Close betting."""
+    check_own_table(caller, service.casino, round_id)
+    service.casino.close_betting(request_id=key, round_id=round_id)
+    return responses.BettingClosed(closed=round_id)
+
+
+@router.endpoint("POST", "/rounds/{round_id}/throw", PLAY, responses.Thrown)
+def throw_dice(
+    round_id: RoundId, key: IdempotencyKey, caller: Caller, service: ServiceDep
+) -> responses.Thrown:
+    """An RNG table's throw, from its committed seed."""
+    check_own_table(caller, service.casino, round_id)
+    return responses.Thrown(
+        thrown=service.casino.throw_dice(request_id=key, round_id=round_id, rng=service.rng)
+    )
+
+
+@router.endpoint("POST", "/rounds/{round_id}/outcome", PLAY, responses.OutcomeRecorded)
+def record_outcome(
+    round_id: RoundId,
+    body: models.Outcome,
+    key: IdempotencyKey,
+    caller: Caller,
+    service: ServiceDep,
+) -> responses.OutcomeRecorded:
+    """A physical table's outcome, in its dealer device's signed report."""
+    check_own_table(caller, service.casino, round_id)
+    service.casino.record_outcome(
+        request_id=key, round_id=round_id, outcome=body.outcome, source=body.source
+    )
+    return responses.OutcomeRecorded(recorded=round_id)
+
+
+@router.endpoint("POST", "/rounds/{round_id}/faults", PLAY, responses.FaultRecorded)
+def record_fault(
+    round_id: RoundId,
+    body: models.Fault,
+    key: IdempotencyKey,
+    caller: Caller,
+    service: ServiceDep,
+) -> responses.FaultRecorded:
+    """A faulty physical throw, in its dealer device's signed report."""
+    check_own_table(caller, service.casino, round_id)
+    fault = service.casino.record_fault(
+        request_id=key, round_id=round_id, reason=body.reason, source=body.source
+    )
+    return responses.FaultRecorded.model_validate({"fault": fault})
+
+
+@router.endpoint("POST", "/rounds/{round_id}/act", PLAY, responses.ActionTaken)
+def act(
+    round_id: RoundId,
+    body: models.Act,
+    key: IdempotencyKey,
+    caller: Caller,
+    service: ServiceDep,
+) -> responses.ActionTaken:
+    """The game's next action (a draw, a card, a decision); on a physical table
+    once betting is closed, in the dealer device's signed report. A decision
+    the node records as its own command names the token that asked for it
+    (`source.by`); a retry must come from the same token."""
+    check_own_table(caller, service.casino, round_id)
+    played = service.casino.act(
+        request_id=key,
+        round_id=round_id,
+        actor=body.actor,
+        action=body.action,
+        args=body.args,
+        source=body.source,
+        rng=service.rng,
+        attested_by={"token": caller.token_id, "role": caller.role.value},
+    )
+    return responses.ActionTaken.model_validate({"played": played})
+
+
+@router.endpoint("POST", "/rounds/{round_id}/settle", PLAY, responses.Settlement)
+def settle(
+    round_id: RoundId, key: IdempotencyKey, caller: Caller, service: ServiceDep
+) -> responses.Settlement:
+    """Settle a decided round: every bet's return."""
+    check_own_table(caller, service.casino, round_id)
+    results = service.casino.settle(request_id=key, round_id=round_id)
+    return responses.Settlement.model_validate({"results": results})

@@ -1,0 +1,166 @@
+"""The views: what the routes read (an aggregate, a projection's rows, a proof, a
+recall, a token), as the response model the route answers with
+(`ledger.http.responses`, and the feed's `models.FeedPage`).
+
+Each view builds the model from the same JSON the route has always sent, so the
+model's strict check applies here as it does on every answer."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ledger.audit.proofs import Bundle
+from ledger.audit.recall import Recall
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.domain.account import Account
+from ledger.domain.game_table import GameTable
+from ledger.domain.round import Round
+from ledger.http import models, responses
+from ledger.http.tokens import Token
+from ledger.plugins.paytable import PaytableLine
+from ledger.plugins.registry import LoadedGame
+from ledger.projections.queries import Balance, RoundSummary
+
+
+def account(found: Account) -> responses.Account:
+    return responses.Account.model_validate(
+        {
+            "account_id": str(found.id),
+            "kind": found.kind,
+            "owner": found.owner,
+            "currency": found.currency,
+            "balance": found.balance,
+            "closed": found.closed,
+        }
+    )
+
+
+def table(found: GameTable) -> responses.Table:
+    return responses.Table.model_validate(
+        {
+            "table_id": str(found.id),
+            "name": found.name,
+            "variant": found.variant,
+            "kind": found.kind,
+            "currency": found.currency,
+            "limits": dict(found.limits),
+            "house_account": str(found.house_account),
+            "active_seed": found.active_seed,
+            "rounds_in_play": found.rounds_in_play,
+        }
+    )
+
+
+def round_state(found: Round, moves: dict[str, list[str]]) -> responses.Round:
+    """A round's state and log; `moves`: who may do what next (`Casino.moves`)."""
+    return responses.Round.model_validate(
+        {
+            "round_id": str(found.id),
+            "table_id": str(found.table_id),
+            "variant": found.variant,
+            "variant_version": found.variant_version,
+            "rules_hash": found.rules_hash,
+            "settlement_api": found.settlement_api,
+            "currency": found.currency,
+            "limits": dict(found.limits),
+            "dealer": found.dealer,
+            "status": found.status,
+            "dice_seed": found.dice_seed,
+            "throws": found.throws,
+            "actions": found.actions,
+            "faults": found.faults,
+            "bets": found.bets,
+            "outcome": found.outcome,
+            "results": found.results,
+            "dealt": found.dealt,
+            "log": found.log,
+            "moves": moves,
+        }
+    )
+
+
+def round_summaries(rows: Iterable[RoundSummary]) -> responses.Rounds:
+    return responses.Rounds.model_validate({"rounds": [dataclasses.asdict(r) for r in rows]})
+
+
+def balances(rows: Iterable[Balance], totals: dict[str, int]) -> responses.Balances:
+    return responses.Balances.model_validate(
+        {"balances": [dataclasses.asdict(r) for r in rows], "totals": totals}
+    )
+
+
+def operator_fact(key_id: str, message: bytes) -> responses.OperatorFact:
+    return responses.OperatorFact(key_id=key_id, message=base64.b64encode(message).decode())
+
+
+def recall(replayed: Recall) -> responses.Recall:
+    return responses.Recall.model_validate(replayed.to_json())
+
+
+def newest_checkpoint(found: Checkpoint) -> responses.NewestCheckpoint:
+    return responses.NewestCheckpoint(size=found.size, note=found.to_note())
+
+
+def inclusion_proof(bundle: Bundle) -> responses.InclusionProof:
+    return responses.InclusionProof.model_validate(bundle)
+
+
+def consistency_proof(bundle: Bundle) -> responses.ConsistencyProof:
+    return responses.ConsistencyProof.model_validate(bundle)
+
+
+def games(installed: Mapping[str, LoadedGame]) -> responses.Games:
+    return responses.Games.model_validate(
+        {
+            "games": [
+                {
+                    "id": g.id,
+                    "plugin": g.plugin,
+                    "version": g.version,
+                    "rules_hash": g.rules_hash,
+                    "settlement_api": g.settlement_api,
+                    "bets": list(g.bets),
+                    "capabilities": sorted(g.capabilities),
+                }
+                for g in sorted(installed.values(), key=lambda g: g.id)
+            ]
+        }
+    )
+
+
+def paytable(game_id: str, lines: Iterable[PaytableLine]) -> responses.Paytable:
+    return responses.Paytable.model_validate(
+        {
+            "game": game_id,
+            "lines": [
+                {
+                    "bet": line.bet,
+                    "pays": line.pays,
+                    "return": {
+                        "numerator": line.theoretical_return.numerator,
+                        "denominator": line.theoretical_return.denominator,
+                    },
+                }
+                for line in lines
+            ],
+        }
+    )
+
+
+def feed_page(records: list[dict[str, Any]], after: int | None) -> models.FeedPage:
+    """A page of the event feed; `next_after` is where the next page starts."""
+    return models.FeedPage.model_validate(
+        {"events": records, "next_after": records[-1]["position"] if records else after}
+    )
+
+
+def token(found: Token) -> responses.TokenInfo:
+    """A token as listed: never its secret or its hash."""
+    return responses.TokenInfo.model_validate(found.public())
+
+
+def tokens(found: Iterable[Token]) -> responses.Tokens:
+    return responses.Tokens.model_validate({"tokens": [t.public() for t in found]})
