@@ -10,17 +10,8 @@ never runs before verifying its first chunk.
 
 from __future__ import annotations
 
-import signal
-
-INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C (docs/cli.md)
-
 
 def main() -> int:
-    from ledger.cli.main import main as run
+    from ledger.cli.main import run_program
 
-    code = run()
-    if code == INTERRUPTED:
-        # Ended by Ctrl-C: another one while the interpreter exits would turn
-        # the documented exit code into a death by signal (or a traceback).
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    return code
+    return run_program()

@@ -10,6 +10,7 @@ rest of the output goes nowhere and the exit code is still the command's.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -30,6 +31,8 @@ from ledger.cli.seeds import add_seed_commands
 from ledger.cli.serve import add_serve_commands
 from ledger.cli.simulate import add_simulate_command
 from ledger.errors import LedgerError
+
+INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C (docs/cli.md)
 
 
 class Parser(argparse.ArgumentParser):
@@ -91,11 +94,19 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         print("ledger: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
+    return code
+
+
+def run_program() -> int:
+    """`main` as a process of its own runs it (the `ledger` script, `python -m`)."""
+    code = main()
+    if code == INTERRUPTED:
+        # Ended by Ctrl-C: another one while the interpreter exits would turn
+        # the documented exit code into a death by signal (or a traceback).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     return code
 
 
 if __name__ == "__main__":
-    from ledger.cli.entry import main as entry
-
-    raise SystemExit(entry())
+    raise SystemExit(run_program())
