@@ -6,6 +6,7 @@ with it."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,10 @@ PLUGIN = HERE / "plugins" / "atlantic_city"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("site")
+    # Built from a copy: pip builds a local folder in place (build/, *.egg-info),
+    # and two runs of the suite (or two workers) must not build in one folder.
+    source = tmp_path_factory.mktemp("source") / PLUGIN.name
+    shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     subprocess.run(
         [
             sys.executable,
@@ -31,7 +36,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--disable-pip-version-check",
             "--target",
             str(target),
-            str(PLUGIN),
+            str(source),
         ],
         check=True,
     )
