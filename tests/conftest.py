@@ -26,6 +26,24 @@ PASSPHRASE = b"correct horse battery staple"
 os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
 
 
+# The files that take longest, started first: the suite runs one file per
+# pytest-xdist worker at a time, and a long file started last would leave the
+# other workers idle while it finishes. The rest keep their order.
+SLOW_FIRST = (
+    "test_readme.py",  # one test: every doc block, one after the other
+    "test_http_fuzz.py",
+    "test_http_contract.py",
+    "test_serve_kill.py",
+    "test_report.py",
+    "test_http_roles.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {name: number for number, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))
+
+
 def require_postgres() -> None:
     """PostgreSQL is part of the suite everywhere: unreachable means failed, never skipped.
 

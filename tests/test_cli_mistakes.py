@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from tests.conftest import PASSPHRASE
-from tests.test_http_serve import free_port
+from tests.ports import free_port
 
 ENV = {**os.environ, "LEDGER_PASSPHRASE": PASSPHRASE.decode()}
 

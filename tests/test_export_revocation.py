@@ -81,6 +81,10 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("LEDGER_KEYS", "LEDGER_STORE", "LEDGER_ORIGIN", "LEDGER_NODE_KEY"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.delenv("LEDGER_CHECKPOINT_KEY", raising=False)
+    # Checkpoints only where this world makes them (on each command's clean close
+    # and `ledger checkpoint`): the one-second anchor would add one more whenever a
+    # loaded machine (parallel workers) makes `simulate` pause for a second.
+    monkeypatch.setenv("LEDGER_ANCHOR_SECONDS", "0")
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
 
 

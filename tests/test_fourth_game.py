@@ -18,6 +18,7 @@ import pytest
 
 from ledger.plugins.contract import GameContract
 from tests.conftest import PASSPHRASE
+from tests.plugin_site import install_plugin
 
 HERE = Path(__file__).parent
 PLUGIN = HERE / "plugins" / "card_war"
@@ -26,24 +27,7 @@ LEDGER = HERE.parent / "ledger"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--disable-pip-version-check",
-            "--target",
-            str(target),
-            str(PLUGIN),
-        ],
-        check=True,
-    )
-    return target
+    return install_plugin(PLUGIN, tmp_path_factory)
 
 
 def ledger(site: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,14 +22,9 @@ from ledger.crypto.keys import Role
 from ledger.crypto.keystore import KeyDirectory
 from ledger.devices import DealerDevice
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
+from tests.ports import free_port
 
 LIMITS = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000_000}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def ledger(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -24,7 +24,8 @@ import pytest
 from ledger.node import open_node
 from tests.casino_support import notifications
 from tests.conftest import PASSPHRASE
-from tests.test_http_serve import LIMITS, call, free_port, ledger, token
+from tests.ports import free_port
+from tests.test_http_serve import LIMITS, call, ledger, token
 
 CLIENTS = 12
 WALLETS = 24

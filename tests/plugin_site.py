@@ -1,0 +1,36 @@
+"""A test plugin installed from its folder into a directory of its own, as a
+third party's would be (put on PYTHONPATH by the tests that run it)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def install_plugin(plugin: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("site")
+    # Built from a copy: pip builds a local folder in place (build/, *.egg-info),
+    # and two runs of the suite (or two workers) must not build in one folder.
+    source = tmp_path_factory.mktemp("source") / plugin.name
+    shutil.copytree(plugin, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        check=True,
+    )
+    return target
