@@ -86,7 +86,9 @@ def test_rows_changed_after_their_chunk_was_verified_are_a_finding(
     events = list(_chunk_events(log, verified, found))
     [finding] = list(found)
     assert finding.step is Step.ENVELOPES and finding.kind is FindingKind.ALTERED
-    assert f"log positions {spec.first_leaf} to {spec.first_leaf + verified.rows - 1}" in finding.text
+    assert (
+        f"log positions {spec.first_leaf} to {spec.first_leaf + verified.rows - 1}" in finding.text
+    )
     # Read as they are now, every envelope opened: the altered payload is read,
     # which the settlement steps then judge (its hash no longer matches: the
     # envelope check of a full run names it).
