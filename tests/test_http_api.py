@@ -43,7 +43,7 @@ def test_a_physical_round_through_http_settles_and_pays(api: Api) -> None:
     assert api.get(f"/v1/rounds/{round_id}").json()["status"] == "settled"
 
 
-def test_an_rng_round_through_http_commits_throws_and_reveals(api: Api) -> None:
+def test_an_rng_round_through_http_commits_draws_and_reveals(api: Api) -> None:
     player = api.wallet(10_000)
     table = api.table("taixiu", kind="rng")
     seed = api.post(f"/v1/tables/{table}/seeds")
@@ -53,8 +53,7 @@ def test_an_rng_round_through_http_commits_throws_and_reveals(api: Api) -> None:
         f"/v1/rounds/{round_id}/bets", {"account_id": player, "bet": {"bet": "big"}, "stake": 100}
     )
     api.ok(f"/v1/rounds/{round_id}/close-betting")
-    thrown = api.ok(f"/v1/rounds/{round_id}/throw")["thrown"]
-    dice = thrown["dice"] if "dice" in thrown else thrown["drawn"]
+    dice = api.ok(f"/v1/rounds/{round_id}/draw")["drawn"]["dice"]
     assert len(dice) == 3 and all(1 <= d <= 6 for d in dice)
     assert api.get(f"/v1/rounds/{round_id}").json()["status"] == "settled"
     retired = api.ok(f"/v1/tables/{table}/seeds/retire")

@@ -122,7 +122,12 @@ def _close_betting(api: Api) -> Call:
     return Call(f"/v1/rounds/{round_id}/close-betting", table=table)
 
 
-def _throw(api: Api) -> Call:
+def _draw(api: Api) -> Call:
+    table, round_id = rng_round(api, closed=True)
+    return Call(f"/v1/rounds/{round_id}/draw", table=table)
+
+
+def _throw(api: Api) -> Call:  # the deprecated alias of /draw
     table, round_id = rng_round(api, closed=True)
     return Call(f"/v1/rounds/{round_id}/throw", table=table)
 
@@ -258,6 +263,7 @@ SCENARIOS: dict[str, Callable[[Api], Call]] = {
     "POST /v1/rounds/{round_id}/bets": _place_bet,
     "POST /v1/rounds/{round_id}/bets/{bet_id}/withdraw": _withdraw_bet,
     "POST /v1/rounds/{round_id}/close-betting": _close_betting,
+    "POST /v1/rounds/{round_id}/draw": _draw,
     "POST /v1/rounds/{round_id}/throw": _throw,
     "POST /v1/rounds/{round_id}/outcome": _outcome,
     "POST /v1/rounds/{round_id}/faults": _fault,
@@ -380,7 +386,17 @@ POLICY: dict[str, set[str]] = {
         if "/accounts" in route
         else PLAY
         if route.split("/")[-1]
-        in ("bets", "withdraw", "close-betting", "throw", "outcome", "faults", "act", "settle")
+        in (
+            "bets",
+            "withdraw",
+            "close-betting",
+            "draw",
+            "throw",
+            "outcome",
+            "faults",
+            "act",
+            "settle",
+        )
         else {"operator"}
     )
     for route in SCENARIOS
@@ -393,6 +409,7 @@ def test_the_declared_roles_are_the_policy() -> None:
     assert POLICY["POST /v1/accounts/{account_id}/deposits"] == {"cashier"}
     assert POLICY["POST /v1/rounds/{round_id}/void"] == {"operator"}
     assert POLICY["POST /v1/rounds/{round_id}/act"] == {"table-device", "operator"}
+    assert POLICY["POST /v1/rounds/{round_id}/draw"] == POLICY["POST /v1/rounds/{round_id}/throw"]
     assert all(
         "auditor" not in roles
         for route, roles in POLICY.items()

@@ -116,10 +116,23 @@ class Round(Answer):
     limits: TableLimits = Field(description="the table's limits as the round opened")
     dealer: str
     status: RoundStatus
-    dice_seed: str | None = Field(description="the RNG seed it draws from; null: a physical table")
-    throws: int = Field(description="throws so far, faulty or not")
+    seed_id: str | None = Field(
+        description="the table's committed seed its dice or cards are drawn from; null at a "
+        "physical table"
+    )
+    draws: int = Field(
+        description="draws so far, faulty or not (dice drawn, outcomes a device reported with "
+        "POST /outcome, faults): the counter the next one is drawn or signed at; a card game's "
+        "cards are in `dealt` instead"
+    )
+    dice_seed: str | None = Field(
+        description="deprecated alias of `seed_id` (the same value), kept for integrators"
+    )
+    throws: int = Field(
+        description="deprecated alias of `draws` (the same value), kept for integrators"
+    )
     actions: int = Field(description="actions recorded so far: the next action's step number")
-    faults: int = Field(description="faulty throws so far")
+    faults: int = Field(description="faulty draws so far")
     bets: dict[str, RoundBet] = Field(description="bet id -> bet (withdrawn bets are gone)")
     outcome: dict[str, Any] | None = Field(description="the recorded outcome (game-defined)")
     results: list[BetResult] = Field(description="each settled (or voided) bet's return")
@@ -172,10 +185,19 @@ class BettingClosed(Answer):
     closed: str = Field(description="the round's id")
 
 
-class Thrown(Answer):
-    thrown: dict[str, Any] = Field(
-        description="what the throw drew: {kind: drawn} (e.g. {dice: [1, 4, 6]}); on a "
+class Drawn(Answer):
+    drawn: dict[str, Any] = Field(
+        description="what the draw drew: {kind: drawn} (e.g. {dice: [1, 4, 6]}); on a "
         "settlement-API-1 round, the outcome as the game recorded it"
+    )
+
+
+class Thrown(Answer):
+    """The deprecated `POST /throw`'s answer: `Drawn` under its old key."""
+
+    thrown: dict[str, Any] = Field(
+        description="what the throw drew, as `Drawn.drawn` (deprecated: `POST /draw` answers "
+        "`drawn`)"
     )
 
 
@@ -184,7 +206,7 @@ class OutcomeRecorded(Answer):
 
 
 class FaultAnswer(Answer):
-    faults: int = Field(description="faulty throws in the round so far, this one included")
+    faults: int = Field(description="faulty draws in the round so far, this one included")
     then: Literal["throw again", "betting reopened", "voided"] = Field(
         description="what the game's fault policy did"
     )

@@ -42,13 +42,15 @@ class Router(APIRouter):
         status: int = 200,
         success: dict[int | str, dict[str, Any]] | None = None,
         response_class: type[Response] = JSONResponse,
+        deprecated: bool = False,
     ) -> Callable[[Handler], Handler]:
         """A route open to `roles`, its roles in the OpenAPI document (x-roles).
 
         `response_model` is its success body (`ledger.http.responses`), checked on
         every answer; naming `response_class` keeps FastAPI rendering that body
         with `JSONResponse` (json.dumps), byte for byte what the route always sent,
-        not with pydantic's own JSON encoder."""
+        not with pydantic's own JSON encoder. A `deprecated` route is an alias kept
+        for integrators (the document marks it; its docstring names what replaces it)."""
 
         def add(handler: Handler) -> Handler:
             self.add_api_route(
@@ -62,6 +64,7 @@ class Router(APIRouter):
                 responses={**(success or {}), **error_responses(method)},
                 response_model=response_model,
                 response_class=response_class,
+                deprecated=deprecated,
             )
             return handler
 

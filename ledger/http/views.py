@@ -68,8 +68,11 @@ def round_state(found: Round, moves: dict[str, list[str]]) -> responses.Round:
             "limits": dict(found.limits),
             "dealer": found.dealer,
             "status": found.status,
-            "dice_seed": found.dice_seed,
-            "throws": found.throws,
+            "seed_id": found.seed_id,
+            "draws": found.draws,
+            # The names before issue 20, kept for integrators (the same values).
+            "dice_seed": found.seed_id,
+            "throws": found.draws,
             "actions": found.actions,
             "faults": found.faults,
             "bets": found.bets,

@@ -1,8 +1,10 @@
 """A round's play, by its table's device or an operator: betting closed, the
-draw (an RNG table's throw, a physical table's reported outcome or fault, a
+draw (an RNG table's dice, a physical table's reported outcome or fault, a
 game's next action), and the settlement."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from ledger.http import models, responses
 from ledger.http.dependencies import (
@@ -14,6 +16,8 @@ from ledger.http.dependencies import (
     check_own_table,
 )
 from ledger.http.routing import Router
+from ledger.http.service import Service
+from ledger.http.tokens import Token
 
 router = Router()
 
@@ -28,15 +32,32 @@ def close_betting(
     return responses.BettingClosed(closed=round_id)
 
 
-@router.endpoint("POST", "/rounds/{round_id}/throw", PLAY, responses.Thrown)
+@router.endpoint("POST", "/rounds/{round_id}/draw", PLAY, responses.Drawn)
+def draw(
+    round_id: RoundId, key: IdempotencyKey, caller: Caller, service: ServiceDep
+) -> responses.Drawn:
+    """An RNG table's dice draw, from its committed seed (when the game draws dice next).
+
+    A game that draws cards draws them through `POST /act`; a physical table's
+    outcome comes in its device's report (`POST /outcome`)."""
+    return responses.Drawn(drawn=draw_dice(round_id, key, caller, service))
+
+
+@router.endpoint("POST", "/rounds/{round_id}/throw", PLAY, responses.Thrown, deprecated=True)
 def throw_dice(
     round_id: RoundId, key: IdempotencyKey, caller: Caller, service: ServiceDep
 ) -> responses.Thrown:
-    """An RNG table's throw, from its committed seed."""
+    """Deprecated alias of `POST /rounds/{round_id}/draw`, answering `thrown`.
+
+    The same command as `/draw` (a retry of one with the other's key gets the
+    first answer back), kept for integrators who use it; `/draw` replaces it."""
+    return responses.Thrown(thrown=draw_dice(round_id, key, caller, service))
+
+
+def draw_dice(round_id: str, key: str, caller: Token, service: Service) -> dict[str, Any]:
+    """`/draw` and `/throw`: the round's next dice from its table's committed seed."""
     check_own_table(caller, service.casino, round_id)
-    return responses.Thrown(
-        thrown=service.casino.throw_dice(request_id=key, round_id=round_id, rng=service.rng)
-    )
+    return service.casino.throw_dice(request_id=key, round_id=round_id, rng=service.rng)
 
 
 @router.endpoint("POST", "/rounds/{round_id}/outcome", PLAY, responses.OutcomeRecorded)
