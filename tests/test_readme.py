@@ -171,6 +171,13 @@ def cli_exit_codes() -> set[int]:
         seen.add(cls.exit_code)
         classes.extend(cls.__subclasses__())
     tree = ast.parse(Path(ledger.cli.main.__file__).read_text())
+    constants = {  # the module's named codes (INTERRUPTED = 130)
+        target.id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     for node in ast.walk(tree):
         value = (
             node.value
@@ -182,6 +189,8 @@ def cli_exit_codes() -> set[int]:
             and node.args
             else None
         )
+        if isinstance(value, ast.Name) and value.id in constants:
+            value = constants[value.id]
         if isinstance(value, ast.Constant) and isinstance(value.value, int):
             seen.add(value.value)
     return {0} | seen
