@@ -33,7 +33,7 @@ from ledger.crypto.envelope import (
 from ledger.crypto.keys import NEVER, Keyring
 from ledger.crypto.merkle import LEAF_PREFIX, AlignedLeaves, CompactRange
 from ledger.crypto.native import native
-from ledger.crypto.signing import verify_signature
+from ledger.crypto.signing import sign_open_address, verify_signature
 from ledger.crypto.validity import Window, signing_problem, trusted_span
 from ledger.errors import VerificationError
 from ledger.store.merkle_log import MerkleLogTables, stream_of
@@ -193,7 +193,8 @@ def verify_rows(
         return encoded
 
     scan = native.scan if use_native and native is not None else None
-    verify = verify_signature if check_signatures else None
+    # libsodium's own entry point where PyNaCl exposes it, else the Python call.
+    verify = (sign_open_address() or verify_signature) if check_signatures else None
     clock: list[Any] = [time_digits, signed_at]
     count, index = len(rows), 0
     while index < count:

@@ -57,6 +57,34 @@ static const char P_VERSION[] = "\",\"version\":";
  * EVP_DigestInit_ex given EVP_sha256(), which costs more than the hash. */
 static EVP_MD *SHA256_MD = NULL;
 
+/* libsodium's crypto_sign_open, as PyNaCl links it (its address handed over
+ * by ledger.crypto.signing): the very call the Python path makes, minus the
+ * Python objects and calls around it. */
+typedef int (*SignOpen)(unsigned char *message, unsigned long long *message_size,
+                        const unsigned char *signed_message, unsigned long long signed_size,
+                        const unsigned char *public_key);
+
+/* A buffer that only grows, for signature || message and what crypto_sign_open writes. */
+typedef struct {
+    unsigned char *data;
+    size_t size;
+} Buffer;
+
+static int
+reserve(Buffer *buffer, size_t size)
+{
+    if (buffer->size >= size)
+        return 1;
+    unsigned char *data = PyMem_Realloc(buffer->data, size);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return 0;
+    }
+    buffer->data = data;
+    buffer->size = size;
+    return 1;
+}
+
 /* One digest context for a whole scan: re-initialised per hash, never reallocated. */
 static EVP_MD_CTX *CONTEXT = NULL;
 
@@ -202,6 +230,18 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_INCREF(clock_digits);
     int failed = 0;
+    /* `verify`: None, libsodium's crypto_sign_open (its address, an int), or a callable. */
+    SignOpen sign_open = NULL;
+    Buffer signed_message = {NULL, 0}, opened = {NULL, 0};
+    if (PyLong_CheckExact(verify)) {
+        sign_open = (SignOpen)PyLong_AsVoidPtr(verify);
+        if (sign_open == NULL) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "scan(): a null crypto_sign_open");
+            Py_DECREF(clock_digits);
+            return NULL;
+        }
+    }
 
     for (; index < end; index++) {
         PyObject *row = PyList_GET_ITEM(rows, index);
@@ -340,7 +380,26 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                   cursor.at == cursor.end))
                 break;
 
-            if (verify != Py_None) {
+            if (sign_open != NULL) {
+                /* As ledger.crypto.signing.verify_signature: a 32-byte key, then
+                 * crypto_sign_open(signature || domain || header). */
+                Py_ssize_t domain_size = PyBytes_GET_SIZE(domain);
+                size_t total = SIGNATURE_SIZE + domain_size + header_size;
+                if (!PyBytes_Check(public_key) || PyBytes_GET_SIZE(public_key) != 32)
+                    break;
+                if (!reserve(&signed_message, total) || !reserve(&opened, total)) {
+                    failed = 1;
+                    break;
+                }
+                memcpy(signed_message.data, data + header_end, SIGNATURE_SIZE);
+                memcpy(signed_message.data + SIGNATURE_SIZE, PyBytes_AS_STRING(domain), domain_size);
+                memcpy(signed_message.data + SIGNATURE_SIZE + domain_size, header, header_size);
+                unsigned long long opened_size = 0;
+                if (sign_open(opened.data, &opened_size, signed_message.data, total,
+                              (const unsigned char *)PyBytes_AS_STRING(public_key)) != 0)
+                    break;
+            }
+            else if (verify != Py_None) {
                 PyObject *message = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(domain) +
                                                                          header_size);
                 if (message == NULL) {
@@ -415,6 +474,8 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             break;
     }
 
+    PyMem_Free(signed_message.data);
+    PyMem_Free(opened.data);
     if (!failed) {
         PyObject *value = PyLong_FromLongLong(clock_value);
         if (value == NULL)

@@ -18,7 +18,7 @@ def scan(
     lasts: dict[str, tuple[int, bytes]],
     firsts: dict[str, tuple[int, int, bytes]],
     hashes: list[bytes],
-    verify: Callable[[bytes, bytes, bytes], bool] | None,
+    verify: Callable[[bytes, bytes, bytes], bool] | int | None,
     public_key: bytes,
     domain: bytes,
 ) -> int: ...

@@ -6,6 +6,7 @@ service) can replace the file key without touching the ledger.
 
 from __future__ import annotations
 
+import functools
 from typing import Protocol, runtime_checkable
 
 import nacl.bindings
@@ -86,6 +87,20 @@ class InMemorySigner:
     def sign(self, message: bytes) -> bytes:
         signed: bytes = nacl.bindings.crypto_sign(message, self._secret)
         return signed[:64]
+
+
+@functools.cache
+def sign_open_address() -> int | None:
+    """The address of libsodium's `crypto_sign_open` as PyNaCl links it (the
+    function `verify_signature` calls), for the verifier's C loop to call with
+    no Python in between; None where PyNaCl does not expose it (the C loop then
+    calls `verify_signature`)."""
+    try:
+        from nacl._sodium import ffi, lib
+
+        return int(ffi.cast("uintptr_t", ffi.addressof(lib, "crypto_sign_open")))
+    except (ImportError, AttributeError):  # pragma: no cover - another PyNaCl build
+        return None
 
 
 def verify_signature(public_key: bytes, message: bytes, signature: bytes) -> bool:
