@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -76,3 +77,17 @@ def test_bootstrap_asks_before_installing(tmp_path: Path) -> None:
     assert "installing" not in before and "creating .venv" not in before, seen
     assert SECRET not in seen
     assert "OK: " in seen  # the session ran and verified
+
+
+def test_bootstrap_help_explains_and_sets_nothing_up() -> None:
+    def bootstrap(job: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, str(ROOT / "tools" / "bootstrap.py"), job]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60)
+
+    helped, unknown = bootstrap("--help"), bootstrap("frobnicate")
+    assert helped.returncode == 0 and "bootstrap.py test [ARGS]" in helped.stdout
+    assert unknown.returncode == 2
+    said = "bootstrap: unknown job 'frobnicate' (simulate, test or setup; --help)\n"
+    assert unknown.stderr == said
+    for done in (helped, unknown):  # neither set anything up
+        assert "installing" not in done.stderr and "creating .venv" not in done.stderr

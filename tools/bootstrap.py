@@ -6,8 +6,9 @@
     python3 tools/bootstrap.py setup             # set up only
 
 Setting up = a virtualenv in .venv with the core package, its development
-tools and every variant plugin under plugins/, installed editable. It is
-redone only when a pyproject.toml changed since the last time.
+tools and every variant plugin under plugins/, installed editable (the
+core's optional C fast path built in place). It is redone only when a
+pyproject.toml, setup.py or that C source changed since the last time.
 
 The suite needs Debian's chromium (the report's browser test; `test` installs
 it with apt-get when missing) and a PostgreSQL server: by default a database `test` on
@@ -136,8 +137,17 @@ def ask_passphrase_first(rest: list[str]) -> None:
         os.environ["LEDGER_PASSPHRASE"] = typed
 
 
+JOBS = ("simulate", "test", "setup")
+
+
 def main(argv: list[str]) -> int:
     job, *rest = argv or ["setup"]
+    if job in ("-h", "--help"):  # nothing is set up for it
+        print(__doc__)
+        return 0
+    if job not in JOBS:
+        print(f"bootstrap: unknown job {job!r} (simulate, test or setup; --help)", file=sys.stderr)
+        return 2
     if job == "simulate":
         ask_passphrase_first(rest)
     python = setup()
@@ -149,9 +159,8 @@ def main(argv: list[str]) -> int:
         install_chromium()
         start_postgres()
         command = [str(python), "-m", "pytest", *rest]
-    else:
-        print(f"bootstrap: unknown job {job!r} (simulate, test or setup)", file=sys.stderr)
-        return 2
+    else:  # (JOBS above)
+        raise AssertionError(job)
     os.chdir(ROOT)
     os.execv(command[0], command)
 
