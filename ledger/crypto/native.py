@@ -8,10 +8,9 @@ same checks run in Python; the tests hold the two to the same results.
 
 from __future__ import annotations
 
-from types import ModuleType
-
-native: ModuleType | None
-try:
+try:  # typed by its stub, _native.pyi: mypy checks every call into it
     from ledger.crypto import _native as native
 except ImportError:  # pragma: no cover - a machine that could not build it
-    native = None
+    native = None  # type: ignore[assignment]
+
+__all__ = ["native"]
