@@ -17,7 +17,8 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
     for layer in (
         "errors",
         "crypto domain",  # signatures and canonical bytes; the aggregates
-        "store games devices",  # the sealed event store; the games contract; a device's report
+        # the sealed event store; the games contract; a device's report; a witness (C2SP)
+        "store games devices witness",
         "rng plugins node projections revocation",
         "casino audit",  # the write path; verification
         "simulation export",

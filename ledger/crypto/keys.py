@@ -37,6 +37,7 @@ class Role(StrEnum):
     DEALER_DEVICE = "dealer-device"
     OPERATOR = "operator"
     AUDITOR = "auditor"
+    WITNESS = "witness"  # cosigns other logs' checkpoints (C2SP tlog-cosignature)
 
 
 def key_id_of(raw_public_key: bytes) -> str:
