@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,11 +17,19 @@ from ledger.store.checkpointer import DEFAULT_ORIGIN, Checkpointer
 from ledger.store.config import describe, store_url
 from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row, stream_of
 from ledger.store.sealing import SealingMapper
+from ledger.store.witnessing import (
+    TIMEOUT_SECONDS,
+    WITNESSES_ENV,
+    SplitView,
+    WitnessSubmitter,
+    parse_witnesses,
+)
 
 KEYS_ENV = "LEDGER_KEYS"
 DEFAULT_KEYS = "keys"
 PASSPHRASE_ENV = "LEDGER_PASSPHRASE"
 ORIGIN_ENV = "LEDGER_ORIGIN"
+log = logging.getLogger(__name__)
 
 
 def keys_dir(given: str | None = None) -> KeyDirectory:
@@ -45,6 +54,7 @@ class Node:
     keyring: Keyring
     passphrase: bytes | None
     anchor: Anchor | None = field(default=None)
+    witnesses: WitnessSubmitter | None = field(default=None)
 
     def checkpointer(self, batch_size: int = 1000) -> Checkpointer:
         """A checkpointer for this store (refused when the store is not this node's)."""
@@ -62,7 +72,41 @@ class Node:
             signed_here=self._signed_here,
             sealed_entry=self._sealed_entry,
             keyring_source=self.app.signing_keyring,
+            on_checkpoint=self._witness_submitter().offer,
         )
+
+    def _witness_submitter(self) -> WitnessSubmitter:
+        """The submitter to the witnesses `LEDGER_WITNESSES` names (none: it does nothing)."""
+        if self.witnesses is None:
+            self.witnesses = WitnessSubmitter(
+                self.app.tables,
+                parse_witnesses(os.environ.get(WITNESSES_ENV)),
+                on_split_view=self.record_split_view,
+            )
+        return self.witnesses
+
+    def record_split_view(self, view: SplitView) -> None:
+        """Record a witness's split-view refusal in the log (sealed by this node's
+        ledger-node key; a read-only node opens the store to write it, when it
+        holds that key)."""
+        from ledger.store.split_views import record_split_view
+
+        app, opened = self.app, None
+        if not self.app.can_sign:
+            if not holds_private_key(self.keys, self.keyring, Role.LEDGER_NODE):
+                log.error(
+                    "split view reported by %s not recorded: no ledger-node key", view.witness
+                )
+                return
+            signer = self.keys.signer(Role.LEDGER_NODE, self.passphrase)
+            app = opened = LedgerApplication(
+                self.app.store_url, keyring=self.keyring, signer=signer, create=False
+            )
+        try:
+            record_split_view(app, view)
+        finally:
+            if opened is not None:
+                opened.close()
 
     def _sealed_entry(self, state: bytes, stream: str, version: int, topic: str) -> bytes | None:
         mapper = self.app.mapper
@@ -81,7 +125,11 @@ class Node:
                 anchor, self.anchor = self.anchor, None
                 anchor.close()
         finally:
-            self.app.close()
+            try:
+                if self.witnesses is not None:  # the last checkpoint, if a witness answers soon
+                    self.witnesses.close(wait=TIMEOUT_SECONDS)
+            finally:
+                self.app.close()
 
 
 def refuse_new_keys_beside_events(store: str | None, directory: KeyDirectory) -> None:

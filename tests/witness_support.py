@@ -4,6 +4,8 @@ transparency-dev vectors by tests/test_merkle.py)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from ledger.crypto.merkle import consistency_proof, hash_leaf, root_of, subtree_
 from ledger.crypto.note import verifier_key
 from ledger.crypto.signing import InMemorySigner
 from ledger.crypto.witness_wire import AddCheckpoint
+from ledger.node import Node
 from ledger.witness.state import WitnessState
 from ledger.witness.witness import Witness
 
@@ -72,3 +75,53 @@ class Log:
 def make_witness(tmp_path: Path, log: Log, name: str = WITNESS_NAME) -> Witness:
     state = WitnessState(tmp_path / f"{name.replace('/', '_')}.db")
     return Witness(name, signer(Role.WITNESS, "witness"), log.trusted, state)
+
+
+class ServedWitness:
+    """A witness served over HTTP by uvicorn in a thread of this process."""
+
+    def __init__(self, witness: Witness) -> None:
+        import uvicorn
+
+        from ledger.crypto.cosignature import cosigner_verifier_key
+        from ledger.witness.asgi import witness_app
+        from tests.ports import free_port
+
+        self.witness = witness
+        self.port = free_port()
+        self.verifier_key = cosigner_verifier_key(witness.name, witness.signer.public_key)
+        app = witness_app(witness, self.verifier_key)
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def setting(self) -> str:
+        """Its `LEDGER_WITNESSES` entry."""
+        return f"{self.url} {self.verifier_key}"
+
+    def __enter__(self) -> ServedWitness:
+        self.thread.start()
+        for _ in range(500):
+            if self.server.started:
+                return self
+            time.sleep(0.01)
+        raise RuntimeError("the witness server did not start")
+
+    def __exit__(self, *_: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def record(node: Node, events: int) -> None:
+    """One stream of `events` events (a demo table's throws)."""
+    from tests.demo_table import Table
+
+    table = Table(name="T", dealer="D")
+    for _ in range(events - 1):
+        table.throw_dice([1, 2, 3])
+    node.app.save(table)

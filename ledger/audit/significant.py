@@ -17,7 +17,9 @@ One streaming pass over the log, in log order, memory flat in its size
 - ``rules-changed`` / ``plugin-changed``: a round opened with a rules hash
   (or only a game version / code hash) different from the previous round
   of the same game;
-- ``verification``: a recorded `ledger verify --record` run and its result.
+- ``verification``: a recorded `ledger verify --record` run and its result;
+- ``split-view``: a witness refused a checkpoint of this log because it had
+  seen another log (ledger.domain.witness_reports; docs/witnesses.md).
 
 What is checked here: every row against its signed envelope header (type,
 stream, version, payload hash: a relabelled or edited row stops the query
@@ -57,12 +59,13 @@ ACTION = _ROUND + "ActionRecorded"
 _FAULT_ACTION = re.compile(rb'"action": ?"fault"')
 REVOKED = "ledger.domain.key_registry:KeyRegistry.KeyRevoked"
 VERIFIED = "ledger.domain.audit_trail:AuditTrail.VerificationRecorded"
+SPLIT_VIEW = "ledger.domain.witness_reports:WitnessReports.SplitViewReported"
 _SIGNED_AS = {
     "operator": "operator signature",
     "auditor": "auditor signature",
     "source": "dealer device report",
 }
-_INTERESTING = {OPENED, VOIDED, RESUMED, CORRECTED, REVOKED, VERIFIED, FAULT}
+_INTERESTING = {OPENED, VOIDED, RESUMED, CORRECTED, REVOKED, VERIFIED, FAULT, SPLIT_VIEW}
 
 KINDS = (
     "fault",
@@ -76,6 +79,7 @@ KINDS = (
     "rules-changed",
     "plugin-changed",
     "verification",
+    "split-view",
 )
 
 
@@ -334,6 +338,25 @@ class _Scanner:
                 f"{run.get('tree_size')} events (root {str(run.get('root'))[:16]})"
                 + (f": {run.get('message')}" if run.get("message") else ""),
                 {**run, "auditor_key_id": auditor.get("key_id")},
+            )
+        elif topic == SPLIT_VIEW:
+            note = str(state.get("checkpoint", ""))
+            size = note.split("\n")[1] if note.count("\n") > 1 else "?"
+            yield SignificantEvent(
+                position,
+                at,
+                "split-view",
+                stream,
+                f"witness {state.get('witness')} refused the checkpoint of size {size} "
+                f"({state.get('status')}): {state.get('reason')!r}; it had cosigned size "
+                f"{state.get('witness_size')}",
+                plain(
+                    {
+                        name: state.get(name)
+                        for name in ("witness", "url", "status", "reason", "checkpoint")
+                    }
+                    | {"witness_size": state.get("witness_size")}
+                ),
             )
 
 

@@ -28,6 +28,7 @@ from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import LedgerApplication
 from ledger.store.checkpointer import Checkpointer
 from ledger.store.config import store_url
+from ledger.store.witnessing import TIMEOUT_SECONDS, CosignatureTable
 
 
 def _export_path(given: str | None) -> Path | None:
@@ -54,7 +55,11 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
                 interrupted = _follow_until_interrupted(checkpointer)
             with progress_bar("checkpointing") as (advance, _):
                 checkpointer.catch_up(progress=advance)
+            if node.witnesses is not None:  # what the witnesses answer in time goes out too
+                node.witnesses.close(wait=TIMEOUT_SECONDS)
         newest = newest_checkpoint(node.app, node.keyring)
+        if newest is not None:
+            newest = CosignatureTable(node.app.tables).cosigned(newest)
     finally:
         node.close()
     if newest is None:

@@ -119,6 +119,11 @@ class LedgerApplication(Application[UUID]):
         # Never os.environ: the URL's settings win over every variable.
         return StoreEnvironment(TABLE_PREFIX, dict(env or {}))
 
+    @property
+    def can_sign(self) -> bool:
+        """Whether this application seals new events (it was given a ledger-node key)."""
+        return self._signer is not None
+
     def current_keyring(self) -> Keyring:
         """The keyring as it is now (keys added since opening included, when the
         node was opened from a keys directory). Envelopes on read are checked

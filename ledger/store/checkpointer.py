@@ -85,6 +85,7 @@ class Checkpointer:
         signed_here: Callable[[bytes], bytes | None] = lambda _: None,
         sealed_entry: Callable[[bytes, str, int, str], bytes | None] = lambda *_: None,
         keyring_source: Callable[[], Keyring] | None = None,
+        on_checkpoint: Callable[[Checkpoint], None] = lambda _: None,
     ) -> None:
         if signer.role is not Role.CHECKPOINT:
             raise ConfigError(f"checkpoints need a checkpoint key, not {signer.role.value}")
@@ -111,6 +112,9 @@ class Checkpointer:
         # The keyring as it is now (revocations since opening included), which
         # the signing key is judged by before every checkpoint it signs.
         self.keyring_source = keyring_source or (lambda: keyring)
+        # Told of each checkpoint once it is committed (the witnesses' submitter:
+        # it must return at once, a witness never delays the log's anchoring).
+        self.on_checkpoint = on_checkpoint
         # The first catch_up counts every event up to the resume point; later
         # ones only those since the point this process last checked.
         self._verified: _Verified | None = None
@@ -187,6 +191,7 @@ class Checkpointer:
             )
             self.tables.append(leaves, nodes, checkpoint, cursor)
         self._verified = _Verified(checkpoint, rows[-1][0])
+        self.on_checkpoint(checkpoint)
         return checkpoint, len(rows)
 
     def _check_signing_key(self, keyring: Keyring, now: datetime) -> None:

@@ -27,7 +27,8 @@ from psycopg.sql import SQL, Composable, Identifier, Literal
 LEAVES = "ledger_merkle_leaves"
 NODES = "ledger_merkle_nodes"
 CHECKPOINTS = "ledger_checkpoints"
-LEDGER_TABLES = (LEAVES, NODES, CHECKPOINTS)
+COSIGNATURES = "ledger_cosignatures"  # witnesses' cosigned checkpoints (ledger.store.witnessing)
+LEDGER_TABLES = (LEAVES, NODES, CHECKPOINTS, COSIGNATURES)
 
 # A raw event row: (notification id, stream id, version, topic, stored bytes).
 Row = tuple[int, str, int, str, bytes]
@@ -61,6 +62,8 @@ def _sqlite_schema(events: str) -> list[str]:
         "hash BLOB NOT NULL, PRIMARY KEY (level, idx)) WITHOUT ROWID",
         f"CREATE TABLE IF NOT EXISTS {CHECKPOINTS} (tree_size INTEGER PRIMARY KEY, "
         "root BLOB NOT NULL, note TEXT NOT NULL)",
+        f"CREATE TABLE IF NOT EXISTS {COSIGNATURES} (tree_size INTEGER NOT NULL, "
+        "witness TEXT NOT NULL, note TEXT NOT NULL, PRIMARY KEY (tree_size, witness))",
     ]
     for table in (events, *LEDGER_TABLES):
         for operation in ("UPDATE", "DELETE"):
@@ -107,6 +110,7 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             leaves=LEAVES,
             nodes=NODES,
             checkpoints=CHECKPOINTS,
+            cosignatures=COSIGNATURES,
             id="rowid",
         ).replace("%s", "?")
 
@@ -152,6 +156,10 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
                 "CREATE TABLE IF NOT EXISTS {schema}.{t} (tree_size bigint PRIMARY KEY, "
                 "root bytea NOT NULL, note text NOT NULL)"
             ).format(schema=schema, t=Identifier(CHECKPOINTS)),
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {schema}.{t} (tree_size bigint NOT NULL, "
+                "witness text NOT NULL, note text NOT NULL, PRIMARY KEY (tree_size, witness))"
+            ).format(schema=schema, t=Identifier(COSIGNATURES)),
             SQL(_PG_REFUSE).format(schema=schema),
         ]
         for table in (events_table_name, *LEDGER_TABLES):
@@ -238,6 +246,7 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
             leaves=SQL("{}.{}").format(schema, Identifier(LEAVES)),
             nodes=SQL("{}.{}").format(schema, Identifier(NODES)),
             checkpoints=SQL("{}.{}").format(schema, Identifier(CHECKPOINTS)),
+            cosignatures=SQL("{}.{}").format(schema, Identifier(COSIGNATURES)),
             id=SQL("notification_id"),
         )
 

@@ -1,0 +1,159 @@
+"""The checkpointer hands each checkpoint to the configured witnesses, in the
+background, and stores what they cosign (both stores): a witness that is down
+or hangs delays no checkpoint and is retried at the next one, and a witness
+that saw another log refuses, which the node records as a `split-view`
+significant event."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ledger.audit.significant import iter_significant
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.cosignature import Cosigner
+from ledger.crypto.keys import Role
+from ledger.crypto.merkle import hash_leaf
+from ledger.crypto.witness_policy import WitnessPolicy
+from ledger.node import Node, origin
+from ledger.store.witnessing import (
+    WITNESSES_ENV,
+    CosignatureTable,
+    WitnessEndpoint,
+    WitnessSubmitter,
+    parse_witnesses,
+)
+from ledger.witness.state import WitnessState
+from ledger.witness.witness import Witness
+from tests.conftest import PASSPHRASE
+from tests.witness_support import ServedWitness, record, signer
+
+
+def log_witness(node: Node, tmp_path: Path, name: str = "witness.example/w1") -> Witness:
+    """A witness that follows this node's log (its checkpoint key, its origin)."""
+    (key,) = node.keyring.with_role(Role.CHECKPOINT)
+    state = WitnessState(tmp_path / f"{name.replace('/', '_')}.db")
+    return Witness(name, signer(Role.WITNESS, "w"), {origin(): [(key.name, key.public_key)]}, state)
+
+
+def policy_for(*witnesses: Witness, quorum: int) -> WitnessPolicy:
+    return WitnessPolicy(tuple(Cosigner(w.name, w.signer.public_key) for w in witnesses), quorum)
+
+
+def in_process(witness: Witness, url: str = "http://w1.test") -> WitnessEndpoint:
+    return WitnessEndpoint(url, Cosigner(witness.name, witness.signer.public_key))
+
+
+def direct(witness: Witness) -> object:
+    def post(url: str, body: bytes, timeout: float) -> tuple[int, str, bytes]:
+        answer = witness.add_checkpoint(body)
+        return answer.status, answer.content_type, answer.body
+
+    return post
+
+
+@pytest.fixture
+def served(node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServedWitness]:
+    with ServedWitness(log_witness(node, tmp_path)) as witness:
+        monkeypatch.setenv(WITNESSES_ENV, witness.setting)
+        yield witness
+
+
+def test_each_checkpoint_goes_to_the_witness_and_its_cosignature_is_stored(
+    node: Node, served: ServedWitness
+) -> None:
+    record(node, 20)
+    node.checkpointer(batch_size=8).catch_up()
+    assert node.witnesses is not None
+    node.witnesses.close(wait=10)
+    newest = node.app.tables.latest_checkpoint()
+    assert newest is not None and newest.size == 20
+    assert served.witness.state.known(origin()).size == 20
+    cosigned = CosignatureTable(node.app.tables).cosigned(newest)
+    report = policy_for(served.witness, quorum=1).check(cosigned)
+    assert report.valid == [Cosigner(served.witness.name, served.witness.signer.public_key).label]
+    # The cosigned note is still the log's checkpoint to anyone without the policy.
+    Checkpoint.from_note(cosigned.to_note()).verify(node.keyring)
+    # More events: the next checkpoint goes with a proof from size 20.
+    record(node, 5)
+    node.witnesses = None
+    node.checkpointer().catch_up()
+    assert node.witnesses is not None
+    node.witnesses.close(wait=10)
+    assert served.witness.state.known(origin()).size == 25
+    assert served.witness.state.refusals() == []
+
+
+def test_a_witness_that_hangs_or_is_down_delays_no_checkpoint(node: Node, tmp_path: Path) -> None:
+    witness = log_witness(node, tmp_path)
+    release = threading.Event()
+    calls: list[int] = []
+
+    def hanging(url: str, body: bytes, timeout: float) -> tuple[int, str, bytes]:
+        calls.append(len(body))
+        if len(calls) == 1:
+            raise OSError("connection refused")  # down
+        release.wait()  # then hanging until released
+        answer = witness.add_checkpoint(body)
+        return answer.status, answer.content_type, answer.body
+
+    node.witnesses = WitnessSubmitter(node.app.tables, [in_process(witness)], post=hanging)
+    record(node, 10)
+    node.checkpointer().catch_up()  # the witness is down: nothing cosigned
+    node.witnesses.close(wait=10)
+    assert calls and witness.state.known(origin()).size == 0
+    node.witnesses = WitnessSubmitter(node.app.tables, [in_process(witness)], post=hanging)
+    for _ in range(3):  # the witness hangs: every checkpoint is signed all the same
+        record(node, 4)
+        made = node.checkpointer().catch_up()
+        assert made is not None
+    assert node.app.tables.latest_checkpoint().size == 22  # type: ignore[union-attr]
+    assert witness.state.known(origin()).size == 0
+    release.set()  # it answers again: the newest checkpoint offered is cosigned
+    node.witnesses.close(wait=10)
+    assert witness.state.known(origin()).size == 22
+    assert CosignatureTable(node.app.tables).notes(22)
+
+
+def test_the_witnesses_setting() -> None:
+    key = Cosigner("w.example/1", bytes(32)).verifier_key
+    (endpoint,) = parse_witnesses(f" https://w.example/witness/  {key} ;\n")
+    assert endpoint.url == "https://w.example/witness"
+    from ledger.errors import ConfigError
+
+    for bad in ("https://w.example", f"ftp://w.example {key}", "https://w.example AAAA"):
+        with pytest.raises(ConfigError, match=WITNESSES_ENV):
+            parse_witnesses(bad)
+
+
+def test_a_split_view_is_recorded_as_a_significant_event(node: Node, tmp_path: Path) -> None:
+    """The house shows the witness a forked checkpoint of size 8 signed with the
+    log's own key; the log's real checkpoint then does not extend it (422)."""
+    witness = log_witness(node, tmp_path)
+    record(node, 8)
+    key = node.keys.signer(Role.CHECKPOINT, PASSPHRASE)
+    fork = Checkpoint.sign(origin=origin(), size=8, root=hash_leaf(b"fork"), signer=key)
+    from ledger.crypto.witness_wire import AddCheckpoint
+
+    assert witness.add_checkpoint(AddCheckpoint(0, (), fork.to_note()).encode()).status == 200
+    record(node, 4)
+    node.witnesses = WitnessSubmitter(
+        node.app.tables,
+        [in_process(witness)],
+        post=direct(witness),  # type: ignore[arg-type]
+        on_split_view=node.record_split_view,
+    )
+    node.checkpointer(batch_size=8).catch_up()
+    node.witnesses.close(wait=10)
+    found = [e for e in iter_significant(node.app) if e.kind == "split-view"]
+    assert found, "the refusal was not recorded"
+    event = found[-1]
+    assert event.details["witness"] == Cosigner(witness.name, witness.signer.public_key).label
+    assert event.details["status"] in (409, 422)
+    assert event.details["witness_size"] == 8
+    assert "refused" in event.details["reason"]
+    assert witness.state.known(origin()).size == 8  # the witness kept its view
+    assert [r.status for r in witness.state.refusals()] != []
