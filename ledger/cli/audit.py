@@ -22,6 +22,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.signing import Signer
+from ledger.crypto.witness_policy import WitnessPolicy
 from ledger.errors import CannotCheckError, ConfigError, VerificationError
 from ledger.node import check_expected_origin, holds_private_key, keys_dir
 from ledger.plugins.manager import get_plugin_manager
@@ -134,6 +135,7 @@ def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoin
     from ledger.export.verify_bundle import verify_bundle
 
     keyring = Keyring.load(Path(args.keyring)) if args.keyring else None
+    policy = _witness_policy(args)
     games = get_plugin_manager().games() if level is Level.SETTLEMENT else None
     # The count runs twice over the events: loaded (a whole-log bundle), then verified.
     with progress_bar("verifying bundle") as (advance, _):
@@ -146,8 +148,41 @@ def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoin
             progress=advance,
             games=games,
         )
+    witnessed = []
+    if policy is not None:
+        from ledger.export.cosigned import newest_cosigned
+        from ledger.export.reader import Bundle
+
+        bundle = Bundle(Path(args.bundle))
+        used = keyring if keyring is not None else bundle.keyring()
+        policy.check_keyring(used)
+        newest = newest_cosigned(bundle, used)
+        if newest is None:
+            raise VerificationError("the bundle holds no valid checkpoint for the witnesses")
+        witnessed.append(_witnessed(policy, newest, "the bundle's newest checkpoint"))
+        if trusted is not None:
+            witnessed.append(_witnessed(policy, trusted, "the kept checkpoint"))
     print(report.summary())
+    for line in witnessed:
+        print(line)
     return 0
+
+
+def _witness_policy(args: argparse.Namespace) -> WitnessPolicy | None:
+    if args.witness_policy is None:
+        return None
+    if args.trusted is None and args.bundle is None:
+        raise ConfigError(
+            "--witness-policy judges a kept checkpoint (--trusted FILE) or a bundle's (--bundle)"
+        )
+    return WitnessPolicy.load(Path(args.witness_policy))
+
+
+def _witnessed(policy: WitnessPolicy, checkpoint: Checkpoint, what: str) -> str:
+    """The policy's verdict on `checkpoint`: a line to print, else VerificationError."""
+    label = f"{what} (size {checkpoint.size})"
+    report = policy.check(checkpoint, what=label)
+    return f"   witnesses: {label}: {report.summary()}"
 
 
 def _auditor(args: argparse.Namespace) -> tuple[Signer, bytes] | None:
@@ -235,14 +270,20 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 "--projections checks a store's read models against its log: a --bundle has none"
             )
         return cmd_verify_bundle(args, level, trusted)
+    policy = _witness_policy(args)
     keyring, source = _verify_keyring(args)
     fingerprint = keyring.fingerprint()
+    if policy is not None:
+        policy.check_keyring(keyring)
     auditor = _auditor(args)
     findings_out = _findings_file(args)
     resume = VerifyState.load(Path(args.resume)) if args.resume else None
     state_dir = _state_dir(args)
     tree_size = 0
+    witnessed = None
     try:
+        if policy is not None and trusted is not None:  # before the log: it may be refused
+            witnessed = _witnessed(policy, trusted, "the kept checkpoint")
         games = get_plugin_manager().games() if level is Level.SETTLEMENT else None
         # Read-only, and no keys directory needed: only the public keyring is trusted.
         app = LedgerApplication(store_url(args.store), keyring=keyring, create=False)
@@ -285,6 +326,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise
     print(report.summary())
     print(f"   trusted keyring {fingerprint} ({source})")
+    if witnessed is not None:
+        print(witnessed)
     if state_dir is not None and report.state is not None:
         print(
             f"   state saved to {state_dir} (size {report.state.size}, root "
@@ -333,6 +376,12 @@ def add_audit_commands(commands: Any) -> None:
         "--level", default=Level.SETTLEMENT.value, help="integrity | signatures | settlement"
     )
     verify.add_argument("--trusted", metavar="FILE", help="a checkpoint file kept from earlier")
+    verify.add_argument(
+        "--witness-policy",
+        metavar="FILE",
+        help="witnesses and quorum the kept (--trusted) or bundle's checkpoint must meet "
+        "(docs/witnesses.md)",
+    )
     verify.add_argument(
         "--workers", type=int_range(1, 256), help="processes, 1..256 (default: all cores)"
     )

@@ -26,9 +26,11 @@ from typing import Any
 
 from ledger.audit.checkpoints import valid_checkpoints
 from ledger.audit.key_times import Coverage, checkpoint_times
+from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import Subtree, consistency_proof, inclusion_proof
-from ledger.errors import ConfigError
+from ledger.crypto.witness_policy import with_cosignatures
+from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import (
     CHECKPOINTS,
     CONSISTENCY,
@@ -49,8 +51,14 @@ from ledger.export.records import (
 )
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
-from ledger.store.merkle_log import MerkleLogTables, stream_of
+from ledger.store.merkle_log import (
+    CheckpointRow,
+    MerkleLogTables,
+    parse_checkpoint_row,
+    stream_of,
+)
 from ledger.store.recorders import Row
+from ledger.store.witnessing import CosignatureTable
 
 BATCH = 5000
 ROUND_OPENED_TOPIC = ":" + ROUND_OPENED
@@ -325,13 +333,41 @@ def _write_consistency(path: Path, older: tuple[int, ...], size: int, subtree: S
 
 
 def _write_checkpoints(tables: MerkleLogTables, path: Path) -> int:
-    """Every stored checkpoint as its exact note text, by the size column."""
+    """Every stored checkpoint as its exact note text, by the size column; then,
+    for each checkpoint witnesses cosigned, its note with their cosignature
+    lines (the same signed statement again, which a reader without a witness
+    policy takes as a copy; `verify --witness-policy` counts them)."""
     rows = sorted(
         tables.checkpoint_rows(), key=lambda r: (0, r[0]) if type(r[0]) is int else (1, 0)
     )
+    written = len(rows)
     with path.open("w", encoding="utf-8") as out:
         for column, note in rows:
             size = column if type(column) is int else None
             text = note if isinstance(note, str) else None
             out.write(_dumps({"tree_size": size, "note": text}) + "\n")
-    return len(rows)
+        for cosigned in _cosigned(tables, rows):
+            out.write(_dumps({"tree_size": cosigned.size, "note": cosigned.to_note()}) + "\n")
+            written += 1
+    return written
+
+
+def _cosigned(tables: MerkleLogTables, rows: list[CheckpointRow]) -> list[Checkpoint]:
+    """The stored checkpoints with the cosignatures stored for them (rows that do
+    not parse are left to the reader to report, as written above)."""
+    by_size: dict[object, list[object]] = {}
+    for size, _, note in CosignatureTable(tables).notes():
+        by_size.setdefault(size, []).append(note)
+    found = []
+    for row in rows:
+        notes = by_size.get(row[0])
+        if not notes:
+            continue
+        try:
+            checkpoint = parse_checkpoint_row(row)
+        except VerificationError:
+            continue
+        cosigned = with_cosignatures(checkpoint, notes)
+        if cosigned.others != checkpoint.others:
+            found.append(cosigned)
+    return found

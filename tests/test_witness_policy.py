@@ -1,0 +1,277 @@
+"""`verify --trusted` and `verify --bundle` with a witness policy (k of n), on
+both stores, and the attacks on it: a forged cosignature, a "witness" whose key
+is the log's own or an operator's, cosignatures moved from an old checkpoint
+onto another, a witness that never cosigned (down), a policy that does not
+parse."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ledger.cli.main import main
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.cosignature import Cosigner, cosign, cosigner_verifier_key
+from ledger.crypto.keys import Role
+from ledger.crypto.note import SignatureLine, verifier_key
+from ledger.node import Node
+from ledger.store.witnessing import WITNESSES_ENV
+from tests.conftest import PASSPHRASE
+from tests.test_witness_submission import log_witness
+from tests.witness_support import ServedWitness, record, signer
+
+
+def run(node: Node, capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    capsys.readouterr()
+    try:
+        code = main(["--store", node.app.store_url, "--keys", str(node.keys.path), *argv])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return code, captured.out + captured.err
+
+
+@pytest.fixture
+def cosigned(
+    node: Node,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> Iterator[tuple[ServedWitness, Path]]:
+    """20 events, checkpointed by `ledger checkpoint --export`, one witness cosigning."""
+    monkeypatch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
+    record(node, 20)
+    with ServedWitness(log_witness(node, tmp_path)) as served:
+        monkeypatch.setenv(WITNESSES_ENV, served.setting)
+        kept = tmp_path / "kept.txt"
+        code, out = run(node, capsys, "checkpoint", "--export", str(kept))
+        assert code == 0, out
+        yield served, kept
+
+
+def policy(tmp_path: Path, *keys: str, quorum: int, log: str | None = None) -> Path:
+    path = tmp_path / "policy.txt"
+    lines = ["# the auditor's witnesses"]
+    lines += [f"log {log}"] if log else []
+    lines += [f"witness {key}  # one of ours" for key in keys] + [f"quorum {quorum}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def log_key(node: Node) -> str:
+    (key,) = node.keyring.with_role(Role.CHECKPOINT)
+    return verifier_key(key.name, key.public_key)
+
+
+def test_the_kept_checkpoint_is_cosigned_and_meets_the_policy(
+    node: Node,
+    cosigned: tuple[ServedWitness, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    served, kept = cosigned
+    note = kept.read_text()
+    assert f"\u2014 {served.witness.name} " in note  # the witness's line, in the kept note
+    rules = policy(tmp_path, served.verifier_key, quorum=1, log=log_key(node))
+    code, out = run(node, capsys, "verify", "--trusted", str(kept), "--witness-policy", str(rules))
+    assert code == 0, out
+    label = Cosigner.parse(served.verifier_key).label
+    assert f"1 of 1 witnesses cosigned it (quorum 1): valid: {label}" in out
+    # Two witnesses required, one of them never cosigned: refused, naming it.
+    absent = cosigner_verifier_key("witness.example/absent", signer(Role.WITNESS, "a").public_key)
+    rules = policy(tmp_path, served.verifier_key, absent, quorum=2)
+    code, out = run(node, capsys, "verify", "--trusted", str(kept), "--witness-policy", str(rules))
+    assert code == 1
+    assert "1 valid cosignatures, the policy needs 2 of 2" in out
+    assert f"missing: {Cosigner.parse(absent).label}" in out
+
+
+def test_a_forged_or_moved_cosignature_is_refused(
+    node: Node,
+    cosigned: tuple[ServedWitness, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    served, kept = cosigned
+    rules = policy(tmp_path, served.verifier_key, quorum=1)
+    checkpoint = Checkpoint.from_note(kept.read_text())
+    (line,) = checkpoint.others
+    # A flipped bit in the signature, then in the timestamp.
+    for at in (-1, 6):
+        blob = bytearray(line.blob)
+        blob[at] ^= 1
+        forged = kept.parent / f"forged{at}.txt"
+        forged.write_text(
+            Checkpoint.to_note(_with_others(checkpoint, (SignatureLine(line.name, bytes(blob)),)))
+        )
+        code, out = run(
+            node, capsys, "verify", "--trusted", str(forged), "--witness-policy", str(rules)
+        )
+        assert code == 1, out
+        assert "does not verify" in out and "invalid:" in out
+    # The replay: the cosignature of the kept checkpoint, moved onto the next one.
+    record(node, 5)
+    code, out = run(node, capsys, "checkpoint", "--export", str(tmp_path / "newer.txt"))
+    assert code == 0
+    newer = Checkpoint.from_note((tmp_path / "newer.txt").read_text()).bare()
+    moved = tmp_path / "moved.txt"
+    moved.write_text(_with_others(newer, (line,)).to_note())
+    code, out = run(node, capsys, "verify", "--trusted", str(moved), "--witness-policy", str(rules))
+    assert code == 1
+    assert "does not verify" in out
+
+
+def _with_others(checkpoint: Checkpoint, others: tuple[SignatureLine, ...]) -> Checkpoint:
+    from dataclasses import replace
+
+    return replace(checkpoint, others=others)
+
+
+def test_a_witness_with_a_key_of_another_role_is_refused(
+    node: Node,
+    cosigned: tuple[ServedWitness, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The house presents its own keys as a witness: the log's checkpoint key,
+    or an operator key, cosigning in the witness format. Both cosignatures
+    verify, and the policy is refused for naming them."""
+    _, kept = cosigned
+    checkpoint = Checkpoint.from_note(kept.read_text())
+    node.keys.create("ops", Role.OPERATOR, PASSPHRASE)
+    for role, name in ((Role.CHECKPOINT, "checkpoint"), (Role.OPERATOR, "ops")):
+        key = node.keys.signer(role, PASSPHRASE, name)
+        line = cosign(checkpoint.text, "witness.example/house", key, key.public_key, 2**33)
+        fake = tmp_path / f"house-{name}.txt"
+        fake.write_text(_with_others(checkpoint, (*checkpoint.others, line)).to_note())
+        vkey = cosigner_verifier_key("witness.example/house", key.public_key)
+        rules = policy(tmp_path, vkey, quorum=1)
+        code, out = run(
+            node, capsys, "verify", "--trusted", str(fake), "--witness-policy", str(rules)
+        )
+        assert code == 2, out
+        assert f"has the key of the keyring's {role.value} key {name!r}" in out
+    # The log's own signature presented as the witness's cosignature: under the
+    # witness's name it is not the witness's line (another key ID); with the
+    # witness's key ID too, it is no cosignature (68 bytes, another message).
+    served, _ = cosigned
+    rules = policy(tmp_path, served.verifier_key, quorum=1)
+    witness = Cosigner.parse(served.verifier_key)
+    own = checkpoint.own_line
+    for blob, said in ((own.blob, "missing: "), (witness.key_id + own.blob[4:], "holds 68 bytes")):
+        fake = tmp_path / "renamed.txt"
+        fake.write_text(_with_others(checkpoint, (SignatureLine(witness.name, blob),)).to_note())
+        code, out = run(
+            node, capsys, "verify", "--trusted", str(fake), "--witness-policy", str(rules)
+        )
+        assert code == 1, out
+        assert "0 valid cosignatures" in out and said in out
+
+
+def test_the_bundle_carries_the_cosignatures(
+    node: Node,
+    cosigned: tuple[ServedWitness, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    served, _ = cosigned
+    bundle = tmp_path / "bundle"
+    code, out = run(node, capsys, "export", str(bundle))
+    assert code == 0, out
+    rules = policy(tmp_path, served.verifier_key, quorum=1)
+    verify = [
+        "verify",
+        "--bundle",
+        str(bundle),
+        "--level",
+        "signatures",
+        "--witness-policy",
+        str(rules),
+    ]
+    code, out = run(node, capsys, *verify)
+    assert code == 0, out
+    assert "the bundle's newest checkpoint (size 20): 1 of 1 witnesses cosigned it" in out
+    # Without the policy the cosigned copy is the same signed statement: still OK.
+    code, out = run(node, capsys, "verify", "--bundle", str(bundle), "--level", "signatures")
+    assert code == 0, out
+    # A forged cosignature in the bundle.
+    path = bundle / "checkpoints.jsonl"
+    lines = path.read_text().splitlines()
+    last = json.loads(lines[-1])
+    text, _, signature = last["note"].rpartition(f"\u2014 {served.witness.name} ")
+    blob = bytearray(base64.b64decode(signature))
+    blob[-1] ^= 1
+    last["note"] = f"{text}\u2014 {served.witness.name} {base64.b64encode(bytes(blob)).decode()}\n"
+    path.write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    code, out = run(node, capsys, *verify)
+    assert code == 1
+    assert "0 valid cosignatures, the policy needs 1 of 1" in out
+    # The cosigned line removed: the witness is missing.
+    path.write_text("\n".join(lines[:-1]) + "\n")
+    code, out = run(node, capsys, *verify)
+    assert code == 1
+    assert f"missing: {Cosigner.parse(served.verifier_key).label}" in out
+
+
+def test_a_down_witness_leaves_the_checkpoint_uncosigned(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.ports import free_port
+
+    monkeypatch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
+    key = cosigner_verifier_key("witness.example/down", signer(Role.WITNESS, "d").public_key)
+    monkeypatch.setenv(WITNESSES_ENV, f"http://127.0.0.1:{free_port()} {key}")  # nothing there
+    record(node, 6)
+    kept = tmp_path / "kept.txt"
+    code, out = run(node, capsys, "checkpoint", "--export", str(kept))
+    assert code == 0, out  # the checkpoint is made and kept
+    assert Checkpoint.from_note(kept.read_text()).others == ()
+    rules = policy(tmp_path, key, quorum=1)
+    code, out = run(node, capsys, "verify", "--trusted", str(kept), "--witness-policy", str(rules))
+    assert code == 1
+    assert "0 valid cosignatures" in out and "missing: witness.example/down+" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("quorum 1\n", "names no witness"),
+        ("witness {w}\n", "no 'quorum <k>' line"),
+        ("witness {w}\nquorum 2\n", "quorum 2 but only 1 witnesses"),
+        ("witness {w}\nquorum 0\n", "not a whole number"),
+        ("witness {w}\nwitness {w}\nquorum 1\n", "twice"),
+        ("witness {log}\nquorum 1\n", "not a cosignature/v1 Ed25519 key"),
+        ("witness {w}\nquorum 1\nkeep all\n", "'keep' is not"),
+        ("log {logw}\nwitness {logw}\nquorum 1\n", "the log's own key"),
+    ],
+)
+def test_a_bad_policy_is_one_line_and_exit_2(
+    node: Node,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    error: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
+    record(node, 2)
+    kept = tmp_path / "kept.txt"
+    assert run(node, capsys, "checkpoint", "--export", str(kept))[0] == 0
+    w = cosigner_verifier_key("w.example/1", signer(Role.WITNESS, "w").public_key)
+    (key,) = node.keyring.with_role(Role.CHECKPOINT)
+    logw = cosigner_verifier_key(key.name, key.public_key)
+    if "log {logw}" in text:
+        text = text.replace("log {logw}", f"log {log_key(node)}")
+        text = text.replace("{logw}", cosigner_verifier_key("x", key.public_key))
+    rules = tmp_path / "p.txt"
+    rules.write_text(text.format(w=w, log=log_key(node), logw=logw))
+    code, out = run(node, capsys, "verify", "--trusted", str(kept), "--witness-policy", str(rules))
+    assert code == 2, out
+    assert error in out and len(out.strip().splitlines()) == 1
+    code, out = run(node, capsys, "verify", "--witness-policy", str(rules))
+    assert code == 2 and "--trusted FILE" in out
