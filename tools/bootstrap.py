@@ -10,8 +10,9 @@ tools and every variant plugin under plugins/, installed editable (the
 core's optional C fast path built in place). It is redone only when a
 pyproject.toml, setup.py or that C source changed since the last time.
 
-The suite needs Debian's chromium (the report's browser test; `test` installs
-it with apt-get when missing) and a PostgreSQL server: by default a database `test` on
+The suite needs Debian's chromium (the report's browser test) and Go with
+golang-golang-x-mod-dev (the witness interop test; `test` installs both with
+apt-get when missing) and a PostgreSQL server: by default a database `test` on
 127.0.0.1:5432 that the user `postgres` reaches without a password (trust);
 LEDGER_TEST_PG_DSN and LEDGER_TEST_PG_URL point the tests elsewhere. When
 they are not set and a local Debian/Ubuntu cluster is installed but down,
@@ -105,6 +106,25 @@ def install_chromium() -> None:
             return
 
 
+def install_go() -> None:
+    """The witness tests read our cosigned checkpoints with Go's
+    golang.org/x/mod/sumdb/note (Debian's golang-golang-x-mod-dev): installed
+    with apt when missing and apt is there (as root, or sudo)."""
+    have_mod = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb/note").is_dir()
+    if (shutil.which("go") and have_mod) or not shutil.which("apt-get"):
+        return
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    print(
+        "bootstrap: installing Go and golang.org/x/mod (apt-get) for the interop tests",
+        file=sys.stderr,
+    )
+    packages = ["golang-go", "golang-golang-x-mod-dev"]
+    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *packages]):
+        if subprocess.run([*sudo, *step], check=False).returncode != 0:
+            print("bootstrap: could not install Go", file=sys.stderr)
+            return
+
+
 def start_postgres() -> None:
     """Start the local cluster if it is installed, down, and the tests would use it."""
     if os.environ.get("LEDGER_TEST_PG_DSN") or not shutil.which("pg_isready"):
@@ -157,6 +177,7 @@ def main(argv: list[str]) -> int:
         command = [str(VENV / "bin" / "ledger"), "simulate", *rest]
     elif job == "test":
         install_chromium()
+        install_go()
         start_postgres()
         command = [str(python), "-m", "pytest", *rest]
     else:  # (JOBS above)
