@@ -275,3 +275,82 @@ def test_a_bad_policy_is_one_line_and_exit_2(
     assert error in out and len(out.strip().splitlines()) == 1
     code, out = run(node, capsys, "verify", "--witness-policy", str(rules))
     assert code == 2 and "--trusted FILE" in out
+
+
+def test_an_attacker_with_database_rights_cannot_add_or_keep_cosignatures(
+    node: Node,
+    cosigned: tuple[ServedWitness, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`ledger_cosignatures` is the attacker's to edit: a forged cosignature
+    row for a second witness, and the real row rewritten, are both refused by
+    the policy (what `checkpoint --export` merges in is never trusted)."""
+    from tests.attacker import Attacker
+
+    served, kept = cosigned
+    other = signer(Role.WITNESS, "o")
+    other_key = cosigner_verifier_key("witness.example/other", other.public_key)
+    rules = policy(tmp_path, served.verifier_key, other_key, quorum=2)
+    checkpoint = Checkpoint.from_note(kept.read_text()).bare()
+    # A cosignature "by" the other witness, signed with a key the attacker holds.
+    fake = cosign(
+        checkpoint.text, "witness.example/other", signer(Role.WITNESS, "x"), other.public_key, 2**33
+    )
+    attacker = Attacker(node.app.store_url)
+    try:
+        attacker.sql(
+            "INSERT INTO ledger_cosignatures (tree_size, witness, note) VALUES (?, ?, ?)",
+            (
+                checkpoint.size,
+                Cosigner.parse(other_key).label,
+                checkpoint.to_note() + fake.format(),
+            ),
+        )
+        exported = tmp_path / "exported.txt"
+        assert run(node, capsys, "checkpoint", "--no-sign", "--export", str(exported))[0] == 0
+        assert fake.format() in exported.read_text()
+        code, out = run(
+            node, capsys, "verify", "--trusted", str(exported), "--witness-policy", str(rules)
+        )
+        assert code == 1
+        assert "1 valid cosignatures, the policy needs 2 of 2" in out
+        assert "witness.example/other+" in out and "does not verify" in out
+        # The real witness's row rewritten to another checkpoint's text: it no
+        # longer attaches to this checkpoint at all.
+        attacker.sql("UPDATE ledger_cosignatures SET note = replace(note, 'time ', 'tame ')")
+        assert run(node, capsys, "checkpoint", "--no-sign", "--export", str(exported))[0] == 0
+        assert Checkpoint.from_note(exported.read_text()).others == ()
+    finally:
+        attacker.conn.close()
+
+
+def test_a_read_only_checkpointer_records_a_split_view(
+    node: Node,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`ledger checkpoint` (a node opened read-only) told of a split view by
+    its witness records it with this keys directory's ledger-node key."""
+    from ledger.audit.significant import iter_significant
+    from ledger.crypto.merkle import hash_leaf
+    from ledger.crypto.witness_wire import AddCheckpoint
+    from ledger.node import origin
+
+    monkeypatch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
+    record(node, 6)
+    with ServedWitness(log_witness(node, tmp_path)) as served:
+        key = node.keys.signer(Role.CHECKPOINT, PASSPHRASE)
+        fork = Checkpoint.sign(origin=origin(), size=6, root=hash_leaf(b"x"), signer=key)
+        body = AddCheckpoint(0, (), fork.to_note()).encode()
+        assert served.witness.add_checkpoint(body).status == 200
+        monkeypatch.setenv(WITNESSES_ENV, served.setting)
+        code, out = run(node, capsys, "checkpoint", "--export", str(tmp_path / "k.txt"))
+        assert code == 0, out
+    (event,) = [e for e in iter_significant(node.app) if e.kind == "split-view"]
+    assert event.details["status"] == 409  # the same size, another root
+    assert event.details["reason"].startswith("split view:")
+    assert "refused the checkpoint of size 6" in event.summary
+    code, out = run(node, capsys, "events", "--significant")
+    assert code == 0 and "split-view" in out

@@ -157,3 +157,27 @@ def test_a_split_view_is_recorded_as_a_significant_event(node: Node, tmp_path: P
     assert "refused" in event.details["reason"]
     assert witness.state.known(origin()).size == 8  # the witness kept its view
     assert [r.status for r in witness.state.refusals()] != []
+
+
+@pytest.mark.parametrize(
+    "statement", ["UPDATE {cosignatures} SET note = note", "DELETE FROM {cosignatures}"]
+)
+def test_stored_cosignatures_are_append_only(node: Node, statement: str) -> None:
+    CosignatureTable(node.app.tables).add(1, "w+00000000", "note")
+    recorder = node.app.sealed_recorder
+    with pytest.raises(Exception, match="append-only"), recorder.write() as cursor:
+        cursor.execute(recorder.sql(statement))
+    assert CosignatureTable(node.app.tables).notes() == [(1, "w+00000000", "note")]
+
+
+def test_keys_list_shows_a_witness_key_in_the_witness_form(
+    node: Node, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ledger.cli.main import main
+
+    record_ = node.keys.create("w1", Role.WITNESS, PASSPHRASE)
+    assert main(["--keys", str(node.keys.path), "keys", "list"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if " w1 " in x]
+    assert line.split()[1] == "witness"
+    shown = line.split("witness-key ")[1].split()[0]
+    assert Cosigner.parse(shown) == Cosigner("w1", record_.public_key)

@@ -10,6 +10,7 @@ from typing import Any
 from ledger.cli.args import int_range
 from ledger.cli.common import open_from_args, passphrase_for
 from ledger.cli.passphrase import read_passphrase
+from ledger.crypto.cosignature import cosigner_verifier_key
 from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import PublicKeyRecord, Role, to_micros
 from ledger.crypto.note import NoteError, verifier_key
@@ -47,6 +48,8 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
         line = f"{record.key_id}  {record.role.value:<13} {record.name}  until {until}"
         if record.role is Role.CHECKPOINT:
             line += f"  verifier-key {_verifier_key(record)}"
+        elif record.role is Role.WITNESS:  # under its key name; `ledger witness key` uses its own
+            line += f"  witness-key {_witness_key(record)}"
         if record.revoked_at is not None:
             line += f"  revoked {record.revoked_at.isoformat()} ({record.revocation_reason})"
         elif key_problem(record, to_micros(now)) is not None:
@@ -55,6 +58,13 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
             line += "  [signs now]"
         print(line)
     return 0
+
+
+def _witness_key(record: PublicKeyRecord) -> str:
+    try:
+        return cosigner_verifier_key(record.name, record.public_key)
+    except NoteError:
+        return "none (its name cannot appear in a signed note)"
 
 
 def _verifier_key(record: PublicKeyRecord) -> str:
