@@ -148,13 +148,14 @@ def test_keys_create_accepts_every_role(
     assert [r.role for r in keyring] == [role]
 
 
-def test_all_five_roles_exist() -> None:
+def test_all_six_roles_exist() -> None:
     assert {r.value for r in Role} == {
         "ledger-node",
         "checkpoint",
         "dealer-device",
         "operator",
         "auditor",
+        "witness",  # cosigns other logs' checkpoints (docs/witnesses.md)
     }
 
 

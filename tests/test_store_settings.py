@@ -62,6 +62,8 @@ def documented_decoys(tmp_path: Path, decoy_db: str) -> dict[str, str]:
         # Commits of one command each, or of many: either way into the URL's store.
         "LEDGER_BATCH_SIZE": "2",
         "LEDGER_BATCH_WAIT_MS": "0",
+        # No witness: submitting to one writes only to the URL's store (its own tests).
+        "LEDGER_WITNESSES": "",
         # The keys this node holds (choosing a key is not choosing a store).
         key_env(Role.LEDGER_NODE): "ledger-node",
         key_env(Role.CHECKPOINT): "checkpoint",
