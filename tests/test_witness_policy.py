@@ -18,6 +18,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.cosignature import Cosigner, cosign, cosigner_verifier_key
 from ledger.crypto.keys import Role
 from ledger.crypto.note import SignatureLine, verifier_key
+from ledger.errors import VerificationError
 from ledger.node import Node
 from ledger.store.witnessing import WITNESSES_ENV
 from tests.conftest import PASSPHRASE
@@ -354,3 +355,42 @@ def test_a_read_only_checkpointer_records_a_split_view(
     assert "refused the checkpoint of size 6" in event.summary
     code, out = run(node, capsys, "events", "--significant")
     assert code == 0 and "split-view" in out
+
+
+def test_max_age_refuses_an_old_cosigned_checkpoint_replayed_as_current(tmp_path: Path) -> None:
+    """A checkpoint cosigned long ago is still validly cosigned; a policy with
+    `max-age` refuses to take it as the log's current state."""
+    from datetime import UTC, datetime, timedelta
+
+    from ledger.crypto.witness_policy import WitnessPolicy
+    from tests.witness_support import Log, make_witness
+
+    log = Log(8)
+    witness = make_witness(tmp_path, log)
+    issued = datetime.now(UTC).replace(microsecond=0)
+    checkpoint = log.checkpoint(8, issued)
+    witness.clock = lambda: issued.timestamp() + 10
+    from ledger.crypto.witness_wire import AddCheckpoint
+
+    body = AddCheckpoint(0, (), checkpoint.to_note()).encode()
+    cosigned = Checkpoint.from_note(
+        checkpoint.to_note() + witness.add_checkpoint(body).body.decode()
+    )
+    key = cosigner_verifier_key(witness.name, witness.signer.public_key)
+    policy = WitnessPolicy.parse(f"witness {key}\nquorum 1\nmax-age 3600\n")
+    assert policy.check(cosigned, now=issued + timedelta(minutes=30)).valid
+    with pytest.raises(VerificationError, match="older than the policy's max-age"):
+        policy.check(cosigned, now=issued + timedelta(hours=2))
+    # Without max-age it counts (what a kept newer checkpoint, --trusted, is for).
+    assert (
+        WitnessPolicy.parse(f"witness {key}\nquorum 1\n")
+        .check(cosigned, now=issued + timedelta(hours=2))
+        .valid
+    )
+    # A cosignature dated before the checkpoint's own time, or in the future.
+    for offset, said in ((-3600, "before the checkpoint"), (7200, "in the future")):
+        witness.clock = lambda offset=offset: issued.timestamp() + offset  # type: ignore[misc]
+        again = witness.add_checkpoint(AddCheckpoint(8, (), checkpoint.to_note()).encode())
+        stamped = Checkpoint.from_note(checkpoint.to_note() + again.body.decode())
+        with pytest.raises(VerificationError, match=said):
+            WitnessPolicy.parse(f"witness {key}\nquorum 1\n").check(stamped, now=issued)

@@ -6,6 +6,7 @@ The file is text, one statement a line (`#` starts a comment):
     log <log verifier key>        optional: the only key the log may sign with
     witness <witness verifier key> one line per witness (type 0x04, tlog-cosignature)
     quorum <k>                    how many distinct witnesses must cosign (1..n)
+    max-age <seconds>             optional: a cosignature older than this does not count
 
 A witness's key must be its own: a policy naming one key twice, or naming a
 key the keyring holds for another role (the log's checkpoint key, an
@@ -27,6 +28,7 @@ from ledger.crypto.signing import verify_signature
 from ledger.errors import ConfigError, VerificationError
 
 _DECIMAL = re.compile(r"[1-9][0-9]{0,5}")
+_SECONDS = re.compile(r"[1-9][0-9]{0,10}")
 # Clocks differ: a cosignature up to this far from the checkpoint's time is fine.
 CLOCK_SKEW_SECONDS = 300
 
@@ -36,12 +38,14 @@ class WitnessPolicy:
     witnesses: tuple[Cosigner, ...]
     quorum: int
     log_key: tuple[str, bytes] | None = None  # (name, public key)
+    max_age: int | None = None  # seconds; None: any age
 
     @classmethod
     def parse(cls, text: str, where: str = "the witness policy") -> WitnessPolicy:
         witnesses: list[Cosigner] = []
         quorum: int | None = None
         log_key: tuple[str, bytes] | None = None
+        max_age: int | None = None
         for number, raw in enumerate(text.splitlines(), start=1):
             line = raw.split("#", 1)[0].strip()
             if not line:
@@ -58,9 +62,14 @@ class WitnessPolicy:
                     if not _DECIMAL.fullmatch(value):
                         raise NoteError(f"quorum {value!r} is not a whole number from 1")
                     quorum = int(value)
+                elif word == "max-age" and max_age is None:
+                    if not _SECONDS.fullmatch(value):
+                        raise NoteError(f"max-age {value!r} is not a number of seconds from 1")
+                    max_age = int(value)
                 else:
                     raise NoteError(
-                        f"{word!r} is not 'log', 'witness' or 'quorum' (log and quorum once)"
+                        f"{word!r} is not 'log', 'witness', 'quorum' or 'max-age' "
+                        "(all but 'witness' once)"
                     )
             except NoteError as exc:
                 raise ConfigError(f"{label}: {exc}") from None
@@ -75,7 +84,7 @@ class WitnessPolicy:
             raise ConfigError(f"{where} names one witness key or name twice")
         if log_key is not None and log_key[1] in keys:
             raise ConfigError(f"{where}: the log's own key is listed as a witness")
-        return cls(tuple(witnesses), quorum, log_key)
+        return cls(tuple(witnesses), quorum, log_key, max_age)
 
     @classmethod
     def load(cls, path: Path) -> WitnessPolicy:
@@ -122,6 +131,11 @@ class WitnessPolicy:
                     continue
                 if stamp > now.timestamp() + CLOCK_SKEW_SECONDS:
                     problems.append(f"cosignature of {witness.label} is dated in the future")
+                elif self.max_age is not None and stamp < now.timestamp() - self.max_age:
+                    problems.append(
+                        f"cosignature of {witness.label} is older than the policy's max-age "
+                        f"({self.max_age} s): an old checkpoint replayed as current?"
+                    )
                 elif stamp < issued - CLOCK_SKEW_SECONDS:
                     problems.append(
                         f"cosignature of {witness.label} is dated before the checkpoint was signed"
