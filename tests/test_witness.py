@@ -22,6 +22,7 @@ from ledger.crypto.cosignature import Cosigner, cosigner_verifier_key
 from ledger.crypto.keys import Role
 from ledger.crypto.witness_wire import AddCheckpoint
 from ledger.errors import ConfigError
+from ledger.witness.config import WitnessConfig
 from ledger.witness.state import WitnessState
 from ledger.witness.witness import Witness
 from tests.witness_support import ORIGIN, WITNESS_NAME, Log, make_witness, signer
@@ -205,3 +206,73 @@ def test_a_witness_signs_with_a_witness_key_only(tmp_path: Path) -> None:
     for role in (Role.CHECKPOINT, Role.OPERATOR, Role.LEDGER_NODE):
         with pytest.raises(ConfigError, match="witness key"):
             Witness(WITNESS_NAME, signer(role, "k"), log.trusted, state)
+
+
+def ledger(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    from ledger.cli.main import main
+
+    capsys.readouterr()
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse: one line, exit 2
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    return code, captured.out + captured.err
+
+
+def test_the_witness_commands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEDGER_PASSPHRASE", "witness passphrase")
+    directory = str(tmp_path / "w")
+    code, out = ledger(capsys, "witness", "init", directory, "--name", WITNESS_NAME)
+    assert code == 0, out
+    shown = out.split("verifier key: ")[1].strip()
+    code, out = ledger(capsys, "witness", "key", directory)
+    assert (code, out.strip()) == (0, shown)
+    (record,) = WitnessConfig.load(Path(directory)).keys.keyring()
+    assert record.role is Role.WITNESS
+    assert Cosigner.parse(shown) == Cosigner(WITNESS_NAME, record.public_key)
+    log = Log(3)
+    code, out = ledger(capsys, "witness", "add-log", directory, ORIGIN, log.verifier_key)
+    assert code == 0 and "1 key(s)" in out
+    assert WitnessConfig.load(Path(directory)).log_keys() == log.trusted
+    code, out = ledger(capsys, "witness", "refusals", directory)
+    assert (code, out.strip()) == (0, "no refused submission")
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (("witness", "init", "{d}", "--name", "has space"), "witness name"),
+        (("witness", "init", "{d}", "--name", "a+b"), "witness name"),
+        (("witness", "init", "{d}", "--name", "ok.example/w"), "already exists"),
+        (("witness", "add-log", "{d}", "o", "not-a-key"), "log key"),
+        (("witness", "add-log", "{d}", "", "{vkey}"), "origin"),
+        (("witness", "add-log", "{d}", "o", "{wkey}"), "log key"),  # a witness key as a log's
+        (("witness", "serve", "{missing}"), "ledger witness init"),
+        (("witness", "key", "{missing}"), "ledger witness init"),
+        (("witness", "serve", "{d}", "--port", "0"), "--port"),
+    ],
+)
+def test_witness_command_mistakes_are_one_line_and_exit_2(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: tuple[str, ...],
+    said: str,
+) -> None:
+    monkeypatch.setenv("LEDGER_PASSPHRASE", "witness passphrase")
+    directory = tmp_path / "w"
+    if said != "witness name":
+        assert ledger(capsys, "witness", "init", str(directory), "--name", WITNESS_NAME)[0] == 0
+    values = {
+        "d": str(directory),
+        "missing": str(tmp_path / "nothing"),
+        "vkey": Log(1).verifier_key,
+        "wkey": cosigner_verifier_key("w", signer(Role.WITNESS, "w").public_key),
+    }
+    code, out = ledger(capsys, *(a.format(**values) for a in argv))
+    assert code == 2, out
+    assert said in out and len(out.strip().splitlines()) == 1, out

@@ -355,6 +355,10 @@ def test_a_read_only_checkpointer_records_a_split_view(
     assert "refused the checkpoint of size 6" in event.summary
     code, out = run(node, capsys, "events", "--significant")
     assert code == 0 and "split-view" in out
+    # The report is an event of the log like any other: sealed, checkpointed, verified.
+    assert run(node, capsys, "checkpoint")[0] == 0
+    code, out = run(node, capsys, "verify", "--level", "settlement")
+    assert code == 0, out
 
 
 def test_max_age_refuses_an_old_cosigned_checkpoint_replayed_as_current(tmp_path: Path) -> None:

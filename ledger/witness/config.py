@@ -22,7 +22,7 @@ from ledger.crypto.keys import Role
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.note import NoteError, check_key_name, parse_verifier_key
 from ledger.crypto.signing import InMemorySigner
-from ledger.errors import ConfigError, KeyStoreError
+from ledger.errors import ConfigError
 
 CONFIG_FILE = "witness.json"
 STATE_FILE = "state.db"
@@ -111,11 +111,7 @@ class WitnessConfig:
 
     def signer(self, passphrase: bytes | None) -> InMemorySigner:
         """The witness's key: a `witness` key, nothing else."""
-        record = self.keys.choose(Role.WITNESS, self.key)
-        try:
-            return self.keys.signer(Role.WITNESS, passphrase, record.name)
-        except KeyStoreError:
-            raise
+        return self.keys.signer(Role.WITNESS, passphrase, self.key)
 
     def verifier_key(self) -> str:
         record = self.keys.choose(Role.WITNESS, self.key)
