@@ -181,3 +181,51 @@ def test_keys_list_shows_a_witness_key_in_the_witness_form(
     assert line.split()[1] == "witness"
     shown = line.split("witness-key ")[1].split()[0]
     assert Cosigner.parse(shown) == Cosigner("w1", record_.public_key)
+
+
+def test_a_witness_ahead_of_this_node_is_no_split_view(node: Node, tmp_path: Path) -> None:
+    """Two writing nodes checkpoint one store: the witness may already have
+    cosigned a newer checkpoint than the one a lagging node sends. That is
+    'ahead', not a split view: nothing is recorded."""
+    witness = log_witness(node, tmp_path)
+    views: list[object] = []
+    submitter = WitnessSubmitter(
+        node.app.tables,
+        [in_process(witness)],
+        post=direct(witness),  # type: ignore[arg-type]
+        on_split_view=views.append,
+    )
+    record(node, 16)
+    node.checkpointer(batch_size=8).catch_up()
+    older, newer = node.app.tables.checkpoints()
+    assert [o.result for o in submitter.submit(newer)] == ["cosigned"]
+    lagging = WitnessSubmitter(
+        node.app.tables,
+        [in_process(witness)],
+        post=direct(witness),  # type: ignore[arg-type]
+        on_split_view=views.append,
+    )
+    (outcome,) = lagging.submit(older)  # it learns the witness's size from a 409 first
+    assert (outcome.result, outcome.detail) == ("ahead", "it cosigned size 16 already")
+    assert views == [] and witness.state.refusals() == []
+
+
+def test_a_witness_that_never_answers_times_out(node: Node, tmp_path: Path) -> None:
+    """A real socket that accepts and never answers: the request times out and
+    the outcome says the witness is unreachable (the next checkpoint retries)."""
+    import socket
+
+    witness = log_witness(node, tmp_path)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        endpoint = WitnessEndpoint(f"http://127.0.0.1:{port}", in_process(witness).cosigner)
+        submitter = WitnessSubmitter(node.app.tables, [endpoint], timeout=0.5)
+        record(node, 4)
+        node.checkpointer().catch_up()
+        newest = node.app.tables.latest_checkpoint()
+        assert newest is not None
+        (outcome,) = submitter.submit(newest)
+    assert outcome.result == "unreachable" and "timed out" in outcome.detail
+    assert CosignatureTable(node.app.tables).notes() == []
