@@ -205,7 +205,7 @@ def test_a_witness_ahead_of_this_node_is_no_split_view(node: Node, tmp_path: Pat
         post=direct(witness),  # type: ignore[arg-type]
         on_split_view=views.append,
     )
-    (outcome,) = lagging.submit(older)  # it learns the witness's size from a 409 first
+    (outcome,) = lagging.submit(older)  # the stored cosignature of size 16 told it
     assert (outcome.result, outcome.detail) == ("ahead", "it cosigned size 16 already")
     assert views == [] and witness.state.refusals() == []
 
