@@ -229,3 +229,25 @@ def test_a_witness_that_never_answers_times_out(node: Node, tmp_path: Path) -> N
         (outcome,) = submitter.submit(newest)
     assert outcome.result == "unreachable" and "timed out" in outcome.detail
     assert CosignatureTable(node.app.tables).notes() == []
+
+
+def test_a_submitter_learns_the_witness_size_from_its_409(node: Node, tmp_path: Path) -> None:
+    witness = log_witness(node, tmp_path)
+    record(node, 16)
+    node.checkpointer(batch_size=8).catch_up()
+    older, newer = node.app.tables.checkpoints()
+    from ledger.crypto.witness_wire import AddCheckpoint
+
+    # The witness cosigned size 8 through someone else: nothing of it is stored here.
+    assert witness.add_checkpoint(AddCheckpoint(0, (), older.to_note()).encode()).status == 200
+    sent: list[bytes] = []
+
+    def post(url: str, body: bytes, timeout: float) -> tuple[int, str, bytes]:
+        sent.append(body)
+        answer = witness.add_checkpoint(body)
+        return answer.status, answer.content_type, answer.body
+
+    submitter = WitnessSubmitter(node.app.tables, [in_process(witness)], post=post)
+    assert [o.result for o in submitter.submit(newer)] == ["cosigned"]
+    assert [AddCheckpoint.decode(b).old_size for b in sent] == [0, 8]  # 409 "8", then the proof
+    assert len(AddCheckpoint.decode(sent[1]).proof) > 0
