@@ -205,7 +205,7 @@ def test_a_witness_ahead_of_this_node_is_no_split_view(node: Node, tmp_path: Pat
         post=direct(witness),  # type: ignore[arg-type]
         on_split_view=views.append,
     )
-    (outcome,) = lagging.submit(older)  # the stored cosignature of size 16 told it
+    (outcome,) = lagging.submit(older)  # the witness's 409 says 16
     assert (outcome.result, outcome.detail) == ("ahead", "it cosigned size 16 already")
     assert views == [] and witness.state.refusals() == []
 
@@ -251,3 +251,31 @@ def test_a_submitter_learns_the_witness_size_from_its_409(node: Node, tmp_path: 
     assert [o.result for o in submitter.submit(newer)] == ["cosigned"]
     assert [AddCheckpoint.decode(b).old_size for b in sent] == [0, 8]  # 409 "8", then the proof
     assert len(AddCheckpoint.decode(sent[1]).proof) > 0
+
+
+def test_a_stored_size_hint_cannot_silence_a_witness(node: Node, tmp_path: Path) -> None:
+    """An attacker's row claiming the witness cosigned a huge size: the
+    submitter asks the witness instead of believing it, and is cosigned."""
+    from tests.attacker import Attacker
+
+    witness = log_witness(node, tmp_path)
+    label = in_process(witness).cosigner.label
+    attacker = Attacker(node.app.store_url)
+    try:
+        attacker.sql(
+            "INSERT INTO ledger_cosignatures (tree_size, witness, note) VALUES (?, ?, ?)",
+            (10**12, label, "junk"),
+        )
+    finally:
+        attacker.conn.close()
+    record(node, 5)
+    node.checkpointer().catch_up()
+    newest = node.app.tables.latest_checkpoint()
+    assert newest is not None
+    submitter = WitnessSubmitter(
+        node.app.tables,
+        [in_process(witness)],
+        post=direct(witness),  # type: ignore[arg-type]
+    )
+    assert [o.result for o in submitter.submit(newest)] == ["cosigned"]
+    assert witness.state.known(origin()).size == 5

@@ -127,9 +127,12 @@ class CosignatureTable:
 
     def largest(self, witness: str) -> int:
         """A hint only (the witness's answer corrects it)."""
-        with self.tables.recorder.read() as c:
-            c.execute(self._largest, (witness,))
-            row = c.fetchone()
+        try:
+            with self.tables.recorder.read() as c:
+                c.execute(self._largest, (witness,))
+                row = c.fetchone()
+        except _MISSING_TABLE:
+            return 0
         value = row[0] if row else None
         return value if type(value) is int and value >= 0 else 0
 
@@ -223,7 +226,10 @@ class WitnessSubmitter:
     def _submit_one(self, witness: WitnessEndpoint, checkpoint: Checkpoint) -> Outcome:
         label = witness.cosigner.label
         if label not in self._known:
-            self._known[label] = self.cosignatures.largest(label)
+            # A stored row is the attacker's: a size beyond ours is no reason to
+            # skip the witness (only its own 409 says it is ahead); ask it.
+            hint = self.cosignatures.largest(label)
+            self._known[label] = hint if hint <= checkpoint.size else 0
         note = checkpoint.bare().to_note()
         for _ in range(3):  # a stale size, corrected by the witness's 409, then the real try
             old = self._known[label]
