@@ -317,6 +317,17 @@ def test_an_attacker_with_database_rights_cannot_add_or_keep_cosignatures(
         assert code == 1
         assert "1 valid cosignatures, the policy needs 2 of 2" in out
         assert "witness.example/other+" in out and "does not verify" in out
+        # A row with a line claiming the log's key, and one of a note's size: left
+        # out, so the exported checkpoint still verifies as the log's.
+        own = checkpoint.own_line
+        bogus = SignatureLine(own.name, bytes(68)).format() + SignatureLine("x", bytes(68)).format()
+        attacker.sql(
+            "INSERT INTO ledger_cosignatures (tree_size, witness, note) VALUES (?, ?, ?)",
+            (checkpoint.size, "bogus+00000000", checkpoint.to_note() + bogus),
+        )
+        assert run(node, capsys, "checkpoint", "--no-sign", "--export", str(exported))[0] == 0
+        assert bogus not in exported.read_text()
+        Checkpoint.from_note(exported.read_text()).verify(node.keyring)
         # The real witness's row rewritten to another checkpoint's text: it no
         # longer attaches to this checkpoint at all.
         attacker.sql("UPDATE ledger_cosignatures SET note = replace(note, 'time ', 'tame ')")

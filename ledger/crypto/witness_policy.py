@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.cosignature import Cosigner, is_line_of, verify_cosignature
+from ledger.crypto.cosignature import BLOB_SIZE, Cosigner, is_line_of, verify_cosignature
 from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.note import NoteError, key_hash, parse_verifier_key, split_note
 from ledger.crypto.signing import verify_signature
@@ -193,9 +193,11 @@ class CosignatureReport:
 
 
 def with_cosignatures(checkpoint: Checkpoint, notes: list[object]) -> Checkpoint:
-    """`checkpoint` with the signature lines of `notes` made over its exact text
-    added (a note of another text, or not well formed, adds nothing; nothing is
-    verified here: a reader's witness policy does that)."""
+    """`checkpoint` with the cosignature lines of `notes` made over its exact text
+    added: lines of cosignature/v1's size under another name than the log key's
+    (a note of another text, or not well formed, adds nothing; nothing is
+    verified here: a reader's witness policy does that). Other lines are left
+    out, so a stored row cannot make the log's own checkpoint fail to verify."""
     lines = list(checkpoint.others)
     for note in notes:
         if not isinstance(note, str):
@@ -207,6 +209,10 @@ def with_cosignatures(checkpoint: Checkpoint, notes: list[object]) -> Checkpoint
         if text != checkpoint.text:
             continue
         for line in found:
-            if line != checkpoint.own_line and line not in lines:
+            if (
+                len(line.blob) == BLOB_SIZE
+                and line.name != checkpoint.key_name
+                and line not in lines
+            ):
                 lines.append(line)
     return replace(checkpoint, others=tuple(lines))
