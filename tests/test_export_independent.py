@@ -217,24 +217,32 @@ def open_note(note: str, keys: dict[str, Key], role: str) -> tuple[str, Key]:
     4-byte key hash and the signature over the text, the key found by its name
     and hash. The old form: the bare signature over a prefix and the text, the
     key named by its key id."""
-    text, blank, signature_line = note.partition("\n\n")
-    check(blank == "\n\n" and signature_line.endswith("\n"), "not a signed note")
+    text, blank, block = note.partition("\n\n")
+    check(blank == "\n\n" and block.endswith("\n"), "not a signed note")
     text += "\n"
-    dash, name, encoded = signature_line[:-1].split(" ")
-    check(dash == "\u2014", "a signature line starts with an em dash")
-    blob = base64.b64decode(encoded, validate=True)
-    if len(blob) == 4 + 64:
-        found = [
-            (key_id, key)
-            for key_id, key in keys.items()
-            if key.name == name and note_key_hash(key.name, key.raw) == blob[:4]
-        ]
-        check(len(found) == 1, f"no key {name} with that key hash")
-        key_id, message, signature = found[0][0], text.encode(), blob[4:]
-    else:
-        check(len(blob) == 64, "a signature is 64 bytes, or 4 + 64")
-        key_id, message, signature = name, OLD_CHECKPOINT_DOMAIN + text.encode(), blob
-    return text, signed_by(keys, key_id, role, message, signature)
+    signature_lines = block[:-1].split("\n")
+    # C2SP: more signature lines may follow the log's (witnesses' cosignatures,
+    # docs/export.md); the log's is the one naming a key of the keyring, and a
+    # line of a key we do not hold is not ours to judge.
+    for line in signature_lines:
+        dash, name, encoded = line.split(" ")
+        check(dash == "\u2014", "a signature line starts with an em dash")
+        blob = base64.b64decode(encoded, validate=True)
+        if len(blob) == 4 + 64:
+            found = [
+                (key_id, key)
+                for key_id, key in keys.items()
+                if key.name == name and note_key_hash(key.name, key.raw) == blob[:4]
+            ]
+            if not found:
+                continue
+            check(len(found) == 1, f"two keys {name} with that key hash")
+            key_id, message, signature = found[0][0], text.encode(), blob[4:]
+            return text, signed_by(keys, key_id, role, message, signature)
+        if len(blob) == 64 and len(signature_lines) == 1:  # the old form: one line
+            key_id, message, signature = name, OLD_CHECKPOINT_DOMAIN + text.encode(), blob
+            return text, signed_by(keys, key_id, role, message, signature)
+    raise BundleError("no signature line by a key of the keyring (4 + 64 bytes, or the old 64)")
 
 
 def read_checkpoint(note: str, keys: dict[str, Key]) -> Checkpoint:
