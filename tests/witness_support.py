@@ -35,10 +35,13 @@ class Log:
     def __init__(self, size: int, key: InMemorySigner | None = None, salt: bytes = b"") -> None:
         self.key = key or signer(Role.CHECKPOINT, "log-key")
         self.leaves = [hash_leaf(salt + i.to_bytes(8, "big")) for i in range(size)]
+        # One time for all its checkpoints: a test comparing two texts of one size
+        # must not see them differ because a second ticked between them.
+        self.when = datetime.now(UTC).replace(microsecond=0)
 
     def fork(self, at: int) -> Log:
         forked = Log(0, self.key)
-        forked.leaves = list(self.leaves)
+        forked.leaves, forked.when = list(self.leaves), self.when
         forked.leaves[at] = hash_leaf(b"rewritten")
         return forked
 
@@ -51,7 +54,7 @@ class Log:
             size=size,
             root=root_of(self.leaves[:size]),
             signer=self.key,
-            now=when or datetime.now(UTC).replace(microsecond=0),
+            now=when or self.when,
         )
 
     def proof(self, old: int, new: int) -> list[bytes]:
