@@ -36,6 +36,7 @@ SLOW_FIRST = (
     "test_serve_kill.py",
     "test_faults_failover.py",
     "test_faults_restarts.py",
+    "test_faults_disk_full.py",
     "test_report.py",
     "test_http_roles.py",
 )

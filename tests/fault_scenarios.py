@@ -9,6 +9,8 @@ measured, then asserts: a run that fails still says what it saw.
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 
 from tests.fault_support import Burst, Server, Service, check_burst, service_env, set_up_casino
 from tests.pg_cluster import Cluster, replicated, single
+from tests.small_disk import fill, small_filesystem
 from tests.test_http_serve import ledger
 
 SCHEMA = "ledger"
@@ -187,3 +190,75 @@ def restarts(
             server.stop()
         _verified(cwd, url)
     return outcomes
+
+
+HEADROOM_KIB = 256  # what the filler leaves free: a few batches' worth
+
+
+def disk_full(cwd: Path, backend: str, record: list[Outcome] | None = None) -> Outcome:
+    """The store's filesystem fills up under a burst, then space is freed.
+
+    SQLite: the database file on a small tmpfs. PostgreSQL: a private cluster
+    whose tables are in a tablespace on a small tmpfs (its WAL stays on the
+    big disk: a server whose WAL cannot be written stops, which is another
+    fault). While full, every bet is answered 503 naming the full disk; once
+    the filler is removed the same server takes bets again. Then `ledger
+    simulate` meets the full disk: one line naming it, exit 2, and the store
+    verifies and takes writes once space is freed."""
+    record = [] if record is None else record
+    outcome = Outcome(f"{'SQLite' if backend == 'sqlite' else 'PostgreSQL'} disk full")
+    with contextlib.ExitStack() as stack:
+        if backend == "sqlite":
+            small = stack.enter_context(small_filesystem(8 * 1024))
+            url = f"sqlite:///{small / 'ledger.db'}"
+        else:
+            small = stack.enter_context(small_filesystem(8 * 1024, owner="postgres"))
+            cluster = stack.enter_context(single())
+            (small / "tablespace").mkdir()
+            shutil.chown(small / "tablespace", "postgres", "postgres")
+            cluster.execute(f"CREATE TABLESPACE small LOCATION '{small / 'tablespace'}'")
+            cluster.execute("ALTER DATABASE postgres SET default_tablespace = small")
+            url = cluster.url(SCHEMA)
+        server = Server(cwd, url)
+        try:
+            casino = set_up_casino(cwd, server.base)
+            burst = Burst(server.base, casino).start()
+            try:
+                burst.wait_for(BEFORE)
+                filler = fill(small, HEADROOM_KIB)
+                deadline = time.monotonic() + RECOVERY_LIMIT
+                while not burst.unavailable:
+                    assert time.monotonic() < deadline, f"the disk never filled: {burst.statuses}"
+                    time.sleep(0.05)
+                full = time.monotonic()
+                filler.unlink()  # the operator frees space
+                outcome.recovery = _recovered(burst, full, time.monotonic())
+                burst.wait_for(len(burst.acked) + AFTER)
+            finally:
+                burst.stop()
+            outcome.statuses = dict(burst.statuses)
+            outcome.retried = _retries(outcome.statuses)
+            outcome.acknowledged = len(burst.acked)
+            record.append(outcome)
+            details = set(burst.unavailable)
+            assert details == {
+                "store unavailable (its disk is full), retry with the same Idempotency-Key"
+            }, details
+            outcome.lost = check_burst(cwd, url, server.base, burst)
+            assert server.alive(), "the server did not survive the full disk"
+        finally:
+            server.stop()
+        # A session of the CLI meets the full disk: one line, exit 2, nothing half-written.
+        filler = fill(small, HEADROOM_KIB)
+        session = ledger(cwd, "--store", url, "simulate", "--rounds", "400", "--players", "4")
+        lines = session.stderr.strip().splitlines()
+        assert session.returncode == 2, session.stdout + session.stderr
+        assert lines[-1].startswith("ledger: error: store unavailable: its disk is full ("), lines
+        assert lines[-1].endswith(": free space, then run the command again"), lines
+        assert "Traceback" not in session.stderr
+        _verified(cwd, url)
+        filler.unlink()
+        again = ledger(cwd, "--store", url, "simulate", "--rounds", "2", "--players", "2")
+        assert again.returncode == 0, again.stderr
+        _verified(cwd, url)
+    return outcome

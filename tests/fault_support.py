@@ -153,6 +153,7 @@ class Burst:
     acked_at: list[tuple[float, float]] = field(default_factory=list)
     refused: dict[str, int] = field(default_factory=dict)  # key -> a 4xx status
     statuses: Counter[str] = field(default_factory=Counter)  # every answer or failure seen
+    unavailable: Counter[str] = field(default_factory=Counter)  # the details of the 503s
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -220,6 +221,8 @@ class Burst:
                             self.acked_at.append((attempt, time.monotonic()))
                         break
                     if answer.status_code == 503 and "retry-after" in answer.headers:
+                        with self._lock:
+                            self.unavailable[answer.json()["detail"]] += 1
                         if self._stop.is_set():
                             return
                         time.sleep(float(answer.headers["retry-after"]))

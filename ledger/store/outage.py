@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 
 import psycopg
+import psycopg.errors
 import psycopg_pool
 from eventsourcing.persistence import InterfaceError, OperationalError
 
@@ -31,6 +32,7 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     psycopg_pool.PoolTimeout,
     sqlite3.OperationalError,
 )
+_DISK_FULL = ("database or disk is full", "No space left on device")
 MAX_PAUSE = 5.0  # seconds between attempts at most, however long the outage
 
 
@@ -63,6 +65,25 @@ def follow_through_outages(
             pause = 0.0
         if not worked:
             time.sleep(poll_seconds)
+
+
+def disk_full(exc: BaseException) -> bool:
+    """The store failed because its disk is full (SQLite's SQLITE_FULL, the
+    server's DiskFull, or the system's ENOSPC underneath either)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, psycopg.errors.DiskFull) or any(
+            words in str(seen) for words in _DISK_FULL
+        ):
+            return True
+        seen = seen.__cause__
+    return False
+
+
+def describe_outage(exc: BaseException) -> str:
+    """One line for a store failure: its cause named first when it is a full disk."""
+    line = _first_line(exc)
+    return f"its disk is full ({line})" if disk_full(exc) else line
 
 
 def _first_line(exc: BaseException) -> str:
