@@ -37,6 +37,7 @@ SLOW_FIRST = (
     "test_faults_failover.py",
     "test_faults_restarts.py",
     "test_faults_disk_full.py",
+    "test_faults_killed_services.py",
     "test_report.py",
     "test_http_roles.py",
 )

@@ -10,12 +10,18 @@ measured, then asserts: a run that fails still says what it saw.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
+import signal
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
+from tests.conftest import PG_DSN, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 from tests.fault_support import Burst, Server, Service, check_burst, service_env, set_up_casino
 from tests.pg_cluster import Cluster, replicated, single
 from tests.small_disk import fill, small_filesystem
@@ -262,3 +268,160 @@ def disk_full(cwd: Path, backend: str, record: list[Outcome] | None = None) -> O
         assert again.returncode == 0, again.stderr
         _verified(cwd, url)
     return outcome
+
+
+# Seconds: `checkpoint --follow` polls every 0.5 s and signs in well under a
+# second here; the rest is slack for a loaded machine (and, after a restart,
+# the process's own start).
+ANCHOR_BOUND = 10.0
+RESTART_BOUND = 20.0
+SERVICE_NAMES = {
+    "checkpointer": "checkpointer killed (kill -9) and restarted",
+    "projections": "projection follower killed (kill -9) and restarted",
+    "http-worker": "HTTP worker killed (kill -9), restarted by serve",
+}
+
+
+class SharedSchema:
+    """A schema of its own on the suite's PostgreSQL server, read directly."""
+
+    def __init__(self) -> None:
+        require_postgres()
+        self.name = new_pg_schema()
+        self.url = f"{PG_URL}?schema={self.name}"
+
+    def rows(self, statement: str) -> list[tuple[Any, ...]]:
+        with psycopg.connect(PG_DSN, autocommit=True) as conn:
+            return list(conn.execute(statement.format(schema=self.name)).fetchall())
+
+    def drop(self) -> None:
+        drop_pg_schema(self.name)
+
+    def newest_checkpoint(self) -> tuple[int, datetime] | None:
+        rows = self.rows("SELECT tree_size, note FROM {schema}.ledger_checkpoints")
+        if not rows:
+            return None
+        size, note = max(rows)
+        issued = next(line for line in str(note).splitlines() if line.startswith("time "))
+        return int(size), datetime.fromisoformat(issued.removeprefix("time "))
+
+    def events(self) -> tuple[int, int]:
+        """(how many, the highest notification id)."""
+        count, top = self.rows("SELECT count(*), max(notification_id) FROM {schema}.ledger_events")[
+            0
+        ]
+        return int(count), int(top or 0)
+
+    def positions(self) -> dict[str, int]:
+        return dict(self.rows("SELECT projection, last_id FROM {schema}.proj_tracking"))
+
+
+def _until(condition: Any, what: str, timeout: float = RECOVERY_LIMIT) -> float:
+    """Wait for `condition()`; the seconds it took."""
+    start = time.monotonic()
+    while not condition():
+        assert time.monotonic() - start < timeout, f"{what} did not happen in {timeout:.0f} s"
+        time.sleep(0.05)
+    return time.monotonic() - start
+
+
+def children(pid: int) -> set[int]:
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def killed_services(cwd: Path, record: list[Outcome] | None = None) -> list[Outcome]:
+    """`serve --workers 2`, `checkpoint --follow` and `projections update
+    --follow` on one store under a burst; each service is killed with
+    SIGKILL in turn and restarted (the HTTP worker by `serve` itself)."""
+    record = [] if record is None else record
+    outcomes = {name: Outcome(title) for name, title in SERVICE_NAMES.items()}
+    store = SharedSchema()
+    url = store.url
+    checkpoint_args = ["--store", url, "checkpoint", "--follow"]
+    project_args = ["--store", url, "projections", "update", "--follow"]
+    services: list[Service] = []
+    try:
+        server = Server(cwd, url, workers=2)
+        services.append(server)
+        casino = set_up_casino(cwd, server.base)
+        checkpointer = Service(cwd, "checkpointer", checkpoint_args, service_env())
+        projector = Service(cwd, "projections", project_args, service_env())
+        services += [checkpointer, projector]
+        burst = Burst(server.base, casino).start()
+        try:
+            burst.wait_for(BEFORE)
+            # The checkpointer: the window it left is within its bound, and a
+            # restarted one anchors everything again within the bound.
+            _until(lambda: store.newest_checkpoint() is not None, "a first checkpoint")
+            checkpointer.crash()
+            newest = store.newest_checkpoint()
+            assert newest is not None
+            age = (datetime.now(UTC) - newest[1]).total_seconds()
+            assert age < ANCHOR_BOUND, f"the newest checkpoint was {age:.1f} s old at the kill"
+            burst.wait_for(len(burst.acked) + AFTER // 2)  # writes go on, unanchored
+            checkpointer = Service(cwd, "checkpointer", checkpoint_args, service_env())
+            services.append(checkpointer)
+            count, _ = store.events()
+            took = _until(
+                lambda: (store.newest_checkpoint() or (0, None))[0] >= count,
+                "a checkpoint over the events stored at the restart",
+            )
+            outcomes["checkpointer"].recovery = took
+            assert took < RESTART_BOUND, f"the restarted checkpointer took {took:.1f} s"
+            # The projection follower: it resumes from the positions it stored.
+            _until(lambda: min(store.positions().values(), default=0) > 0, "a first projection")
+            projector.crash()
+            stopped = store.positions()
+            burst.wait_for(len(burst.acked) + AFTER // 2)
+            assert store.positions() == stopped, "a killed follower moved its positions"
+            projector = Service(cwd, "projections", project_args, service_env())
+            services.append(projector)
+            _, top = store.events()
+            outcomes["projections"].recovery = _until(
+                lambda: min(store.positions().values()) >= top, "the projections catching up"
+            )
+            # An HTTP worker: serve starts another; the clients' retries go on.
+            workers = children(server.process.pid)
+            assert len(workers) >= 2, f"serve --workers 2 runs {workers}"
+            victim = max(workers)
+            fault = time.monotonic()
+            os.kill(victim, signal.SIGKILL)
+            outcomes["http-worker"].recovery = _recovered(burst, fault, time.monotonic())
+            _until(
+                lambda: len(children(server.process.pid) - {victim}) >= len(workers),
+                "serve restarting its worker",
+            )
+            burst.wait_for(len(burst.acked) + AFTER)
+        finally:
+            burst.stop()
+        for outcome in outcomes.values():
+            outcome.acknowledged = len(burst.acked)
+            outcome.statuses = dict(burst.statuses)
+            outcome.retried = _retries(outcome.statuses)
+        record.extend(outcomes.values())
+        lost = check_burst(cwd, url, server.base, burst)
+        for outcome in outcomes.values():
+            outcome.lost = lost
+        assert server.alive() and checkpointer.alive() and projector.alive()
+        _, top = store.events()
+        _until(lambda: min(store.positions().values()) >= top, "the projections catching up")
+        for service in services:
+            service.stop()
+        # Every event applied exactly once: the stored read models are what a
+        # rebuild from the log makes, and the checkpoints extend each other.
+        verified = ledger(cwd, "--store", url, "verify", "--projections")
+        assert verified.returncode == 0, verified.stdout + verified.stderr
+    finally:
+        for service in services:
+            if service.alive():
+                service.crash()
+        store.drop()
+    return list(outcomes.values())
