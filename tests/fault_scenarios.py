@@ -31,6 +31,8 @@ SCHEMA = "ledger"
 BEFORE = 80  # bets acknowledged before a fault
 AFTER = 50  # and after recovery
 RECOVERY_LIMIT = 60.0  # seconds a service may take to recover by itself
+FAILOVER_NAME = "PostgreSQL failover (primary killed, standby promoted)"
+DISK_NAMES = {"sqlite": "SQLite disk full", "postgres": "PostgreSQL disk full"}
 
 
 @dataclass
@@ -100,7 +102,7 @@ def _verified(cwd: Path, store: str) -> None:
 def failover(cwd: Path, record: list[Outcome] | None = None) -> Outcome:
     """Kill the primary mid-burst, promote its synchronous standby."""
     record = [] if record is None else record
-    outcome = Outcome("PostgreSQL failover (primary killed, standby promoted)")
+    outcome = Outcome(FAILOVER_NAME)
     with replicated() as (primary, standby):
         url = multi_host_url(primary, standby)
         # The server does not anchor: `checkpoint --follow` is the checkpointer.
@@ -212,7 +214,7 @@ def disk_full(cwd: Path, backend: str, record: list[Outcome] | None = None) -> O
     simulate` meets the full disk: one line naming it, exit 2, and the store
     verifies and takes writes once space is freed."""
     record = [] if record is None else record
-    outcome = Outcome(f"{'SQLite' if backend == 'sqlite' else 'PostgreSQL'} disk full")
+    outcome = Outcome(DISK_NAMES[backend])
     with contextlib.ExitStack() as stack:
         if backend == "sqlite":
             small = stack.enter_context(small_filesystem(8 * 1024))

@@ -6,6 +6,7 @@ it skips it."""
 
 from __future__ import annotations
 
+import errno
 import os
 import pwd
 import shutil
@@ -60,11 +61,18 @@ def free_kib(path: Path) -> int:
 
 
 def fill(root: Path, leave_kib: int) -> Path:
-    """A file in `root` taking all but `leave_kib` KiB of its free space."""
+    """A file in `root` taking all but about `leave_kib` KiB of its free space
+    (less when a writer beside it takes space meanwhile: it stops there)."""
     filler = root / "filler"
     take = max(0, free_kib(root) - leave_kib)
-    with open(filler, "ab") as out:
+    descriptor = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
         block = b"\0" * 1024
         for _ in range(take):
-            out.write(block)
+            os.write(descriptor, block)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+    finally:
+        os.close(descriptor)
     return filler

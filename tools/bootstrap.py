@@ -15,7 +15,10 @@ it with apt-get when missing) and a PostgreSQL server: by default a database `te
 127.0.0.1:5432 that the user `postgres` reaches without a password (trust);
 LEDGER_TEST_PG_DSN and LEDGER_TEST_PG_URL point the tests elsewhere. When
 they are not set and a local Debian/Ubuntu cluster is installed but down,
-`test` starts it (pg_ctlcluster), as CI does.
+`test` starts it (pg_ctlcluster), as CI does. The fault tests make
+PostgreSQL clusters of their own on other loopback ports and mount a small
+tmpfs (as root): `test` installs Debian's postgresql with apt-get when no
+server's tools are there.
 """
 
 from __future__ import annotations
@@ -105,6 +108,21 @@ def install_chromium() -> None:
             return
 
 
+def install_postgres_tools() -> None:
+    """The fault tests make PostgreSQL clusters of their own (initdb, pg_ctl,
+    pg_basebackup, run as the `postgres` user): Debian's `postgresql` package,
+    installed with apt when no server's tools are there (the shared test
+    server may be another machine)."""
+    if any(Path("/usr/lib/postgresql").glob("*/bin/initdb")) or not shutil.which("apt-get"):
+        return
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    print("bootstrap: installing postgresql (apt-get) for the fault tests", file=sys.stderr)
+    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "postgresql"]):
+        if subprocess.run([*sudo, *step], check=False).returncode != 0:
+            print("bootstrap: could not install postgresql", file=sys.stderr)
+            return
+
+
 def start_postgres() -> None:
     """Start the local cluster if it is installed, down, and the tests would use it."""
     if os.environ.get("LEDGER_TEST_PG_DSN") or not shutil.which("pg_isready"):
@@ -157,6 +175,7 @@ def main(argv: list[str]) -> int:
         command = [str(VENV / "bin" / "ledger"), "simulate", *rest]
     elif job == "test":
         install_chromium()
+        install_postgres_tools()
         start_postgres()
         command = [str(python), "-m", "pytest", *rest]
     else:  # (JOBS above)
