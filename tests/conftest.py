@@ -34,6 +34,10 @@ SLOW_FIRST = (
     "test_http_fuzz.py",
     "test_http_contract.py",
     "test_serve_kill.py",
+    "test_faults_failover.py",
+    "test_faults_restarts.py",
+    "test_faults_disk_full.py",
+    "test_faults_killed_services.py",
     "test_report.py",
     "test_http_roles.py",
 )

@@ -32,6 +32,7 @@ from ledger.cli.serve import add_serve_commands
 from ledger.cli.simulate import add_simulate_command
 from ledger.cli.witness import add_witness_commands
 from ledger.errors import LedgerError
+from ledger.store.outage import describe_outage, disk_full
 
 INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C (docs/cli.md)
 
@@ -90,9 +91,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"ledger: error: {exc}", file=sys.stderr)
         return exc.exit_code
     except (OperationalError, InterfaceError) as exc:  # the store went away mid-command
-        print(
-            f"ledger: error: store unavailable: {str(exc).strip().splitlines()[0]}", file=sys.stderr
-        )
+        # The command it stopped was one transaction: rolled back, nothing of it kept.
+        advice = ": free space, then run the command again" if disk_full(exc) else ""
+        print(f"ledger: error: store unavailable: {describe_outage(exc)}{advice}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ledger: interrupted", file=sys.stderr)

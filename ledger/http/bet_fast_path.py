@@ -75,8 +75,8 @@ class BetFastPath:
             )
         except LedgerError as exc:
             response = ledger_error_response(exc)
-        except (OperationalError, InterfaceError):
-            response = store_unavailable_response()
+        except (OperationalError, InterfaceError) as exc:
+            response = store_unavailable_response(exc)
         else:
             response = JSONResponse({"bet_id": bet_id}, status_code=201)
         await response(scope, _replay(body, receive), send)

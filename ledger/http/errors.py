@@ -21,6 +21,7 @@ from ledger.errors import (
     RequestIdReusedError,
     VerificationError,
 )
+from ledger.store.outage import disk_full
 
 # Most specific first.
 STATUSES: list[tuple[type[LedgerError], int]] = [
@@ -85,10 +86,13 @@ def ledger_error_response(exc: LedgerError) -> JSONResponse:
     )
 
 
-def store_unavailable_response() -> JSONResponse:
-    """A store that could not be reached, as every route answers it (retryable)."""
+def store_unavailable_response(exc: BaseException | None = None) -> JSONResponse:
+    """A store that could not be reached, as every route answers it (retryable).
+    A full disk is named (what the operator must fix); other causes are not
+    (they would tell a client the store's hosts)."""
+    cause = " (its disk is full)" if exc is not None and disk_full(exc) else ""
     return JSONResponse(
-        error_body(503, "store unavailable, retry with the same Idempotency-Key"),
+        error_body(503, f"store unavailable{cause}, retry with the same Idempotency-Key"),
         status_code=503,
         headers={"retry-after": "1"},
     )
@@ -100,7 +104,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return ledger_error_response(exc)
 
     async def store_unavailable(request: Request, exc: Exception) -> JSONResponse:
-        return store_unavailable_response()
+        return store_unavailable_response(exc)
 
     async def invalid_request(request: Request, exc: Exception) -> JSONResponse:
         """Each problem as `where: what`, without echoing the input back."""

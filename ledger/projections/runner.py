@@ -22,7 +22,6 @@ rolled back, and it reads the positions again.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +37,7 @@ from ledger.projections.house import HouseResults
 from ledger.projections.rounds import Rounds
 from ledger.projections.sql import TRACKING, Sql
 from ledger.store.application import LedgerApplication
+from ledger.store.outage import follow_through_outages
 
 DEFAULT_BATCH_SIZE = 500
 Progress = Callable[[int], None]
@@ -183,10 +183,12 @@ class ProjectionRunner:
         stop: Callable[[], bool] = lambda: False,
         progress: Progress | None = None,
     ) -> None:
-        """Keep catching up until `stop()` says otherwise (a separate process's loop)."""
-        while not stop():
-            if self.catch_up(progress) == 0:
-                time.sleep(poll_seconds)
+        """Keep catching up until `stop()` says otherwise (a separate process's
+        loop), through store outages: each batch commits with its positions, so
+        the next one after an outage starts where the store says."""
+        follow_through_outages(
+            lambda: self.catch_up(progress) > 0, stop, poll_seconds, "projections"
+        )
 
     def _apply(self, batch: Sequence[Notification], positions: Mapping[str, int]) -> None:
         # Decode (verify every envelope) before the transaction: no lock held for it.

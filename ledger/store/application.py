@@ -254,7 +254,7 @@ def probe_store(store: str, *, create: bool = True, make_schema: bool = False) -
     it when they open it, as they create the tables; readers never create anything).
     """
     settings = environment_for(store, create=create)
-    if settings["PERSISTENCE_MODULE"] != "eventsourcing.postgres":
+    if "POSTGRES_HOST" not in settings:
         return  # SQLite: environment_for already checked the directory and file
     schema = settings["POSTGRES_SCHEMA"]
     try:
@@ -265,6 +265,7 @@ def probe_store(store: str, *, create: bool = True, make_schema: bool = False) -
             password=settings["POSTGRES_PASSWORD"] or None,
             dbname=settings["POSTGRES_DBNAME"],
             connect_timeout=int(settings["POSTGRES_CONNECT_TIMEOUT"]),
+            target_session_attrs=settings["POSTGRES_TARGET_SESSION_ATTRS"],
             autocommit=True,
         ) as connection:
             found = connection.execute(

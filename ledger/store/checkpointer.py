@@ -19,7 +19,6 @@ state: several writing nodes may run checkpointers at once.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,6 +39,7 @@ from ledger.store.merkle_log import (
     parse_checkpoint_row,
     stream_of,
 )
+from ledger.store.outage import follow_through_outages
 from ledger.store.recorders import Cursor, LeafRow, NodeRow, SealedSQLiteApplicationRecorder
 
 DEFAULT_ORIGIN = "casino-ledger"
@@ -373,7 +373,17 @@ class Checkpointer:
         )
 
     def follow(self, poll_seconds: float = 0.5, stop: Callable[[], bool] = lambda: False) -> None:
-        """Keep the log checkpointed until `stop()` says otherwise."""
-        while not stop():
+        """Keep the log checkpointed until `stop()` says otherwise, through store
+        outages (a restart, a failover): after one, the resume point is checked
+        again in full, on what the store holds now."""
+
+        def step() -> bool:
             self.catch_up(chase=False)
-            time.sleep(poll_seconds)
+            return False
+
+        follow_through_outages(step, stop, poll_seconds, "checkpointer", self._forget_verified)
+
+    def _forget_verified(self) -> None:
+        # The server may be another one (a promoted standby): what this
+        # process checked before is checked again before anything is signed.
+        self._verified = None

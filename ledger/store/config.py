@@ -1,8 +1,12 @@
 """One setting picks the store: a URL, from `--store` or `LEDGER_STORE`.
 
 ``sqlite:///path/to/file.db`` (the default: ``ledger.db`` in the working
-directory) or ``postgresql://user[:password]@host[:port]/dbname[?schema=name]`` (a
-schema name is letters, digits and ``_``; writers create it, readers need it).
+directory) or ``postgresql://user[:password]@host[:port][,host[:port]...]/dbname``
+with the options ``?schema=name`` (letters, digits and ``_``; writers create it,
+readers need it) and ``target_session_attrs=...`` (libpq's). Several hosts are
+a primary and its standbys: libpq tries them in order and keeps the first that
+matches the target, ``read-write`` unless another is given, so a node reaches
+whichever server is the primary now (after a failover, the promoted standby).
 It becomes eventsourcing's own environment-style settings.
 """
 
@@ -20,6 +24,10 @@ DEFAULT_STORE = "sqlite:///ledger.db"
 _RECORDERS = "ledger.store.recorders"
 # A plain PostgreSQL identifier: it is spliced into DDL (triggers, functions).
 _SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+# libpq's values of target_session_attrs (PostgreSQL 14 and later).
+TARGETS = ("any", "read-write", "read-only", "primary", "standby", "prefer-standby")
+_HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[^\[\]:,/]+)(?::(\d{1,5}))?")
+FACTORY = "ledger.store.pg_factory:LedgerPostgresFactory"
 
 
 def store_url(given: str | None = None) -> str:
@@ -61,40 +69,75 @@ def environment_for(url: str, *, create: bool = True) -> dict[str, str]:
             "CREATE_TABLE": "y" if create else "n",
         }
     if parts.scheme in ("postgresql", "postgres"):
-        dbname = unquote(parts.path.lstrip("/"))
-        if not parts.hostname or not dbname:
-            raise ConfigError(
-                f"bad store URL {describe(url)!r}: use postgresql://user@host:port/dbname"
-            )
-        try:
-            port = parts.port or 5432
-        except ValueError as exc:
-            raise ConfigError(f"bad port in store URL {describe(url)!r}") from exc
-        query = parse_qs(parts.query, keep_blank_values=True)
-        unknown = sorted(set(query) - {"schema"})
-        if unknown:
-            raise ConfigError(
-                f"unknown store URL option {unknown[0]!r} in {describe(url)!r}: only ?schema=NAME"
-            )
-        schema = query.get("schema", ["public"])
-        if len(schema) != 1 or not _SCHEMA.fullmatch(schema[0]):
-            raise ConfigError(
-                f"bad schema name {'&'.join(schema)!r} in store URL: letters, digits and _ only "
-                "(up to 63, not starting with a digit)"
-            )
-        return {
-            "PERSISTENCE_MODULE": "eventsourcing.postgres",
-            "POSTGRES_DBNAME": dbname,
-            "POSTGRES_HOST": parts.hostname,
-            "POSTGRES_PORT": str(port),
-            "POSTGRES_USER": unquote(parts.username or "postgres"),
-            "POSTGRES_PASSWORD": unquote(parts.password or ""),
-            "POSTGRES_SCHEMA": schema[0],
-            "POSTGRES_CONNECT_TIMEOUT": "5",
-            "POSTGRES_LOCK_TIMEOUT": "10",
-            "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:SealedPostgresApplicationRecorder",
-            "CREATE_TABLE": "y" if create else "n",
-        }
+        return _postgres_environment(url, create)
     raise ConfigError(
         f"unknown store URL {describe(url)!r}: expected sqlite:///FILE or postgresql://..."
     )
+
+
+def _hosts(url: str, netloc: str) -> tuple[str, str]:
+    """The host list of a URL's netloc (after any user@) as libpq's comma lists."""
+    hosts: list[str] = []
+    ports: list[str] = []
+    for entry in netloc.rpartition("@")[2].split(","):
+        found = _HOST.fullmatch(entry)
+        port = int(found.group(2) or 5432) if found else 0
+        if found is None or not 0 < port < 65536:
+            raise ConfigError(
+                f"bad host {entry!r} in store URL {describe(url)!r}: use host[:port], "
+                "several separated by commas"
+            )
+        hosts.append(unquote(found.group(1).strip("[]")))
+        ports.append(str(port))
+    return ",".join(hosts), ",".join(ports)
+
+
+def _postgres_environment(url: str, create: bool) -> dict[str, str]:
+    parts = urlsplit(url)
+    dbname = unquote(parts.path.lstrip("/"))
+    netloc = parts.netloc
+    if not netloc.rpartition("@")[2] or not dbname:
+        raise ConfigError(
+            f"bad store URL {describe(url)!r}: use postgresql://user@host:port/dbname"
+        )
+    hosts, ports = _hosts(url, netloc)
+    query = parse_qs(parts.query, keep_blank_values=True)
+    unknown = sorted(set(query) - {"schema", "target_session_attrs"})
+    if unknown:
+        raise ConfigError(
+            f"unknown store URL option {unknown[0]!r} in {describe(url)!r}: only ?schema=NAME "
+            "and target_session_attrs"
+        )
+    schema = query.get("schema", ["public"])
+    if len(schema) != 1 or not _SCHEMA.fullmatch(schema[0]):
+        raise ConfigError(
+            f"bad schema name {'&'.join(schema)!r} in store URL: letters, digits and _ only "
+            "(up to 63, not starting with a digit)"
+        )
+    several = "," in hosts
+    target = query.get("target_session_attrs", ["read-write" if several else "any"])
+    if len(target) != 1 or target[0] not in TARGETS:
+        raise ConfigError(
+            f"bad target_session_attrs {'&'.join(target)!r} in store URL: one of "
+            f"{', '.join(TARGETS)}"
+        )
+    userinfo = netloc.rpartition("@")[0] if "@" in netloc else ""
+    user, _, password = userinfo.partition(":")
+    return {
+        "PERSISTENCE_MODULE": FACTORY,
+        "POSTGRES_DBNAME": dbname,
+        "POSTGRES_HOST": hosts,
+        "POSTGRES_PORT": ports,
+        "POSTGRES_USER": unquote(user or "postgres"),
+        "POSTGRES_PASSWORD": unquote(password),
+        "POSTGRES_SCHEMA": schema[0],
+        "POSTGRES_TARGET_SESSION_ATTRS": target[0],
+        "POSTGRES_CONNECT_TIMEOUT": "5",
+        "POSTGRES_LOCK_TIMEOUT": "10",
+        # A connection the pool hands out is checked first: one the server
+        # dropped (a restart, a failover, a terminated backend) is replaced
+        # instead of failing the next command.
+        "POSTGRES_PRE_PING": "y",
+        "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:SealedPostgresApplicationRecorder",
+        "CREATE_TABLE": "y" if create else "n",
+    }

@@ -192,21 +192,30 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
         failure: Exception | None = None
         ids: list[int] = []
         with self.datastore.get_connection() as conn:
-            with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
-                try:
-                    for statement in self.lock_table_statements:
-                        curs.execute(statement, prepare=True)
-                    curs.execute(self.notify_statement)
-                    curs.executemany(self.insert_rows_statement, rows, returning=True)
-                    # Sync now, so a conflict raises IntegrityError here, not at commit.
-                    pipeline.sync()
-                    while True:  # the lock's and notify's results, then one set a row
-                        if (curs.statusmessage or "").startswith("INSERT"):
-                            ids += [row["notification_id"] for row in curs.fetchall()]
-                        if not curs.nextset():
-                            break
-                except Exception as exc:  # raised once the pipeline is closed, as the library does
-                    failure = exc
+            try:
+                with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
+                    try:
+                        for statement in self.lock_table_statements:
+                            curs.execute(statement, prepare=True)
+                        curs.execute(self.notify_statement)
+                        curs.executemany(self.insert_rows_statement, rows, returning=True)
+                        # Sync now, so a conflict raises IntegrityError here, not at commit.
+                        pipeline.sync()
+                        while True:  # the lock's and notify's results, then one set a row
+                            if (curs.statusmessage or "").startswith("INSERT"):
+                                ids += [row["notification_id"] for row in curs.fetchall()]
+                            if not curs.nextset():
+                                break
+                    except (
+                        Exception
+                    ) as exc:  # raised once the pipeline is closed, as the library does
+                        failure = exc
+            except Exception:
+                # Closing an aborted transaction fails too ("pipeline aborted"):
+                # the first failure is the one that says what happened (a
+                # full disk, a conflict). Nothing was committed either way.
+                if failure is None:
+                    raise
             if failure is not None:
                 raise failure
         if len(ids) != len(stored_events):
