@@ -23,6 +23,7 @@ from ledger.cli.events import add_events_command
 from ledger.cli.export import add_export_command
 from ledger.cli.games import add_game_commands
 from ledger.cli.keys import add_key_commands
+from ledger.cli.mirror import add_mirror_command
 from ledger.cli.output import tolerate_closed_stdout
 from ledger.cli.projections import add_projection_commands
 from ledger.cli.recall import add_recall_command
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_command(commands)
     add_serve_commands(commands)
     add_seed_commands(commands)
+    add_mirror_command(commands)
     _anywhere(parser, ("--store", "--keys"))
     return parser
 

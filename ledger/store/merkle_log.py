@@ -122,6 +122,10 @@ class MerkleLogTables:
         )
         self._is_sqlite = recorder.dialect == "sqlite"
 
+    def stream_key(self, stream: str) -> object:
+        """The stream id column as this store holds it (SQLite: bare hex text)."""
+        return self._key(stream)
+
     def _key(self, stream: str) -> object:
         if self._is_sqlite:
             try:
