@@ -3,17 +3,25 @@ log, verified as it arrives, that refuses a source rewriting its history."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import base64
+import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ledger.audit.verify import Level, verify_store
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.keys import Role
 from ledger.errors import VerificationError
-from ledger.node import Node
+from ledger.export.records import split_envelope
+from ledger.mirror.copy import REFUSED_FILE
+from ledger.node import Node, origin
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import stream_of
 from tests.attacker import Attacker
+from tests.conftest import PASSPHRASE
 from tests.http_support import Api
 from tests.mirror_support import ClientSource, mirror_url, opened_mirror, source_api, write_events
 
@@ -76,3 +84,154 @@ def test_an_event_edited_in_the_source_after_it_was_copied_is_refused(
             mirror.sync()
         assert mirror.app.tables.event_count()[0] == held
     assert "rewritten" in (tmp_path / "m" / "refused.jsonl").read_text()
+
+
+def forged_checkpoint(node: Node, size: int, root: bytes) -> str:
+    """A checkpoint the house signs with its own checkpoint key: validly signed,
+    so only its content can give it away."""
+    signer = node.keys.signer(Role.CHECKPOINT, PASSPHRASE)
+    return Checkpoint.sign(origin=origin(), size=size, root=root, signer=signer).to_note()
+
+
+def copied(node: Node, api: Api, mirror_store: str, tmp_path: Path) -> int:
+    """Mirror the source once; the size copied."""
+    write_events(node)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror:
+        return mirror.sync().size
+
+
+def refused(
+    node: Node,
+    api: Api,
+    mirror_store: str,
+    tmp_path: Path,
+    tamper: Callable[[int, str, Any], Any],
+    match: str,
+) -> None:
+    """After a clean copy and more events at the source, a pass whose answers go
+    through `tamper(held, path, answer)` is refused naming `match`, writes
+    nothing and is recorded."""
+    held = copied(node, api, mirror_store, tmp_path)
+    write_events(node, accounts=2)
+    source = ClientSource(api, lambda path, answer: tamper(held, path, answer))
+    with opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as m:
+        before = all_rows(m.app), m.app.tables.checkpoint_rows(), m.app.tables.tail()
+        with pytest.raises(VerificationError, match=match) as caught:
+            m.sync()
+        assert "\n" not in str(caught.value)
+        assert f"nothing written past log position {held - 1}" in str(caught.value)
+        assert (all_rows(m.app), m.app.tables.checkpoint_rows(), m.app.tables.tail()) == before
+    log = (tmp_path / "m" / REFUSED_FILE).read_text().splitlines()
+    assert json.loads(log[-1] if "refused" in log[-1] else log[0])
+    # The honest source is copied in full afterwards: the refusal cost nothing but time.
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as m:
+        assert m.sync().size == node.app.tables.event_count()[0]
+        assert all_rows(m.app) == all_rows(node.app)
+
+
+def new_events(held: int, path: str, answer: Any) -> list[dict[str, Any]]:
+    """The records of a feed page past what the mirror held (the ones it copies)."""
+    if path != "/events":
+        return []
+    return [record for record in answer["events"] if record["position"] >= held]
+
+
+def test_a_checkpoint_of_the_same_size_with_another_root_is_a_fork(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    held = copied(node, api, mirror_store, tmp_path)
+    forged = forged_checkpoint(node, held, b"\x07" * 32)
+    source = ClientSource(api, lambda path, a: {**a, "note": forged} if "checkpoint" in path else a)
+    with opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as mirror:
+        with pytest.raises(VerificationError, match="forked checkpoint"):
+            mirror.sync()
+        assert mirror.app.tables.event_count()[0] == held
+
+
+def test_a_new_checkpoint_that_does_not_extend_the_old_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def fork(held: int, path: str, answer: Any) -> Any:
+        if "checkpoint" not in path:
+            return answer
+        return {**answer, "note": forged_checkpoint(node, answer["size"], b"\x09" * 32)}
+
+    refused(node, api, mirror_store, tmp_path, fork, "root")
+
+
+def test_an_older_checkpoint_than_the_mirror_holds_is_a_rollback(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    held = copied(node, api, mirror_store, tmp_path)
+    older = forged_checkpoint(node, held - 3, b"\x01" * 32)
+    source = ClientSource(api, lambda path, a: {**a, "note": older} if "checkpoint" in path else a)
+    with (
+        opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as mirror,
+        pytest.raises(VerificationError, match="rolled back"),
+    ):
+        mirror.sync()
+
+
+def test_a_feed_that_skips_an_event_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def skip(held: int, path: str, answer: Any) -> Any:
+        events = new_events(held, path, answer)
+        if len(events) > 2:
+            answer["events"].remove(events[1])
+        return answer
+
+    refused(node, api, mirror_store, tmp_path, skip, "skipped an event")
+
+
+def test_a_feed_that_skips_an_event_and_renumbers_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def hide(held: int, path: str, answer: Any) -> Any:
+        events = new_events(held, path, answer)
+        if len(events) > 2:
+            answer["events"].remove(events[1])
+            for record in events[2:]:
+                record["position"] -= 1
+        return answer
+
+    refused(node, api, mirror_store, tmp_path, hide, "Merkle root of the first")
+
+
+def test_a_feed_that_repeats_an_event_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def repeat(held: int, path: str, answer: Any) -> Any:
+        events = new_events(held, path, answer)
+        if len(events) > 2:
+            answer["events"].insert(answer["events"].index(events[1]), dict(events[0]))
+        return answer
+
+    refused(node, api, mirror_store, tmp_path, repeat, "repeated an event")
+
+
+def test_an_envelope_with_a_bad_signature_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def forge(held: int, path: str, answer: Any) -> Any:
+        events = new_events(held, path, answer)
+        if len(events) > 2:
+            raw = bytearray(base64.b64decode(events[1]["envelope"]))
+            payload = split_envelope(bytes(raw))[3]
+            at = len(raw) - len(payload) - 1  # the signature's last byte
+            raw[at] ^= 0x01
+            events[1]["envelope"] = base64.b64encode(bytes(raw)).decode()
+        return answer
+
+    refused(node, api, mirror_store, tmp_path, forge, "signature")
+
+
+def test_a_feed_that_ends_before_its_checkpoint_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def cut(held: int, path: str, answer: Any) -> Any:
+        if path == "/events":  # nothing past the first new event, on any page
+            answer["events"] = [e for e in answer["events"] if e["position"] <= held]
+        return answer
+
+    refused(node, api, mirror_store, tmp_path, cut, "events are missing")
