@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -235,3 +236,45 @@ def test_a_feed_that_ends_before_its_checkpoint_is_refused(
         return answer
 
     refused(node, api, mirror_store, tmp_path, cut, "events are missing")
+
+
+def test_a_crash_between_the_commit_and_the_saved_state_copies_nothing_twice(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    write_events(node)
+    directory = tmp_path / "m"
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory) as mirror:
+        mirror.sync()
+        first = mirror.size
+    saved = {p.name: p.read_bytes() for p in (directory / "state").iterdir()}
+    write_events(node, accounts=2)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory) as mirror:
+        assert mirror.sync().events > 0
+    for name, data in saved.items():  # the state as the crash left it: one commit behind
+        (directory / "state" / name).write_bytes(data)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory) as mirror:
+        assert mirror.size == node.app.tables.event_count()[0] > first  # recovered from the store
+        assert mirror.sync().events == 0
+        assert all_rows(mirror.app) == all_rows(node.app)
+    shutil.rmtree(directory / "state")  # no state at all: the store verified in full
+    write_events(node, accounts=1)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory) as mirror:
+        assert mirror.sync().events > 0
+        assert all_rows(mirror.app) == all_rows(node.app)
+
+
+def test_a_row_changed_in_the_mirror_store_itself_is_named_as_the_mirrors(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    held = copied(node, api, mirror_store, tmp_path)
+    write_events(node, accounts=1)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror:
+        row = mirror.app.tables.rows_after(0, 5)[4]
+        attacker = Attacker(mirror_store)
+        try:
+            attacker.set_state(stream_of(row[1]), row[2], bytes(row[4])[:-1] + b" ")
+        finally:
+            attacker.close()
+        with pytest.raises(VerificationError, match="mirror store's own rows no longer verify"):
+            mirror.sync()
+        assert mirror.app.tables.event_count()[0] == held

@@ -295,6 +295,7 @@ class Mirror:
             ours = self.app.tables.rows_after(after or 0, end - begin)
             for event, row in zip(theirs, ours, strict=False):
                 if event.envelope != bytes(row[4]):
+                    self._check_own_rows()  # which side changed: the mirror's store, or the source
                     raise self._refuse(
                         f"its event at log position {event.position} is not the one the mirror "
                         "copied and verified there (its history was rewritten)"
@@ -302,6 +303,23 @@ class Mirror:
             compared += len(theirs)
         self.settings["recheck_next"] = (start + count) % size
         return compared
+
+    def _check_own_rows(self) -> None:
+        """Raise when the mirror store's rows are no longer the ones its state
+        verified (`verify --resume` over the store: a raw re-read and re-hash)."""
+        found = Findings()
+        verify_store(
+            self.app,
+            self.keyring,
+            level=self.level,
+            workers=1,
+            games=self.games,
+            findings=found,
+            resume=self.state,
+        )
+        if found:
+            first = found.ordered()[0]
+            raise _altered_here(first.text)
 
     def _pending_rows(self, events: list[FeedEvent]) -> tuple[list[Row], list[bytes]]:
         """The rows the events will be stored as (ids after the store's highest),
@@ -353,8 +371,10 @@ class Mirror:
             save_state=True,
         )
         if found or report.state is None:
-            headline = found.headline()
-            raise self._refuse(f"{headline}", found)
+            ours = [f for f in found.items if f.position is not None and f.position < self.size]
+            if ours:  # the rows the mirror already holds: its own store was changed
+                raise _altered_here(ours[0].text)
+            raise self._refuse(f"{found.headline()}", found)
         self._write(rows, leaves, nodes, checkpoint)
         self._save(report.state, report)
         if not events:
@@ -396,6 +416,13 @@ class Mirror:
                         (table, rows[-1][0]),
                     )
             tables.append(leaves, nodes, checkpoint, cursor)
+
+
+def _altered_here(what: str) -> VerificationError:
+    return VerificationError(
+        f"the mirror store's own rows no longer verify ({what}): they were changed after "
+        "they were copied; nothing was copied (run `ledger verify` on the mirror store)"
+    )
 
 
 def _lock(recorder: SealedRecorder, cursor: Cursor) -> None:
