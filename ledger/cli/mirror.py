@@ -22,6 +22,7 @@ from ledger.store.application import LedgerApplication
 from ledger.store.config import store_url
 
 TOKEN_ENV = "LEDGER_SOURCE_TOKEN"
+RECHECK_EVERY = 5.0  # seconds between re-reads of the history when following
 MIRROR_DIR = "mirror"  # inside the keys directory: the mirror's state and refusals
 
 
@@ -94,6 +95,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
             games=games,
             batch=args.batch,
             recheck=args.recheck,
+            recheck_every=RECHECK_EVERY if args.follow else 0.0,
         )
         if not args.follow:
             print(_line(mirror.sync(), level))
@@ -151,6 +153,9 @@ def add_mirror_command(commands: Any) -> None:
         "--recheck",
         type=int_range(0, 10**9),
         default=RECHECK,
-        help=f"events of the history already copied re-read from the source each pass ({RECHECK})",
+        help=(
+            f"events of the history already copied re-read from the source and compared "
+            f"each pass ({RECHECK}; following, every {RECHECK_EVERY:.0f} s)"
+        ),
     )
     mirror.set_defaults(handler=cmd_mirror)

@@ -96,6 +96,7 @@ class Mirror:
         games: Mapping[str, LoadedGame] | None = None,
         batch: int = BATCH,
         recheck: int = RECHECK,
+        recheck_every: float = 0.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.app = app
@@ -106,6 +107,10 @@ class Mirror:
         self.games = games
         self.batch = batch
         self.recheck = recheck
+        # Seconds between re-reads of the history (following: every pass would
+        # re-read `recheck` events of the source several times a second).
+        self.recheck_every = recheck_every
+        self._rechecked_at: float | None = None
         self.clock = clock
         self.settings = self._settings()
         self.state = self._recover()
@@ -278,8 +283,12 @@ class Mirror:
         """Compare `recheck` events the mirror holds (from where the last pass
         stopped, cycling; and the newest one) with what the source serves now."""
         size = self.size
-        if size == 0:
+        now = time.monotonic()
+        if size == 0 or (
+            self._rechecked_at is not None and now - self._rechecked_at < self.recheck_every
+        ):
             return 0
+        self._rechecked_at = now
         start = self.settings.get("recheck_next", 0)
         start = start if type(start) is int and 0 <= start < size else 0
         count = min(self.recheck, size)
