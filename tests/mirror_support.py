@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from ledger.audit.verify import Level
 from ledger.crypto.keys import Keyring
 from ledger.mirror.copy import Mirror
-from ledger.mirror.source import Source
+from ledger.mirror.source import Source, SourceAnswered
 from ledger.node import Node
 from ledger.store.application import LedgerApplication
 from tests.casino_support import casino_on
@@ -36,9 +36,7 @@ class ClientSource(Source):
         query = {k: v for k, v in params.items() if v is not None}
         response = self.api.get(f"/v1{path}", **query)
         if response.status_code == 404:
-            from ledger.errors import StoreUnavailableError
-
-            raise StoreUnavailableError(f"the source answered 404 to GET /v1{path}: not found")
+            raise SourceAnswered(f"the source answered 404 to GET /v1{path}: not found", 404)
         assert response.status_code == 200, response.text
         answer = response.json()
         return self.tamper(path, answer) if self.tamper else answer

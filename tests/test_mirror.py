@@ -278,3 +278,23 @@ def test_a_row_changed_in_the_mirror_store_itself_is_named_as_the_mirrors(
         with pytest.raises(VerificationError, match="mirror store's own rows no longer verify"):
             mirror.sync()
         assert mirror.app.tables.event_count()[0] == held
+
+
+def test_an_event_removed_from_the_source_after_it_was_copied_is_refused(
+    node: Node, api: Api, mirror_store: str, store_url: str, tmp_path: Path
+) -> None:
+    held = copied(node, api, mirror_store, tmp_path)
+    assert held == 18
+    row = node.app.tables.rows_after(0, 6)[5]
+    attacker = Attacker(store_url)
+    try:
+        attacker.delete(stream_of(row[1]), row[2])
+    finally:
+        attacker.close()
+    with (
+        opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror,
+        pytest.raises(VerificationError, match="copied 18 events from it: events are missing"),
+    ):
+        mirror.sync()
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror:
+        assert mirror.size == held

@@ -152,8 +152,9 @@ def run(kind: str, clients: int, seconds: float) -> dict[str, Any]:
             source.close()
             if mirror is not None:
                 mirror.close()
-            follower.send_signal(signal.SIGINT)
-            follower.wait(timeout=60)
+            follower.send_signal(signal.SIGINT)  # it stops after the batch it is in
+            if follower.wait(timeout=120) != 130:
+                raise SystemExit(f"the follower ended with {follower.returncode} (see {workdir})")
             log.close()
             # Everything checkpointed, then one pass: the mirror holds the source's log.
             load_http.ledger(workdir, "--store", source_url, "checkpoint")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -101,16 +103,36 @@ def cmd_mirror(args: argparse.Namespace) -> int:
             print(_line(mirror.sync(), level))
             return 0
         print(f"following {source.base} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-        quiet_since = time.monotonic()
-        while True:
-            done = mirror.sync()
-            if done.events or time.monotonic() - quiet_since >= 10:
-                print(_line(done, level), file=sys.stderr, flush=True)
-                quiet_since = time.monotonic()
-            if not done.events:
-                time.sleep(args.poll)
+        # Ctrl-C ends the loop between two batches, never inside one: an interrupt
+        # raised mid-batch could leave a transaction open that closing then waits
+        # on (as `checkpoint --follow`). A second Ctrl-C interrupts as usual.
+        stopped = threading.Event()
+
+        def stop(*_: object) -> None:
+            stopped.set()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        previous = signal.signal(signal.SIGINT, stop)
+        try:
+            _follow(mirror, level, args.poll, stopped)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        print(f"mirror: stopped, holding {mirror.size} events", file=sys.stderr)
+        return 130
     finally:
         app.close()
+
+
+def _follow(mirror: Mirror, level: Level, poll: float, stopped: threading.Event) -> None:
+    mirror.stop = stopped.is_set
+    quiet_since = time.monotonic()
+    while not stopped.is_set():
+        done = mirror.sync()
+        if done.events or time.monotonic() - quiet_since >= 10:
+            print(_line(done, level), file=sys.stderr, flush=True)
+            quiet_since = time.monotonic()
+        if not done.events:
+            stopped.wait(poll)
 
 
 def add_mirror_command(commands: Any) -> None:

@@ -112,6 +112,8 @@ class Mirror:
         self.recheck_every = recheck_every
         self._rechecked_at: float | None = None
         self.clock = clock
+        # Asked between batches: a follower told to stop ends after the batch it is in.
+        self.stop: Callable[[], bool] = lambda: False
         self.settings = self._settings()
         self.state = self._recover()
 
@@ -155,9 +157,10 @@ class Mirror:
             if findings is not None:
                 findings.write_jsonl(out)
         held = self.size
+        kept = f"nothing written past log position {held - 1}" if held else "nothing written"
         return VerificationError(
-            f"mirror refused the source {self.source.base}: {message}; nothing written past "
-            f"log position {held - 1} ({REFUSED_FILE} in {self.directory})"
+            f"mirror refused the source {self.source.base}: {message}; {kept} "
+            f"({REFUSED_FILE} in {self.directory})"
         )
 
     @property
@@ -252,12 +255,15 @@ class Mirror:
             events = self._fetch(self.size, target)
             lag = self._commit(events, newest if final else None)
             added += len(events)
-            if final:
+            if final or self.stop():
                 break
-        return Pass(added, self.size, newest.size, newest.size, rechecked, lag)
+        held = self._held_checkpoint()
+        return Pass(added, self.size, held.size if held else 0, newest.size, rechecked, lag)
 
-    def _fetch(self, begin: int, end: int) -> list[FeedEvent]:
-        """The feed's events at log positions [begin, end), each where it says it is."""
+    def _fetch(self, begin: int, end: int, reach: str = "") -> list[FeedEvent]:
+        """The feed's events at log positions [begin, end), each where it says it is
+        (`reach` says why the feed must reach `end`)."""
+        reach = reach or f"its checkpoint covers {end} events"
         events: list[FeedEvent] = []
         while begin + len(events) < end:
             want = end - begin - len(events)
@@ -265,8 +271,8 @@ class Mirror:
             page = self.source.events(after if after >= 0 else None, want)
             if not page:
                 raise self._refuse(
-                    f"its feed ends at log position {begin + len(events) - 1}, but its "
-                    f"checkpoint covers {end} events: events are missing"
+                    f"its feed ends at log position {begin + len(events) - 1}, but {reach}: "
+                    "events are missing"
                 )
             for event in page[:want]:
                 expected = begin + len(events)
@@ -299,7 +305,7 @@ class Mirror:
             spans.append((size - 1, size))
         compared = 0
         for begin, end in spans:
-            theirs = self._fetch(begin, end)
+            theirs = self._fetch(begin, end, f"the mirror copied {size} events from it")
             after = self.app.tables.id_at_offset(begin - 1) if begin else 0
             ours = self.app.tables.rows_after(after or 0, end - begin)
             for event, row in zip(theirs, ours, strict=False):

@@ -33,6 +33,14 @@ class FeedEvent:
     envelope: bytes
 
 
+class SourceAnswered(StoreUnavailableError):
+    """The source answered a request with an HTTP error status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class Source:
     """A ledger node's HTTP API: `base` is its root URL (`http://host:port`)."""
 
@@ -55,8 +63,8 @@ class Source:
                 body = response.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode(errors="replace").strip()
-            raise StoreUnavailableError(
-                f"the source {self.base} answered {exc.code} to GET /v1{path}: {detail}"
+            raise SourceAnswered(
+                f"the source {self.base} answered {exc.code} to GET /v1{path}: {detail}", exc.code
             ) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
@@ -72,8 +80,8 @@ class Source:
         """The source's newest checkpoint note (None: it has none yet)."""
         try:
             found = self._get("/checkpoints/newest")
-        except StoreUnavailableError as exc:
-            if " answered 404 " in str(exc):
+        except SourceAnswered as exc:
+            if exc.status == 404:  # "no checkpoint yet"
                 return None
             raise
         note = found.get("note") if isinstance(found, dict) else None
