@@ -36,6 +36,7 @@ SLOW_FIRST = (
     "test_serve_kill.py",
     "test_report.py",
     "test_http_roles.py",
+    "test_mirror_cli.py",  # real servers and mirrors, killed and resumed
 )
 
 
