@@ -15,7 +15,7 @@ import pytest
 from ledger.audit.verify import Level, verify_store
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
-from ledger.errors import VerificationError
+from ledger.errors import ConfigError, VerificationError
 from ledger.export.records import split_envelope
 from ledger.mirror.copy import REFUSED_FILE
 from ledger.node import Node, origin
@@ -23,7 +23,7 @@ from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import stream_of
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE
-from tests.http_support import Api
+from tests.http_support import Api, all_games
 from tests.mirror_support import ClientSource, mirror_url, opened_mirror, source_api, write_events
 
 
@@ -298,3 +298,48 @@ def test_an_event_removed_from_the_source_after_it_was_copied_is_refused(
         mirror.sync()
     with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror:
         assert mirror.size == held
+
+
+def test_a_catch_up_longer_than_a_batch_commits_batch_by_batch_and_resumes(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    write_events(node, accounts=4, deposits=3)
+    total = node.app.tables.event_count()[0]
+    with opened_mirror(
+        mirror_store, node.keyring, ClientSource(api), tmp_path / "m", batch=5
+    ) as mirror:
+        mirror.stop = lambda: True  # told to stop: it ends after its first batch
+        done = mirror.sync()
+        assert done.events == mirror.size == 5 and done.checkpoint == 0
+        # Five events, verified and written, not yet under a checkpoint: what
+        # `verify` says of a node's unanchored tail.
+        report = verify_store(mirror.app, node.keyring, level=Level.SIGNATURES, workers=1)
+        assert report.events == 5 and report.unanchored is not None
+    with opened_mirror(
+        mirror_store, node.keyring, ClientSource(api), tmp_path / "m", batch=5
+    ) as mirror:
+        done = mirror.sync()
+        assert done.events == total - 5 and done.checkpoint == total
+        assert all_rows(mirror.app) == all_rows(node.app)
+
+
+def test_at_level_settlement_the_money_is_re_derived_as_it_arrives(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    write_events(node)
+    games = all_games()
+    directory = tmp_path / "m"
+    source = ClientSource(api)
+    with opened_mirror(
+        mirror_store, node.keyring, source, directory, level=Level.SETTLEMENT, games=games
+    ) as mirror:
+        mirror.sync()
+    assert (directory / "state" / "rounds.bin").is_file()  # the settlement audit's state
+    write_events(node, accounts=1)
+    with opened_mirror(
+        mirror_store, node.keyring, source, directory, level=Level.SETTLEMENT, games=games
+    ) as mirror:
+        assert mirror.sync().events > 0
+        assert mirror.state is not None and mirror.state.settlement is not None
+    with pytest.raises(ConfigError, match="level settlement"):  # one level for its life
+        opened_mirror(mirror_store, node.keyring, source, directory).__enter__()
