@@ -19,7 +19,9 @@ import pytest
 
 from ledger.crypto.keys import Keyring
 from ledger.store.application import LedgerApplication
+from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
+from tests.test_cli_pipes import first_stream
 from tests.test_http_serve import ledger, serving, token
 
 
@@ -224,3 +226,29 @@ def test_bad_input_is_one_line_and_an_exit_code(tmp_path: Path) -> None:
     )
     assert unreachable.returncode == 2 and "cannot reach the source" in unreachable.stderr
     assert unreachable.stderr.count("\n") == 1
+
+
+def test_a_source_that_rewrote_its_history_is_refused_with_exit_code_1(
+    tmp_path: Path, mirror_store: str
+) -> None:
+    assert ledger(tmp_path, "simulate", "--rounds", "2", "--tables", "1").returncode == 0
+    with serving(tmp_path) as (base, _):
+        (tmp_path / "tok").write_text(token(tmp_path, "auditor"))
+        args = mirror_args(mirror_store, base)
+        assert ledger(tmp_path, *args, "--keyring", "keys/keyring.json").returncode == 0
+        keyring = tmp_path / "keys/keyring.json"
+        before = rows_of(mirror_store, keyring)
+        attacker = Attacker(f"sqlite:///{tmp_path / 'ledger.db'}")
+        try:
+            stream, version = first_stream(attacker)
+            state = attacker.row(stream, version)[4]
+            at = state.rfind(b"1")  # a digit in the payload: still JSON, no longer what was signed
+            attacker.set_state(stream, version, state[:at] + b"2" + state[at + 1 :])
+        finally:
+            attacker.close()
+        again = ledger(tmp_path, *args)
+    assert again.returncode == 1, again.stderr
+    assert again.stderr.count("\n") == 1 and "history was rewritten" in again.stderr
+    assert "nothing written past log position" in again.stderr
+    assert rows_of(mirror_store, keyring) == before
+    assert "rewritten" in (tmp_path / "mkeys" / "mirror" / "refused.jsonl").read_text()
