@@ -4,6 +4,7 @@ log, verified as it arrives, that refuses a source rewriting its history."""
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import shutil
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify_state import VerifyState
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
 from ledger.errors import ConfigError, VerificationError
@@ -343,3 +345,25 @@ def test_at_level_settlement_the_money_is_re_derived_as_it_arrives(
         assert mirror.state is not None and mirror.state.settlement is not None
     with pytest.raises(ConfigError, match="level settlement"):  # one level for its life
         opened_mirror(mirror_store, node.keyring, source, directory).__enter__()
+
+
+def test_the_saved_state_is_made_again_once_small_passes_left_it_in_pieces(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    directory = tmp_path / "m"
+    chunks = []
+    for _ in range(4):
+        write_events(node, accounts=1, deposits=1)
+        with opened_mirror(
+            mirror_store, node.keyring, ClientSource(api), directory, compact_after=3
+        ) as mirror:
+            mirror.sync()
+            assert mirror.state is not None
+            chunks.append(len(mirror.state.chunks))
+    assert max(chunks) <= 3  # made again whenever it passed 3 (one run's own chunking)
+    assert any(b < a for a, b in itertools.pairwise(chunks)), chunks  # it was
+    assert chunks[-1] == len(VerifyState.load(directory / "state").chunks)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory) as mirror:
+        write_events(node, accounts=1)
+        assert mirror.sync().events > 0
+        assert all_rows(mirror.app) == all_rows(node.app)

@@ -41,7 +41,13 @@ from psycopg.sql import SQL
 from ledger.audit.checkpoints import valid_checkpoints
 from ledger.audit.findings import Findings
 from ledger.audit.log_source import StoreLog
-from ledger.audit.verify import Level, VerificationReport, verify_log, verify_store
+from ledger.audit.verify import (
+    CHUNK_LEAVES,
+    Level,
+    VerificationReport,
+    verify_log,
+    verify_store,
+)
 from ledger.audit.verify_state import STATE_FILE, VerifyState
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
@@ -67,6 +73,11 @@ REFUSED_FILE = "refused.jsonl"
 STATE_DIR = "state"
 BATCH = 10_000  # events checked and written in one transaction, at most
 RECHECK = 1_000  # events of the history already held re-read from the source each pass
+# Each pass leaves its new events' chunks in the saved state (aligned to their
+# size, so many small ones): past this many beyond the aligned whole-log
+# chunking the state is made again by a full verify of the mirror store, or
+# every pass would re-read the store in ever more, ever smaller pieces.
+COMPACT_AFTER = 512
 
 
 @dataclass(frozen=True)
@@ -97,6 +108,7 @@ class Mirror:
         batch: int = BATCH,
         recheck: int = RECHECK,
         recheck_every: float = 0.0,
+        compact_after: int = COMPACT_AFTER,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.app = app
@@ -111,6 +123,7 @@ class Mirror:
         # re-read `recheck` events of the source several times a second).
         self.recheck_every = recheck_every
         self._rechecked_at: float | None = None
+        self.compact_after = compact_after
         self.clock = clock
         # Asked between batches: a follower told to stop ends after the batch it is in.
         self.stop: Callable[[], bool] = lambda: False
@@ -200,6 +213,24 @@ class Mirror:
             )
         self._save(report.state, report)
         return report.state
+
+    def _compact(self) -> None:
+        """Make the saved state again from a full verify of the mirror store (its
+        chunks aligned over the whole log, as one run makes them)."""
+        found = Findings()
+        report = verify_store(
+            self.app,
+            self.keyring,
+            level=self.level,
+            workers=1,
+            games=self.games,
+            findings=found,
+            save_state=True,
+        )
+        if found or report.state is None:
+            first = found.ordered()[0].text if found else "no state made"
+            raise _altered_here(first)
+        self._save(report.state, report)
 
     def _held_checkpoint(self) -> Checkpoint | None:
         """The newest checkpoint the mirror holds, among those its state verified."""
@@ -392,6 +423,8 @@ class Mirror:
             raise self._refuse(f"{found.headline()}", found)
         self._write(rows, leaves, nodes, checkpoint)
         self._save(report.state, report)
+        if len(report.state.chunks) > self.compact_after + report.state.size // CHUNK_LEAVES:
+            self._compact()
         if not events:
             return None
         signed_at = json.loads(split_envelope(events[-1].envelope)[1]).get("signed_at")
