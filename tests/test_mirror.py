@@ -159,7 +159,7 @@ def test_a_new_checkpoint_that_does_not_extend_the_old_is_refused(
             return answer
         return {**answer, "note": forged_checkpoint(node, answer["size"], b"\x09" * 32)}
 
-    refused(node, api, mirror_store, tmp_path, fork, "root")
+    refused(node, api, mirror_store, tmp_path, fork, "Merkle root of the first")
 
 
 def test_an_older_checkpoint_than_the_mirror_holds_is_a_rollback(
@@ -226,7 +226,7 @@ def test_an_envelope_with_a_bad_signature_is_refused(
             events[1]["envelope"] = base64.b64encode(bytes(raw)).decode()
         return answer
 
-    refused(node, api, mirror_store, tmp_path, forge, "signature")
+    refused(node, api, mirror_store, tmp_path, forge, "envelope signature is invalid")
 
 
 def test_a_feed_that_ends_before_its_checkpoint_is_refused(
