@@ -7,6 +7,8 @@ import base64
 import itertools
 import json
 import shutil
+import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,9 +17,10 @@ import pytest
 
 from ledger.audit.verify import Level, verify_store
 from ledger.audit.verify_state import VerifyState
+from ledger.cli.mirror import follow_source
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
-from ledger.errors import ConfigError, VerificationError
+from ledger.errors import ConfigError, StoreUnavailableError, VerificationError
 from ledger.export.records import split_envelope
 from ledger.mirror.copy import REFUSED_FILE
 from ledger.node import Node, origin
@@ -367,3 +370,29 @@ def test_the_saved_state_is_made_again_once_small_passes_left_it_in_pieces(
         write_events(node, accounts=1)
         assert mirror.sync().events > 0
         assert all_rows(mirror.app) == all_rows(node.app)
+
+
+def test_a_follower_waits_out_a_source_it_cannot_reach(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_events(node)
+    down = {"calls": 2}
+
+    def flaky(path: str, answer: Any) -> Any:
+        if down["calls"]:
+            down["calls"] -= 1
+            raise StoreUnavailableError("cannot reach the source http://source.test: refused")
+        return answer
+
+    stopped = threading.Event()
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api, flaky), tmp_path / "m") as m:
+        follower = threading.Thread(target=follow_source, args=(m, Level.SIGNATURES, 0.01, stopped))
+        follower.start()
+        deadline = time.monotonic() + 60
+        while m.size < node.app.tables.event_count()[0] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stopped.set()
+        follower.join(timeout=60)
+        assert m.size == node.app.tables.event_count()[0]
+    said = capsys.readouterr().err
+    assert said.count("cannot reach the source") == 2 and "trying again" in said

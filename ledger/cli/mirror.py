@@ -15,7 +15,7 @@ from typing import Any
 from ledger.audit.verify import Level
 from ledger.cli.args import int_range
 from ledger.crypto.keys import Keyring
-from ledger.errors import ConfigError
+from ledger.errors import ConfigError, StoreUnavailableError
 from ledger.mirror.copy import BATCH, RECHECK, Mirror, Pass
 from ledger.mirror.source import Source
 from ledger.node import keys_dir
@@ -114,7 +114,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
 
         previous = signal.signal(signal.SIGINT, stop)
         try:
-            _follow(mirror, level, args.poll, stopped)
+            follow_source(mirror, level, args.poll, stopped)
         finally:
             signal.signal(signal.SIGINT, previous)
         print(f"mirror: stopped, holding {mirror.size} events", file=sys.stderr)
@@ -123,11 +123,21 @@ def cmd_mirror(args: argparse.Namespace) -> int:
         app.close()
 
 
-def _follow(mirror: Mirror, level: Level, poll: float, stopped: threading.Event) -> None:
+def follow_source(mirror: Mirror, level: Level, poll: float, stopped: threading.Event) -> None:
+    """Pass after pass until `stopped`. A source that cannot be reached is tried
+    again (waiting longer each time, up to 30 s); a refusal ends the loop."""
     mirror.stop = stopped.is_set
     quiet_since = time.monotonic()
+    backoff = poll
     while not stopped.is_set():
-        done = mirror.sync()
+        try:
+            done = mirror.sync()
+        except StoreUnavailableError as exc:
+            print(f"mirror: {exc}; trying again in {backoff:.1f} s", file=sys.stderr, flush=True)
+            stopped.wait(backoff)
+            backoff = min(30.0, max(backoff, 0.1) * 2)
+            continue
+        backoff = poll
         if done.events or time.monotonic() - quiet_since >= 10:
             print(_line(done, level), file=sys.stderr, flush=True)
             quiet_since = time.monotonic()
