@@ -288,8 +288,9 @@ class Mirror:
             added += len(events)
             if final or self.stop():
                 break
-        held = self._held_checkpoint()
-        return Pass(added, self.size, held.size if held else 0, newest.size, rechecked, lag)
+        # The source's checkpoint is the mirror's newest once the last batch reached it.
+        under = newest.size if self.size == newest.size else held_size
+        return Pass(added, self.size, under, newest.size, rechecked, lag)
 
     def _fetch(self, begin: int, end: int, reach: str = "") -> list[FeedEvent]:
         """The feed's events at log positions [begin, end), each where it says it is
