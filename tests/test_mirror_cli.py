@@ -84,7 +84,7 @@ def test_killed_while_following_a_busy_node_it_resumes_with_no_gap_or_duplicate(
                 "ledger.cli.main",
                 "simulate",
                 "--rounds",
-                "400",
+                "2000",  # more than it has time for: it is stopped after the kills
                 "--tables",
                 "1",
             ],
