@@ -40,6 +40,7 @@ SLOW_FIRST = (
     "test_faults_killed_services.py",
     "test_report.py",
     "test_http_roles.py",
+    "test_mirror_cli.py",  # real servers and mirrors, killed and resumed
 )
 
 

@@ -40,14 +40,14 @@ def ledger(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @contextmanager
-def serving(cwd: Path, *args: str) -> Iterator[tuple[str, Path]]:
-    """`ledger serve ARGS` on a free port until the block ends: (base URL, its log)."""
+def serving(cwd: Path, *args: str, serve: tuple[str, ...] = ()) -> Iterator[tuple[str, Path]]:
+    """`ledger ARGS serve SERVE` on a free port until the block ends: (base URL, its log)."""
     port = free_port()
     log = cwd / f"serve-{port}.log"
     env = {**os.environ, "LEDGER_PASSPHRASE": PASSPHRASE.decode()}
     with open(log, "w") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "ledger.cli.main", *args, "serve", "--port", str(port)],
+            [sys.executable, "-m", "ledger.cli.main", *args, "serve", *serve, "--port", str(port)],
             cwd=cwd,
             env=env,
             stdout=out,

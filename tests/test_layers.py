@@ -22,7 +22,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "rng plugins node projections revocation",
         "casino audit",  # the write path; verification
         "simulation export",
-        "report http",
+        "report http mirror",  # the HTTP API; the regulator's copy of a node's log
         "cli",
     )
 )

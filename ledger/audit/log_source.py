@@ -33,6 +33,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
 from ledger.errors import VerificationError
 from ledger.store.application import LedgerApplication
+from ledger.store.merkle_log import MerkleLogTables
 
 
 class LogSource(Protocol):
@@ -92,9 +93,12 @@ class StoreLog:
 
     locates_roots = True
 
-    def __init__(self, app: LedgerApplication) -> None:
+    def __init__(self, app: LedgerApplication, tables: MerkleLogTables | None = None) -> None:
+        """`tables`: the store's own by default; a mirror passes its store's rows
+        with the events it is about to add (`ledger.mirror.pending`)."""
         self.app = app
-        self.rows = app.tables
+        self.tables = app.tables if tables is None else tables
+        self.rows = self.tables
         self.transcoder = app.mapper.transcoder
 
     def plan(
@@ -105,7 +109,7 @@ class StoreLog:
         times: list[tuple[int, int]],
         start: tuple[int, int] = (0, 0),
     ) -> tuple[int, list[ChunkSpec]]:
-        tables = self.app.tables
+        tables = self.tables
         count, highest = tables.event_count()
         specs: list[ChunkSpec] = []
         first, after = start
@@ -121,7 +125,7 @@ class StoreLog:
         return count, specs
 
     def verify_chunk(self, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult:
-        return verify_chunk_with(self.app.tables, signer_check, spec)
+        return verify_chunk_with(self.tables, signer_check, spec)
 
     def worker_plan(self, keyring_json: str) -> WorkerPlan:
         return WorkerPlan(init_worker, (self.app.store_url, keyring_json), verify_chunk)
@@ -133,23 +137,23 @@ class StoreLog:
         return None
 
     def root_mismatch(self, matched: int, size: int) -> Problem:
-        return first_difference(self.app.tables, matched, size)
+        return first_difference(self.tables, matched, size)
 
     def first_removed(self, begin: int, end: int) -> Problem | None:
-        return first_removed(self.app.tables, begin, end)
+        return first_removed(self.tables, begin, end)
 
     def check_proofs(self, checkpoints: list[Checkpoint], trusted: Checkpoint | None) -> None:
         check_not_rolled_back(checkpoints, trusted)
-        check_proofs(self.app.tables, checkpoints, trusted)
+        check_proofs(self.tables, checkpoints, trusted)
 
     def events(self, progress: Any = None, start: tuple[int, int] = (0, 0)) -> Iterator[Event]:
-        return events(self.app.tables, self.transcoder, progress, start)
+        return events(self.tables, self.transcoder, progress, start)
 
     def chunk_events(self, spec: ChunkSpec, verified: ChunkResult) -> Iterator[Event]:
         # Read again here (sending rows back from the workers costs more): the
         # digest proves they are the bytes the chunk verified, or says they were
         # changed meanwhile (by someone writing to the database during the run).
-        rows = self.app.tables.rows_between(spec.after_id, spec.last_id)
+        rows = self.tables.rows_between(spec.after_id, spec.last_id)
         if verified.digest is None:
             return events_of_rows(rows, spec.first_leaf, self.transcoder)
         if rows_digest(rows) != verified.digest:
@@ -162,7 +166,7 @@ class StoreLog:
         return verified_events(rows, spec.first_leaf, self.transcoder, found)
 
     def events_of_chunk(self, spec: ChunkSpec) -> Iterator[Event]:
-        rows = self.app.tables.rows_between(spec.after_id, spec.last_id)
+        rows = self.tables.rows_between(spec.after_id, spec.last_id)
         return events_of_rows(rows, spec.first_leaf, self.transcoder)
 
 

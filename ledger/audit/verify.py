@@ -404,7 +404,7 @@ def verify_log(
         # The heads of the streams the new events touch come from the rows re-hashed.
         assert isinstance(log, StoreLog)  # (a bundle cannot start past 0: plan refused it)
         touched = frozenset(
-            log.app.tables.streams_between(start[1], specs[-1].last_id) if specs else ()
+            log.tables.streams_between(start[1], specs[-1].last_id) if specs else ()
         )
         specs = [_rehash(chunk, touched) for chunk in resume.chunks] + specs
     if on_total:

@@ -23,6 +23,7 @@ from ledger.cli.events import add_events_command
 from ledger.cli.export import add_export_command
 from ledger.cli.games import add_game_commands
 from ledger.cli.keys import add_key_commands
+from ledger.cli.mirror import add_mirror_command
 from ledger.cli.output import tolerate_closed_stdout
 from ledger.cli.projections import add_projection_commands
 from ledger.cli.recall import add_recall_command
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_simulate_command(commands)
     add_audit_commands(commands)
     add_export_command(commands)
+    add_mirror_command(commands)
     add_projection_commands(commands, open_from_args)
     add_game_commands(commands)
     add_events_command(commands)

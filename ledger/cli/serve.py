@@ -49,14 +49,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise ConfigError(f"--rng-dir {rng_dir} is not a directory (RNG seeds are kept there)")
     check_listen(args.host, args.port)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made
-    if not directory.has_node_keys():
+    writable = not args.read_only
+    if writable and not directory.has_node_keys():
         refuse_new_keys_beside_events(args.store, directory)
-    if not args.unencrypted and asgi.passphrase() is None:
+    if writable and not args.unencrypted and asgi.passphrase() is None:
         # Every worker needs the ledger-node key: read the passphrase once, hand it on.
         os.environ[PASSPHRASE_ENV] = read_passphrase(confirm=not directory.has_node_keys()).decode()
-    if not directory.has_node_keys():  # one command on a new machine, as `simulate` does
+    if (
+        writable and not directory.has_node_keys()
+    ):  # one command on a new machine, as `simulate` does
         for record in directory.create_node_keys(asgi.passphrase()):
             print(f"created {record.role.value} key {record.name} in {directory.path}")
+    if not writable:
+        # A copy (a mirror's store): no signing key, no anchor; a write is refused.
+        os.environ[asgi.READ_ONLY_ENV] = "1"
+        os.environ[asgi.ANCHOR_ENV] = "0"
     # The workers read their settings from the environment (each opens its own node).
     if args.store:
         os.environ[asgi.STORE_ENV] = args.store
@@ -69,7 +76,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # Open the ledger once here, so a wrong passphrase, a missing key, an unusable
     # store or a broken plugin is one line (exit 2) before any worker starts.
     with open_ledger(
-        args.store, str(directory.path), passphrase=asgi.passphrase(), anchor_seconds=0
+        args.store,
+        str(directory.path),
+        passphrase=asgi.passphrase(),
+        anchor_seconds=0,
+        writable=writable,
     ) as ledger:
         ledger.games  # noqa: B018 (loading them is the check)
     if not TokenStore(directory.path).list():
@@ -187,6 +198,11 @@ def add_serve_commands(commands: Any) -> None:
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
     serve.add_argument("--unencrypted", action="store_true", help="the keys have no passphrase")
+    serve.add_argument(
+        "--read-only",
+        action="store_true",
+        help="serve a store without signing keys (a mirror's copy): reads only, writes refused",
+    )
     serve.set_defaults(handler=cmd_serve)
 
     openapi = commands.add_parser("openapi", help="print the HTTP API's OpenAPI document")

@@ -25,9 +25,11 @@ from ledger.store.config import STORE_ENV
 RNG_ENV = "LEDGER_RNG_DIR"
 ANCHOR_ENV = "LEDGER_SERVE_ANCHOR"  # "0": this worker never checkpoints (several workers)
 SUPERVISOR_ENV = "LEDGER_SERVE_SUPERVISOR"  # the pid of `ledger serve --workers N`, N > 1
+READ_ONLY_ENV = "LEDGER_SERVE_READ_ONLY"  # "1": no signing key (`ledger serve --read-only`)
 
 __all__ = [
     "ANCHOR_ENV",
+    "READ_ONLY_ENV",
     "RNG_ENV",
     "STORE_ENV",
     "SUPERVISOR_ENV",
@@ -70,6 +72,7 @@ def build() -> FastAPI:
         passphrase=passphrase(),
         anchor_seconds=anchor,
         anchor_events=anchor,
+        writable=os.environ.get(READ_ONLY_ENV) != "1",
     )
     node = ledger.node
     rng = SharedRngServer(Path(os.environ.get(RNG_ENV) or default_rng_dir()))

@@ -69,11 +69,13 @@ def events_after(app: LedgerApplication, after: int | None, limit: int) -> list[
     rows = tables.rows_after(_start(tables, after), limit)
     currencies = _Currencies(tables)
     first = 0 if after is None else after + 1
+    # One query for the page's leaf indexes (one a row cost the feed two thirds of its time).
+    leaf_of = tables.leaf_indexes(rows[0][0], rows[-1][0]) if rows else {}
     records = []
     for offset, row in enumerate(rows):
         record = event_record(first + offset, bytes(row[4]), None)
         record["currency"] = currencies.of(stream_of(row[1]), record["version"], record["payload"])
-        record["leaf_index"] = tables.leaf_index_of(row[0])  # None until checkpointed
+        record["leaf_index"] = leaf_of.get(row[0])  # None until checkpointed
         records.append(record)
     return records
 

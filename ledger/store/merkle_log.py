@@ -96,6 +96,10 @@ class MerkleLogTables:
             "WHERE leaf_index >= %s AND leaf_index < %s ORDER BY leaf_index"
         )
         self._leaf_of = sql("SELECT leaf_index FROM {leaves} WHERE notification_id = %s")
+        self._leaves_of = sql(
+            "SELECT notification_id, leaf_index FROM {leaves} "
+            "WHERE notification_id >= %s AND notification_id <= %s"
+        )
         self._node = sql("SELECT hash FROM {nodes} WHERE level = %s AND idx = %s")
         self._insert_leaf = sql(
             "INSERT INTO {leaves} (leaf_index, notification_id, leaf_hash) VALUES (%s, %s, %s)"
@@ -121,6 +125,10 @@ class MerkleLogTables:
             "ORDER BY {id} DESC LIMIT 1"
         )
         self._is_sqlite = recorder.dialect == "sqlite"
+
+    def stream_key(self, stream: str) -> object:
+        """The stream id column as this store holds it (SQLite: bare hex text)."""
+        return self._key(stream)
 
     def _key(self, stream: str) -> object:
         if self._is_sqlite:
@@ -248,6 +256,13 @@ class MerkleLogTables:
     def leaf_index_of(self, notification_id: int) -> int | None:
         row = self._one(self._leaf_of, (notification_id,), None)
         return int(row[0]) if row else None
+
+    def leaf_indexes(self, first_id: int, last_id: int) -> dict[int, int]:
+        """Notification id -> leaf index of the leaves naming ids in [first_id,
+        last_id]: one query for a page of events (the feed's)."""
+        with self.recorder.read() as cursor:
+            cursor.execute(self._leaves_of, (first_id, last_id))
+            return {int(row[0]): int(row[1]) for row in cursor.fetchall()}
 
     def node(self, level: int, index: int, cursor: Cursor | None = None) -> bytes | None:
         if level == 0:

@@ -1,0 +1,193 @@
+"""`ledger mirror --from URL`: a regulator's own verified copy of a node's log
+(docs/mirror.md)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ledger.audit.verify import Level
+from ledger.cli.args import int_range
+from ledger.crypto.keys import Keyring
+from ledger.errors import ConfigError, StoreUnavailableError
+from ledger.mirror.copy import BATCH, RECHECK, Mirror, Pass
+from ledger.mirror.source import Source
+from ledger.node import keys_dir
+from ledger.plugins.manager import get_plugin_manager
+from ledger.store.application import LedgerApplication
+from ledger.store.config import store_url
+
+TOKEN_ENV = "LEDGER_SOURCE_TOKEN"
+RECHECK_EVERY = 5.0  # seconds between re-reads of the history when following
+MIRROR_DIR = "mirror"  # inside the keys directory: the mirror's state and refusals
+
+
+def _token(args: argparse.Namespace) -> str:
+    if args.token_file is not None:
+        path = Path(args.token_file)
+        if not path.is_file():
+            raise ConfigError(f"--token-file {path}: no such file")
+        token = path.read_text().strip()
+    else:
+        token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise ConfigError(
+            f"the source's feed needs an auditor token: --token-file FILE or ${TOKEN_ENV}"
+        )
+    return token
+
+
+def _keyring(args: argparse.Namespace) -> Keyring:
+    """The source's public keyring, kept in the mirror's keys directory: given
+    once (--keyring FILE, from a channel the regulator trusts); a later
+    --keyring may add keys (a source's new key), never drop or change one."""
+    directory = keys_dir(args.keys)
+    held = Keyring.load(directory.keyring_path) if directory.keyring_path.exists() else None
+    if args.keyring is None:
+        if held is None:
+            raise ConfigError(
+                f"no keyring in {directory.path}: give the source's public keyring once "
+                "(--keyring FILE)"
+            )
+        return held
+    given = Keyring.load(Path(args.keyring))
+    if held is not None:
+        mine = {record.key_id: record.to_json() for record in held}
+        theirs = {record.key_id: record.to_json() for record in given}
+        changed = [k for k, record in mine.items() if theirs.get(k) != record]
+        if changed:
+            raise ConfigError(
+                f"--keyring {args.keyring} drops or changes key {changed[0][:16]} of the "
+                f"mirror's keyring in {directory.path}: a keyring may only gain keys"
+            )
+    directory.path.mkdir(parents=True, exist_ok=True)
+    given.save(directory.keyring_path)
+    return given
+
+
+def _line(done: Pass, level: Level) -> str:
+    lag = f", lag {done.lag_seconds:.2f} s" if done.lag_seconds is not None else ""
+    return (
+        f"mirror: +{done.events} events, holding {done.size} under the source's checkpoint "
+        f"of size {done.checkpoint} (verified at level {level.value}; "
+        f"{done.rechecked} events of history re-read and compared){lag}"
+    )
+
+
+def cmd_mirror(args: argparse.Namespace) -> int:
+    level = Level.parse(args.level)
+    source = Source(args.source, _token(args))
+    keyring = _keyring(args)
+    games = get_plugin_manager().games() if level is Level.SETTLEMENT else None
+    directory = keys_dir(args.keys).path / MIRROR_DIR
+    app = LedgerApplication(store_url(args.store), keyring=keyring, create=True)
+    try:
+        mirror = Mirror(
+            app,
+            keyring,
+            source,
+            directory,
+            level=level,
+            games=games,
+            batch=args.batch,
+            recheck=args.recheck,
+            recheck_every=RECHECK_EVERY if args.follow else 0.0,
+        )
+        if not args.follow:
+            print(_line(mirror.sync(), level))
+            return 0
+        print(f"following {source.base} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        # Ctrl-C ends the loop between two batches, never inside one: an interrupt
+        # raised mid-batch could leave a transaction open that closing then waits
+        # on (as `checkpoint --follow`). A second Ctrl-C interrupts as usual.
+        stopped = threading.Event()
+
+        def stop(*_: object) -> None:
+            stopped.set()
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+        previous = signal.signal(signal.SIGINT, stop)
+        try:
+            follow_source(mirror, level, args.poll, stopped)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        print(f"mirror: stopped, holding {mirror.size} events", file=sys.stderr)
+        return 130
+    finally:
+        app.close()
+
+
+def follow_source(mirror: Mirror, level: Level, poll: float, stopped: threading.Event) -> None:
+    """Pass after pass until `stopped`. A source that cannot be reached is tried
+    again (waiting longer each time, up to 30 s); a refusal ends the loop."""
+    mirror.stop = stopped.is_set
+    quiet_since = time.monotonic()
+    backoff = poll
+    while not stopped.is_set():
+        try:
+            done = mirror.sync()
+        except StoreUnavailableError as exc:
+            print(f"mirror: {exc}; trying again in {backoff:.1f} s", file=sys.stderr, flush=True)
+            stopped.wait(backoff)
+            backoff = min(30.0, max(backoff, 0.1) * 2)
+            continue
+        backoff = poll
+        if done.events or time.monotonic() - quiet_since >= 10:
+            print(_line(done, level), file=sys.stderr, flush=True)
+            quiet_since = time.monotonic()
+        if not done.events:
+            stopped.wait(poll)
+
+
+def add_mirror_command(commands: Any) -> None:
+    mirror = commands.add_parser(
+        "mirror",
+        help="copy a node's log into this store, verifying every event and checkpoint",
+        description=(
+            "Follow a ledger node's event feed and checkpoints (its HTTP API) into the "
+            "store given by --store, checking each batch with `verify` before writing it; "
+            "refuse a source whose log does not extend what the mirror holds."
+        ),
+    )
+    mirror.add_argument(
+        "--from", dest="source", required=True, help="the source node's URL (http://HOST:PORT)"
+    )
+    mirror.add_argument(
+        "--token-file", help=f"a file holding an auditor token of the source (or ${TOKEN_ENV})"
+    )
+    mirror.add_argument(
+        "--keyring", help="the source's public keyring (once; kept in the keys directory)"
+    )
+    mirror.add_argument(
+        "--level",
+        default=Level.SIGNATURES.value,
+        help="integrity, signatures (default) or settlement: what verify checks of each batch",
+    )
+    mirror.add_argument(
+        "--follow", action="store_true", help="keep following (progress lines on stderr)"
+    )
+    mirror.add_argument(
+        "--poll", type=float, default=1.0, help="seconds between looks when following (1)"
+    )
+    mirror.add_argument(
+        "--batch",
+        type=int_range(1, 1_000_000),
+        default=BATCH,
+        help=f"events verified and written in one transaction, at most ({BATCH})",
+    )
+    mirror.add_argument(
+        "--recheck",
+        type=int_range(0, 10**9),
+        default=RECHECK,
+        help=(
+            f"events of the history already copied re-read from the source and compared "
+            f"each pass ({RECHECK}; following, every {RECHECK_EVERY:.0f} s)"
+        ),
+    )
+    mirror.set_defaults(handler=cmd_mirror)

@@ -1,0 +1,1 @@
+"""`ledger mirror`: a regulator's verified copy of a node's log."""

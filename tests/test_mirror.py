@@ -1,0 +1,398 @@
+"""`ledger mirror` (issue 21, items 4 and 5): a regulator's copy of a node's
+log, verified as it arrives, that refuses a source rewriting its history."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import json
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify_state import VerifyState
+from ledger.cli.mirror import follow_source
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.keys import Role
+from ledger.errors import ConfigError, StoreUnavailableError, VerificationError
+from ledger.export.records import split_envelope
+from ledger.mirror.copy import REFUSED_FILE
+from ledger.node import Node, origin
+from ledger.store.application import LedgerApplication
+from ledger.store.merkle_log import stream_of
+from tests.attacker import Attacker
+from tests.conftest import PASSPHRASE
+from tests.http_support import Api, all_games
+from tests.mirror_support import ClientSource, mirror_url, opened_mirror, source_api, write_events
+
+
+@pytest.fixture
+def api(node: Node, tmp_path: Path) -> Api:
+    return source_api(node, tmp_path)
+
+
+@pytest.fixture
+def mirror_store(store_url: str, tmp_path: Path) -> Iterator[str]:
+    yield from mirror_url(store_url, tmp_path)
+
+
+def all_rows(app: LedgerApplication) -> list[tuple[object, ...]]:
+    rows, after = [], 0
+    while batch := app.tables.rows_after(after, 500):
+        rows += [tuple(r[1:]) for r in batch]
+        after = batch[-1][0]
+    return rows
+
+
+def test_one_shot_catch_up_copies_the_sealed_rows_and_the_roots(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    write_events(node)
+    source = ClientSource(api)
+    with opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as mirror:
+        done = mirror.sync()
+        assert done.events == node.app.tables.event_count()[0] > 0
+        assert mirror.sync().events == 0  # nothing new: nothing copied twice
+        copy = mirror.app
+        assert all_rows(copy) == all_rows(node.app)
+        report = verify_store(copy, node.keyring, level=Level.SETTLEMENT, workers=1)
+        theirs = verify_store(node.app, node.keyring, level=Level.SIGNATURES, workers=1)
+        assert report.root == theirs.root and report.checkpoint_root == theirs.checkpoint_root
+        write_events(node, accounts=2)
+        assert mirror.sync().events > 0
+        assert all_rows(copy) == all_rows(node.app)
+
+
+def test_an_event_edited_in_the_source_after_it_was_copied_is_refused(
+    node: Node, api: Api, mirror_store: str, store_url: str, tmp_path: Path
+) -> None:
+    write_events(node)
+    source = ClientSource(api)
+    with opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as mirror:
+        mirror.sync()
+        held = mirror.app.tables.event_count()[0]
+        row = node.app.tables.rows_after(0, 3)[2]
+        attacker = Attacker(store_url)
+        try:
+            altered = bytes(row[4]).replace(b'"amount":500', b'"amount":900')
+            assert altered != bytes(row[4])
+            attacker.set_state(stream_of(row[1]), row[2], altered)
+        finally:
+            attacker.close()
+        write_events(node, accounts=1)
+        with pytest.raises(VerificationError, match="history was rewritten"):
+            mirror.sync()
+        assert mirror.app.tables.event_count()[0] == held
+    assert "rewritten" in (tmp_path / "m" / "refused.jsonl").read_text()
+
+
+def forged_checkpoint(node: Node, size: int, root: bytes) -> str:
+    """A checkpoint the house signs with its own checkpoint key: validly signed,
+    so only its content can give it away."""
+    signer = node.keys.signer(Role.CHECKPOINT, PASSPHRASE)
+    return Checkpoint.sign(origin=origin(), size=size, root=root, signer=signer).to_note()
+
+
+def copied(node: Node, api: Api, mirror_store: str, tmp_path: Path) -> int:
+    """Mirror the source once; the size copied."""
+    write_events(node)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror:
+        return mirror.sync().size
+
+
+def refused(
+    node: Node,
+    api: Api,
+    mirror_store: str,
+    tmp_path: Path,
+    tamper: Callable[[int, str, Any], Any],
+    match: str,
+) -> None:
+    """After a clean copy and more events at the source, a pass whose answers go
+    through `tamper(held, path, answer)` is refused naming `match`, writes
+    nothing and is recorded."""
+    held = copied(node, api, mirror_store, tmp_path)
+    write_events(node, accounts=2)
+    source = ClientSource(api, lambda path, answer: tamper(held, path, answer))
+    with opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as m:
+        before = all_rows(m.app), m.app.tables.checkpoint_rows(), m.app.tables.tail()
+        with pytest.raises(VerificationError, match=match) as caught:
+            m.sync()
+        assert "\n" not in str(caught.value)
+        assert f"nothing written past log position {held - 1}" in str(caught.value)
+        assert (all_rows(m.app), m.app.tables.checkpoint_rows(), m.app.tables.tail()) == before
+    log = (tmp_path / "m" / REFUSED_FILE).read_text().splitlines()
+    assert json.loads(log[-1] if "refused" in log[-1] else log[0])
+    # The honest source is copied in full afterwards: the refusal cost nothing but time.
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as m:
+        assert m.sync().size == node.app.tables.event_count()[0]
+        assert all_rows(m.app) == all_rows(node.app)
+
+
+def new_events(held: int, path: str, answer: Any) -> list[dict[str, Any]]:
+    """The records of a feed page past what the mirror held (the ones it copies)."""
+    if path != "/events":
+        return []
+    return [record for record in answer["events"] if record["position"] >= held]
+
+
+def test_a_checkpoint_of_the_same_size_with_another_root_is_a_fork(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    held = copied(node, api, mirror_store, tmp_path)
+    forged = forged_checkpoint(node, held, b"\x07" * 32)
+    source = ClientSource(api, lambda path, a: {**a, "note": forged} if "checkpoint" in path else a)
+    with opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as mirror:
+        with pytest.raises(VerificationError, match="forked checkpoint"):
+            mirror.sync()
+        assert mirror.app.tables.event_count()[0] == held
+
+
+def test_a_new_checkpoint_that_does_not_extend_the_old_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def fork(held: int, path: str, answer: Any) -> Any:
+        if "checkpoint" not in path:
+            return answer
+        return {**answer, "note": forged_checkpoint(node, answer["size"], b"\x09" * 32)}
+
+    refused(node, api, mirror_store, tmp_path, fork, "Merkle root of the first")
+
+
+def test_an_older_checkpoint_than_the_mirror_holds_is_a_rollback(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    held = copied(node, api, mirror_store, tmp_path)
+    older = forged_checkpoint(node, held - 3, b"\x01" * 32)
+    source = ClientSource(api, lambda path, a: {**a, "note": older} if "checkpoint" in path else a)
+    with (
+        opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as mirror,
+        pytest.raises(VerificationError, match="rolled back"),
+    ):
+        mirror.sync()
+
+
+def test_a_feed_that_skips_an_event_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def skip(held: int, path: str, answer: Any) -> Any:
+        events = new_events(held, path, answer)
+        if len(events) > 2:
+            answer["events"].remove(events[1])
+        return answer
+
+    refused(node, api, mirror_store, tmp_path, skip, "skipped an event")
+
+
+def test_a_feed_that_skips_an_event_and_renumbers_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def hide(held: int, path: str, answer: Any) -> Any:
+        events = new_events(held, path, answer)
+        if len(events) > 2:
+            answer["events"].remove(events[1])
+            for record in events[2:]:
+                record["position"] -= 1
+        return answer
+
+    refused(node, api, mirror_store, tmp_path, hide, "Merkle root of the first")
+
+
+def test_a_feed_that_repeats_an_event_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def repeat(held: int, path: str, answer: Any) -> Any:
+        events = new_events(held, path, answer)
+        if len(events) > 2:
+            answer["events"].insert(answer["events"].index(events[1]), dict(events[0]))
+        return answer
+
+    refused(node, api, mirror_store, tmp_path, repeat, "repeated an event")
+
+
+def test_an_envelope_with_a_bad_signature_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def forge(held: int, path: str, answer: Any) -> Any:
+        events = new_events(held, path, answer)
+        if len(events) > 2:
+            raw = bytearray(base64.b64decode(events[1]["envelope"]))
+            payload = split_envelope(bytes(raw))[3]
+            at = len(raw) - len(payload) - 1  # the signature's last byte
+            raw[at] ^= 0x01
+            events[1]["envelope"] = base64.b64encode(bytes(raw)).decode()
+        return answer
+
+    refused(node, api, mirror_store, tmp_path, forge, "envelope signature is invalid")
+
+
+def test_a_feed_that_ends_before_its_checkpoint_is_refused(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    def cut(held: int, path: str, answer: Any) -> Any:
+        if path == "/events":  # nothing past the first new event, on any page
+            answer["events"] = [e for e in answer["events"] if e["position"] <= held]
+        return answer
+
+    refused(node, api, mirror_store, tmp_path, cut, "events are missing")
+
+
+def test_a_crash_between_the_commit_and_the_saved_state_copies_nothing_twice(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    write_events(node)
+    directory = tmp_path / "m"
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory) as mirror:
+        mirror.sync()
+        first = mirror.size
+    saved = {p.name: p.read_bytes() for p in (directory / "state").iterdir()}
+    write_events(node, accounts=2)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory) as mirror:
+        assert mirror.sync().events > 0
+    for name, data in saved.items():  # the state as the crash left it: one commit behind
+        (directory / "state" / name).write_bytes(data)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory) as mirror:
+        assert mirror.size == node.app.tables.event_count()[0] > first  # recovered from the store
+        assert mirror.sync().events == 0
+        assert all_rows(mirror.app) == all_rows(node.app)
+    shutil.rmtree(directory / "state")  # no state at all: the store verified in full
+    write_events(node, accounts=1)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory) as mirror:
+        assert mirror.sync().events > 0
+        assert all_rows(mirror.app) == all_rows(node.app)
+
+
+def test_a_row_changed_in_the_mirror_store_itself_is_named_as_the_mirrors(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    held = copied(node, api, mirror_store, tmp_path)
+    write_events(node, accounts=1)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror:
+        row = mirror.app.tables.rows_after(0, 5)[4]
+        attacker = Attacker(mirror_store)
+        try:
+            attacker.set_state(stream_of(row[1]), row[2], bytes(row[4])[:-1] + b" ")
+        finally:
+            attacker.close()
+        with pytest.raises(VerificationError, match="mirror store's own rows no longer verify"):
+            mirror.sync()
+        assert mirror.app.tables.event_count()[0] == held
+
+
+def test_an_event_removed_from_the_source_after_it_was_copied_is_refused(
+    node: Node, api: Api, mirror_store: str, store_url: str, tmp_path: Path
+) -> None:
+    held = copied(node, api, mirror_store, tmp_path)
+    assert held == 18
+    row = node.app.tables.rows_after(0, 6)[5]
+    attacker = Attacker(store_url)
+    try:
+        attacker.delete(stream_of(row[1]), row[2])
+    finally:
+        attacker.close()
+    with (
+        opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror,
+        pytest.raises(VerificationError, match="copied 18 events from it: events are missing"),
+    ):
+        mirror.sync()
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror:
+        assert mirror.size == held
+
+
+def test_a_catch_up_longer_than_a_batch_commits_batch_by_batch_and_resumes(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    write_events(node, accounts=4, deposits=3)
+    total = node.app.tables.event_count()[0]
+    with opened_mirror(
+        mirror_store, node.keyring, ClientSource(api), tmp_path / "m", batch=5
+    ) as mirror:
+        mirror.stop = lambda: True  # told to stop: it ends after its first batch
+        done = mirror.sync()
+        assert done.events == mirror.size == 5 and done.checkpoint == 0
+        # Five events, verified and written, not yet under a checkpoint: what
+        # `verify` says of a node's unanchored tail.
+        report = verify_store(mirror.app, node.keyring, level=Level.SIGNATURES, workers=1)
+        assert report.events == 5 and report.unanchored is not None
+    with opened_mirror(
+        mirror_store, node.keyring, ClientSource(api), tmp_path / "m", batch=5
+    ) as mirror:
+        done = mirror.sync()
+        assert done.events == total - 5 and done.checkpoint == total
+        assert all_rows(mirror.app) == all_rows(node.app)
+
+
+def test_at_level_settlement_the_money_is_re_derived_as_it_arrives(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    write_events(node)
+    games = all_games()
+    directory = tmp_path / "m"
+    source = ClientSource(api)
+    with opened_mirror(
+        mirror_store, node.keyring, source, directory, level=Level.SETTLEMENT, games=games
+    ) as mirror:
+        mirror.sync()
+    assert (directory / "state" / "rounds.bin").is_file()  # the settlement audit's state
+    write_events(node, accounts=1)
+    with opened_mirror(
+        mirror_store, node.keyring, source, directory, level=Level.SETTLEMENT, games=games
+    ) as mirror:
+        assert mirror.sync().events > 0
+        assert mirror.state is not None and mirror.state.settlement is not None
+    with pytest.raises(ConfigError, match="level settlement"):  # one level for its life
+        opened_mirror(mirror_store, node.keyring, source, directory).__enter__()
+
+
+def test_the_saved_state_is_made_again_once_small_passes_left_it_in_pieces(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    directory = tmp_path / "m"
+    chunks = []
+    for _ in range(4):
+        write_events(node, accounts=1, deposits=1)
+        with opened_mirror(
+            mirror_store, node.keyring, ClientSource(api), directory, compact_after=3
+        ) as mirror:
+            mirror.sync()
+            assert mirror.state is not None
+            chunks.append(len(mirror.state.chunks))
+    assert max(chunks) <= 3  # made again whenever it passed 3 (one run's own chunking)
+    assert any(b < a for a, b in itertools.pairwise(chunks)), chunks  # it was
+    assert chunks[-1] == len(VerifyState.load(directory / "state").chunks)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory) as mirror:
+        write_events(node, accounts=1)
+        assert mirror.sync().events > 0
+        assert all_rows(mirror.app) == all_rows(node.app)
+
+
+def test_a_follower_waits_out_a_source_it_cannot_reach(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_events(node)
+    down = {"calls": 2}
+
+    def flaky(path: str, answer: Any) -> Any:
+        if down["calls"]:
+            down["calls"] -= 1
+            raise StoreUnavailableError("cannot reach the source http://source.test: refused")
+        return answer
+
+    stopped = threading.Event()
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api, flaky), tmp_path / "m") as m:
+        follower = threading.Thread(target=follow_source, args=(m, Level.SIGNATURES, 0.01, stopped))
+        follower.start()
+        deadline = time.monotonic() + 60
+        while m.size < node.app.tables.event_count()[0] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stopped.set()
+        follower.join(timeout=60)
+        assert m.size == node.app.tables.event_count()[0]
+    said = capsys.readouterr().err
+    assert said.count("cannot reach the source") == 2 and "trying again" in said
