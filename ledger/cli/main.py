@@ -30,6 +30,7 @@ from ledger.cli.report import add_report_command
 from ledger.cli.seeds import add_seed_commands
 from ledger.cli.serve import add_serve_commands
 from ledger.cli.simulate import add_simulate_command
+from ledger.cli.tiles import add_tiles_command
 from ledger.errors import LedgerError
 
 INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C (docs/cli.md)
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_command(commands)
     add_serve_commands(commands)
     add_seed_commands(commands)
+    add_tiles_command(commands)
     _anywhere(parser, ("--store", "--keys"))
     return parser
 

@@ -47,6 +47,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     rng_dir = Path(args.rng_dir) if args.rng_dir else asgi.default_rng_dir()
     if rng_dir.exists() and not rng_dir.is_dir():
         raise ConfigError(f"--rng-dir {rng_dir} is not a directory (RNG seeds are kept there)")
+    if args.tiles is not None:
+        tiles = Path(args.tiles)
+        if not tiles.is_dir():
+            raise ConfigError(f"--tiles {tiles} is not a directory (write it with `ledger tiles`)")
+        os.environ[asgi.TILES_ENV] = str(tiles.resolve())
     check_listen(args.host, args.port)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made
     if not directory.has_node_keys():
@@ -187,6 +192,9 @@ def add_serve_commands(commands: Any) -> None:
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
     serve.add_argument("--unencrypted", action="store_true", help="the keys have no passphrase")
+    serve.add_argument(
+        "--tiles", metavar="DIR", help="serve this tiles directory read-only at /tlog/ (no token)"
+    )
     serve.set_defaults(handler=cmd_serve)
 
     openapi = commands.add_parser("openapi", help="print the HTTP API's OpenAPI document")

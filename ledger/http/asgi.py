@@ -25,12 +25,14 @@ from ledger.store.config import STORE_ENV
 RNG_ENV = "LEDGER_RNG_DIR"
 ANCHOR_ENV = "LEDGER_SERVE_ANCHOR"  # "0": this worker never checkpoints (several workers)
 SUPERVISOR_ENV = "LEDGER_SERVE_SUPERVISOR"  # the pid of `ledger serve --workers N`, N > 1
+TILES_ENV = "LEDGER_SERVE_TILES"  # a tiles directory to serve at /tlog/ (`serve --tiles`)
 
 __all__ = [
     "ANCHOR_ENV",
     "RNG_ENV",
     "STORE_ENV",
     "SUPERVISOR_ENV",
+    "TILES_ENV",
     "build",
     "default_rng_dir",
     "passphrase",
@@ -74,7 +76,8 @@ def build() -> FastAPI:
     node = ledger.node
     rng = SharedRngServer(Path(os.environ.get(RNG_ENV) or default_rng_dir()))
     service = Service(node.app, ledger.games, rng, TokenStore(node.keys.path))
-    app = create_app(service)
+    tiles = os.environ.get(TILES_ENV)
+    app = create_app(service, tiles=Path(tiles) if tiles else None)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

@@ -367,8 +367,15 @@ class Checkpointer:
             self._subtree(cursor, begin, begin + split), self._subtree(cursor, begin + split, end)
         )
 
-    def follow(self, poll_seconds: float = 0.5, stop: Callable[[], bool] = lambda: False) -> None:
-        """Keep the log checkpointed until `stop()` says otherwise."""
+    def follow(
+        self,
+        poll_seconds: float = 0.5,
+        stop: Callable[[], bool] = lambda: False,
+        then: Callable[[], None] = lambda: None,
+    ) -> None:
+        """Keep the log checkpointed until `stop()` says otherwise; `then` runs
+        after each turn (publishing the tiles, say)."""
         while not stop():
             self.catch_up(chase=False)
+            then()
             time.sleep(poll_seconds)
