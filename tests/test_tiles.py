@@ -3,7 +3,12 @@ Go's golang.org/x/mod/sumdb/tlog (tests/go/tlogcheck), which we did not write.""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -348,3 +353,52 @@ def test_stored_merkle_nodes_are_not_read(node: Node, tmp_path: Path, tlogcheck:
         p: (honest / p).read_bytes() for p in files(honest)
     }
     assert run_tlogcheck(tlogcheck, tiles, vkey_of(tiles, node.keyring)).returncode == 0
+
+
+def test_checkpoint_follow_keeps_the_tiles_current(node: Node, tmp_path: Path) -> None:
+    """`ledger checkpoint --follow --tiles DIR` publishes each new checkpoint."""
+    tiles = tmp_path / "tiles"
+    env = dict(os.environ, LEDGER_PASSPHRASE=PASSPHRASE.decode())
+    argv = ["--store", node.app.store_url, "--keys", str(node.keys.path)]
+    service = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ledger.cli.main",
+            *argv,
+            "checkpoint",
+            "--follow",
+            "--tiles",
+            str(tiles),
+        ],
+        env=env,
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def published() -> int:
+        try:
+            return Checkpoint.from_note((tiles / "checkpoint").read_text()).size
+        except (FileNotFoundError, VerificationError):
+            return -1
+
+    def wait_for(size: int) -> None:
+        deadline = time.monotonic() + 60
+        while published() != size:
+            assert service.poll() is None, service.communicate()[1]
+            assert time.monotonic() < deadline, f"tiles at {published()}, not {size}"
+            time.sleep(0.1)
+
+    try:
+        record(node, 30)
+        wait_for(30)
+        record(node, 270)
+        wait_for(300)
+    finally:
+        service.send_signal(signal.SIGINT)
+        _, err = service.communicate(timeout=60)
+    assert service.returncode == 130, err
+    assert check_tiles(tiles, node.keyring).size == 300
+    assert (tiles / "tile/0/000").is_file() and (tiles / "tile/entries/001.p/44").is_file()
