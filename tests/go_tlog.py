@@ -47,6 +47,11 @@ def build_tlogcheck(workdir: Path) -> Path:
     return binary
 
 
+def check_tlog_proof(binary: Path, proof: Path, vkey: str) -> subprocess.CompletedProcess[str]:
+    command = [str(binary), "-proof", str(proof), "-vkey", vkey]
+    return subprocess.run(command, capture_output=True, text=True, check=False, timeout=60)
+
+
 def run_tlogcheck(
     binary: Path, directory: Path, vkey: str, *, old: Path | None = None, sample: Sequence[int] = ()
 ) -> subprocess.CompletedProcess[str]:

@@ -27,13 +27,8 @@ from ledger.node import Node, origin
 from ledger.store.merkle_log import stream_of
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE
-from tests.go_tlog import build_tlogcheck, run_tlogcheck
+from tests.go_tlog import run_tlogcheck
 from tests.test_checkpoints import leaf_hashes, record
-
-
-@pytest.fixture(scope="session")
-def tlogcheck(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tlogcheck(tmp_path_factory.mktemp("tlogcheck"))
 
 
 def vkey_of(directory: Path, keyring: Keyring) -> str:

@@ -60,9 +60,9 @@ def cmd_tiles(args: argparse.Namespace) -> int:
             checked = check_tiles(directory, keyring, progress=advance)
         print(
             f"OK: {directory} holds the log {checked.origin!r} of {checked.size} entries under "
-            f"a checkpoint whose signature verifies: {checked.bundles} entry bundles, each "
-            f"entry hashing to its leaf, and {checked.tiles} tiles rebuilt from them byte for "
-            "byte, up to the signed root"
+            f"a checkpoint whose signature verifies: {_n(checked.bundles, 'entry bundle')}, "
+            f"each entry hashing to its leaf, and {_n(checked.tiles, 'tile')} rebuilt from them "
+            "byte for byte, up to the signed root"
         )
         return 0
     if args.keyring:

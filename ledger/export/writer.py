@@ -47,6 +47,7 @@ from ledger.export.records import (
     opening_currency,
     split_envelope,
 )
+from ledger.export.tlog_proofs import write_tlog_proof
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import MerkleLogTables, stream_of
@@ -256,6 +257,9 @@ def _export_into(
                         f"{checkpoint.size}): run `ledger checkpoint` first"
                     )
                 path = inclusion_proof(position, checkpoint.size, subtree)
+                if selection.kind == "round":
+                    entry = split_envelope(state)[1]
+                    write_tlog_proof(directory, position, entry, path, checkpoint.to_note())
                 first_covering.add(coverage.first_covering(position)[1] or checkpoint.size)
                 proofs.write(
                     _dumps(

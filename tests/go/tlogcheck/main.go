@@ -11,11 +11,18 @@
 //   - with -old, a consistency proof (tlog.ProveTree, tlog.CheckTree) from an
 //     older checkpoint of the same log to the directory's.
 //
+// With -proof FILE instead of -dir, it checks one C2SP tlog-proof file: its
+// checkpoint's signature, and its entry (the extra line) at its index under
+// that checkpoint's root (tlog.CheckRecord), with nothing else.
+//
 // x/mod names tiles tile/<H>/<L>/<N>; with height 8 that is the C2SP path
 // tile/<L>/<N> with "8/" added, so every path is turned into the other and
 // parsed back with tlog.ParseTilePath.
 //
 // Usage: tlogcheck -dir DIR -vkey NAME+HASH+KEY [-old FILE] [-sample 3,17,400]
+//
+//	tlogcheck -proof FILE -vkey NAME+HASH+KEY
+//
 // It prints one OK line per check and exits 1 at the first failure.
 package main
 
@@ -139,8 +146,71 @@ func fail(format string, args ...interface{}) {
 	os.Exit(1)
 }
 
+// checkProof checks a tlog-proof file with the note and tlog packages.
+func checkProof(path string, verifier note.Verifier) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	head, signed, found := strings.Cut(string(data), "\n\n")
+	if !found {
+		fail("%s: no empty line before the checkpoint", path)
+	}
+	lines := strings.Split(head, "\n")
+	if lines[0] != "c2sp.org/tlog-proof@v1" {
+		fail("%s: not a c2sp.org/tlog-proof@v1", path)
+	}
+	lines = lines[1:]
+	var entry []byte
+	if len(lines) > 0 && strings.HasPrefix(lines[0], "extra ") {
+		entry, err = base64.StdEncoding.DecodeString(strings.TrimPrefix(lines[0], "extra "))
+		if err != nil {
+			fail("%s: bad extra line", path)
+		}
+		lines = lines[1:]
+	}
+	if entry == nil {
+		fail("%s: no entry to check (no extra line)", path)
+	}
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "index ") {
+		fail("%s: no index line", path)
+	}
+	index, err := strconv.ParseInt(strings.TrimPrefix(lines[0], "index "), 10, 64)
+	if err != nil || index < 0 {
+		fail("%s: bad index", path)
+	}
+	var proof tlog.RecordProof
+	for _, line := range lines[1:] {
+		h, err := base64.StdEncoding.DecodeString(line)
+		if err != nil || len(h) != tlog.HashSize {
+			fail("%s: bad proof hash %q", path, line)
+		}
+		var hash tlog.Hash
+		copy(hash[:], h)
+		proof = append(proof, hash)
+	}
+	n, err := note.Open([]byte(signed), note.VerifierList(verifier))
+	if err != nil {
+		fail("%s: checkpoint: %v", path, err)
+	}
+	text := strings.Split(n.Text, "\n")
+	size, err := strconv.ParseInt(text[1], 10, 64)
+	if err != nil {
+		fail("%s: bad tree size", path)
+	}
+	root, err := tlog.ParseHash(text[2])
+	if err != nil {
+		fail("%s: bad root", path)
+	}
+	if err := tlog.CheckRecord(proof, size, root, index, tlog.RecordHash(entry)); err != nil {
+		fail("%s: inclusion of %d: %v", path, index, err)
+	}
+	fmt.Printf("OK entry %d is in the tree of size %d of %s\n", index, size, text[0])
+}
+
 func main() {
 	dir := flag.String("dir", "", "the tiles directory")
+	proofFile := flag.String("proof", "", "a tlog-proof file to check (instead of -dir)")
 	vkey := flag.String("vkey", "", "the log's note verifier key")
 	old := flag.String("old", "", "an older checkpoint file of the same log")
 	sample := flag.String("sample", "", "entry indexes to prove, comma-separated")
@@ -148,6 +218,10 @@ func main() {
 	verifier, err := note.NewVerifier(*vkey)
 	if err != nil {
 		fail("verifier key: %v", err)
+	}
+	if *proofFile != "" {
+		checkProof(*proofFile, verifier)
+		return
 	}
 	cp, err := openCheckpoint(filepath.Join(*dir, "checkpoint"), verifier)
 	if err != nil {
