@@ -3,11 +3,13 @@ Go's golang.org/x/mod/sumdb/tlog (tests/go/tlogcheck), which we did not write.""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -48,7 +50,7 @@ def files(directory: Path) -> dict[str, tuple[int, int]]:
     return {
         str(p.relative_to(directory)): (p.stat().st_ino, p.stat().st_mtime_ns)
         for p in directory.rglob("*")
-        if p.is_file()
+        if p.is_file() and p.name != ".lock"  # the writers' lock, not published
     }
 
 
@@ -297,7 +299,7 @@ def test_a_tampered_store_publishes_nothing(node: Node, tmp_path: Path, attack: 
         attacker.close()
     with pytest.raises(VerificationError, match="nothing was written"):
         write_tiles(node.app, node.keyring, tiles, origin=origin())
-    assert [p for p in tiles.rglob("*") if p.is_file()] == []  # not a tile, not a checkpoint
+    assert files(tiles) == {}  # not a tile, not a checkpoint
 
 
 LATER_ATTACKS = {
@@ -397,3 +399,26 @@ def test_checkpoint_follow_keeps_the_tiles_current(node: Node, tmp_path: Path) -
     assert service.returncode == 130, err
     assert check_tiles(tiles, node.keyring).size == 300
     assert (tiles / "tile/0/000").is_file() and (tiles / "tile/entries/001.p/44").is_file()
+
+
+def test_one_writer_at_a_time(node: Node, tmp_path: Path) -> None:
+    """A second writer of one directory (`tiles` beside `checkpoint --follow`)
+    waits for the first: they would share DIR/.pending."""
+    tiles = tmp_path / "tiles"
+    tiles.mkdir()
+    record(node, 30)
+    node.checkpointer().catch_up()
+    done = threading.Event()
+
+    def write() -> None:
+        write_tiles(node.app, node.keyring, tiles, origin=origin())
+        done.set()
+
+    with open(tiles / ".lock", "a+b") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        writer = threading.Thread(target=write)
+        writer.start()
+        assert not done.wait(0.5)  # blocked on the lock
+        fcntl.flock(held, fcntl.LOCK_UN)
+    writer.join(30)
+    assert done.is_set() and check_tiles(tiles, node.keyring).size == 30

@@ -22,8 +22,10 @@ checks; the checkpoint is replaced last, so a crash publishes nothing half.
 
 from __future__ import annotations
 
+import fcntl
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +49,7 @@ from ledger.store.merkle_log import StoredRowError, stream_of
 
 CHECKPOINT_FILE = "checkpoint"
 PENDING = ".pending"
+LOCK = ".lock"
 BATCH = 1000
 
 
@@ -231,6 +234,28 @@ def write_tiles(
     if directory.exists() and not directory.is_dir():
         raise ConfigError(f"cannot write tiles to {directory}: it is not a directory")
     directory.mkdir(parents=True, exist_ok=True)
+    with _locked(directory):
+        return _write_locked(app, keyring, directory, origin, progress)
+
+
+@contextmanager
+def _locked(directory: Path) -> Iterator[None]:
+    """One writer of a directory at a time (`tiles` beside `checkpoint --follow`)."""
+    with open(directory / LOCK, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _write_locked(
+    app: LedgerApplication,
+    keyring: Keyring,
+    directory: Path,
+    origin: str,
+    progress: Callable[[int], None] | None,
+) -> TilesWritten | None:
     target = newest_checkpoint(app, keyring)
     if target is None:
         return None
