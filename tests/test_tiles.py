@@ -3,6 +3,7 @@ Go's golang.org/x/mod/sumdb/tlog (tests/go/tlogcheck), which we did not write.""
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import os
 import shutil
@@ -11,17 +12,20 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.cli.main import main
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import assemble, header_bytes, open_envelope
-from ledger.crypto.keys import Keyring
+from ledger.crypto.keys import Keyring, PublicKeyRecord, Role
 from ledger.crypto.merkle import hash_leaf, root_of
 from ledger.crypto.note import verifier_key
-from ledger.crypto.tiles import TileError, TilePath, decode_bundle, encode_bundle
+from ledger.crypto.signing import InMemorySigner
+from ledger.crypto.tiles import TileError, TileFrontier, TilePath, decode_bundle, encode_bundle
 from ledger.errors import VerificationError
 from ledger.export.tiles import write_tiles
 from ledger.export.tiles_check import check_tiles
@@ -422,3 +426,58 @@ def test_one_writer_at_a_time(node: Node, tmp_path: Path) -> None:
         fcntl.flock(held, fcntl.LOCK_UN)
     writer.join(30)
     assert done.is_set() and check_tiles(tiles, node.keyring).size == 30
+
+
+def _synthetic_tiles(directory: Path, entries: list[bytes], signer: InMemorySigner) -> None:
+    """A tiles directory of `entries`, built with our tile code alone (no store):
+    to reach sizes whose full level-1 tiles a test store would take long to fill."""
+    frontier = TileFrontier()
+    for start in range(0, len(entries), 256):
+        bundle = entries[start : start + 256]
+        target = directory / str(TilePath(None, start // 256, len(bundle)))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(encode_bundle(bundle))
+        for entry in bundle:
+            for tile, hashes in frontier.append(hash_leaf(entry)):
+                (directory / str(tile)).parent.mkdir(parents=True, exist_ok=True)
+                (directory / str(tile)).write_bytes(b"".join(hashes))
+    for tile, hashes in frontier.partial():
+        (directory / str(tile)).parent.mkdir(parents=True, exist_ok=True)
+        (directory / str(tile)).write_bytes(b"".join(hashes))
+    checkpoint = Checkpoint.sign(
+        origin="casino.example/tiles", size=frontier.size, root=frontier.root(), signer=signer
+    )
+    (directory / "checkpoint").write_text(checkpoint.to_note())
+
+
+def test_a_tree_past_one_full_level_1_tile_reads_in_go(tmp_path: Path, tlogcheck: Path) -> None:
+    """70,000 entries: 273 full level-0 tiles, a full level-1 tile and a level-2
+    one, the spec's own example, read by x/mod with height 8."""
+    signer = InMemorySigner(Ed25519PrivateKey.generate(), Role.CHECKPOINT, "tiles-test")
+    keyring = Keyring(
+        [
+            PublicKeyRecord(
+                "tiles-test", Role.CHECKPOINT, signer.public_key, datetime(2020, 1, 1, tzinfo=UTC)
+            )
+        ]
+    )
+    entries = [f"entry {i}".encode() * (1 + i % 5) for i in range(70_000)]
+    old, new = tmp_path / "old", tmp_path / "new"
+    _synthetic_tiles(old, entries[:65_536], signer)
+    _synthetic_tiles(new, entries, signer)
+    assert (new / "tile/0/273.p/112").stat().st_size == 112 * 32
+    assert (new / "tile/1/000").stat().st_size == 8192
+    assert (new / "tile/1/001.p/17").is_file() and (new / "tile/2/000.p/1").is_file()
+    assert check_tiles(new, keyring).size == 70_000
+    assert (new / "checkpoint").read_text().split("\n")[2] == base64.b64encode(
+        root_of([hash_leaf(e) for e in entries])
+    ).decode()
+    vkey = verifier_key("tiles-test", signer.public_key)
+    done = run_tlogcheck(tlogcheck, new, vkey, old=old / "checkpoint",
+                         sample=[0, 65_535, 65_536, 69_999])  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "OK the tree of size 70000 extends the one of size 65536" in done.stdout
+    _flip(new / "tile/1/000")  # a full level-1 tile, which only level 2 vouches for
+    assert run_tlogcheck(tlogcheck, new, vkey, sample=[3]).returncode == 1
+    with pytest.raises(VerificationError, match="tile/1/000 is not the tile"):
+        check_tiles(new, keyring)
