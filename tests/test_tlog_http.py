@@ -3,8 +3,14 @@ as C2SP tlog-tiles asks (tiles immutable, the checkpoint not cached)."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -16,7 +22,9 @@ from ledger.http.app import Service, create_app
 from ledger.http.tokens import TokenStore
 from ledger.node import Node, origin
 from ledger.rng.server import RngServer
+from tests.conftest import PASSPHRASE
 from tests.http_support import all_games
+from tests.ports import free_port
 from tests.test_checkpoints import record
 
 
@@ -94,3 +102,45 @@ def test_serve_refuses_a_tiles_path_that_is_not_a_directory(
     missing = tmp_path / "nowhere"
     assert main(["serve", "--tiles", str(missing)]) == 2
     assert f"--tiles {missing} is not a directory" in capsys.readouterr().err
+
+
+def test_ledger_serve_tiles_serves_the_directory(tmp_path: Path) -> None:
+    """The real command: `ledger serve --tiles DIR` hands DIR to its worker."""
+    env = {
+        **os.environ,
+        "LEDGER_PASSPHRASE": PASSPHRASE.decode(),
+        "LEDGER_PROGRESS_INTERVAL": "off",
+    }
+    run = [sys.executable, "-m", "ledger.cli.main"]
+    for step in (
+        ["simulate", "--rounds", "2", "--players", "2", "--tables", "1"],
+        ["tiles", "tiles"],
+    ):
+        done = subprocess.run([*run, *step], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+    port = free_port()
+    with open(tmp_path / "serve.log", "w") as log:
+        server = subprocess.Popen(
+            [*run, "serve", "--port", str(port), "--tiles", "tiles"],
+            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                answer = httpx.get(f"{base}/tlog/checkpoint", timeout=2)
+                break
+            except httpx.TransportError:
+                assert server.poll() is None, (tmp_path / "serve.log").read_text()
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        assert answer.status_code == 200
+        assert answer.text == (tmp_path / "tiles" / "checkpoint").read_text()
+        size = int(answer.text.split("\n")[1])
+        tile = httpx.get(f"{base}/tlog/tile/0/000.p/{size}", timeout=5)
+        assert tile.content == (tmp_path / "tiles" / f"tile/0/000.p/{size}").read_bytes()
+        assert httpx.get(f"{base}/v1/games", timeout=5).status_code == 401  # the API still isn't
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
