@@ -117,15 +117,21 @@ class _Staging:
     def add(self, tile: TilePath, data: bytes) -> None:
         path = self.root / str(tile)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        with open(path, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())  # on disk before a checkpoint can name it
         self.paths.append(str(tile))
 
     def publish(self) -> None:
+        parents = set()
         for relative in self.paths:
             target = self.directory / relative
             target.parent.mkdir(parents=True, exist_ok=True)
             os.replace(self.root / relative, target)
-            _fsync_dir(target.parent)
+            parents.add(target.parent)
+        for parent in sorted(parents):  # the renames on disk, each directory once
+            _fsync_dir(parent)
         self.discard()
 
     def discard(self) -> None:
@@ -162,6 +168,7 @@ class _EventReader:
         self.tables = app.tables
         self.position = position
         self.after_id = self._id_before(position)
+        self._streams: dict[object, str] = {}  # stream column -> id, as many events share one
 
     def _id_before(self, position: int) -> int:
         """Where to start reading: the event of the stored leaf before `position`.
@@ -181,6 +188,12 @@ class _EventReader:
             )
         return found[0][1]
 
+    def _stream(self, column: object) -> str:
+        if len(self._streams) > 10_000:
+            self._streams.clear()
+        stream = self._streams[column] = stream_of(column)
+        return stream
+
     def batch(self, limit: int) -> list[tuple[int, bytes, bytes]]:
         """Up to `limit` events: (log position, entry, leaf hash)."""
         rows = self.tables.rows_after(self.after_id, limit)
@@ -195,7 +208,7 @@ class _EventReader:
         out = []
         for notification_id, originator_id, version, topic, state in rows:
             position = self.position
-            stream = stream_of(originator_id)
+            stream = self._streams.get(originator_id) or self._stream(originator_id)
             if not isinstance(state, bytes | bytearray | memoryview) or type(version) is not int:
                 raise VerificationError(
                     "the event is malformed: nothing was written", where=f"log position {position}"
