@@ -45,7 +45,7 @@ from ledger.crypto.tiles import (
 )
 from ledger.errors import ConfigError, VerificationError
 from ledger.store.application import LedgerApplication
-from ledger.store.merkle_log import StoredRowError, stream_of
+from ledger.store.merkle_log import StoredRowError, parse_checkpoint_row, stream_of
 
 CHECKPOINT_FILE = "checkpoint"
 PENDING = ".pending"
@@ -262,6 +262,25 @@ def _locked(directory: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _newest_stored(app: LedgerApplication, keyring: Keyring, at_least: int) -> Checkpoint | None:
+    """The stored checkpoint of the largest signed size whose signature verifies,
+    among the rows whose size column is at least `at_least` (an index range: a
+    follow turn checks the new checkpoints, not the thousands before); all rows
+    when none is there, to say what the store holds instead."""
+    newest = None
+    for row in app.tables.checkpoint_rows(at_least or None):
+        try:
+            checkpoint = parse_checkpoint_row(row)
+            checkpoint.verify(keyring)
+        except VerificationError:
+            continue  # a row that is not a valid checkpoint proves nothing
+        if newest is None or checkpoint.size > newest.size:
+            newest = checkpoint
+    if newest is None and at_least:
+        return newest_checkpoint(app, keyring)
+    return newest
+
+
 def _write_locked(
     app: LedgerApplication,
     keyring: Keyring,
@@ -269,7 +288,10 @@ def _write_locked(
     origin: str,
     progress: Callable[[int], None] | None,
 ) -> TilesWritten | None:
-    target = newest_checkpoint(app, keyring)
+    published = read_published(directory, keyring, origin)
+    frontier = TileFrontier() if published is None else published_frontier(directory, published)
+    previous = frontier.size
+    target = _newest_stored(app, keyring, previous)
     if target is None:
         return None
     if target.legacy:
@@ -282,9 +304,6 @@ def _write_locked(
             f"this node's origin is {origin!r} but the store's checkpoints are for "
             f"{target.origin!r} (set LEDGER_ORIGIN): nothing was written"
         )
-    published = read_published(directory, keyring, origin)
-    frontier = TileFrontier() if published is None else published_frontier(directory, published)
-    previous = frontier.size
     if target.size < previous:
         raise VerificationError(
             f"the directory publishes a checkpoint of size {previous} but the store's newest "
