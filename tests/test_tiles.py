@@ -31,6 +31,7 @@ from ledger.export.tiles import write_tiles
 from ledger.export.tiles_check import check_tiles
 from ledger.node import Node, origin
 from ledger.store.merkle_log import stream_of
+from tests import go_tlog
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE
 from tests.go_tlog import run_tlogcheck
@@ -481,3 +482,17 @@ def test_a_tree_past_one_full_level_1_tile_reads_in_go(tmp_path: Path, tlogcheck
     assert run_tlogcheck(tlogcheck, new, vkey, sample=[3]).returncode == 1
     with pytest.raises(VerificationError, match="tile/1/000 is not the tile"):
         check_tiles(new, keyring)
+
+
+def test_without_go_the_interop_test_fails_under_ci(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Go missing skips the interop tests on a developer's machine, and fails
+    them under CI=true (nothing may skip there)."""
+    monkeypatch.setattr(go_tlog.shutil, "which", lambda _: None)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="golang-golang-x-mod-dev"):
+        go_tlog.build_tlogcheck(tmp_path)
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception):
+        go_tlog.build_tlogcheck(tmp_path)
