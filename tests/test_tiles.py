@@ -496,3 +496,25 @@ def test_without_go_the_interop_test_fails_under_ci(
     monkeypatch.setenv("CI", "false")
     with pytest.raises(pytest.skip.Exception):
         go_tlog.build_tlogcheck(tmp_path)
+
+
+def test_a_store_cut_back_below_the_published_tiles_is_refused(node: Node, tmp_path: Path) -> None:
+    """The newest events deleted with their Merkle rows and checkpoints: the store
+    alone cannot tell, the published tiles can."""
+    tiles = tmp_path / "tiles"
+    record(node, 200)
+    node.checkpointer().catch_up()
+    record(node, 100)
+    publish(node, tiles)
+    before = files(tiles)
+    attacker = Attacker(node.app.store_url)
+    try:
+        attacker.delete_tail(200)  # the checkpoint of size 200 stays
+        with pytest.raises(VerificationError, match="the store is not the log these tiles are"):
+            write_tiles(node.app, node.keyring, tiles, origin=origin())
+        attacker.delete_tail(150)  # no checkpoint at all
+        with pytest.raises(VerificationError, match="the store is not the log these tiles are"):
+            write_tiles(node.app, node.keyring, tiles, origin=origin())
+    finally:
+        attacker.close()
+    assert files(tiles) == before

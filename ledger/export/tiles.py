@@ -293,6 +293,11 @@ def _write_locked(
     previous = frontier.size
     target = _newest_stored(app, keyring, previous)
     if target is None:
+        if published is not None:
+            raise VerificationError(
+                f"the directory publishes a checkpoint of size {previous} but no checkpoint of "
+                "the store verifies: the store is not the log these tiles are of"
+            )
         return None
     if target.legacy:
         raise ConfigError(
