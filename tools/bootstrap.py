@@ -11,13 +11,12 @@ core's optional C fast path built in place). It is redone only when a
 pyproject.toml, setup.py or that C source changed since the last time.
 
 The suite needs Debian's chromium (the report's browser test) and Go with
-golang.org/x/mod (`golang-go`, `golang-golang-x-mod-dev`: the tiles' interop
-test); `test` installs them with apt-get when missing. It needs a PostgreSQL
-server: by default a database `test` on 127.0.0.1:5432 that the user
-`postgres` reaches without a password (trust); LEDGER_TEST_PG_DSN and
-LEDGER_TEST_PG_URL point the tests elsewhere. When they are not set and a
-local Debian/Ubuntu cluster is installed but down, `test` starts it
-(pg_ctlcluster), as CI does.
+golang-golang-x-mod-dev (the witness interop test; `test` installs both with
+apt-get when missing) and a PostgreSQL server: by default a database `test` on
+127.0.0.1:5432 that the user `postgres` reaches without a password (trust);
+LEDGER_TEST_PG_DSN and LEDGER_TEST_PG_URL point the tests elsewhere. When
+they are not set and a local Debian/Ubuntu cluster is installed but down,
+`test` starts it (pg_ctlcluster), as CI does.
 """
 
 from __future__ import annotations
@@ -97,30 +96,32 @@ def pip_install(python: Path, packages: list[str]) -> None:
 def install_chromium() -> None:
     """The report's browser test opens the page in Debian's headless Chromium:
     installed with apt when it is missing and apt is there (as root, or sudo)."""
-    if not shutil.which("chromium"):
-        apt_install(["chromium"], "the report's browser test")
-
-
-GO_TLOG = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb/tlog")
-
-
-def install_go_tlog() -> None:
-    """The tiles' interop test builds a checker on Go's golang.org/x/mod/sumdb/tlog:
-    Debian's Go and its packaged x/mod, installed with apt when missing."""
-    if not shutil.which("go") or not GO_TLOG.is_dir():
-        apt_install(["golang-go", "golang-golang-x-mod-dev"], "the tiles' Go interop test")
-
-
-def apt_install(packages: list[str], why: str) -> None:
-    """Install Debian packages when apt is there (as root, or with sudo)."""
-    if not shutil.which("apt-get"):
+    if shutil.which("chromium") or not shutil.which("apt-get"):
         return
     sudo = [] if os.geteuid() == 0 else ["sudo"]
-    names = " ".join(packages)
-    print(f"bootstrap: installing {names} (apt-get) for {why}", file=sys.stderr)
+    print("bootstrap: installing chromium (apt-get) for the report's browser test", file=sys.stderr)
+    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        if subprocess.run([*sudo, *step], check=False).returncode != 0:
+            print("bootstrap: could not install chromium", file=sys.stderr)
+            return
+
+
+def install_go() -> None:
+    """The witness tests read our cosigned checkpoints with Go's
+    golang.org/x/mod/sumdb/note (Debian's golang-golang-x-mod-dev): installed
+    with apt when missing and apt is there (as root, or sudo)."""
+    have_mod = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb/note").is_dir()
+    if (shutil.which("go") and have_mod) or not shutil.which("apt-get"):
+        return
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    print(
+        "bootstrap: installing Go and golang.org/x/mod (apt-get) for the interop tests",
+        file=sys.stderr,
+    )
+    packages = ["golang-go", "golang-golang-x-mod-dev"]
     for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *packages]):
         if subprocess.run([*sudo, *step], check=False).returncode != 0:
-            print(f"bootstrap: could not install {names}", file=sys.stderr)
+            print("bootstrap: could not install Go", file=sys.stderr)
             return
 
 
@@ -176,7 +177,7 @@ def main(argv: list[str]) -> int:
         command = [str(VENV / "bin" / "ledger"), "simulate", *rest]
     elif job == "test":
         install_chromium()
-        install_go_tlog()
+        install_go()
         start_postgres()
         command = [str(python), "-m", "pytest", *rest]
     else:  # (JOBS above)

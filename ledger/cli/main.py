@@ -52,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_simulate_command(commands)
     add_audit_commands(commands)
     add_export_command(commands)
+    add_tiles_command(commands)
     add_projection_commands(commands, open_from_args)
     add_game_commands(commands)
     add_events_command(commands)
@@ -59,7 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_command(commands)
     add_serve_commands(commands)
     add_seed_commands(commands)
-    add_tiles_command(commands)
     _anywhere(parser, ("--store", "--keys"))
     return parser
 
