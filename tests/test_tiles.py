@@ -518,3 +518,18 @@ def test_a_store_cut_back_below_the_published_tiles_is_refused(node: Node, tmp_p
     finally:
         attacker.close()
     assert files(tiles) == before
+
+
+def test_a_tile_replaced_by_a_directory_is_a_failed_check(
+    node: Node, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whatever the directory holds, the checker and the writer say so in one line."""
+    tiles = tmp_path / "tiles"
+    record(node, 300)
+    publish(node, tiles)
+    (tiles / "tile/0/001.p/44").unlink()
+    (tiles / "tile/0/001.p/44").mkdir()
+    assert main(["--keys", str(node.keys.path), "tiles", str(tiles), "--check"]) == 1
+    assert "tile/0/001.p/44 cannot be read" in capsys.readouterr().err
+    with pytest.raises(VerificationError, match="cannot be read"):
+        write_tiles(node.app, node.keyring, tiles, origin=origin())

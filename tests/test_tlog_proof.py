@@ -217,3 +217,13 @@ def test_parse_is_strict() -> None:
     ):
         with pytest.raises(VerificationError):
             TlogProof.parse(text)
+
+
+def test_a_proof_replaced_by_a_directory_fails(
+    bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    last = _events(bundle)[-1]["position"]
+    (bundle / "tlog-proofs" / f"{last}.tlog-proof").unlink()
+    (bundle / "tlog-proofs" / f"{last}.tlog-proof").mkdir()
+    code, out = verify(bundle, capsys)
+    assert code == 1 and f"{last}.tlog-proof cannot be read" in out

@@ -73,6 +73,8 @@ def read_published(directory: Path, keyring: Keyring, origin: str | None) -> Che
         checkpoint.verify(keyring, origin=origin)
     except (UnicodeDecodeError, VerificationError) as exc:
         raise VerificationError(f"{path}: {exc}: nothing was written") from None
+    except OSError as exc:
+        raise VerificationError(f"{path} cannot be read ({exc.strerror})") from None
     return checkpoint
 
 
@@ -82,6 +84,8 @@ def read_hash_tile(directory: Path, tile: TilePath) -> list[bytes]:
         return split_hashes(path.read_bytes(), tile.width)
     except FileNotFoundError:
         raise TileError(f"{tile} is missing") from None
+    except OSError as exc:  # a directory in its place, no permission: the files are not ours alone
+        raise TileError(f"{tile} cannot be read ({exc.strerror})") from None
     except TileError as exc:
         raise TileError(f"{tile} {exc}") from None
 

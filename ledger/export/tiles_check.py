@@ -42,6 +42,8 @@ def _read(directory: Path, tile: TilePath) -> bytes:
         return (directory / str(tile)).read_bytes()
     except FileNotFoundError:
         raise VerificationError(f"{tile} is missing", where=str(directory)) from None
+    except OSError as exc:  # a directory in its place, no permission
+        raise VerificationError(f"{tile} cannot be read ({exc.strerror})") from None
 
 
 def check_tiles(

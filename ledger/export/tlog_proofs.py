@@ -41,6 +41,8 @@ def check_tlog_proofs(
     folder = directory / TLOG_PROOFS
     if not folder.exists():
         return None
+    if not folder.is_dir():
+        raise VerificationError(f"bundle {TLOG_PROOFS} is not a directory")
     names = {path.name for path in folder.iterdir()}
     extra = names - {proof_name(position) for position in entries}
     if extra:
@@ -56,6 +58,8 @@ def check_tlog_proofs(
             raise VerificationError(f"{label} is missing (log position {position})") from None
         except UnicodeDecodeError:
             raise VerificationError(f"{label}: not UTF-8 text") from None
+        except OSError as exc:  # a directory in its place, no permission
+            raise VerificationError(f"{label} cannot be read ({exc.strerror})") from None
         try:
             proof = TlogProof.parse(text)
             if proof.index != position:

@@ -47,7 +47,7 @@ class TlogFiles:
         relative, content_type, cache = found
         try:
             body = (self.directory / relative).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        except OSError:  # missing, a directory, unreadable: no such tile to serve
             await _send(send, scope, 404, b"no such tile\n", b"text/plain", b"no-store")
             return
         extra: list[tuple[bytes, bytes]] = []
