@@ -228,3 +228,12 @@ def test_a_proof_replaced_by_a_directory_fails(
     (bundle / "tlog-proofs" / f"{last}.tlog-proof").mkdir()
     code, out = verify(bundle, capsys)
     assert code == 1 and f"{last}.tlog-proof cannot be read" in out
+
+
+def test_export_says_it_wrote_them(
+    store: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = _round_of(store, tmp_path, capsys)
+    round_id = json.loads((bundle / "manifest.json").read_text())["selection"]["round"]
+    assert main([*store, "export", str(tmp_path / "again"), "--round", round_id]) == 0
+    assert "(and as a C2SP tlog-proof in tlog-proofs/)" in capsys.readouterr().out
