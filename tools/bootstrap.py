@@ -10,13 +10,16 @@ tools and every variant plugin under plugins/, installed editable (the
 core's optional C fast path built in place). It is redone only when a
 pyproject.toml, setup.py or that C source changed since the last time.
 
-The suite needs Debian's chromium (the report's browser test) and Go with
-golang-golang-x-mod-dev (the witness interop test; `test` installs both with
-apt-get when missing) and a PostgreSQL server: by default a database `test` on
+The suite needs a PostgreSQL server: by default a database `test` on
 127.0.0.1:5432 that the user `postgres` reaches without a password (trust);
 LEDGER_TEST_PG_DSN and LEDGER_TEST_PG_URL point the tests elsewhere. When
 they are not set and a local Debian/Ubuntu cluster is installed but down,
-`test` starts it (pg_ctlcluster), as CI does.
+`test` starts it (pg_ctlcluster), as CI does. It also needs three things
+from Debian, which `test` installs with apt-get when they are missing:
+chromium (the report's browser test), Go with golang-golang-x-mod-dev (the
+tiles' and witnesses' interop tests) and postgresql's server tools (the
+fault tests make clusters of their own on other loopback ports, and mount a
+small tmpfs, as root).
 """
 
 from __future__ import annotations
@@ -93,35 +96,33 @@ def pip_install(python: Path, packages: list[str]) -> None:
         raise SystemExit(f"bootstrap: pip install failed ({pip.returncode})")
 
 
-def install_chromium() -> None:
-    """The report's browser test opens the page in Debian's headless Chromium:
-    installed with apt when it is missing and apt is there (as root, or sudo)."""
-    if shutil.which("chromium") or not shutil.which("apt-get"):
-        return
-    sudo = [] if os.geteuid() == 0 else ["sudo"]
-    print("bootstrap: installing chromium (apt-get) for the report's browser test", file=sys.stderr)
-    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
-        if subprocess.run([*sudo, *step], check=False).returncode != 0:
-            print("bootstrap: could not install chromium", file=sys.stderr)
-            return
+def missing_system_packages() -> dict[str, str]:
+    """Debian packages the suite needs and this machine lacks, each with why."""
+    missing = {}
+    if not shutil.which("chromium"):
+        missing["chromium"] = "the report's browser test (headless Chromium)"
+    if not (shutil.which("go") and Path("/usr/share/gocode/src/golang.org/x/mod/sumdb").is_dir()):
+        why = "the interop tests (Go's golang.org/x/mod/sumdb/{note,tlog})"
+        missing["golang-go"] = missing["golang-golang-x-mod-dev"] = why
+    if not any(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
+        # The fault tests make clusters of their own (initdb, pg_ctl, pg_basebackup);
+        # the shared test server may be another machine.
+        missing["postgresql"] = "the fault tests' own clusters"
+    return missing
 
 
-def install_go() -> None:
-    """The witness tests read our cosigned checkpoints with Go's
-    golang.org/x/mod/sumdb/note (Debian's golang-golang-x-mod-dev): installed
-    with apt when missing and apt is there (as root, or sudo)."""
-    have_mod = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb/note").is_dir()
-    if (shutil.which("go") and have_mod) or not shutil.which("apt-get"):
+def install_system_packages() -> None:
+    """What the suite needs from Debian, installed with apt (as root, or sudo)
+    when it is missing and apt is there: one update, one install."""
+    missing = missing_system_packages()
+    if not missing or not shutil.which("apt-get"):
         return
     sudo = [] if os.geteuid() == 0 else ["sudo"]
-    print(
-        "bootstrap: installing Go and golang.org/x/mod (apt-get) for the interop tests",
-        file=sys.stderr,
-    )
-    packages = ["golang-go", "golang-golang-x-mod-dev"]
-    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *packages]):
+    for package, why in missing.items():
+        print(f"bootstrap: installing {package} (apt-get) for {why}", file=sys.stderr)
+    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
         if subprocess.run([*sudo, *step], check=False).returncode != 0:
-            print("bootstrap: could not install Go", file=sys.stderr)
+            print(f"bootstrap: could not install {' '.join(missing)}", file=sys.stderr)
             return
 
 
@@ -176,8 +177,7 @@ def main(argv: list[str]) -> int:
     if job == "simulate":
         command = [str(VENV / "bin" / "ledger"), "simulate", *rest]
     elif job == "test":
-        install_chromium()
-        install_go()
+        install_system_packages()
         start_postgres()
         command = [str(python), "-m", "pytest", *rest]
     else:  # (JOBS above)

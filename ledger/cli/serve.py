@@ -187,14 +187,14 @@ def add_serve_commands(commands: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int_range(1, 65535), default=8000)
     serve.add_argument("--workers", type=int_range(1, 64), default=1)
+    serve.add_argument(
+        "--tiles", metavar="DIR", help="serve this tiles directory read-only at /tlog/ (no token)"
+    )
     serve.add_argument("--rng-dir", help="where RNG seeds are kept (default: <keys>/../rng-seeds)")
     serve.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
     serve.add_argument("--unencrypted", action="store_true", help="the keys have no passphrase")
-    serve.add_argument(
-        "--tiles", metavar="DIR", help="serve this tiles directory read-only at /tlog/ (no token)"
-    )
     serve.set_defaults(handler=cmd_serve)
 
     openapi = commands.add_parser("openapi", help="print the HTTP API's OpenAPI document")

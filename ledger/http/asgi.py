@@ -23,9 +23,9 @@ from ledger.rng.server import default_rng_dir as rng_dir_beside
 from ledger.store.config import STORE_ENV
 
 RNG_ENV = "LEDGER_RNG_DIR"
+TILES_ENV = "LEDGER_SERVE_TILES"  # a tiles directory to serve at /tlog/ (`serve --tiles`)
 ANCHOR_ENV = "LEDGER_SERVE_ANCHOR"  # "0": this worker never checkpoints (several workers)
 SUPERVISOR_ENV = "LEDGER_SERVE_SUPERVISOR"  # the pid of `ledger serve --workers N`, N > 1
-TILES_ENV = "LEDGER_SERVE_TILES"  # a tiles directory to serve at /tlog/ (`serve --tiles`)
 
 __all__ = [
     "ANCHOR_ENV",
