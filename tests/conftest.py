@@ -103,3 +103,11 @@ def node(store_url: str, keys: KeyDirectory) -> Iterator[Node]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture(scope="session")
+def tlogcheck(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiles' and tlog-proofs' checker on Go's x/mod (tests/go_tlog.py)."""
+    from tests.go_tlog import build_tlogcheck
+
+    return build_tlogcheck(tmp_path_factory.mktemp("tlogcheck"))

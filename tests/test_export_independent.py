@@ -46,6 +46,7 @@ import hmac
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -1553,7 +1554,10 @@ def test_a_range_bundle_verifies_independently(exported: dict[str, Path]) -> Non
 def _edited(bundle: Path, target: Path, line: int, change: Any) -> Path:
     target.mkdir()
     for file in bundle.iterdir():
-        (target / file.name).write_bytes(file.read_bytes())
+        if file.is_dir():  # tlog-proofs/
+            shutil.copytree(file, target / file.name)
+        else:
+            (target / file.name).write_bytes(file.read_bytes())
     records = list(lines(target / "events.jsonl"))
     change(records[line])
     (target / "events.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))

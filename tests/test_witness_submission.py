@@ -18,6 +18,8 @@ from ledger.crypto.cosignature import Cosigner
 from ledger.crypto.keys import Role
 from ledger.crypto.merkle import hash_leaf
 from ledger.crypto.witness_policy import WitnessPolicy
+from ledger.errors import VerificationError
+from ledger.export.tiles import write_tiles
 from ledger.node import Node, origin
 from ledger.store.witnessing import (
     WITNESSES_ENV,
@@ -279,3 +281,41 @@ def test_a_stored_size_hint_cannot_silence_a_witness(node: Node, tmp_path: Path)
     )
     assert [o.result for o in submitter.submit(newest)] == ["cosigned"]
     assert witness.state.known(origin()).size == 5
+
+
+def test_the_published_tiles_checkpoint_carries_the_cosignatures(
+    node: Node, tmp_path: Path
+) -> None:
+    """`ledger tiles` publishes the checkpoint as witnesses cosigned it, also a
+    cosignature that came in after the tiles of its size were written; a
+    forged cosignature row goes out too but counts for no policy."""
+    witness = log_witness(node, tmp_path)
+    record(node, 20)
+    node.checkpointer(batch_size=8).catch_up()  # no witness configured yet
+    tiles = tmp_path / "tiles"
+    write_tiles(node.app, node.keyring, tiles, origin=origin())
+    first = Checkpoint.from_note((tiles / "checkpoint").read_text())
+    assert first.size == 20 and first.others == ()
+    # The witness cosigns the checkpoint of size 20 afterwards.
+    newest = node.app.tables.latest_checkpoint()
+    assert newest is not None
+    submitter = WitnessSubmitter(node.app.tables, [in_process(witness)], post=direct(witness))
+    submitter.submit(newest)
+    submitter.close(wait=10)
+    written = write_tiles(node.app, node.keyring, tiles, origin=origin())
+    assert written is not None and written.size == 20
+    published = Checkpoint.from_note((tiles / "checkpoint").read_text())
+    published.verify(node.keyring)
+    assert policy_for(witness, quorum=1).check(published).valid
+    # An attacker's row under another witness's name goes out but counts for nothing.
+    other = log_witness(node, tmp_path, name="witness.example/w2")
+    (stored,) = [str(row[2]) for row in CosignatureTable(node.app.tables).notes(20)]
+    renamed = stored.replace(f"\u2014 {witness.name} ", f"\u2014 {other.name} ")
+    assert renamed != stored
+    CosignatureTable(node.app.tables).add(20, other.name, renamed)
+    write_tiles(node.app, node.keyring, tiles, origin=origin())
+    published = Checkpoint.from_note((tiles / "checkpoint").read_text())
+    assert len(published.others) == 2
+    published.verify(node.keyring)
+    with pytest.raises(VerificationError, match="0 valid cosignatures"):
+        policy_for(other, quorum=1).check(published)

@@ -7,6 +7,7 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,14 @@ from ledger.cli.args import MAX_INT64, int_range, uuid_text
 from ledger.cli.common import open_from_args, output_file
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
+from ledger.cli.tiles import publish_tiles
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.signing import Signer
 from ledger.crypto.witness_policy import WitnessPolicy
 from ledger.errors import CannotCheckError, ConfigError, VerificationError
-from ledger.node import check_expected_origin, holds_private_key, keys_dir
+from ledger.node import Node, check_expected_origin, holds_private_key, keys_dir
 from ledger.plugins.manager import get_plugin_manager
 from ledger.store.application import LedgerApplication
 from ledger.store.checkpointer import Checkpointer
@@ -45,6 +47,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     node = open_from_args(args, writable=False)
     try:
         sign = not args.no_sign and holds_private_key(node.keys, node.keyring, Role.CHECKPOINT)
+        publish = _tiles_publisher(node, args.tiles)
         if args.follow and not sign:
             raise ConfigError("--follow signs checkpoints: it needs the checkpoint private key")
         events, _ = node.app.tables.event_count()
@@ -53,11 +56,12 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
             checkpointer = node.checkpointer()
             if args.follow:
                 print("following the log (Ctrl-C to stop)", file=sys.stderr)
-                interrupted = _follow_until_interrupted(checkpointer)
+                interrupted = _follow_until_interrupted(checkpointer, lambda: publish(True))
             with progress_bar("checkpointing") as (advance, _):
                 checkpointer.catch_up(progress=advance)
             if node.witnesses is not None:  # what the witnesses answer in time goes out too
                 node.witnesses.close(wait=TIMEOUT_SECONDS)
+        publish(False)
         newest = newest_checkpoint(node.app, node.keyring)
         if newest is not None:
             newest = CosignatureTable(node.app.tables).cosigned(newest)
@@ -90,7 +94,22 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     return done
 
 
-def _follow_until_interrupted(checkpointer: Checkpointer) -> bool:
+def _tiles_publisher(node: Node, given: str | None) -> Callable[[bool], None]:
+    """With --tiles DIR: a call brings the tiles up to the newest checkpoint
+    (quietly while following: a line per turn would drown the terminal)."""
+    if given is None:
+        return lambda quiet: None
+    directory = Path(given)
+    if directory.exists() and not directory.is_dir():
+        raise ConfigError(f"--tiles {directory} is not a directory")
+
+    def publish(quiet: bool) -> None:
+        publish_tiles(node, directory, quiet=quiet, out=sys.stderr)
+
+    return publish
+
+
+def _follow_until_interrupted(checkpointer: Checkpointer, then: Callable[[], None]) -> bool:
     """Follow the log until Ctrl-C (SIGINT), which ends the loop between two
     batches rather than inside one: an interrupt raised mid-batch could leave a
     transaction open that the last catch-up then waits on. A second Ctrl-C
@@ -98,7 +117,7 @@ def _follow_until_interrupted(checkpointer: Checkpointer) -> bool:
     stopped = threading.Event()
     previous = signal.signal(signal.SIGINT, lambda *_: stopped.set())
     try:
-        checkpointer.follow(stop=stopped.is_set)
+        checkpointer.follow(stop=stopped.is_set, then=then)
     finally:
         signal.signal(signal.SIGINT, previous)
     return stopped.is_set()
@@ -363,6 +382,11 @@ def add_audit_commands(commands: Any) -> None:
         "--follow",
         action="store_true",
         help="keep following the log: the service to run beside writing nodes",
+    )
+    checkpoint.add_argument(
+        "--tiles",
+        metavar="DIR",
+        help="also publish the log as C2SP tlog-tiles in DIR (kept current with --follow)",
     )
     checkpoint.add_argument(
         "--no-sign",

@@ -50,6 +50,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         ledger.close()
     proofs = (
         f", each with an inclusion proof against the checkpoint of size {summary.proofs_against}"
+        + (" (and as a C2SP tlog-proof in tlog-proofs/)" if selection.round_id else "")
         if summary.proofs_against is not None
         else ""
     )

@@ -31,6 +31,7 @@ from ledger.cli.report import add_report_command
 from ledger.cli.seeds import add_seed_commands
 from ledger.cli.serve import add_serve_commands
 from ledger.cli.simulate import add_simulate_command
+from ledger.cli.tiles import add_tiles_command
 from ledger.cli.witness import add_witness_commands
 from ledger.errors import LedgerError
 from ledger.store.outage import describe_outage, disk_full
@@ -58,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_projection_commands(commands, open_from_args)
     add_game_commands(commands)
     add_events_command(commands)
+    add_tiles_command(commands)
     add_recall_command(commands)
     add_report_command(commands)
     add_serve_commands(commands)

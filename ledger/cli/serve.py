@@ -47,6 +47,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     rng_dir = Path(args.rng_dir) if args.rng_dir else asgi.default_rng_dir()
     if rng_dir.exists() and not rng_dir.is_dir():
         raise ConfigError(f"--rng-dir {rng_dir} is not a directory (RNG seeds are kept there)")
+    if args.tiles is not None:
+        tiles = Path(args.tiles)
+        if not tiles.is_dir():
+            raise ConfigError(f"--tiles {tiles} is not a directory (write it with `ledger tiles`)")
+        os.environ[asgi.TILES_ENV] = str(tiles.resolve())
     check_listen(args.host, args.port)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made
     writable = not args.read_only
@@ -193,6 +198,9 @@ def add_serve_commands(commands: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int_range(1, 65535), default=8000)
     serve.add_argument("--workers", type=int_range(1, 64), default=1)
+    serve.add_argument(
+        "--tiles", metavar="DIR", help="serve this tiles directory read-only at /tlog/ (no token)"
+    )
     serve.add_argument("--rng-dir", help="where RNG seeds are kept (default: <keys>/../rng-seeds)")
     serve.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]

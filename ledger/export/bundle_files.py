@@ -13,3 +13,4 @@ GAMES: Final = "games.jsonl"
 PROOFS: Final = "proofs.jsonl"
 CONSISTENCY: Final = "consistency.jsonl"
 ROUND_OPENED: Final = "Round.Opened"
+TLOG_PROOFS: Final = "tlog-proofs"  # a round bundle: one C2SP tlog-proof per event

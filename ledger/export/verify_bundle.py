@@ -47,6 +47,7 @@ from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import CONSISTENCY, GAMES, MANIFEST, PROOFS
 from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle, parse_checkpoint
+from ledger.export.tlog_proofs import check_tlog_proofs
 from ledger.plugins.manager import Plugins, get_plugin_manager
 from ledger.plugins.registry import LoadedGame
 
@@ -236,6 +237,7 @@ def _verify_partial(
     proofs = bundle.proofs()
     last_position = first_position = -1
     used: set[int] = set()
+    entries: dict[int, bytes] = {}  # log position -> header, for the tlog-proofs
     count = 0
     for event in bundle.events():
         label = f"bundle {event.label}"
@@ -277,6 +279,7 @@ def _verify_partial(
                 raise VerificationError(problem, where=where(stream, version))
             _check_link(stream, version, envelope.prev_hash, heads.get(stream), bundle)
             verify_inclusion(event.position, size, envelope.entry_hash, path, checkpoint.root)
+            entries[event.position] = envelope.header
         except VerificationError as exc:
             raise VerificationError(f"{label}: {exc}") from None
         heads[stream] = (version, envelope.entry_hash)
@@ -296,6 +299,8 @@ def _verify_partial(
     if bundle.kind == "range":
         _check_range(bundle, first_position, last_position, count)
     report.events = count
+    origin = next(iter(checkpoints.values())).origin if checkpoints else None
+    tlog_proofs = check_tlog_proofs(bundle.directory, entries, keyring, origin=origin)
     sizes = ", ".join(str(s) for s in sorted(used)) or "none"
     judged = (
         "before the first checkpoint that covers it"
@@ -317,6 +322,8 @@ def _verify_partial(
         f"   {len(heads)} streams' chains unbroken inside the bundle"
         + (" from their first event" if bundle.kind == "round" else ""),
     ]
+    if tlog_proofs is not None:
+        report.lines.append(tlog_proofs)
     if bundle.kind == "range":
         report.lines.append(
             f"   every log position from {first_position} to {last_position} is here, none "

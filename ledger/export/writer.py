@@ -49,6 +49,7 @@ from ledger.export.records import (
     opening_currency,
     split_envelope,
 )
+from ledger.export.tlog_proofs import write_tlog_proof
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import (
@@ -243,6 +244,8 @@ def _export_into(
     # The first checkpoint covering each event, whose issue time its key is judged by.
     coverage = Coverage(checkpoint_times(valid))
     first_covering: set[int] = set()
+    # A round's tlog-proofs carry the checkpoint as witnesses cosigned it.
+    proof_note = CosignatureTable(tables).cosigned(checkpoint).to_note() if checkpoint else ""
     with (
         (directory / EVENTS).open("w", encoding="utf-8") as events,
         (directory / PROOFS).open("w", encoding="utf-8") if partial else nullcontext() as proofs,
@@ -264,6 +267,9 @@ def _export_into(
                         f"{checkpoint.size}): run `ledger checkpoint` first"
                     )
                 path = inclusion_proof(position, checkpoint.size, subtree)
+                if selection.kind == "round":
+                    entry = split_envelope(state)[1]
+                    write_tlog_proof(directory, position, entry, path, proof_note)
                 first_covering.add(coverage.first_covering(position)[1] or checkpoint.size)
                 proofs.write(
                     _dumps(

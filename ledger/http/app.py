@@ -29,6 +29,7 @@ from ledger.http.errors import install_error_handlers
 from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit
 from ledger.http.routes import ROUTERS
 from ledger.http.service import Service
+from ledger.http.tlog import TlogFiles
 from ledger.http.tokens import TokenStore
 from ledger.rng.server import RngServer
 from ledger.store.application import LedgerApplication
@@ -40,10 +41,17 @@ TITLE = "casino-ledger"
 API_VERSION = "1"
 
 
-def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = True) -> FastAPI:
+def create_app(
+    service: Service,
+    *,
+    max_body: int = MAX_BODY,
+    fast_bets: bool = True,
+    tiles: Path | None = None,
+) -> FastAPI:
     """The ASGI application over `service` (see `ledger serve`); `fast_bets` serves
     operators' bets through `ledger.http.bet_fast_path` (tests turn it off to
-    compare it with the route)."""
+    compare it with the route); `tiles`, a tiles directory served at /tlog/
+    (`ledger.http.tlog`), to anyone."""
     # /docs with Swagger UI's files from the fastapi-offline package: no CDN.
     api = FastAPIOffline(
         title=TITLE,
@@ -61,6 +69,8 @@ def create_app(service: Service, *, max_body: int = MAX_BODY, fast_bets: bool = 
         api.add_middleware(BetFastPath, casino=service.casino)
     api.add_middleware(BodyLimit, limit=max_body)
     api.add_middleware(Authenticate, tokens=service.tokens)
+    if tiles is not None:  # outside the token check: monitors read it with no token
+        api.add_middleware(TlogFiles, directory=tiles)
     return api
 
 

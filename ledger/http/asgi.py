@@ -23,6 +23,7 @@ from ledger.rng.server import default_rng_dir as rng_dir_beside
 from ledger.store.config import STORE_ENV
 
 RNG_ENV = "LEDGER_RNG_DIR"
+TILES_ENV = "LEDGER_SERVE_TILES"  # a tiles directory to serve at /tlog/ (`serve --tiles`)
 ANCHOR_ENV = "LEDGER_SERVE_ANCHOR"  # "0": this worker never checkpoints (several workers)
 SUPERVISOR_ENV = "LEDGER_SERVE_SUPERVISOR"  # the pid of `ledger serve --workers N`, N > 1
 READ_ONLY_ENV = "LEDGER_SERVE_READ_ONLY"  # "1": no signing key (`ledger serve --read-only`)
@@ -33,6 +34,7 @@ __all__ = [
     "RNG_ENV",
     "STORE_ENV",
     "SUPERVISOR_ENV",
+    "TILES_ENV",
     "build",
     "default_rng_dir",
     "passphrase",
@@ -77,7 +79,8 @@ def build() -> FastAPI:
     node = ledger.node
     rng = SharedRngServer(Path(os.environ.get(RNG_ENV) or default_rng_dir()))
     service = Service(node.app, ledger.games, rng, TokenStore(node.keys.path))
-    app = create_app(service)
+    tiles = os.environ.get(TILES_ENV)
+    app = create_app(service, tiles=Path(tiles) if tiles else None)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

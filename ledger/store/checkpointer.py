@@ -372,13 +372,20 @@ class Checkpointer:
             self._subtree(cursor, begin, begin + split), self._subtree(cursor, begin + split, end)
         )
 
-    def follow(self, poll_seconds: float = 0.5, stop: Callable[[], bool] = lambda: False) -> None:
+    def follow(
+        self,
+        poll_seconds: float = 0.5,
+        stop: Callable[[], bool] = lambda: False,
+        then: Callable[[], None] = lambda: None,
+    ) -> None:
         """Keep the log checkpointed until `stop()` says otherwise, through store
         outages (a restart, a failover): after one, the resume point is checked
-        again in full, on what the store holds now."""
+        again in full, on what the store holds now. `then` runs after each turn
+        (publishing the tiles, say)."""
 
         def step() -> bool:
             self.catch_up(chase=False)
+            then()
             return False
 
         follow_through_outages(step, stop, poll_seconds, "checkpointer", self._forget_verified)
