@@ -26,16 +26,30 @@ PASSPHRASE = b"correct horse battery staple"
 os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
 
 
-# The files that take longest, started first: the suite runs one file per
-# pytest-xdist worker at a time, and a long file started last would leave the
-# other workers idle while it finishes. The rest keep their order.
+# The files that take longest, longest first (their total --durations, one
+# run of the whole suite): each file runs on one pytest-xdist worker, and a
+# long file started last would leave the other worker idle while it finishes.
+# pyproject's `--no-loadscope-reorder` keeps this order (xdist would otherwise
+# hand out the files with the most tests first). The rest keep their order.
 SLOW_FIRST = (
-    "test_readme.py",  # one test: every doc block, one after the other
+    "test_readme.py",  # every doc block, one after the other, in one test
     "test_http_fuzz.py",
-    "test_http_contract.py",
     "test_serve_kill.py",
     "test_report.py",
+    "test_export_independent.py",
+    "test_cli_pipes.py",
+    "test_export.py",
+    "test_http_serve.py",
+    "test_projections.py",
+    "test_http_contract.py",
+    "test_cli_bad_input.py",
     "test_http_roles.py",
+    "test_canonical.py",
+    "test_http_tokens.py",
+    "test_casino_bad_input.py",
+    "test_anchor.py",
+    "test_verify_resume.py",
+    "test_money_properties.py",
 )
 
 
