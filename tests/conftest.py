@@ -16,6 +16,7 @@ import pytest
 
 from ledger.crypto.keystore import KeyDirectory
 from ledger.node import Node, open_node
+from tests.bytecode_cache import use_bytecode_cache
 
 PG_DSN = os.environ.get("LEDGER_TEST_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
 PG_URL = os.environ.get("LEDGER_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -24,6 +25,7 @@ PASSPHRASE = b"correct horse battery staple"
 # No progress lines on the captured stderr of a slow run (tests assert it is
 # empty); tests/test_cli_progress.py turns them on where it checks them.
 os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
+use_bytecode_cache()  # before xdist starts its workers: they and every subprocess inherit it
 
 
 # The files that take longest, longest first (their total --durations, one
