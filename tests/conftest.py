@@ -16,6 +16,7 @@ import pytest
 
 from ledger.crypto.keystore import KeyDirectory
 from ledger.node import Node, open_node
+from tests.bytecode_cache import use_bytecode_cache
 
 PG_DSN = os.environ.get("LEDGER_TEST_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
 PG_URL = os.environ.get("LEDGER_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -24,23 +25,38 @@ PASSPHRASE = b"correct horse battery staple"
 # No progress lines on the captured stderr of a slow run (tests assert it is
 # empty); tests/test_cli_progress.py turns them on where it checks them.
 os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
+use_bytecode_cache()  # before xdist starts its workers: they and every subprocess inherit it
 
 
-# The files that take longest, started first: the suite runs one file per
-# pytest-xdist worker at a time, and a long file started last would leave the
-# other workers idle while it finishes. The rest keep their order.
+# The files that take longest, longest first (their total --durations, one
+# run of the whole suite): each file runs on one pytest-xdist worker, and a
+# long file started last would leave the other worker idle while it finishes.
+# pyproject's `--no-loadscope-reorder` keeps this order (xdist would otherwise
+# hand out the files with the most tests first). The rest keep their order.
 SLOW_FIRST = (
-    "test_readme.py",  # one test: every doc block, one after the other
+    "test_readme.py",  # every doc block, one after the other, in one test
     "test_http_fuzz.py",
-    "test_http_contract.py",
     "test_serve_kill.py",
     "test_faults_failover.py",
     "test_faults_restarts.py",
     "test_faults_disk_full.py",
     "test_faults_killed_services.py",
     "test_report.py",
+    "test_export_independent.py",
+    "test_cli_pipes.py",
+    "test_export.py",
+    "test_http_serve.py",
+    "test_projections.py",
+    "test_http_contract.py",
+    "test_cli_bad_input.py",
     "test_http_roles.py",
     "test_mirror_cli.py",  # real servers and mirrors, killed and resumed
+    "test_canonical.py",
+    "test_http_tokens.py",
+    "test_casino_bad_input.py",
+    "test_anchor.py",
+    "test_verify_resume.py",
+    "test_money_properties.py",
 )
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests import local_http
 from tests.conftest import PASSPHRASE
 from tests.ports import free_port
 
@@ -138,7 +139,10 @@ def test_serve_workers_stop_when_their_parent_is_killed(
     deadline = time.monotonic() + 90
     while True:
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2).status_code == 200:
+            if (
+                local_http.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2).status_code
+                == 200
+            ):
                 break
         except httpx.TransportError:
             pass
@@ -154,7 +158,7 @@ def test_serve_workers_stop_when_their_parent_is_killed(
         assert time.monotonic() < deadline, f"workers still alive: {sorted(workers)}"
         time.sleep(0.2)
     with pytest.raises(httpx.TransportError):
-        httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2)
+        local_http.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2)
 
 
 def test_checkpoint_follow_interrupted_exits_130(workdir: Path) -> None:

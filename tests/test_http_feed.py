@@ -21,6 +21,7 @@ import pytest
 from ledger.audit.proofs import verify_inclusion_bundle
 from ledger.export.records import event_record
 from ledger.node import Node
+from tests import local_http
 from tests.http_support import Api, make_api
 from tests.test_http_serve import serving, token
 
@@ -106,7 +107,7 @@ def test_the_stream_is_the_pages_and_bad_positions_are_refused(api: Api) -> None
 
 def anchored(base: str, token: str) -> bool:
     """Whether the log's first event is under a checkpoint yet (it has a leaf index)."""
-    first = httpx.get(
+    first = local_http.get(
         f"{base}/v1/events", params={"limit": 1}, headers={"Authorization": f"Bearer {token}"}
     )
     assert first.status_code == 200, first.text
@@ -167,7 +168,7 @@ def test_a_consumer_killed_mid_stream_resumes_without_gap_or_duplicate(
                 thread.join()
         assert written[0] > 0
         # The last run: resume and drain to the end of the (now still) log.
-        size = httpx.get(
+        size = local_http.get(
             f"{base}/v1/events", params={"limit": 1}, headers={"Authorization": f"Bearer {auditor}"}
         )
         assert size.status_code == 200
@@ -175,7 +176,7 @@ def test_a_consumer_killed_mid_stream_resumes_without_gap_or_duplicate(
         deadline = time.monotonic() + 60
         expected = None
         while time.monotonic() < deadline:
-            log = httpx.get(
+            log = local_http.get(
                 f"{base}/v1/events/stream",
                 headers={"Authorization": f"Bearer {auditor}"},
                 timeout=60,

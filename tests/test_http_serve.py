@@ -21,6 +21,7 @@ import httpx
 from ledger.crypto.keys import Role
 from ledger.crypto.keystore import KeyDirectory
 from ledger.devices import DealerDevice
+from tests import local_http
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 from tests.ports import free_port
 
@@ -58,7 +59,7 @@ def serving(cwd: Path, *args: str, serve: tuple[str, ...] = ()) -> Iterator[tupl
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{base}/openapi.json", timeout=2).status_code == 200:
+                if local_http.get(f"{base}/openapi.json", timeout=2).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
@@ -87,7 +88,7 @@ def call(
     headers = {"Authorization": f"Bearer {text}"}
     if key is not None:
         headers["Idempotency-Key"] = key
-    return httpx.request(method, f"{base}{path}", json=body, headers=headers, timeout=60)
+    return local_http.request(method, f"{base}{path}", json=body, headers=headers, timeout=60)
 
 
 def test_ledger_serve_on_the_default_sqlite_store_in_one_command(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from ledger.node import open_node
+from tests import local_http
 from tests.casino_support import notifications
 from tests.conftest import PASSPHRASE
 from tests.ports import free_port
@@ -50,7 +51,7 @@ class Server:
         deadline = time.monotonic() + 90
         while True:
             try:
-                if httpx.get(f"{self.base}/openapi.json", timeout=2).status_code == 200:
+                if local_http.get(f"{self.base}/openapi.json", timeout=2).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
