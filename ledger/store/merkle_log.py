@@ -6,7 +6,7 @@ verifier never trusts it, only recomputes it and compares.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from typing import Any
 from uuid import UUID
@@ -308,8 +308,14 @@ class MerkleLogTables:
         checkpoints = self.checkpoints()
         return checkpoints[-1] if checkpoints else None
 
-    def subtree_reader(self) -> SubtreeReader:
-        return SubtreeReader(self)
+    def subtree_reader(self, cursor: Cursor | None = None) -> SubtreeReader:
+        """Subtree hashes read through `cursor` (one read transaction for many
+        proofs: a proof per checkpoint is thousands of lookups), else each its own."""
+        return SubtreeReader(self, cursor)
+
+    def reading(self) -> AbstractContextManager[Cursor]:
+        """One read transaction, for many lookups through the same cursor."""
+        return self.recorder.read()
 
 
 class SubtreeReader:
@@ -320,8 +326,9 @@ class SubtreeReader:
     needs O(log n) lookups, never the whole log.
     """
 
-    def __init__(self, tables: MerkleLogTables) -> None:
+    def __init__(self, tables: MerkleLogTables, cursor: Cursor | None = None) -> None:
         self._tables = tables
+        self._cursor = cursor
         self._cached = lru_cache(maxsize=4096)(self._compute)
 
     def __call__(self, begin: int, end: int) -> bytes:
@@ -331,7 +338,7 @@ class SubtreeReader:
         size = end - begin
         if size & (size - 1) == 0 and begin % size == 0:
             level = size.bit_length() - 1
-            found = self._tables.node(level, begin >> level)
+            found = self._tables.node(level, begin >> level, self._cursor)
             if found is None:
                 raise StoredRowError(f"no stored Merkle node for leaves [{begin}, {end})")
             return found
