@@ -5,10 +5,11 @@ verifier never trusts it, only recomputes it and compares.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 from uuid import UUID
 
 from ledger.crypto.checkpoint import Checkpoint
@@ -46,11 +47,20 @@ def parse_checkpoint_row(row: CheckpointRow) -> Checkpoint:
     return checkpoint
 
 
+_HEX_ID: Final = re.compile("[0-9a-fA-F]{32}")
+
+
 def stream_of(originator_id: object) -> str:
     """The stream id as the envelope signs it (UUIDs hyphenated on every store)."""
     if isinstance(originator_id, UUID):
         return str(originator_id)
     text = str(originator_id)
+    if len(text) == 32 and _HEX_ID.fullmatch(text):
+        # What str(UUID(hex=text)) gives for 32 hex digits, without building one
+        # (a verify reads a stream id per stream per chunk); any other text of 32
+        # characters UUID() may still take ("0x" and "_" are int syntax) below.
+        low = text.lower()
+        return f"{low[:8]}-{low[8:12]}-{low[12:16]}-{low[16:20]}-{low[20:]}"
     if len(text) == 32:
         try:
             return str(UUID(hex=text))
