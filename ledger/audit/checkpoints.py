@@ -164,23 +164,25 @@ def check_proofs(
     """Consecutive checkpoints, and the kept one with the newest, must be consistent
     by the proofs the store serves: the roots were already recomputed from the
     events, so this checks the stored tree an auditor's proofs come from."""
-    subtree = tables.subtree_reader()
-    pairs = [(a, b) for a, b in itertools.pairwise(checkpoints) if a.size > 0]
-    if trusted is not None and checkpoints and trusted.size > 0:
-        pairs.append((trusted, checkpoints[-1]))
-    for older, newer in pairs:
-        try:
-            proof = consistency_proof(older.size, newer.size, subtree)
-            verify_consistency(older.size, newer.size, proof, older.root, newer.root)
-        except (VerificationError, LookupError, ValueError) as exc:
-            kept = "kept " if older is trusted else ""
-            problem = VerificationError(
-                f"no valid consistency proof from it to the checkpoint of size {newer.size}: {exc}",
-                where=f"{kept}{_label(older)}",
-            )
-            if problems is None:
-                raise problem from exc
-            problems.append(problem)
+    with tables.reading() as cursor:  # one transaction: a proof per checkpoint pair
+        subtree = tables.subtree_reader(cursor)
+        pairs = [(a, b) for a, b in itertools.pairwise(checkpoints) if a.size > 0]
+        if trusted is not None and checkpoints and trusted.size > 0:
+            pairs.append((trusted, checkpoints[-1]))
+        for older, newer in pairs:
+            try:
+                proof = consistency_proof(older.size, newer.size, subtree)
+                verify_consistency(older.size, newer.size, proof, older.root, newer.root)
+            except (VerificationError, LookupError, ValueError) as exc:
+                kept = "kept " if older is trusted else ""
+                problem = VerificationError(
+                    "no valid consistency proof from it to the checkpoint of size "
+                    f"{newer.size}: {exc}",
+                    where=f"{kept}{_label(older)}",
+                )
+                if problems is None:
+                    raise problem from exc
+                problems.append(problem)
 
 
 def unanchored_note(events: int, newest: Checkpoint | None, now: datetime) -> str | None:

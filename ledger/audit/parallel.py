@@ -7,12 +7,20 @@ process claims a chunk only with one of a fixed number of tokens, each given
 back when its chunk's result has been taken: workers faster than the caller
 (the settlement pass) wait instead of piling up results, so memory stays
 flat however long the log.
+
+Workers are forked where that is safe (Linux, and this process running one
+thread: no lock another thread holds is copied), so a worker is ready in
+milliseconds with the modules this process has imported; elsewhere they are
+spawned, a fresh interpreter importing the store layer, which takes a large
+part of a second (under load, more) before its first chunk.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import queue
+import sys
+import threading
 import traceback
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
@@ -65,6 +73,13 @@ def _worker_main(
         results.put((-1, traceback.format_exc(limit=5)))
 
 
+def start_method() -> str:
+    """How workers start: "fork" where it is safe, else "spawn" (see the module doc)."""
+    if sys.platform.startswith("linux") and threading.active_count() == 1:
+        return "fork"
+    return "spawn"
+
+
 def run_chunks(
     specs: Sequence[ChunkSpec],
     run_here: Callable[[ChunkSpec], ChunkResult],
@@ -80,7 +95,11 @@ def run_chunks(
         for spec in specs:
             yield run_here(spec)
         return
-    context = multiprocessing.get_context("spawn")
+    context = (
+        multiprocessing.get_context("fork")
+        if start_method() == "fork"
+        else multiprocessing.get_context("spawn")
+    )
     counter: Synchronized[int] = context.Value("q", 0)
     tokens = context.Semaphore(AHEAD_PER_PROCESS * processes)  # chunks claimed, not yet taken
     results = context.Queue()

@@ -17,8 +17,10 @@ differs cannot be narrowed to one event.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +32,13 @@ from ledger.audit.log_events import Event, ledger_transcoder
 from ledger.audit.log_source import chunk_spec
 from ledger.audit.parallel import WorkerPlan
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.envelope import SignerCheck, open_envelope
+from ledger.crypto.envelope import (
+    ENVELOPE_PREFIX,
+    MAGIC,
+    SIGNED_AT_OFFSET,
+    SignerCheck,
+    open_envelope,
+)
 from ledger.crypto.keys import Keyring
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID
 from ledger.domain.key_registry import KEY_REGISTRY_ID
@@ -45,6 +53,7 @@ from ledger.export.reader import (
     opens_round,
     round_profile,
 )
+from ledger.export.records import stream_type_version
 from ledger.store.merkle_log import CheckpointRow
 from ledger.store.recorders import Row
 
@@ -204,7 +213,22 @@ class BundleLog:
         return self._events(progress)
 
     def chunk_events(self, spec: ChunkSpec, verified: ChunkResult) -> Iterator[Event]:
-        return self.events_of_chunk(spec)  # (the auditor's own file: nobody writes to it)
+        if verified.digest is None:
+            return self.events_of_chunk(spec)
+        # The digest proves these are the lines the chunk verified (or says
+        # they changed since), so their envelopes are not opened again.
+        with self.path.open("rb") as handle:
+            handle.seek(spec.offset)
+            lines = [handle.readline() for _ in range(spec.first_leaf, spec.last_id)]
+        digest = hashlib.sha256()
+        deque(map(digest.update, lines), maxlen=0)
+        if digest.hexdigest() != verified.digest:
+            raise VerificationError(
+                f"bundle {EVENTS} lines {spec.first_leaf + 1} to {spec.last_id} changed while "
+                "they were being verified: someone is writing to the bundle"
+            )
+        found = {problem.position for problem in verified.problems}
+        return self._verified(enumerate(lines, spec.first_leaf), found)
 
     def events_of_chunk(self, spec: ChunkSpec) -> Iterator[Event]:
         with self.path.open("rb") as handle:
@@ -223,6 +247,41 @@ class BundleLog:
                 yield event
                 if progress and event[0] % 1000 == 999:
                     progress(1000)
+
+    def _verified(self, lines: Iterable[tuple[int, bytes]], found: set[int]) -> Iterator[Event]:
+        """The events of lines a chunk has just verified, byte for byte these
+        lines, read as `log_events.verified_events` reads a store's verified
+        rows: the envelope not opened again, its stream, type and version read
+        off the canonical header (`stream_type_version`), the payload after
+        the signature, the signing time's digits at their fixed offset. A line
+        the chunk made a finding of or read no further than (every line from
+        its first finding on), one not as the ledger writes it, and a release
+        0.1 envelope are read as `_decoded` reads them."""
+        cut = min(found, default=None)
+        rewritten = self._rewritten
+        for position, raw in lines:
+            event = None
+            if (cut is None or position < cut) and position not in rewritten:
+                event = self._verified_line(position, raw)
+            if event is None:
+                yield from self._decoded([(position, raw)])
+            else:
+                yield event
+
+    def _verified_line(self, position: int, raw: bytes) -> Event | None:
+        prefix, at = ENVELOPE_PREFIX.size, ENVELOPE_PREFIX.size + SIGNED_AT_OFFSET
+        try:
+            start = raw.index(_ENVELOPE_KEY) + len(_ENVELOPE_KEY)
+            state = base64.b64decode(raw[start : raw.index(b'"', start)])
+            if state[:4] != MAGIC:
+                return None
+            header_end = prefix + int.from_bytes(state[4:prefix], "big")
+            stream, version, topic = stream_type_version(state[prefix:header_end].decode())
+            payload = self.transcoder.decode(state[header_end + 64 :])
+            signed_at = int(state[at : state.index(b",", at)])
+        except (TypeError, ValueError, AttributeError):
+            return None  # `_decoded` reads it, or passes over it as it always did
+        return position, stream, version, topic, payload, signed_at
 
     def _decoded(self, lines: Iterable[tuple[int, bytes]]) -> Iterator[Event]:
         decode, b64decode, rewritten = self.transcoder.decode, base64.b64decode, self._rewritten
@@ -271,10 +330,13 @@ def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> Chun
     rows: list[Row] = []
     facts = ChunkFacts()
     problem = None
+    digest = hashlib.sha256() if spec.digest else None
     with path.open("rb") as handle:
         handle.seek(spec.offset)
         for position in range(spec.first_leaf, spec.last_id):
             raw = handle.readline()
+            if digest is not None:
+                digest.update(raw)
             if problem is not None:  # what follows a bad line cannot be told apart:
                 rows.append(_unread(position, raw))  # its place kept in the tree only
                 continue
@@ -297,6 +359,9 @@ def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> Chun
         result.problems = [p for p in result.problems if p.position < problem.position]
         result.problems.append(problem)
     result.facts = facts
+    result.rows = len(rows)
+    if digest is not None:
+        result.digest = digest.hexdigest()
     return result
 
 

@@ -139,7 +139,7 @@ def _payload_text(payload: bytes) -> str:
 _TAIL = re.compile(r',"stream":"([^"\\]*)","type":"([^"\\]*)","version":(\d+)\}$')
 
 
-def _stream_type_version(header: str) -> tuple[str, int, str]:
+def stream_type_version(header: str) -> tuple[str, int, str]:
     """A header's stream, version and type: read from its canonical tail when
     they need no escaping (the usual case), else parsed as JSON."""
     match = _TAIL.search(header)
@@ -157,7 +157,7 @@ def event_line(position: int, state: bytes, currency: str | None) -> str:
     try:
         _, header, _, payload = split_envelope(state)
         header_text = header.decode()
-        stream, version, topic = _stream_type_version(header_text)
+        stream, version, topic = stream_type_version(header_text)
         payload_text = _payload_text(payload)
     except (ValueError, UnicodeDecodeError) as exc:
         raise VerificationError(

@@ -5,10 +5,11 @@ verifier never trusts it, only recomputes it and compares.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 from uuid import UUID
 
 from ledger.crypto.checkpoint import Checkpoint
@@ -46,11 +47,20 @@ def parse_checkpoint_row(row: CheckpointRow) -> Checkpoint:
     return checkpoint
 
 
+_HEX_ID: Final = re.compile("[0-9a-fA-F]{32}")
+
+
 def stream_of(originator_id: object) -> str:
     """The stream id as the envelope signs it (UUIDs hyphenated on every store)."""
     if isinstance(originator_id, UUID):
         return str(originator_id)
     text = str(originator_id)
+    if len(text) == 32 and _HEX_ID.fullmatch(text):
+        # What str(UUID(hex=text)) gives for 32 hex digits, without building one
+        # (a verify reads a stream id per stream per chunk); any other text of 32
+        # characters UUID() may still take ("0x" and "_" are int syntax) below.
+        low = text.lower()
+        return f"{low[:8]}-{low[8:12]}-{low[12:16]}-{low[16:20]}-{low[20:]}"
     if len(text) == 32:
         try:
             return str(UUID(hex=text))
@@ -323,8 +333,14 @@ class MerkleLogTables:
         checkpoints = self.checkpoints()
         return checkpoints[-1] if checkpoints else None
 
-    def subtree_reader(self) -> SubtreeReader:
-        return SubtreeReader(self)
+    def subtree_reader(self, cursor: Cursor | None = None) -> SubtreeReader:
+        """Subtree hashes read through `cursor` (one read transaction for many
+        proofs: a proof per checkpoint is thousands of lookups), else each its own."""
+        return SubtreeReader(self, cursor)
+
+    def reading(self) -> AbstractContextManager[Cursor]:
+        """One read transaction, for many lookups through the same cursor."""
+        return self.recorder.read()
 
 
 class SubtreeReader:
@@ -335,8 +351,9 @@ class SubtreeReader:
     needs O(log n) lookups, never the whole log.
     """
 
-    def __init__(self, tables: MerkleLogTables) -> None:
+    def __init__(self, tables: MerkleLogTables, cursor: Cursor | None = None) -> None:
         self._tables = tables
+        self._cursor = cursor
         self._cached = lru_cache(maxsize=4096)(self._compute)
 
     def __call__(self, begin: int, end: int) -> bytes:
@@ -346,7 +363,7 @@ class SubtreeReader:
         size = end - begin
         if size & (size - 1) == 0 and begin % size == 0:
             level = size.bit_length() - 1
-            found = self._tables.node(level, begin >> level)
+            found = self._tables.node(level, begin >> level, self._cursor)
             if found is None:
                 raise StoredRowError(f"no stored Merkle node for leaves [{begin}, {end})")
             return found

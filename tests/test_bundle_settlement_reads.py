@@ -1,0 +1,92 @@
+"""How the settlement pass reads a bundle chunk its workers verified: the
+lines read again, proven by their digest to be the bytes the chunk verified,
+then read without opening every envelope again: the same events as opening
+each. Lines changed between the two reads are a finding, and are then read
+as they are (`tests/test_settlement_reads.py` holds a store to the same)."""
+
+from __future__ import annotations
+
+import io
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem
+from ledger.audit.findings import Findings, Step
+from ledger.audit.verify import _chunk_events
+from ledger.cli.main import main
+from ledger.crypto.envelope import SignerCheck
+from ledger.errors import FindingKind, VerificationError
+from ledger.export.bundle_files import EVENTS
+from ledger.export.bundle_log import BundleLog, verify_lines
+from ledger.export.reader import Bundle
+from tests.conftest import PASSPHRASE
+
+
+@pytest.fixture
+def bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    cli = ["--store", f"sqlite:///{tmp_path / 'ledger.db'}", "--keys", str(tmp_path / "keys")]
+    simulate = ["simulate", "--rounds", "6", "--players", "4", "--tables", "1"]
+    assert main([*cli, *simulate, "--card-tables", "1"]) == 0
+    assert main([*cli, "export", str(tmp_path / "bundle")]) == 0
+    return tmp_path / "bundle"
+
+
+def _verified(log: BundleLog, chunk_leaves: int = 64) -> list[tuple[ChunkSpec, ChunkResult]]:
+    """Every chunk, verified with its lines' digest, and merged in order."""
+    signer_check = SignerCheck(log.bundle.keyring())
+    _, specs = log.plan([], True, chunk_leaves, [])
+    done = []
+    for spec in specs:
+        spec = replace(spec, digest=True)
+        result = verify_lines(log.path, signer_check, spec)
+        assert result.digest is not None and result.problems == []
+        log.merge(result)
+        done.append((spec, result))
+    return done
+
+
+def test_verified_lines_read_as_every_envelope_opened_would(
+    bundle: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = BundleLog(Bundle(bundle))
+    chunks = _verified(log)
+    assert log.count > 100 and len(chunks) > 1
+    opening = log._decoded
+    for spec, result in chunks:
+        opened = list(log.events_of_chunk(spec))
+        assert len(opened) == result.rows
+        with monkeypatch.context() as patch:  # every line read without opening its envelope
+            patch.setattr(log, "_decoded", lambda lines: pytest.fail("an envelope was opened"))
+            assert list(log.chunk_events(spec, result)) == opened
+        assert log._decoded == opening
+        # A chunk's findings, and every line after its first, are opened as before.
+        found = replace(result, problems=[Problem(spec.first_leaf + 3, "bad")])
+        assert list(log.chunk_events(spec, found)) == opened
+
+
+def test_lines_changed_after_their_chunk_was_verified_are_a_finding(bundle: Path) -> None:
+    log = BundleLog(Bundle(bundle))
+    spec, verified = _verified(log)[1]
+    before = list(log.chunk_events(spec, verified))
+
+    # Someone rewrites a line of that chunk while the run goes on: its JSON
+    # record spaced out, the envelope the same (so its events read the same).
+    path = bundle / EVENTS
+    lines = path.read_bytes().splitlines(keepends=True)
+    at = spec.first_leaf + 2
+    lines[at] = lines[at].replace(b'"position":', b'"position": ', 1)
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(VerificationError, match="changed while they were being verified"):
+        log.chunk_events(spec, verified)
+
+    found = Findings()
+    events = list(_chunk_events(log, verified, found))
+    [finding] = list(found)
+    assert finding.step is Step.ENVELOPES and finding.kind is FindingKind.ALTERED
+    assert f"{EVENTS} lines {spec.first_leaf + 1} to {spec.last_id} changed" in finding.text
+    assert events == before
