@@ -91,3 +91,17 @@ def test_bootstrap_help_explains_and_sets_nothing_up() -> None:
     assert unknown.stderr == said
     for done in (helped, unknown):  # neither set anything up
         assert "installing" not in done.stderr and "creating .venv" not in done.stderr
+
+
+def test_bootstrap_help_into_a_pipe_closed_early_is_no_traceback() -> None:
+    """`bootstrap.py --help | head -3`: the reader stops reading, and the help
+    ends quietly with exit 0 (it was a BrokenPipeError traceback)."""
+    reader, writer = os.pipe()
+    os.close(reader)  # nothing will read: the first write fails with EPIPE
+    try:
+        argv = [sys.executable, str(ROOT / "tools" / "bootstrap.py"), "--help"]
+        done = subprocess.run(argv, stdout=writer, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(writer)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""

@@ -164,7 +164,10 @@ JOBS = ("simulate", "test", "setup")
 def main(argv: list[str]) -> int:
     job, *rest = argv or ["setup"]
     if job in ("-h", "--help"):  # nothing is set up for it
-        print(__doc__)
+        try:
+            print(__doc__, flush=True)
+        except BrokenPipeError:  # `--help | head`: the reader had what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     if job not in JOBS:
         print(f"bootstrap: unknown job {job!r} (simulate, test or setup; --help)", file=sys.stderr)
