@@ -18,11 +18,16 @@ A witness's verifier key is ``name+keyID+base64(0x04 || public key)``.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from dataclasses import dataclass
 
-from ledger.crypto.note import KEY_HASH_SIZE, NoteError, SignatureLine, check_key_name
+from ledger.crypto.note import (
+    KEY_HASH_SIZE,
+    NoteError,
+    SignatureLine,
+    check_key_name,
+    key_hash,
+    verifier_key,
+)
 from ledger.crypto.note import strict_b64decode as _b64decode
 from ledger.crypto.signing import Signer, verify_signature
 from ledger.errors import VerificationError
@@ -37,16 +42,12 @@ MAX_TIMESTAMP = 2**63 - 1
 
 def cosigner_key_id(name: str, public_key: bytes) -> bytes:
     """The 4-byte key ID of a cosignature/v1 key."""
-    check_key_name(name)
-    return hashlib.sha256(name.encode() + b"\n" + COSIGNATURE_TYPE + public_key).digest()[
-        :KEY_HASH_SIZE
-    ]
+    return key_hash(name, public_key, COSIGNATURE_TYPE)
 
 
 def cosigner_verifier_key(name: str, public_key: bytes) -> str:
     """``name+keyID+base64(0x04 || public key)``: how a witness's key is handed out."""
-    encoded = base64.b64encode(COSIGNATURE_TYPE + public_key).decode()
-    return f"{name}+{cosigner_key_id(name, public_key).hex()}+{encoded}"
+    return verifier_key(name, public_key, COSIGNATURE_TYPE)
 
 
 @dataclass(frozen=True)

@@ -51,18 +51,17 @@ def check_key_name(name: str) -> str:
     return name
 
 
-def key_hash(name: str, public_key: bytes) -> bytes:
-    """The 4-byte key hash of an Ed25519 key, as the signed-note spec defines it."""
+def key_hash(name: str, public_key: bytes, key_type: bytes = ED25519_TYPE) -> bytes:
+    """The 4-byte key hash of a key, as the signed-note spec defines it (an
+    Ed25519 note key by default; a cosignature/v1 key has its own type byte)."""
     check_key_name(name)
-    return hashlib.sha256(name.encode() + b"\n" + ED25519_TYPE + public_key).digest()[
-        :KEY_HASH_SIZE
-    ]
+    return hashlib.sha256(name.encode() + b"\n" + key_type + public_key).digest()[:KEY_HASH_SIZE]
 
 
-def verifier_key(name: str, public_key: bytes) -> str:
-    """``name+hash+base64(0x01 || public key)``."""
-    encoded = base64.b64encode(ED25519_TYPE + public_key).decode()
-    return f"{name}+{key_hash(name, public_key).hex()}+{encoded}"
+def verifier_key(name: str, public_key: bytes, key_type: bytes = ED25519_TYPE) -> str:
+    """``name+hash+base64(type || public key)``, the type 0x01 by default."""
+    encoded = base64.b64encode(key_type + public_key).decode()
+    return f"{name}+{key_hash(name, public_key, key_type).hex()}+{encoded}"
 
 
 def parse_verifier_key(text: str) -> tuple[str, bytes]:
