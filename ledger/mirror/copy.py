@@ -195,17 +195,7 @@ class Mirror:
             return state
         if state is None and stored == 0:
             return None
-        found = Findings()
-        report = verify_store(
-            self.app,
-            self.keyring,
-            level=self.level,
-            workers=1,
-            games=self.games,
-            findings=found,
-            resume=state,
-            save_state=True,
-        )
+        found, report = self._verify_store(resume=state)
         if found or report.state is None:
             headline = found.headline()
             raise VerificationError(
@@ -214,9 +204,9 @@ class Mirror:
         self._save(report.state, report)
         return report.state
 
-    def _compact(self) -> None:
-        """Make the saved state again from a full verify of the mirror store (its
-        chunks aligned over the whole log, as one run makes them)."""
+    def _verify_store(self, resume: VerifyState | None) -> tuple[Findings, VerificationReport]:
+        """`verify` of the mirror store itself, from `resume` (None: all of it),
+        making the state the next pass resumes from."""
         found = Findings()
         report = verify_store(
             self.app,
@@ -225,8 +215,15 @@ class Mirror:
             workers=1,
             games=self.games,
             findings=found,
+            resume=resume,
             save_state=True,
         )
+        return found, report
+
+    def _compact(self) -> None:
+        """Make the saved state again from a full verify of the mirror store (its
+        chunks aligned over the whole log, as one run makes them)."""
+        found, report = self._verify_store(resume=None)
         if found or report.state is None:
             first = found.ordered()[0].text if found else "no state made"
             raise _altered_here(first)
