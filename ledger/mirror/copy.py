@@ -204,9 +204,11 @@ class Mirror:
         self._save(report.state, report)
         return report.state
 
-    def _verify_store(self, resume: VerifyState | None) -> tuple[Findings, VerificationReport]:
+    def _verify_store(
+        self, resume: VerifyState | None, save_state: bool = True
+    ) -> tuple[Findings, VerificationReport]:
         """`verify` of the mirror store itself, from `resume` (None: all of it),
-        making the state the next pass resumes from."""
+        making the state the next pass resumes from when `save_state`."""
         found = Findings()
         report = verify_store(
             self.app,
@@ -216,7 +218,7 @@ class Mirror:
             games=self.games,
             findings=found,
             resume=resume,
-            save_state=True,
+            save_state=save_state,
         )
         return found, report
 
@@ -351,16 +353,7 @@ class Mirror:
     def _check_own_rows(self) -> None:
         """Raise when the mirror store's rows are no longer the ones its state
         verified (`verify --resume` over the store: a raw re-read and re-hash)."""
-        found = Findings()
-        verify_store(
-            self.app,
-            self.keyring,
-            level=self.level,
-            workers=1,
-            games=self.games,
-            findings=found,
-            resume=self.state,
-        )
+        found, _ = self._verify_store(resume=self.state, save_state=False)
         if found:
             first = found.ordered()[0]
             raise _altered_here(first.text)
