@@ -11,10 +11,8 @@ from eventsourcing.postgres import PostgresDatastore
 from eventsourcing.sqlite import SQLiteDatastore
 from eventsourcing.tests.persistence import ApplicationRecorderTestCase
 
-from ledger.store.recorders import (
-    SealedPostgresApplicationRecorder,
-    SealedSQLiteApplicationRecorder,
-)
+from ledger.store.pg_recorder import SealedPostgresApplicationRecorder
+from ledger.store.recorders import SealedSQLiteApplicationRecorder
 from tests.conftest import drop_pg_schema, new_pg_schema, require_postgres
 
 

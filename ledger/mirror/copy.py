@@ -36,8 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
 
-from psycopg.sql import SQL
-
 from ledger.audit.checkpoints import valid_checkpoints
 from ledger.audit.findings import Findings
 from ledger.audit.log_source import StoreLog
@@ -449,6 +447,8 @@ class Mirror:
                 if not isinstance(recorder, SealedSQLiteApplicationRecorder):
                     # The ids were given: the sequence moves past them, so anything
                     # the library itself inserts later comes after them.
+                    from psycopg.sql import SQL  # PostgreSQL only: imported already
+
                     table = f'"{recorder.datastore.schema}"."{recorder.events_table}"'
                     cursor.execute(
                         SQL("SELECT setval(pg_get_serial_sequence(%s, 'notification_id'), %s)"),

@@ -12,17 +12,19 @@ import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 from eventsourcing.persistence import OperationalError
-from psycopg.sql import SQL, Composable, Identifier
 
 from ledger.errors import ConfigError
-from ledger.store.recorders import Cursor, SealedPostgresApplicationRecorder, SealedRecorder
+from ledger.store.recorders import Cursor, SealedRecorder, SealedSQLiteApplicationRecorder
+
+if TYPE_CHECKING:
+    from psycopg.sql import Composable
 
 PREFIX = "proj_"
 TRACKING = "proj_tracking"
-Query = str | Composable
+Query: TypeAlias = "str | Composable"
 _NAME = re.compile(r"\{(\w+)\}")
 _SAFE_NAME = re.compile(r"^proj_[a-z0-9_]+$")
 
@@ -48,11 +50,9 @@ class Sql:
     def __init__(self, recorder: SealedRecorder) -> None:
         self.recorder = recorder
         self.dialect = recorder.dialect
-        self._schema: str | None = (
-            recorder.datastore.schema
-            if isinstance(recorder, SealedPostgresApplicationRecorder)
-            else None
-        )
+        self._schema: str | None = None
+        if not isinstance(recorder, SealedSQLiteApplicationRecorder):  # PostgreSQL
+            self._schema = recorder.datastore.schema
         self._cache: dict[str, Query] = {}
 
     def __call__(self, template: str) -> Query:
@@ -65,6 +65,8 @@ class Sql:
     def _make(self, template: str) -> Query:
         if self._schema is None:
             return sqlite_statement(template)
+        from psycopg.sql import SQL, Identifier  # PostgreSQL only: imported already
+
         names = {check_table_name(name) for name in _NAME.findall(template)}
         schema = self._schema
         return SQL(template).format(**{name: Identifier(schema, name) for name in names})
@@ -72,7 +74,7 @@ class Sql:
     @contextmanager
     def write(self) -> Iterator[Tx]:
         """One transaction: committed when the block ends, rolled back if it raises."""
-        if isinstance(self.recorder, SealedPostgresApplicationRecorder):
+        if not isinstance(self.recorder, SealedSQLiteApplicationRecorder):  # PostgreSQL
             with self.recorder.write() as cursor:
                 yield Tx(self, cursor)
             return

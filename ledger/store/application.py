@@ -9,9 +9,6 @@ from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
-import psycopg
-import psycopg.sql
-import psycopg_pool
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import BaseAggregate
 from eventsourcing.persistence import (
@@ -29,19 +26,23 @@ from ledger.crypto.validity import key_problem
 from ledger.domain.key_registry import KEY_REGISTRY_ID, KeyRegistry
 from ledger.errors import ConfigError, KeyStoreError, StoreUnavailableError
 from ledger.store.config import describe, environment_for
+from ledger.store.drivers import loaded_errors
 from ledger.store.merkle_log import MerkleLogTables
 from ledger.store.recorders import SealedRecorder
 from ledger.store.sealing import SealedEventStore, SealingMapper
 
-# What a store that cannot be reached or opened raises, across both drivers.
-STORE_ERRORS: tuple[type[BaseException], ...] = (
+_STORE_ERRORS: tuple[type[BaseException], ...] = (
     PersistenceError,
     InfrastructureFactoryError,
-    psycopg.Error,
-    psycopg_pool.PoolTimeout,
     sqlite3.Error,
     OSError,
 )
+
+
+def store_errors() -> tuple[type[BaseException], ...]:
+    """What a store that cannot be reached or opened raises, across both drivers
+    (psycopg's only once it is imported: only then can they be raised)."""
+    return _STORE_ERRORS + loaded_errors("psycopg:Error", "psycopg_pool:PoolTimeout")
 
 
 # The PostgreSQL events table is named after the environment's name
@@ -99,7 +100,7 @@ class LedgerApplication(Application[UUID]):
         )
         try:
             super().__init__(settings)
-        except STORE_ERRORS as exc:
+        except store_errors() as exc:
             raise StoreUnavailableError(
                 f"cannot open store {describe(store)}: {_first_line(exc)}"
             ) from exc
@@ -109,7 +110,7 @@ class LedgerApplication(Application[UUID]):
         if not create:
             try:
                 self.tables.tail()
-            except STORE_ERRORS as exc:
+            except store_errors() as exc:
                 self.close()
                 raise StoreUnavailableError(
                     f"no ledger in store {describe(store)}: {_first_line(exc)}"
@@ -256,6 +257,9 @@ def probe_store(store: str, *, create: bool = True, make_schema: bool = False) -
     settings = environment_for(store, create=create)
     if "POSTGRES_HOST" not in settings:
         return  # SQLite: environment_for already checked the directory and file
+    import psycopg  # only here, on PostgreSQL (ledger.store.drivers)
+    import psycopg.sql
+
     schema = settings["POSTGRES_SCHEMA"]
     try:
         with psycopg.connect(

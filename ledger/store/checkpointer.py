@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from eventsourcing.persistence import IntegrityError
-from psycopg.sql import SQL, Literal
 
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck, check_row, open_envelope
@@ -216,6 +215,8 @@ class Checkpointer:
             # lock now, waiting for it, so what we read next is the latest.
             cursor.execute(recorder.sql("DELETE FROM {checkpoints} WHERE 0 = 1"))
         else:
+            from psycopg.sql import SQL, Literal  # PostgreSQL only: imported already
+
             name = f"casino-ledger-checkpointer:{recorder.datastore.schema}"
             cursor.execute(SQL("SELECT pg_advisory_xact_lock(hashtext({}))").format(Literal(name)))
 

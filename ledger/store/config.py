@@ -22,6 +22,7 @@ from ledger.errors import ConfigError
 STORE_ENV = "LEDGER_STORE"
 DEFAULT_STORE = "sqlite:///ledger.db"
 _RECORDERS = "ledger.store.recorders"
+_PG_RECORDER = "ledger.store.pg_recorder"  # imports psycopg: named only for PostgreSQL
 # A plain PostgreSQL identifier: it is spliced into DDL (triggers, functions).
 _SCHEMA = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
 # libpq's values of target_session_attrs (PostgreSQL 14 and later).
@@ -138,6 +139,6 @@ def _postgres_environment(url: str, create: bool) -> dict[str, str]:
         # dropped (a restart, a failover, a terminated backend) is replaced
         # instead of failing the next command.
         "POSTGRES_PRE_PING": "y",
-        "APPLICATION_RECORDER_TOPIC": f"{_RECORDERS}:SealedPostgresApplicationRecorder",
+        "APPLICATION_RECORDER_TOPIC": f"{_PG_RECORDER}:SealedPostgresApplicationRecorder",
         "CREATE_TABLE": "y" if create else "n",
     }

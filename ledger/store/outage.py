@@ -15,25 +15,28 @@ import sqlite3
 import time
 from collections.abc import Callable
 
-import psycopg
-import psycopg.errors
-import psycopg_pool
 from eventsourcing.persistence import InterfaceError, OperationalError
+
+from ledger.store.drivers import loaded_errors
 
 log = logging.getLogger(__name__)
 
 # Failures that a later attempt may not meet: the server restarting, failing
 # over, dropping the connection, or (SQLite) locked or out of space.
-TRANSIENT: tuple[type[BaseException], ...] = (
+_TRANSIENT: tuple[type[BaseException], ...] = (
     OperationalError,
     InterfaceError,
-    psycopg.OperationalError,
-    psycopg.InterfaceError,
-    psycopg_pool.PoolTimeout,
     sqlite3.OperationalError,
 )
 _DISK_FULL = ("database or disk is full", "No space left on device")
 MAX_PAUSE = 5.0  # seconds between attempts at most, however long the outage
+
+
+def transient_errors() -> tuple[type[BaseException], ...]:
+    """The transient failures, the PostgreSQL driver's among them once it is imported."""
+    return _TRANSIENT + loaded_errors(
+        "psycopg:OperationalError", "psycopg:InterfaceError", "psycopg_pool:PoolTimeout"
+    )
 
 
 def follow_through_outages(
@@ -54,7 +57,7 @@ def follow_through_outages(
             if pause:
                 after_outage()
             worked = step()
-        except TRANSIENT as exc:
+        except transient_errors() as exc:
             if not pause:
                 log.warning("%s: store unavailable, retrying: %s", what, _first_line(exc))
             pause = min(MAX_PAUSE, max(0.2, pause * 2))
@@ -70,11 +73,10 @@ def follow_through_outages(
 def disk_full(exc: BaseException) -> bool:
     """The store failed because its disk is full (SQLite's SQLITE_FULL, the
     server's DiskFull, or the system's ENOSPC underneath either)."""
+    server_disk_full = loaded_errors("psycopg.errors:DiskFull")
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, psycopg.errors.DiskFull) or any(
-            words in str(seen) for words in _DISK_FULL
-        ):
+        if isinstance(seen, server_disk_full) or any(words in str(seen) for words in _DISK_FULL):
             return True
         seen = seen.__cause__
     return False

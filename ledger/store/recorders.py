@@ -3,26 +3,20 @@ triggers and the tables of the Merkle log and its checkpoints.
 
 Nothing here ever updates or deletes a row: triggers refuse UPDATE and DELETE
 (and TRUNCATE on PostgreSQL) on the events and on every ledger table, so a
-correction can only ever be a new event.
+correction can only ever be a new event. The PostgreSQL recorder is in
+ledger.store.pg_recorder, imported only for a PostgreSQL store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
-from eventsourcing.persistence import (
-    InterfaceError,
-    OperationalError,
-    ProgrammingError,
-    StoredEvent,
-)
-from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
-from eventsourcing.utils import retry
-from psycopg.rows import tuple_row
-from psycopg.sql import SQL, Composable, Identifier, Literal
+
+if TYPE_CHECKING:
+    from ledger.store.pg_recorder import SealedPostgresApplicationRecorder
 
 LEAVES = "ledger_merkle_leaves"
 NODES = "ledger_merkle_nodes"
@@ -115,152 +109,9 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         ).replace("%s", "?")
 
 
-_PG_REFUSE = """
-CREATE OR REPLACE FUNCTION {schema}.ledger_refuse_change() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-  RAISE EXCEPTION 'ledger: % is append-only (% refused)', TG_TABLE_NAME, TG_OP;
-END $$
-"""
-
-
-class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
-    """eventsourcing's PostgreSQL recorder with append-only triggers and ledger tables."""
-
-    dialect = "postgresql"
-
-    def __init__(self, datastore: Any, *, events_table_name: str = "stored_events") -> None:
-        super().__init__(datastore, events_table_name=events_table_name)
-        self.events_table = events_table_name
-        schema = Identifier(self.datastore.schema)
-        self.insert_rows_statement = SQL(
-            "INSERT INTO {schema}.{t} (originator_id, originator_version, topic, state) "
-            "VALUES (%s, %s, %s, %s) RETURNING notification_id"
-        ).format(schema=schema, t=Identifier(events_table_name))
-        # Taken before eventsourcing's tables are written, in create_table's one
-        # transaction: several processes may create the schema at once, and
-        # CREATE OR REPLACE FUNCTION/TRIGGER are not safe concurrently.
-        self.sql_create_statements.insert(
-            0, SQL("SELECT pg_advisory_xact_lock(hashtext('casino-ledger-schema'))").format()
-        )
-        self.sql_create_statements += [
-            SQL(
-                "CREATE TABLE IF NOT EXISTS {schema}.{t} (leaf_index bigint PRIMARY KEY, "
-                "notification_id bigint NOT NULL UNIQUE, leaf_hash bytea NOT NULL)"
-            ).format(schema=schema, t=Identifier(LEAVES)),
-            SQL(
-                "CREATE TABLE IF NOT EXISTS {schema}.{t} (level int NOT NULL, idx bigint NOT NULL, "
-                "hash bytea NOT NULL, PRIMARY KEY (level, idx))"
-            ).format(schema=schema, t=Identifier(NODES)),
-            SQL(
-                "CREATE TABLE IF NOT EXISTS {schema}.{t} (tree_size bigint PRIMARY KEY, "
-                "root bytea NOT NULL, note text NOT NULL)"
-            ).format(schema=schema, t=Identifier(CHECKPOINTS)),
-            SQL(
-                "CREATE TABLE IF NOT EXISTS {schema}.{t} (tree_size bigint NOT NULL, "
-                "witness text NOT NULL, note text NOT NULL, PRIMARY KEY (tree_size, witness))"
-            ).format(schema=schema, t=Identifier(COSIGNATURES)),
-            SQL(_PG_REFUSE).format(schema=schema),
-        ]
-        for table in (events_table_name, *LEDGER_TABLES):
-            self.sql_create_statements += [
-                SQL(
-                    "CREATE OR REPLACE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE "
-                    "ON {schema}.{t} FOR EACH ROW EXECUTE FUNCTION {schema}.ledger_refuse_change()"
-                ).format(schema=schema, t=Identifier(table)),
-                SQL(
-                    "CREATE OR REPLACE TRIGGER ledger_no_truncate BEFORE TRUNCATE "
-                    "ON {schema}.{t} FOR EACH STATEMENT "
-                    "EXECUTE FUNCTION {schema}.ledger_refuse_change()"
-                ).format(schema=schema, t=Identifier(table)),
-            ]
-        self.notify_statement = SQL("NOTIFY {}").format(Identifier(self.channel_name))
-
-    @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-    def insert_events(
-        self, stored_events: Sequence[StoredEvent], **kwargs: Any
-    ) -> Sequence[int] | None:
-        """What eventsourcing's insert does, and as it does it: in one pipelined
-        transaction, lock the table (so notification ids commit in their order),
-        NOTIFY the channel its subscribers listen on, insert the rows and return
-        their ids. The rows go as plain parameters of one `executemany`: the
-        library's own insert builds a composite value of each row in Python for
-        an `unnest` and costs about twice as much a batch."""
-        if not stored_events:
-            return None
-        rows = [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
-        failure: Exception | None = None
-        ids: list[int] = []
-        with self.datastore.get_connection() as conn:
-            try:
-                with conn.pipeline() as pipeline, conn.transaction(), conn.cursor() as curs:
-                    try:
-                        for statement in self.lock_table_statements:
-                            curs.execute(statement, prepare=True)
-                        curs.execute(self.notify_statement)
-                        curs.executemany(self.insert_rows_statement, rows, returning=True)
-                        # Sync now, so a conflict raises IntegrityError here, not at commit.
-                        pipeline.sync()
-                        while True:  # the lock's and notify's results, then one set a row
-                            if (curs.statusmessage or "").startswith("INSERT"):
-                                ids += [row["notification_id"] for row in curs.fetchall()]
-                            if not curs.nextset():
-                                break
-                    except (
-                        Exception
-                    ) as exc:  # raised once the pipeline is closed, as the library does
-                        failure = exc
-            except Exception:
-                # Closing an aborted transaction fails too ("pipeline aborted"):
-                # the first failure is the one that says what happened (a
-                # full disk, a conflict). Nothing was committed either way.
-                if failure is None:
-                    raise
-            if failure is not None:
-                raise failure
-        if len(ids) != len(stored_events):
-            raise ProgrammingError(
-                f"couldn't get all notification IDs (got {len(ids)}, expected {len(stored_events)})"
-            )
-        return ids
-
-    @contextmanager
-    def read(self) -> Iterator[Cursor]:
-        with self.datastore.get_connection() as conn, conn.transaction():
-            yield conn.cursor(row_factory=tuple_row)
-
-    @contextmanager
-    def write(self) -> Iterator[Cursor]:
-        with self.datastore.get_connection() as conn, conn.transaction():
-            yield conn.cursor(row_factory=tuple_row)
-
-    @contextmanager
-    def writer_lock(self, name: str) -> Iterator[None]:
-        """A session advisory lock named `name` (in this schema) held around a
-        batch: the processes of one node write one batch at a time, so they
-        never lose races to each other (other nodes still write concurrently,
-        with optimistic concurrency). A connection that dies releases it."""
-        key = f"{self.datastore.schema}:{name}"
-        with self.datastore.get_connection() as conn:
-            conn.execute(SQL("SELECT pg_advisory_lock(hashtext({}))").format(Literal(key)))
-            try:
-                yield
-            finally:
-                conn.execute(SQL("SELECT pg_advisory_unlock(hashtext({}))").format(Literal(key)))
-
-    def sql(self, template: str) -> Composable:
-        schema = Identifier(self.datastore.schema)
-        return SQL(template).format(
-            events=SQL("{}.{}").format(schema, Identifier(self.events_table_name)),
-            leaves=SQL("{}.{}").format(schema, Identifier(LEAVES)),
-            nodes=SQL("{}.{}").format(schema, Identifier(NODES)),
-            checkpoints=SQL("{}.{}").format(schema, Identifier(CHECKPOINTS)),
-            cosignatures=SQL("{}.{}").format(schema, Identifier(COSIGNATURES)),
-            id=SQL("notification_id"),
-        )
-
-
-SealedRecorder = SealedSQLiteApplicationRecorder | SealedPostgresApplicationRecorder
+# Named as a string: the PostgreSQL recorder's module imports psycopg, which a
+# process on SQLite never needs (ledger.store.pg_recorder).
+SealedRecorder: TypeAlias = "SealedSQLiteApplicationRecorder | SealedPostgresApplicationRecorder"
 
 
 def as_rows(raw: Sequence[Any]) -> list[Row]:

@@ -27,7 +27,6 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import psycopg
 from eventsourcing.persistence import OperationalError, ProgrammingError
 
 from ledger.crypto.checkpoint import Checkpoint
@@ -37,13 +36,18 @@ from ledger.crypto.note import NoteError, split_note
 from ledger.crypto.witness_policy import with_cosignatures
 from ledger.crypto.witness_wire import SIZE_CONTENT_TYPE, AddCheckpoint, decode_size
 from ledger.errors import ConfigError, VerificationError
+from ledger.store.drivers import loaded_errors
 from ledger.store.merkle_log import MerkleLogTables
 
 WITNESSES_ENV = "LEDGER_WITNESSES"
 TIMEOUT_SECONDS = 5.0
 log = logging.getLogger(__name__)
 # What reading a table that does not exist raises, on either store.
-_MISSING_TABLE = (OperationalError, ProgrammingError, sqlite3.Error, psycopg.Error)
+_MISSING_TABLE = (OperationalError, ProgrammingError, sqlite3.Error)
+
+
+def _missing_table() -> tuple[type[BaseException], ...]:
+    return _MISSING_TABLE + loaded_errors("psycopg:Error")
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,7 @@ class CosignatureTable:
                 else:
                     c.execute(self._for_size, (size,))
                 return [(row[0], row[1], row[2]) for row in c.fetchall()]
-        except _MISSING_TABLE:
+        except _missing_table():
             return []
 
     def largest(self, witness: str) -> int:
@@ -131,7 +135,7 @@ class CosignatureTable:
             with self.tables.recorder.read() as c:
                 c.execute(self._largest, (witness,))
                 row = c.fetchone()
-        except _MISSING_TABLE:
+        except _missing_table():
             return 0
         value = row[0] if row else None
         return value if type(value) is int and value >= 0 else 0
