@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from enum import StrEnum
 
 from ledger.audit.checkpoints import (
     kept_mismatch,
@@ -35,6 +34,7 @@ from ledger.audit.checkpoints import (
 from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem, link_problem
 from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.key_times import Coverage, checkpoint_times
+from ledger.audit.level import Level as Level  # where the rest of the ledger imports it from
 from ledger.audit.log_events import Event
 from ledger.audit.log_source import LogSource, StoreLog
 from ledger.audit.parallel import run_chunks
@@ -57,20 +57,6 @@ from ledger.store.application import LedgerApplication
 # the last chunks are shared out finely), large enough that a chunk's query
 # and its result's trip back cost little next to its events.
 CHUNK_LEAVES = 1 << 12
-
-
-class Level(StrEnum):
-    INTEGRITY = "integrity"
-    SIGNATURES = "signatures"
-    SETTLEMENT = "settlement"  # signatures, then the money re-derived from the events
-
-    @classmethod
-    def parse(cls, text: str) -> Level:
-        try:
-            return cls(text)
-        except ValueError:
-            choices = ", ".join(level.value for level in cls)
-            raise ConfigError(f"unknown verify level {text!r}: choose one of {choices}") from None
 
 
 def _n(count: int, noun: str) -> str:

@@ -9,29 +9,28 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ledger.audit.findings import Findings
-from ledger.audit.proofs import newest_checkpoint
-from ledger.audit.verify import Level, VerificationReport, verify_store
-from ledger.audit.verify_state import VerifyState
+from ledger.audit.level import Level
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
 from ledger.cli.common import open_from_args, output_file
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.cli.tiles import publish_tiles
-from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.envelope import now_micros
-from ledger.crypto.keys import Keyring, Role
-from ledger.crypto.signing import Signer
-from ledger.crypto.witness_policy import WitnessPolicy
+from ledger.crypto.roles import Role
 from ledger.errors import CannotCheckError, ConfigError, VerificationError
-from ledger.node import Node, check_expected_origin, holds_private_key, keys_dir
-from ledger.plugins.manager import get_plugin_manager
-from ledger.store.application import LedgerApplication
-from ledger.store.checkpointer import Checkpointer
 from ledger.store.config import store_url
-from ledger.store.witnessing import TIMEOUT_SECONDS, CosignatureTable
+
+# The verifier, the checkpointer and the node are imported by the commands
+# that use them, not to build the parser (ledger.cli.main).
+if TYPE_CHECKING:
+    from ledger.audit.verify import VerificationReport
+    from ledger.crypto.checkpoint import Checkpoint
+    from ledger.crypto.keys import Keyring
+    from ledger.crypto.signing import Signer
+    from ledger.crypto.witness_policy import WitnessPolicy
+    from ledger.node import Node
+    from ledger.store.checkpointer import Checkpointer
 
 
 def _export_path(given: str | None) -> Path | None:
@@ -42,6 +41,10 @@ def _export_path(given: str | None) -> Path | None:
 def cmd_checkpoint(args: argparse.Namespace) -> int:
     """Catch up (when this keys directory holds the checkpoint key and --no-sign is
     not given), then print or export the newest checkpoint whose signature verifies."""
+    from ledger.audit.proofs import newest_checkpoint
+    from ledger.node import holds_private_key
+    from ledger.store.witnessing import TIMEOUT_SECONDS, CosignatureTable
+
     export = _export_path(args.export)
     interrupted = False  # --follow ends with Ctrl-C: the last checkpoint out, then exit 130
     node = open_from_args(args, writable=False)
@@ -126,6 +129,8 @@ def _follow_until_interrupted(checkpointer: Checkpointer, then: Callable[[], Non
 def _load_trusted(path: str | None) -> Checkpoint | None:
     if path is None:
         return None
+    from ledger.crypto.checkpoint import Checkpoint
+
     try:
         text = Path(path).read_bytes().decode("utf-8")
     except OSError as exc:
@@ -142,6 +147,9 @@ def _load_trusted(path: str | None) -> Checkpoint | None:
 
 def _verify_keyring(args: argparse.Namespace) -> tuple[Keyring, str]:
     """The keyring verify trusts: the auditor's own copy (--keyring), else the keys directory's."""
+    from ledger.crypto.keys import Keyring
+    from ledger.node import keys_dir
+
     if args.keyring:
         return Keyring.load(Path(args.keyring)), args.keyring
     directory = keys_dir(args.keys)
@@ -151,7 +159,9 @@ def _verify_keyring(args: argparse.Namespace) -> tuple[Keyring, str]:
 def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoint | None) -> int:
     """`verify --bundle DIR`: no store, no keys directory; the bundle's keyring
     unless the auditor gives their own (--keyring)."""
+    from ledger.crypto.keys import Keyring
     from ledger.export.verify_bundle import verify_bundle
+    from ledger.plugins.manager import get_plugin_manager
 
     keyring = Keyring.load(Path(args.keyring)) if args.keyring else None
     policy = _witness_policy(args)
@@ -190,6 +200,8 @@ def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoin
 def _witness_policy(args: argparse.Namespace) -> WitnessPolicy | None:
     if args.witness_policy is None:
         return None
+    from ledger.crypto.witness_policy import WitnessPolicy
+
     if args.trusted is None and args.bundle is None:
         raise ConfigError(
             "--witness-policy judges a kept checkpoint (--trusted FILE) or a bundle's (--bundle)"
@@ -209,6 +221,8 @@ def _auditor(args: argparse.Namespace) -> tuple[Signer, bytes] | None:
     so a wrong key or passphrase fails before the work)."""
     if not args.record:
         return None
+    from ledger.node import keys_dir
+
     passphrase = read_passphrase()
     return keys_dir(args.keys).signer(Role.AUDITOR, passphrase, args.auditor_key), passphrase
 
@@ -273,7 +287,14 @@ def _n(count: int, noun: str) -> str:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    from ledger.audit.findings import Findings
     from ledger.audit.record import failed_run, passed_run
+    from ledger.audit.verify import verify_store
+    from ledger.audit.verify_state import VerifyState
+    from ledger.crypto.envelope import now_micros
+    from ledger.node import check_expected_origin
+    from ledger.plugins.manager import get_plugin_manager
+    from ledger.store.application import LedgerApplication
 
     level = Level.parse(args.level)
     trusted = _load_trusted(args.trusted)

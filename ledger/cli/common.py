@@ -1,20 +1,29 @@
-"""What every `ledger` command shares: opening the node, reading a passphrase."""
+"""What every `ledger` command shares: opening the node, reading a passphrase.
+
+Imported by the commands' parsers: the node and the ledger are imported when
+a command opens them, never to build the parser (ledger.cli.main).
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ledger.casino.opened import Ledger, open_ledger
 from ledger.cli.passphrase import read_passphrase
 from ledger.errors import ConfigError
-from ledger.node import Node, keys_dir
-from ledger.plugins.manager import Plugins
+
+if TYPE_CHECKING:
+    from ledger.casino.opened import Ledger
+    from ledger.node import Node
+    from ledger.plugins.manager import Plugins
 
 
 def check_keys_path(given: str | None) -> None:
     """The keys directory may be missing (simulate creates it), never a file."""
+    from ledger.node import keys_dir
+
     path = keys_dir(given).path
     if path.exists() and not path.is_dir():
         raise ConfigError(f"keys directory {path} is a file, not a directory")
@@ -56,6 +65,9 @@ def open_ledger_from_args(
     plugins: Plugins | None = None,
 ) -> Ledger:
     """The ledger `--store`/`--keys` (or their settings) name, by `open_ledger`."""
+    from ledger.casino.opened import open_ledger
+    from ledger.node import keys_dir
+
     directory = keys_dir(args.keys)
     directory.keyring()  # fail on missing keys before asking for a passphrase
     if writable and passphrase is None:

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
 from ledger.cli.common import open_ledger_from_args
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
-from ledger.export.writer import Selection, export_bundle
-from ledger.plugins.manager import get_plugin_manager
+
+if TYPE_CHECKING:
+    from ledger.export.writer import Selection
 
 
 def _selection(args: argparse.Namespace) -> Selection:
+    from ledger.export.writer import Selection
+
     if args.round is not None and (args.first is not None or args.last is not None):
         raise ConfigError("--round cannot be combined with --from/--to")
     if args.first is not None and args.last is not None and args.first > args.last:
@@ -27,6 +30,9 @@ def _n(count: int, noun: str) -> str:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from ledger.export.writer import export_bundle
+    from ledger.plugins.manager import get_plugin_manager
+
     selection = _selection(args)
     directory = Path(args.directory)
     if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):

@@ -6,11 +6,11 @@ import argparse
 from typing import Any
 
 from ledger.domain.percent import percent
-from ledger.plugins.manager import get_plugin_manager
-from ledger.plugins.paytable import paytable
 
 
 def cmd_games(args: argparse.Namespace) -> int:
+    from ledger.plugins.manager import get_plugin_manager
+
     games = get_plugin_manager().games()
     if not games:
         print("no games installed (install a plugin package, e.g. plugins/taixiu)")
@@ -25,6 +25,9 @@ def cmd_games(args: argparse.Namespace) -> int:
 
 
 def cmd_paytable(args: argparse.Namespace) -> int:
+    from ledger.plugins.manager import get_plugin_manager
+    from ledger.plugins.paytable import paytable
+
     game = get_plugin_manager().game(args.game)
     lines = paytable(game)  # a game without an exact paytable is refused first
     print(f"{game.id} ({game.plugin} {game.version}, rules {game.rules_hash[:16]})")

@@ -5,22 +5,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import int_range
 from ledger.cli.common import open_from_args, passphrase_for
 from ledger.cli.passphrase import read_passphrase
-from ledger.crypto.cosignature import cosigner_verifier_key
-from ledger.crypto.envelope import now_micros
-from ledger.crypto.keys import PublicKeyRecord, Role, to_micros
-from ledger.crypto.note import NoteError, verifier_key
-from ledger.crypto.validity import key_problem
+from ledger.crypto.roles import Role
 from ledger.errors import KeyStoreError
-from ledger.node import keys_dir
-from ledger.revocation import revoke_key
+
+if TYPE_CHECKING:
+    from ledger.crypto.keys import PublicKeyRecord
 
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
+    from ledger.node import keys_dir
+
     directory = keys_dir(args.keys)
     if args.unencrypted and not args.yes_unencrypted:
         raise KeyStoreError("--unencrypted writes a plain private key: add --yes-unencrypted")
@@ -35,6 +34,10 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
     """Every key; `[signs now]` marks the key each role signs with (none when ambiguous).
     A checkpoint key also shows its C2SP note verifier key (`name+hash+base64`),
     the form any signed-note tool takes to check our checkpoints."""
+    from ledger.crypto.keys import to_micros
+    from ledger.crypto.validity import key_problem
+    from ledger.node import keys_dir
+
     directory = keys_dir(args.keys)
     keyring = directory.keyring()
     signing: dict[Role, str] = {}
@@ -61,6 +64,9 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
 
 
 def _witness_key(record: PublicKeyRecord) -> str:
+    from ledger.crypto.cosignature import cosigner_verifier_key
+    from ledger.crypto.note import NoteError
+
     try:
         return cosigner_verifier_key(record.name, record.public_key)
     except NoteError:
@@ -68,6 +74,8 @@ def _witness_key(record: PublicKeyRecord) -> str:
 
 
 def _verifier_key(record: PublicKeyRecord) -> str:
+    from ledger.crypto.note import NoteError, verifier_key
+
     try:
         return verifier_key(record.name, record.public_key)
     except NoteError:
@@ -75,12 +83,18 @@ def _verifier_key(record: PublicKeyRecord) -> str:
 
 
 def cmd_keys_use(args: argparse.Namespace) -> int:
+    from ledger.node import keys_dir
+
     record = keys_dir(args.keys).use(args.name)
     print(f"{record.role.value} signing key is now {record.name} ({record.key_id})")
     return 0
 
 
 def cmd_keys_revoke(args: argparse.Namespace) -> int:
+    from ledger.crypto.envelope import now_micros
+    from ledger.node import keys_dir
+    from ledger.revocation import revoke_key
+
     directory = keys_dir(args.keys)
     passphrase = read_passphrase()
     operator = directory.signer(Role.OPERATOR, passphrase, args.operator_key)

@@ -5,6 +5,10 @@ Every `LedgerError` becomes one line on stderr and its non-zero exit code
 re-derive a round, see ledger.errors); nothing else is caught.
 A reader that closes stdout early (`ledger ... | head`) ends no command: the
 rest of the output goes nowhere and the exit code is still the command's.
+
+Building the parser imports only the commands' parsers: each command imports
+what it runs (the node, the verifier, the store's driver) when it runs, so a
+process pays only for the command it is (`--help` for none).
 """
 
 from __future__ import annotations
@@ -14,8 +18,6 @@ import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
-
-from eventsourcing.persistence import InterfaceError, OperationalError
 
 from ledger.cli.audit import add_audit_commands
 from ledger.cli.common import check_keys_path, open_from_args
@@ -34,7 +36,7 @@ from ledger.cli.simulate import add_simulate_command
 from ledger.cli.tiles import add_tiles_command
 from ledger.cli.witness import add_witness_commands
 from ledger.errors import LedgerError
-from ledger.store.outage import describe_outage, disk_full
+from ledger.store.drivers import loaded_errors
 
 INTERRUPTED = 130  # the exit code of a command ended by Ctrl-C (docs/cli.md)
 
@@ -94,7 +96,9 @@ def _run(args: argparse.Namespace) -> int:
     except LedgerError as exc:
         print(f"ledger: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except (OperationalError, InterfaceError) as exc:  # the store went away mid-command
+    except _store_outages() as exc:  # the store went away mid-command
+        from ledger.store.outage import describe_outage, disk_full
+
         # The command it stopped was one transaction: rolled back, nothing of it kept.
         advice = ": free space, then run the command again" if disk_full(exc) else ""
         print(f"ledger: error: store unavailable: {describe_outage(exc)}{advice}", file=sys.stderr)
@@ -103,6 +107,14 @@ def _run(args: argparse.Namespace) -> int:
         print("ledger: interrupted", file=sys.stderr)
         return INTERRUPTED
     return code
+
+
+def _store_outages() -> tuple[type[BaseException], ...]:
+    """eventsourcing's OperationalError and InterfaceError: only a command that
+    imported eventsourcing's persistence (opened a store) can raise them."""
+    return loaded_errors(
+        "eventsourcing.persistence:OperationalError", "eventsourcing.persistence:InterfaceError"
+    )
 
 
 def run_program() -> int:

@@ -10,18 +10,17 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ledger.audit.verify import Level
+from ledger.audit.level import Level
 from ledger.cli.args import int_range
-from ledger.crypto.keys import Keyring
 from ledger.errors import ConfigError, StoreUnavailableError
-from ledger.mirror.copy import BATCH, RECHECK, Mirror, Pass
-from ledger.mirror.source import Source
-from ledger.node import keys_dir
-from ledger.plugins.manager import get_plugin_manager
-from ledger.store.application import LedgerApplication
+from ledger.mirror.limits import BATCH, RECHECK
 from ledger.store.config import store_url
+
+if TYPE_CHECKING:
+    from ledger.crypto.keys import Keyring
+    from ledger.mirror.copy import Mirror, Pass
 
 TOKEN_ENV = "LEDGER_SOURCE_TOKEN"
 RECHECK_EVERY = 5.0  # seconds between re-reads of the history when following
@@ -47,6 +46,9 @@ def _keyring(args: argparse.Namespace) -> Keyring:
     """The source's public keyring, kept in the mirror's keys directory: given
     once (--keyring FILE, from a channel the regulator trusts); a later
     --keyring may add keys (a source's new key), never drop or change one."""
+    from ledger.crypto.keys import Keyring
+    from ledger.node import keys_dir
+
     directory = keys_dir(args.keys)
     held = Keyring.load(directory.keyring_path) if directory.keyring_path.exists() else None
     if args.keyring is None:
@@ -81,6 +83,12 @@ def _line(done: Pass, level: Level) -> str:
 
 
 def cmd_mirror(args: argparse.Namespace) -> int:
+    from ledger.mirror.copy import Mirror
+    from ledger.mirror.source import Source
+    from ledger.node import keys_dir
+    from ledger.plugins.manager import get_plugin_manager
+    from ledger.store.application import LedgerApplication
+
     level = Level.parse(args.level)
     source = Source(args.source, _token(args))
     keyring = _keyring(args)

@@ -12,13 +12,14 @@ import os
 import sys
 
 from ledger.errors import KeyStoreError
-from ledger.node import PASSPHRASE_ENV
 
 _typed: bytes | None = None  # this process's typed passphrase
 _confirmed = False  # typed twice alike
 
 
 def read_passphrase(*, confirm: bool = False) -> bytes:
+    from ledger.node import PASSPHRASE_ENV  # (the node: imported when a command runs)
+
     global _typed, _confirmed
     value = os.environ.get(PASSPHRASE_ENV)
     if value:

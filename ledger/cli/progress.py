@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from tqdm import tqdm
-
 from ledger.errors import ConfigError
 
 INTERVAL_ENV = "LEDGER_PROGRESS_INTERVAL"
@@ -49,6 +47,8 @@ def progress_bar(
         with _progress_lines(label, unit, detail) as callbacks:
             yield callbacks
         return
+    from tqdm import tqdm  # only on a terminal: a pipe gets lines
+
     bar = tqdm(desc=label, unit=unit, unit_scale=True, leave=False, file=sys.stderr)
 
     def set_total(total: int) -> None:

@@ -16,19 +16,19 @@ import sys
 import time
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ledger.cli.catch_up import catch_up
 from ledger.cli.progress import progress_bar
 from ledger.cli.rounds import add_round_actions
 from ledger.domain.currency import format_major, minor_unit_exponent
-from ledger.domain.money import in_play, wallet
 from ledger.errors import NotFoundError
-from ledger.node import Node
-from ledger.projections import ProjectionRunner, queries
 
-Opener = Callable[..., Node]
+if TYPE_CHECKING:
+    from ledger.node import Node
+    from ledger.projections import queries
+
+Opener = Callable[..., "Node"]
 
 
 def add_projection_commands(commands: Any, opener: Opener) -> None:
@@ -62,6 +62,8 @@ def add_projection_commands(commands: Any, opener: Opener) -> None:
 
 
 def cmd_projections_rebuild(opener: Opener, args: argparse.Namespace) -> int:
+    from ledger.projections import ProjectionRunner
+
     node = opener(args, writable=False)
     try:
         runner = ProjectionRunner(node.app, batch_size=args.batch_size)
@@ -80,6 +82,8 @@ def cmd_projections_rebuild(opener: Opener, args: argparse.Namespace) -> int:
 
 
 def cmd_projections_update(opener: Opener, args: argparse.Namespace) -> int:
+    from ledger.projections import ProjectionRunner
+
     node = opener(args, writable=False)
     try:
         runner = ProjectionRunner(node.app, batch_size=args.batch_size)
@@ -100,6 +104,8 @@ def _reader(opener: Opener, args: argparse.Namespace) -> Node:
     """Open the store and bring the projections up to date first, so a listing
     right after a crash shows the rounds it interrupted. Catching up writes only
     the proj_ tables (never an event), and only when the log moved on."""
+    from ledger.cli.catch_up import catch_up
+
     node = opener(args, writable=False)
     try:
         catch_up(node)
@@ -110,6 +116,9 @@ def _reader(opener: Opener, args: argparse.Namespace) -> Node:
 
 
 def cmd_balances(opener: Opener, args: argparse.Namespace) -> int:
+    from ledger.domain.money import wallet
+    from ledger.projections import queries
+
     node = _reader(opener, args)
     try:
         owners = {wallet(a.account_id): a.owner for a in queries.accounts(node.app)}
@@ -131,6 +140,9 @@ def cmd_balances(opener: Opener, args: argparse.Namespace) -> int:
 
 def _print_account(node: Node, name: str, owners: dict[str, str], *, as_json: bool) -> None:
     """One account: a ledger account name as is, else an account id (or a round's)."""
+    from ledger.domain.money import in_play, wallet
+    from ledger.projections import queries
+
     rows = queries.balances(node.app, name)
     if rows:
         _print_json(rows, owners) if as_json else _print_balances(rows, owners)
@@ -198,6 +210,8 @@ def _print_json(
 
 def cmd_rounds(opener: Opener, args: argparse.Namespace) -> int:
     """Stakes and returns in major units, as `balances` shows them."""
+    from ledger.projections import queries
+
     node = _reader(opener, args)
     try:
         found = queries.rounds(node.app, open_only=args.open)

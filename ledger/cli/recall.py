@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ledger.audit.recall import Recall, RecalledEvent, recall_round
 from ledger.cli.args import uuid_text
 from ledger.cli.common import open_ledger_from_args
-from ledger.crypto.keys import Keyring
 from ledger.domain.currency import format_major
+
+if TYPE_CHECKING:
+    from ledger.audit.recall import Recall, RecalledEvent
 
 
 def _who(event: RecalledEvent) -> str:
@@ -173,6 +174,8 @@ def render(recall: Recall) -> str:
 def cmd_recall(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from ledger.audit.recall import recall_round
+    from ledger.crypto.keys import Keyring
     from ledger.plugins.manager import get_plugin_manager
 
     plugins = get_plugin_manager()

@@ -8,13 +8,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ledger.audit.verify import Level
+from ledger.audit.level import Level
 from ledger.cli.audit import _verify_keyring
 from ledger.cli.common import output_file
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
-from ledger.plugins.manager import get_plugin_manager
-from ledger.store.application import LedgerApplication
 from ledger.store.config import store_url
 
 
@@ -36,12 +34,14 @@ def _shown(url: str) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from ledger.plugins.manager import get_plugin_manager
     from ledger.report import charts  # matplotlib missing: said before the log is read
     from ledger.report.html import render
     from ledger.report.reader import read_log
     from ledger.report.significant import collect
     from ledger.report.status import not_verified, run_verifier
     from ledger.report.theory import Theories, load_edges
+    from ledger.store.application import LedgerApplication
 
     output = _output(args.file)
     charts.require()

@@ -12,18 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import uuid_text
 from ledger.cli.common import open_ledger_from_args
 from ledger.cli.passphrase import read_passphrase
-from ledger.crypto.keys import Role
-from ledger.crypto.keystore import KeyDirectory
-from ledger.crypto.signing import InMemorySigner
+from ledger.crypto.roles import Role
 from ledger.domain.currency import format_major
 from ledger.domain.names import MAX_TEXT, check_name
 from ledger.errors import ConfigError
-from ledger.node import keys_dir
+
+if TYPE_CHECKING:
+    from ledger.crypto.keystore import KeyDirectory
+    from ledger.crypto.signing import InMemorySigner
 
 
 def operator_signer(directory: KeyDirectory, name: str | None, passphrase: bytes) -> InMemorySigner:
@@ -33,6 +34,7 @@ def operator_signer(directory: KeyDirectory, name: str | None, passphrase: bytes
 
 
 def cmd_round_action(args: argparse.Namespace) -> int:
+    from ledger.node import keys_dir
     from ledger.plugins.manager import get_plugin_manager
 
     reason = check_name(args.reason, "--reason", limit=MAX_TEXT)

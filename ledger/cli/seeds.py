@@ -13,16 +13,20 @@ from __future__ import annotations
 import argparse
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ledger.cli.common import open_from_args, open_ledger_from_args
 from ledger.errors import ConfigError
-from ledger.node import keys_dir
-from ledger.rng.server import RngServer, default_rng_dir
+
+if TYPE_CHECKING:
+    from ledger.rng.server import RngServer
 
 
 def rng_from_args(args: argparse.Namespace) -> RngServer:
     """The RNG directory's seeds (never created here: a missing one holds none)."""
+    from ledger.node import keys_dir
+    from ledger.rng.server import RngServer, default_rng_dir
+
     directory = Path(args.rng_dir) if args.rng_dir else default_rng_dir(keys_dir(args.keys).path)
     if directory.exists() and not directory.is_dir():
         raise ConfigError(f"--rng-dir {directory} is not a directory (RNG seeds are kept there)")

@@ -16,9 +16,8 @@ from uuid import UUID
 
 from ledger.cli.args import int_range
 from ledger.cli.common import output_file
+from ledger.domain.api_roles import ApiRole
 from ledger.errors import ConfigError
-from ledger.http.tokens import ApiRole, TokenStore
-from ledger.node import keys_dir
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
@@ -39,7 +38,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ledger.casino import open_ledger
     from ledger.cli.passphrase import read_passphrase
     from ledger.http import asgi
-    from ledger.node import PASSPHRASE_ENV, refuse_new_keys_beside_events
+    from ledger.http.tokens import TokenStore
+    from ledger.node import PASSPHRASE_ENV, keys_dir, refuse_new_keys_beside_events
     from ledger.store.application import probe_store
     from ledger.store.config import store_url
 
@@ -142,6 +142,9 @@ def _expiry(text: str) -> datetime:
 
 
 def cmd_tokens(args: argparse.Namespace) -> int:
+    from ledger.http.tokens import TokenStore
+    from ledger.node import keys_dir
+
     store = TokenStore(keys_dir(args.keys).path)
     if args.tokens_command == "create":
         if args.table is not None and args.role == ApiRole.TABLE_DEVICE.value:

@@ -6,27 +6,26 @@ from __future__ import annotations
 import argparse
 import secrets
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ledger.audit.proofs import newest_checkpoint
-from ledger.audit.verify import Level, verify_store
-from ledger.casino.opened import Ledger
 from ledger.cli.args import MAX_INT64, int_range
 from ledger.cli.common import open_ledger_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
-from ledger.crypto.keys import Keyring
-from ledger.devices import DealerDevice
 from ledger.errors import ConfigError, KeyStoreError, LedgerError
-from ledger.node import Node, keys_dir, refuse_new_keys_beside_events
-from ledger.plugins.manager import get_plugin_manager
-from ledger.rng.server import default_rng_dir
-from ledger.store.application import LedgerApplication, probe_store
 from ledger.store.config import describe, store_url
+
+if TYPE_CHECKING:
+    from ledger.casino.opened import Ledger
+    from ledger.devices import DealerDevice
+    from ledger.node import Node
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """A casino session on the store, then checkpoint, projections, verify and a summary."""
+    from ledger.node import keys_dir, refuse_new_keys_beside_events
+    from ledger.plugins.manager import get_plugin_manager
+    from ledger.rng.server import default_rng_dir
     from ledger.simulation import (
         SessionConfig,
         check_config,
@@ -35,6 +34,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         parse_seed,
     )
     from ledger.simulation.config import DEFAULT_GAMES, DEFAULT_TURN_GAME, table_prefix
+    from ledger.store.application import probe_store
 
     # Bad input fails first: before keys are made or the store is touched.
     plugins = get_plugin_manager()
@@ -98,6 +98,9 @@ class SessionStopped(LedgerError):
 
 def _after(store: str | None, before: int) -> str:
     """What a stopped session left in the store, read afresh (no keys needed)."""
+    from ledger.crypto.keys import Keyring
+    from ledger.store.application import LedgerApplication
+
     try:
         app = LedgerApplication(store_url(store), keyring=Keyring(), create=False)
         try:
@@ -130,6 +133,8 @@ def _session(
     config: Any,
     dice: Any,
 ) -> None:
+    from ledger.audit.proofs import newest_checkpoint
+    from ledger.audit.verify import Level, verify_store
     from ledger.projections import ProjectionRunner
     from ledger.simulation import run_session, summary_lines
 

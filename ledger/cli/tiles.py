@@ -6,15 +6,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ledger.cli.common import open_from_args
 from ledger.cli.progress import progress_bar
-from ledger.crypto.keys import Keyring
 from ledger.errors import ConfigError
-from ledger.export.tiles import TilesWritten, write_tiles
-from ledger.export.tiles_check import check_tiles
-from ledger.node import Node, keys_dir, origin
+
+if TYPE_CHECKING:
+    from ledger.export.tiles import TilesWritten
+    from ledger.node import Node
 
 
 def publish_tiles(
@@ -22,6 +22,9 @@ def publish_tiles(
 ) -> TilesWritten | None:
     """Write the tiles of `node`'s newest valid checkpoint to `directory`
     (`quiet`: no progress and no line, for `checkpoint --follow`'s turns)."""
+    from ledger.export.tiles import write_tiles
+    from ledger.node import origin
+
     if quiet:
         return write_tiles(node.app, node.keyring, directory, origin=origin())
     with progress_bar("writing tiles") as (advance, _):
@@ -49,6 +52,10 @@ def describe(written: TilesWritten | None, directory: Path) -> str:
 
 
 def cmd_tiles(args: argparse.Namespace) -> int:
+    from ledger.crypto.keys import Keyring
+    from ledger.export.tiles_check import check_tiles
+    from ledger.node import keys_dir
+
     directory = Path(args.directory)
     if args.check:
         keyring = (

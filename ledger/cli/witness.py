@@ -16,10 +16,11 @@ from typing import Any
 
 from ledger.cli.args import int_range
 from ledger.cli.common import passphrase_for
-from ledger.witness.config import WitnessConfig
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    from ledger.witness.config import WitnessConfig
+
     config = WitnessConfig.init(Path(args.directory), args.name, passphrase_for(args, confirm=True))
     print(f"witness {config.name} set up in {config.directory}")
     print(f"verifier key: {config.verifier_key()}")
@@ -27,6 +28,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 
 def cmd_add_log(args: argparse.Namespace) -> int:
+    from ledger.witness.config import WitnessConfig
+
     config = WitnessConfig.load(Path(args.directory))
     config.add_log(args.origin, args.key)
     keys = len(config.logs[args.origin])
@@ -35,11 +38,14 @@ def cmd_add_log(args: argparse.Namespace) -> int:
 
 
 def cmd_key(args: argparse.Namespace) -> int:
+    from ledger.witness.config import WitnessConfig
+
     print(WitnessConfig.load(Path(args.directory)).verifier_key())
     return 0
 
 
 def cmd_refusals(args: argparse.Namespace) -> int:
+    from ledger.witness.config import WitnessConfig
     from ledger.witness.state import WitnessState
 
     config = WitnessConfig.load(Path(args.directory))
@@ -60,6 +66,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from ledger.cli.serve import check_listen
     from ledger.witness.asgi import witness_app
+    from ledger.witness.config import WitnessConfig
     from ledger.witness.state import WitnessState
     from ledger.witness.witness import Witness
 

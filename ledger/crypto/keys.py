@@ -15,7 +15,6 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
-from enum import StrEnum
 from pathlib import Path
 
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -23,21 +22,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.crypto.canonical import canonical
+from ledger.crypto.roles import Role as Role  # where the rest of the ledger imports it from
 from ledger.errors import KeyStoreError
 
 KEYRING_FILE = "keyring.json"
 KEYRING_FORMAT = "casino-ledger/keyring/v1"
-
-
-class Role(StrEnum):
-    """What a key may sign."""
-
-    LEDGER_NODE = "ledger-node"
-    CHECKPOINT = "checkpoint"
-    DEALER_DEVICE = "dealer-device"
-    OPERATOR = "operator"
-    AUDITOR = "auditor"
-    WITNESS = "witness"  # cosigns other logs' checkpoints (C2SP tlog-cosignature)
 
 
 def key_id_of(raw_public_key: bytes) -> str:

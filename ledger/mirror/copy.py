@@ -52,25 +52,24 @@ from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange, hash_leaf
 from ledger.errors import ConfigError, VerificationError
 from ledger.export.records import split_envelope
+from ledger.mirror.limits import BATCH, RECHECK
 from ledger.mirror.pending import PendingTables
 from ledger.mirror.source import FeedEvent, Source
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import CheckpointRow
+from ledger.store.recorder_type import SealedRecorder
 from ledger.store.recorders import (
     Cursor,
     LeafRow,
     NodeRow,
     Row,
-    SealedRecorder,
     SealedSQLiteApplicationRecorder,
 )
 
 MIRROR_FILE = "mirror.json"
 REFUSED_FILE = "refused.jsonl"
 STATE_DIR = "state"
-BATCH = 10_000  # events checked and written in one transaction, at most
-RECHECK = 1_000  # events of the history already held re-read from the source each pass
 # Each pass leaves its new events' chunks in the saved state (aligned to their
 # size, so many small ones): past this many beyond the aligned whole-log
 # chunking the state is made again by a full verify of the mirror store, or

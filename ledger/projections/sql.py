@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 from eventsourcing.persistence import OperationalError
 
 from ledger.errors import ConfigError
-from ledger.store.recorders import Cursor, SealedRecorder, SealedSQLiteApplicationRecorder
+from ledger.store.recorder_type import SealedRecorder
+from ledger.store.recorders import Cursor, SealedSQLiteApplicationRecorder
 
 if TYPE_CHECKING:
     from psycopg.sql import Composable

@@ -28,7 +28,7 @@ from ledger.errors import ConfigError, KeyStoreError, StoreUnavailableError
 from ledger.store.config import describe, environment_for
 from ledger.store.drivers import loaded_errors
 from ledger.store.merkle_log import MerkleLogTables
-from ledger.store.recorders import SealedRecorder
+from ledger.store.recorder_type import SealedRecorder
 from ledger.store.sealing import SealedEventStore, SealingMapper
 
 _STORE_ERRORS: tuple[type[BaseException], ...] = (

@@ -15,7 +15,8 @@ from uuid import UUID
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.merkle import HASH_SIZE, hash_children
 from ledger.errors import VerificationError
-from ledger.store.recorders import Cursor, LeafRow, NodeRow, Row, SealedRecorder
+from ledger.store.recorder_type import SealedRecorder
+from ledger.store.recorders import Cursor, LeafRow, NodeRow, Row
 
 CheckpointRow = tuple[object, object]  # (tree_size column, note column), both untrusted
 

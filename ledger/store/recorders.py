@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
+from typing import Any, Protocol
 
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
-
-if TYPE_CHECKING:
-    from ledger.store.pg_recorder import SealedPostgresApplicationRecorder
 
 LEAVES = "ledger_merkle_leaves"
 NODES = "ledger_merkle_nodes"
@@ -107,11 +104,6 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             cosignatures=COSIGNATURES,
             id="rowid",
         ).replace("%s", "?")
-
-
-# Named as a string: the PostgreSQL recorder's module imports psycopg, which a
-# process on SQLite never needs (ledger.store.pg_recorder).
-SealedRecorder: TypeAlias = "SealedSQLiteApplicationRecorder | SealedPostgresApplicationRecorder"
 
 
 def as_rows(raw: Sequence[Any]) -> list[Row]:
