@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from ledger.errors import InvalidCommandError
 from ledger.games.api import SETTLEMENT_API, SIMULATED_PLAY, BetView, RecordedAction, Step
-from ledger_xidach.replays import Replays, snapshot
+from ledger_xidach.replays import Replays
 from ledger_xidach.rules import XiDachRules
 from ledger_xidach.simulated import STAKE_MULTIPLIERS, PlayedRound
 from ledger_xidach.table import DEALER, FAULT, Round
@@ -123,9 +123,8 @@ class XiDach:
     def step(self, bets: Mapping[str, BetView], actions: Sequence[RecordedAction]) -> Step:
         # The same as replaying every action on a new round, which is what runs
         # when the inputs are not plain values or no kept table fits them.
-        inputs = snapshot(bets, actions)
-        kept = self._replays.take(*inputs) if inputs is not None else None
-        table, applied = kept if kept is not None else (self.new_round(bets), 0)
+        kept = self._replays.take(bets, actions)
+        table, applied = (kept.table, len(kept.actions)) if kept else (self.new_round(bets), 0)
         for recorded in actions[applied:]:
             self.validate_args(recorded["actor"], recorded["action"], recorded["args"])
             table.apply(
@@ -135,8 +134,7 @@ class XiDach:
                 recorded["args"].get("reason", ""),
             )
         step = to_step(table)
-        if inputs is not None:
-            self._replays.keep(*inputs, table)
+        self._replays.keep(bets, actions, table, kept)
         return step
 
     # -- capability "simulated-play": turns, played by `ledger_xidach.strategy` --

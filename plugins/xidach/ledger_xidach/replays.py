@@ -2,13 +2,14 @@
 
 `XiDach.step(bets, actions)` is a pure function of the whole history: called
 once per action, a round of n actions would replay 1 + 2 + ... + n of them.
-Each round's table is kept after its step, under a snapshot of what it was
-built from: its bets and every action applied (as immutable values, so an
-input edited in place after the call can never match a snapshot it no longer
-equals). A later call whose bets equal a kept round's and whose actions
-extend its snapshot applies only the new actions; anything else replays from
-the start. A table is taken out while it is advanced, so two threads never
-advance one table, and a failed step keeps nothing.
+Each round's table is kept after its step with a copy of what it was built
+from: its bets and every action applied, copied deep enough that an input
+edited in place after the call no longer equals the copy. A later call whose
+bets equal a kept round's and whose actions begin with its copied ones
+applies only the new actions (the comparisons run in C, the copies are made
+once per action); anything else replays from the start. A table is taken out
+while it is advanced, so two threads never advance one table, and a failed
+step keeps nothing.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ledger.games.api import BetView, RecordedAction
@@ -23,81 +25,76 @@ from ledger_xidach.table import Round
 
 KEPT = 64  # rounds in play at once, across every table this process settles or verifies
 
-Frozen = tuple[Any, ...]
+
+@dataclass
+class Kept:
+    bets: dict[str, dict[str, Any]]  # copies of the bets' views, their `bet` copied too
+    actions: list[dict[str, Any]]  # copies of the actions applied, their args and cards too
+    table: Round
 
 
-def frozen_bets(bets: Mapping[str, BetView]) -> Frozen | None:
-    """What `new_round` reads of the bets, as immutable values (None: not plain)."""
-    frozen = []
+def copied_bets(bets: Mapping[str, BetView]) -> dict[str, dict[str, Any]] | None:
+    """A copy equal to `bets` while they are not edited, or None if a bet is not
+    plain values (`new_round` reads a bet's `bet` and `stake`)."""
+    copies = {}
     for bet_id, view in bets.items():
-        bet, stake = view["bet"], view["stake"]
-        if not isinstance(bet, Mapping) or type(stake) is not int:
+        bet = view["bet"]
+        if not isinstance(bet, Mapping) or not all(type(v) in (int, str) for v in bet.values()):
             return None
-        items = tuple(sorted(bet.items()))
-        if not all(type(value) in (int, str) for _, value in items):
-            return None
-        frozen.append((bet_id, items, stake))
-    return tuple(frozen)
+        copies[bet_id] = {**view, "bet": dict(bet)}
+    return copies
 
 
-def frozen_action(recorded: RecordedAction) -> Frozen | None:
-    """What validating and applying an action read of it, as immutable values."""
-    actor, action, args, drawn = (
-        recorded["actor"],
-        recorded["action"],
-        recorded["args"],
-        recorded["drawn"],
-    )
-    if type(actor) is not str or type(action) is not str or not isinstance(args, Mapping):
+def copied_action(recorded: RecordedAction) -> dict[str, Any] | None:
+    """A copy equal to the action while it is not edited, or None if it is not plain values."""
+    args, drawn = recorded["args"], recorded["drawn"]
+    if not isinstance(args, Mapping) or not all(type(v) is str for v in args.values()):
         return None
-    items = tuple(sorted(args.items()))
-    if not all(type(value) is str for _, value in items):
+    if not isinstance(drawn, list | tuple) or not all(type(card) is int for card in drawn):
         return None
-    cards = tuple(drawn) if isinstance(drawn, list | tuple) else None
-    if cards is None or not all(type(card) is int for card in cards):
-        return None
-    return (actor, action, items, cards)
-
-
-def snapshot(
-    bets: Mapping[str, BetView], actions: Sequence[RecordedAction]
-) -> tuple[Frozen, list[Frozen]] | None:
-    """The bets and actions as immutable values, or None if any is not plain."""
-    key = frozen_bets(bets)
-    if key is None:
-        return None
-    seen = []
-    for recorded in actions:
-        frozen = frozen_action(recorded)
-        if frozen is None:
-            return None
-        seen.append(frozen)
-    return key, seen
+    return {**recorded, "args": dict(args), "drawn": list(drawn)}
 
 
 class Replays:
-    """Tables of rounds in play, each with the actions applied to it."""
+    """Tables of rounds in play, each with copies of its bets and applied actions."""
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[Frozen, tuple[list[Frozen], Round]] = OrderedDict()
+        self._kept: OrderedDict[tuple[str, ...], Kept] = OrderedDict()
         self._lock = threading.Lock()
 
-    def take(self, bets: Frozen, actions: Sequence[Frozen]) -> tuple[Round, int] | None:
-        """A kept table whose actions begin `actions`, and how many it applied."""
+    def take(self, bets: Mapping[str, BetView], actions: Sequence[RecordedAction]) -> Kept | None:
+        """The kept round these bets are, if its actions begin `actions`."""
         with self._lock:
-            kept = self._kept.pop(bets, None)
+            kept = self._kept.pop(tuple(bets), None)
         if kept is None:
             return None
-        applied, table = kept
-        if len(applied) > len(actions) or any(
-            mine != theirs for mine, theirs in zip(applied, actions, strict=False)
-        ):
+        applied = len(kept.actions)
+        if applied > len(actions) or kept.bets != bets or kept.actions != list(actions[:applied]):
             return None
-        return table, len(applied)
+        return kept
 
-    def keep(self, bets: Frozen, actions: list[Frozen], table: Round) -> None:
+    def keep(
+        self,
+        bets: Mapping[str, BetView],
+        actions: Sequence[RecordedAction],
+        table: Round,
+        kept: Kept | None,
+    ) -> None:
+        """Keep `table`, now past `actions` (copying only those `kept` had not)."""
+        if kept is None:
+            copies = copied_bets(bets)
+            if copies is None:
+                return
+            kept = Kept(copies, [], table)
+        for recorded in actions[len(kept.actions) :]:
+            copy = copied_action(recorded)
+            if copy is None:
+                return
+            kept.actions.append(copy)
+        kept.table = table
+        key = tuple(bets)
         with self._lock:
-            self._kept[bets] = (actions, table)
-            self._kept.move_to_end(bets)
+            self._kept[key] = kept
+            self._kept.move_to_end(key)
             while len(self._kept) > KEPT:
                 self._kept.popitem(last=False)

@@ -71,7 +71,7 @@ def test_interleaved_random_rounds_step_as_a_fresh_replay(seed: int) -> None:
     assert checked > 300  # the rounds really were played out
 
 
-def test_an_action_edited_in_place_is_replayed_not_taken_from_the_kept_table() -> None:
+def test_an_action_or_bet_edited_in_place_is_replayed_not_taken_from_the_kept_table() -> None:
     game = XiDach("xidach", XIDACH)
     round_ = RandomRound(random.Random(7), 0)
     step = game.step(round_.bets, [])
@@ -82,9 +82,16 @@ def test_an_action_edited_in_place_is_replayed_not_taken_from_the_kept_table() -
         step = game.step(round_.bets, round_.actions)
     dealt = round_.actions[1]["drawn"]
     dealt.reverse()  # the same list object, other cards: the kept table must not fit
-    assert game.step(round_.bets, round_.actions) == fresh(round_.bets, round_.actions)
-    round_.bets[next(iter(round_.bets))]["stake"] += 1  # an edited bet, too
-    assert game.step(round_.bets, round_.actions) == fresh(round_.bets, round_.actions)
+    edited = game.step(round_.bets, round_.actions)
+    assert edited == fresh(round_.bets, round_.actions) and edited != step
+    while (action := round_.next_action(step)) is not None:  # to the end, its bets settled
+        round_.actions.append(action)
+        step = game.step(round_.bets, round_.actions)
+    assert step["settle"]
+    for view in round_.bets.values():
+        view["stake"] += 1  # the same bet objects, other stakes
+    edited = game.step(round_.bets, round_.actions)
+    assert edited == fresh(round_.bets, round_.actions) and edited != step
 
 
 def test_a_failed_step_keeps_nothing_and_the_round_steps_on() -> None:
