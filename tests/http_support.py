@@ -101,3 +101,14 @@ def operator_signature(signer: Signer, action: str, round_id: str, reason: str) 
     """What an operator sends with a void or resume: their own signature of the fact."""
     signed = sign_fact(signer, operator_fact(action, round_id, reason), Role.OPERATOR)
     return {"key_id": signed["key_id"], "signature": signed["signature"]}
+
+
+def served_routes(app: Any) -> list[Any]:
+    """The app's routes, each with its full path, an included router's too: older
+    FastAPI releases copy an included router's routes into the app's; newer ones
+    (0.165 among them) keep the router there and resolve its routes when asked."""
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:
+        return list(app.routes)
+    return list(iter_route_contexts(app.routes))

@@ -19,7 +19,7 @@ from ledger.http.app import openapi_document
 from ledger.http.tokens import ApiRole
 from ledger.node import Node
 from tests.casino_support import dealer_device, operator_signer
-from tests.http_support import Api, make_api
+from tests.http_support import Api, make_api, served_routes
 
 
 @dataclasses.dataclass
@@ -301,17 +301,6 @@ def send(api: Api, method: str, call: Call, token: str | None) -> Any:
     return api.client.request(
         method, call.path, json=call.body, params=call.params, headers=headers
     )
-
-
-def served_routes(app: Any) -> list[Any]:
-    """The app's routes, each with its full path, an included router's too: older
-    FastAPI releases copy an included router's routes into the app's; newer ones
-    (0.165 among them) keep the router there and resolve its routes when asked."""
-    try:
-        from fastapi.routing import iter_route_contexts
-    except ImportError:
-        return list(app.routes)
-    return list(iter_route_contexts(app.routes))
 
 
 def test_every_served_route_has_a_scenario_and_roles(node: Node, tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from fastapi_offline import FastAPIOffline
 from ledger.http.bet_fast_path import BetFastPath
 from ledger.http.errors import install_error_handlers
 from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit
+from ledger.http.models import ErrorBody
 from ledger.http.routes import ROUTERS
 from ledger.http.service import Service
 from ledger.http.tlog import TlogFiles
@@ -63,6 +64,7 @@ def create_app(
     )
     api.state.service = service  # what the routes' dependencies hand them
     install_error_handlers(api)
+    declare_error_body(api)
     for router in ROUTERS:
         api.include_router(router, prefix="/v1")
     if fast_bets:  # inside: after the token and the size
@@ -72,6 +74,25 @@ def create_app(
     if tiles is not None:  # outside the token check: monitors read it with no token
         api.add_middleware(TlogFiles, directory=tiles)
     return api
+
+
+def declare_error_body(api: FastAPI) -> None:
+    """Put `ErrorBody`'s schema in the document's components, where every route's
+    error responses refer to it (`ledger.http.routing.error_responses`)."""
+    document_of_the_routes = api.openapi
+
+    def openapi() -> dict[str, Any]:
+        if api.openapi_schema is not None:  # built once, as FastAPI's own is
+            return api.openapi_schema
+        document = document_of_the_routes()
+        schemas = document.setdefault("components", {}).setdefault("schemas", {})
+        schemas[ErrorBody.__name__] = ErrorBody.model_json_schema(
+            ref_template="#/components/schemas/{model}", mode="serialization"
+        )
+        document["components"]["schemas"] = dict(sorted(schemas.items()))
+        return document
+
+    api.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented hook
 
 
 def openapi_document() -> dict[str, Any]:
