@@ -29,6 +29,7 @@ from ledger.audit.log_events import Event, events_of_rows, verified_events
 from ledger.audit.log_rows import LogRows
 from ledger.audit.parallel import WorkerPlan
 from ledger.audit.settlement import events
+from ledger.audit.store_plan import Cutting
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
 from ledger.errors import VerificationError
@@ -56,6 +57,15 @@ class LogSource(Protocol):
     ) -> tuple[int, list[ChunkSpec]]:
         """(events in the log, its chunks from `start`: (log position, the row id
         before it); a source that cannot start past 0 raises ConfigError)."""
+        ...
+
+    def start_plan(self, chunk_leaves: int, start: tuple[int, int] = (0, 0)) -> None:
+        """Begin cutting the log into chunks, while the caller does other work
+        (`plan` then takes the cut)."""
+        ...
+
+    def end_plan(self) -> None:
+        """Wait for a cut begun and not taken: nothing reads the log after this."""
         ...
 
     def verify_chunk(self, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult: ...
@@ -100,6 +110,7 @@ class StoreLog:
         self.tables = app.tables if tables is None else tables
         self.rows = self.tables
         self.transcoder = app.mapper.transcoder
+        self._cutting: Cutting | None = None
 
     def plan(
         self,
@@ -109,20 +120,28 @@ class StoreLog:
         times: list[tuple[int, int]],
         start: tuple[int, int] = (0, 0),
     ) -> tuple[int, list[ChunkSpec]]:
-        tables = self.tables
-        count, highest = tables.event_count()
+        cutting = self._cutting
+        if cutting is None or cutting.asked != (chunk_leaves, start):
+            self.end_plan()
+            cutting = Cutting(self.tables, chunk_leaves, start)
+            cutting.run()
+        self._cutting = None
         specs: list[ChunkSpec] = []
         first, after = start
-        while first < count:
-            # A chunk's leaves start aligned to its size (its subtree): a log resumed
-            # at an odd position takes smaller chunks up to the next boundary.
-            end = min(first + min(chunk_leaves, first & -first or chunk_leaves), count)
-            last_id = highest if end == count else tables.id_after(after, end - first - 1)
-            if last_id is None:  # rows vanished while planning
-                raise Problem(end - 1, "the log changed while it was read").as_error()
+        for end, last_id in cutting.result():
             specs.append(chunk_spec(first, end, after, last_id, sizes, check_signatures, times))
             first, after = end, last_id
-        return count, specs
+        return first, specs
+
+    def start_plan(self, chunk_leaves: int, start: tuple[int, int] = (0, 0)) -> None:
+        self.end_plan()
+        self._cutting = Cutting(self.tables, chunk_leaves, start)
+        self._cutting.start()
+
+    def end_plan(self) -> None:
+        cutting, self._cutting = self._cutting, None
+        if cutting is not None and cutting.ident is not None:
+            cutting.join()
 
     def verify_chunk(self, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult:
         return verify_chunk_with(self.tables, signer_check, spec)

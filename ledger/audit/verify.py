@@ -340,6 +340,50 @@ def verify_log(
     if chunk_leaves & (chunk_leaves - 1):
         raise ValueError("chunk size must be a power of two")
     workers = workers or os.cpu_count() or 1
+    # The log is cut into chunks (index seeks) while the keys and checkpoints
+    # load; however this run ends, the cut has stopped reading before it returns.
+    start = (resume.size, resume.last_id) if resume is not None else (0, 0)
+    log.start_plan(chunk_leaves, start)
+    try:
+        return _verify_cut_log(
+            log,
+            keyring,
+            level=level,
+            trusted=trusted,
+            workers=workers,
+            chunk_leaves=chunk_leaves,
+            progress=progress,
+            on_total=on_total,
+            games=games,
+            findings=findings,
+            resume=resume,
+            save_state=save_state,
+            start=start,
+            clock=(started, started_at),
+        )
+    finally:
+        log.end_plan()
+
+
+def _verify_cut_log(
+    log: LogSource,
+    keyring: Keyring,
+    *,
+    level: Level,
+    trusted: Checkpoint | None,
+    workers: int,
+    chunk_leaves: int,
+    progress: Callable[[int], None] | None,
+    on_total: Callable[[int], None] | None,
+    games: Mapping[str, LoadedGame] | None,
+    findings: Findings | None,
+    resume: VerifyState | None,
+    save_state: bool,
+    start: tuple[int, int],
+    clock: tuple[float, int],
+) -> VerificationReport:
+    """`verify_log`'s steps, the log's cut into chunks under way."""
+    started, started_at = clock
     collect = findings is not None
     found = findings if findings is not None else Findings()
     report = VerificationReport(level=level, workers=workers, findings=found)
@@ -375,7 +419,6 @@ def verify_log(
 
     # 4 envelopes, 5 chains, 6 merkle: the log in chunks, merged in log order
     # (resumed: the rows before the state re-hashed, the events after it checked).
-    start = (resume.size, resume.last_id) if resume is not None else (0, 0)
     if resume is not None:
         _known_roots(resume, sizes, expected_roots, claimed, trusted, found)
         sizes = {size for size in sizes if size > resume.size}

@@ -1,0 +1,112 @@
+"""How verification cuts a store's log into chunks (`StoreLog.plan`): every row
+in exactly one chunk, in id order, each chunk's leaves aligned to its subtree,
+the last whole chunks cut into parts so the processes finish together, and
+the count the plan gives the real number of rows, without a COUNT(*) of the
+log. Both stores, ids with gaps (rows an attacker removed) included."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from ledger.audit import store_plan, verify
+from ledger.audit.chunks import ChunkSpec
+from ledger.audit.log_source import StoreLog
+from ledger.audit.store_plan import TAIL_CHUNKS, TAIL_PARTS
+from ledger.node import Node
+from ledger.store.merkle_log import stream_of
+from tests.attacker import Attacker
+from tests.demo_table import Table
+
+CHUNK = 8
+
+
+def seal(node: Node, streams: int, per_stream: int) -> None:
+    for number in range(streams):
+        table = Table(name=f"T{number}", dealer="D1")
+        for _ in range(per_stream - 1):
+            table.throw_dice([1, 2, 3])
+        node.app.save(table)
+
+
+def held_rows(node: Node, specs: list[ChunkSpec], count: int) -> list[int]:
+    """Each chunk's rows, checked to be the leaves the plan says, in order."""
+    tables = node.app.tables
+    sizes = []
+    for spec, following in zip(specs, [*specs[1:], None], strict=True):
+        end = following.first_leaf if following else count
+        rows = tables.rows_between(spec.after_id, spec.last_id)
+        assert len(rows) == end - spec.first_leaf, spec
+        assert rows[-1][0] == spec.last_id
+        n = len(rows)
+        assert n == 1 or spec.first_leaf % (1 << (n - 1).bit_length()) == 0, spec
+        if following:
+            assert following.after_id == spec.last_id
+        sizes.append(n)
+    return sizes
+
+
+@pytest.mark.parametrize("events", [1, 7, 8, 9, 16, 17, 40, 77])
+def test_every_row_is_in_exactly_one_aligned_chunk(node: Node, events: int) -> None:
+    seal(node, streams=events, per_stream=1)
+    count, specs = StoreLog(node.app).plan([], True, CHUNK, [])
+    assert count == events == node.app.tables.event_count()[0]
+    assert sum(held_rows(node, specs, count)) == events
+    assert specs[0].first_leaf == 0 and specs[0].after_id == 0
+
+
+def test_the_last_whole_chunks_are_cut_into_parts(node: Node) -> None:
+    seal(node, streams=10, per_stream=5)  # 50 events: 6 chunks of 8, then 2
+    count, specs = StoreLog(node.app).plan([], True, CHUNK, [])
+    sizes = held_rows(node, specs, count)
+    part = CHUNK // TAIL_PARTS
+    whole = 50 // CHUNK - (TAIL_CHUNKS - 1)  # the rest of the log and the last whole chunk
+    assert sizes == [CHUNK] * whole + [part] * TAIL_PARTS + [part]
+
+
+def test_ids_with_gaps_and_a_resumed_start(node: Node, store_url: str) -> None:
+    seal(node, streams=30, per_stream=2)
+    rows = node.app.tables.rows_between(0, 1 << 62)
+    attacker = Attacker(store_url)
+    try:
+        for number in (3, 4, 11, 40, 41, 42):
+            attacker.delete(stream_of(rows[number][1]), rows[number][2])
+    finally:
+        attacker.close()
+    count, specs = StoreLog(node.app).plan([], False, CHUNK, [])
+    assert count == 54 == node.app.tables.event_count()[0]
+    assert sum(held_rows(node, specs, count)) == 54
+    # Resumed at position 21: chunks of 1 and 2 up to the boundary at 24, then whole ones.
+    after = node.app.tables.rows_between(0, 1 << 62)[20][0]
+    count, resumed = StoreLog(node.app).plan([], False, CHUNK, [], start=(21, after))
+    assert count == 54
+    assert (resumed[0].first_leaf, resumed[0].after_id) == (21, after)
+    assert held_rows(node, resumed, count)[:3] == [1, 2, CHUNK]
+    assert sum(held_rows(node, resumed, count)) == 54 - 21
+
+
+def test_a_run_that_stops_early_has_stopped_reading_the_log(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cut runs in a thread beside the checkpoints' loading: a run that
+    fails there waits for it, so no query runs on a store its caller closes."""
+    seal(node, streams=3, per_stream=3)
+    finished: list[int] = []
+    real = store_plan.chunk_ends
+
+    def slow(*args: Any) -> store_plan.Ends:
+        time.sleep(0.3)
+        ends = real(*args)
+        finished.append(len(ends))
+        return ends
+
+    def failing(*args: Any) -> None:
+        raise RuntimeError("the checkpoints could not be read")
+
+    monkeypatch.setattr(store_plan, "chunk_ends", slow)
+    monkeypatch.setattr(verify, "load_checkpoints", failing)
+    with pytest.raises(RuntimeError, match="could not be read"):
+        verify.verify_store(node.app, node.keys.keyring(), chunk_leaves=CHUNK)
+    assert len(finished) == 1  # the cut ran to its end before the error came back
