@@ -7,6 +7,7 @@ unreachable server fails them, it never skips them.
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,13 @@ PASSPHRASE = b"correct horse battery staple"
 # empty); tests/test_cli_progress.py turns them on where it checks them.
 os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
 use_bytecode_cache()  # before xdist starts its workers: they and every subprocess inherit it
+
+# Tests stop the servers and writers they start with SIGINT, as a user's ^C
+# would. A suite started in the background (nohup, `&` in a script) inherits
+# SIGINT ignored, and so would every process it starts, which would then run
+# on: a handler of our own is reset to the default in each child instead.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # The files that take longest, longest first (their total --durations, one
