@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from fastapi.testclient import TestClient
 
 from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role
@@ -20,6 +19,7 @@ from ledger.http.tokens import ApiRole, TokenStore
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager
 from ledger.rng.server import RngServer
+from tests.asgi_client import InThreadClient
 from tests.casino_support import event_count
 from tests.coin_variant import VARIANTS as COIN
 
@@ -34,7 +34,7 @@ def all_games() -> dict[str, Any]:
 class Api:
     node: Node
     service: Service
-    client: TestClient
+    client: InThreadClient
     tokens: dict[str, str] = field(default_factory=dict)  # role -> token text
 
     def headers(self, role: str | None, key: str | None = "new") -> dict[str, str]:
@@ -90,7 +90,7 @@ class Api:
 def make_api(node: Node, tmp_path: Path) -> Api:
     tokens = TokenStore(node.keys.path)
     service = Service(node.app, all_games(), RngServer(tmp_path / "seeds"), tokens)
-    api = Api(node, service, TestClient(create_app(service), raise_server_exceptions=False))
+    api = Api(node, service, InThreadClient(create_app(service)))
     for role in ApiRole:
         if role is not ApiRole.TABLE_DEVICE:
             api.tokens[role.value], _ = tokens.create(role)
