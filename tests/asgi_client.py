@@ -23,20 +23,33 @@ BASE_URL = "http://testserver"  # the TestClient's, so absolute URLs in answers 
 
 
 class InThreadClient:
+    """Each thread that calls it gets an event loop and a client of its own
+    (a mirror's follower thread and the test itself, for one)."""
+
     def __init__(self, app: Any) -> None:
         self.app = app
-        self._thread = threading.get_ident()
-        self._loop = asyncio.new_event_loop()
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)  # a 500, as served
-        # Redirects followed, as the TestClient does by default.
-        self._client = httpx.AsyncClient(
-            transport=transport, base_url=BASE_URL, follow_redirects=True
+        self._local = threading.local()
+        self._opened: list[tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = []
+        self._lock = threading.Lock()
+
+    def _mine(self) -> tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]:
+        mine: tuple[asyncio.AbstractEventLoop, httpx.AsyncClient] | None = getattr(
+            self._local, "mine", None
         )
+        if mine is None:
+            transport = httpx.ASGITransport(app=self.app, raise_app_exceptions=False)  # a 500
+            # Redirects followed, as the TestClient does by default.
+            client = httpx.AsyncClient(
+                transport=transport, base_url=BASE_URL, follow_redirects=True
+            )
+            mine = self._local.mine = (asyncio.new_event_loop(), client)
+            with self._lock:
+                self._opened.append(mine)
+        return mine
 
     def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response:
-        if threading.get_ident() != self._thread:
-            raise RuntimeError("an InThreadClient serves the thread that made it only")
-        return self._loop.run_until_complete(self._client.request(method, url, **kwargs))
+        loop, client = self._mine()
+        return loop.run_until_complete(client.request(method, url, **kwargs))
 
     def get(self, url: str, **kwargs: Any) -> httpx.Response:
         return self.request("GET", url, **kwargs)
@@ -50,12 +63,8 @@ class InThreadClient:
     def delete(self, url: str, **kwargs: Any) -> httpx.Response:
         return self.request("DELETE", url, **kwargs)
 
-    def close(self) -> None:
-        if not self._loop.is_closed():
-            self._loop.run_until_complete(self._client.aclose())
-            self._loop.close()
-
     def __del__(self) -> None:
-        # Collected unclosed: the transport holds no socket, only the loop to free.
-        with contextlib.suppress(Exception):
-            self._loop.close()
+        # Collected: the transports hold no socket, only the loops to free.
+        for loop, _ in self._opened:
+            with contextlib.suppress(Exception):
+                loop.close()
