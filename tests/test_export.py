@@ -30,16 +30,9 @@ from ledger.crypto.note import sign_note
 from ledger.crypto.signing import InMemorySigner
 from ledger.export.records import event_record
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
+from tests.schemas import schema
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schemas"
 Records = list[dict[str, Any]]
-
-
-def schema(name: str) -> jsonschema.protocols.Validator:
-    loaded = json.loads((SCHEMAS / f"{name}.json").read_text())
-    validator_class = jsonschema.validators.validator_for(loaded)
-    validator_class.check_schema(loaded)
-    return validator_class(loaded, format_checker=validator_class.FORMAT_CHECKER)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

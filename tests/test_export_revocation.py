@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from ledger.cli.main import main
@@ -32,8 +31,7 @@ from ledger.crypto.signing import InMemorySigner
 from tests.attacker import ThiefApplication
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
-
-SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schemas"
+from tests.schemas import schema
 
 
 @dataclass
@@ -272,10 +270,3 @@ def test_an_event_the_revoked_key_signed_after_the_revocation_still_fails(
     )
     code, _, err = verify(capsys, bundle)
     assert code == 0, err
-
-
-def schema(name: str) -> jsonschema.protocols.Validator:
-    loaded = json.loads((SCHEMAS / f"{name}.json").read_text())
-    validator_class = jsonschema.validators.validator_for(loaded)
-    validator_class.check_schema(loaded)
-    return validator_class(loaded, format_checker=validator_class.FORMAT_CHECKER)

@@ -49,6 +49,7 @@ from ledger.domain.round import (
 )
 from ledger.rng.deck import shuffle_trace
 from ledger.rng.dice import commitment, throw_trace
+from tests.schemas import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "export.md"
@@ -77,10 +78,7 @@ def table_rows(text: str) -> list[list[str]]:
 
 
 def payload_schema() -> jsonschema.protocols.Validator:
-    loaded = json.loads(PAYLOADS.read_text())
-    validator_class = jsonschema.validators.validator_for(loaded)
-    validator_class.check_schema(loaded)
-    return validator_class(loaded, format_checker=validator_class.FORMAT_CHECKER)
+    return schema("payloads")
 
 
 # The fixed ids.
