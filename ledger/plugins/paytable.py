@@ -24,7 +24,23 @@ class PaytableLine:
     theoretical_return: Fraction
 
 
+# Computed paytables by what determines them: the game's class and code and its
+# rules. Replaying every outcome of every bet costs about 0.25 s a game, and a
+# server, a report or a simulation asks for the same table again and again.
+_KNOWN: dict[tuple[object, ...], list[PaytableLine]] = {}
+
+
 def paytable(game: LoadedGame) -> list[PaytableLine]:
+    key = (type(game.game), game.id, game.plugin, game.version, game.rules_hash, game.code_hash)
+    known = _KNOWN.get(key) if game.code_hash else None  # no file to hash: not cached
+    if known is None:
+        known = _replayed(game)
+        if game.code_hash:
+            _KNOWN[key] = known
+    return list(known)
+
+
+def _replayed(game: LoadedGame) -> list[PaytableLine]:
     exact = game.exact_paytable()  # InvalidCommandError, said plainly, without it
     outcomes = exact.equally_likely()
     if not outcomes:
