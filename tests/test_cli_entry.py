@@ -32,3 +32,15 @@ def test_the_entry_point_runs_the_command() -> None:
         text=True,
     )  # fmt: skip
     assert done.returncode == 0 and "usage: ledger" in done.stdout
+
+
+def test_the_parser_is_built_once_and_keeps_nothing_from_a_parse() -> None:
+    from ledger.cli.main import _parser
+
+    assert _parser() is _parser()
+    first = _parser().parse_args(["verify", "--store", "sqlite:///a.db", "--level", "integrity"])
+    assert (first.store, first.level) == ("sqlite:///a.db", "integrity")
+    again = _parser().parse_args(["verify"])
+    assert again.store is None and again.level == "settlement"
+    assert _parser().parse_args(["--keys", "k", "events"]).keys == "k"
+    assert _parser().parse_args(["events"]).keys is None
