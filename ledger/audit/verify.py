@@ -18,6 +18,7 @@ links across chunk edges, and Merkle subtrees into the full tree.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections import Counter
@@ -25,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Concatenate, ParamSpec
 
 from ledger.audit.checkpoints import (
     kept_mismatch,
@@ -57,6 +59,7 @@ from ledger.store.application import LedgerApplication
 # the last chunks are shared out finely), large enough that a chunk's query
 # and its result's trip back cost little next to its events.
 CHUNK_LEAVES = 1 << 12
+P = ParamSpec("P")
 
 
 def _n(count: int, noun: str) -> str:
@@ -312,6 +315,23 @@ def verify_store(
     )
 
 
+def _cut_waited_for(
+    run: Callable[Concatenate[LogSource, P], VerificationReport],
+) -> Callable[Concatenate[LogSource, P], VerificationReport]:
+    """However the run ends, the log's cut (`LogSource.start_plan`) has stopped
+    reading before it returns: its caller may close the store at once."""
+
+    @functools.wraps(run)
+    def waited(log: LogSource, /, *args: P.args, **kwargs: P.kwargs) -> VerificationReport:
+        try:
+            return run(log, *args, **kwargs)
+        finally:
+            log.end_plan()
+
+    return waited
+
+
+@_cut_waited_for
 def verify_log(
     log: LogSource,
     keyring: Keyring,
@@ -340,50 +360,8 @@ def verify_log(
     if chunk_leaves & (chunk_leaves - 1):
         raise ValueError("chunk size must be a power of two")
     workers = workers or os.cpu_count() or 1
-    # The log is cut into chunks (index seeks) while the keys and checkpoints
-    # load; however this run ends, the cut has stopped reading before it returns.
-    start = (resume.size, resume.last_id) if resume is not None else (0, 0)
-    log.start_plan(chunk_leaves, start)
-    try:
-        return _verify_cut_log(
-            log,
-            keyring,
-            level=level,
-            trusted=trusted,
-            workers=workers,
-            chunk_leaves=chunk_leaves,
-            progress=progress,
-            on_total=on_total,
-            games=games,
-            findings=findings,
-            resume=resume,
-            save_state=save_state,
-            start=start,
-            clock=(started, started_at),
-        )
-    finally:
-        log.end_plan()
-
-
-def _verify_cut_log(
-    log: LogSource,
-    keyring: Keyring,
-    *,
-    level: Level,
-    trusted: Checkpoint | None,
-    workers: int,
-    chunk_leaves: int,
-    progress: Callable[[int], None] | None,
-    on_total: Callable[[int], None] | None,
-    games: Mapping[str, LoadedGame] | None,
-    findings: Findings | None,
-    resume: VerifyState | None,
-    save_state: bool,
-    start: tuple[int, int],
-    clock: tuple[float, int],
-) -> VerificationReport:
-    """`verify_log`'s steps, the log's cut into chunks under way."""
-    started, started_at = clock
+    # The log is cut into chunks (index seeks) while the keys and checkpoints load.
+    log.start_plan(chunk_leaves, (resume.size, resume.last_id) if resume else (0, 0))
     collect = findings is not None
     found = findings if findings is not None else Findings()
     report = VerificationReport(level=level, workers=workers, findings=found)
@@ -419,6 +397,7 @@ def _verify_cut_log(
 
     # 4 envelopes, 5 chains, 6 merkle: the log in chunks, merged in log order
     # (resumed: the rows before the state re-hashed, the events after it checked).
+    start = (resume.size, resume.last_id) if resume is not None else (0, 0)
     if resume is not None:
         _known_roots(resume, sizes, expected_roots, claimed, trusted, found)
         sizes = {size for size in sizes if size > resume.size}
