@@ -15,6 +15,7 @@ from ledger.audit import store_plan, verify
 from ledger.audit.chunks import ChunkSpec
 from ledger.audit.log_source import StoreLog
 from ledger.audit.store_plan import TAIL_CHUNKS, TAIL_PARTS
+from ledger.errors import VerificationError
 from ledger.node import Node
 from ledger.store.merkle_log import stream_of
 from tests.attacker import Attacker
@@ -110,3 +111,70 @@ def test_a_run_that_stops_early_has_stopped_reading_the_log(
     with pytest.raises(RuntimeError, match="could not be read"):
         verify.verify_store(node.app, node.keys.keyring(), chunk_leaves=CHUNK)
     assert len(finished) == 1  # the cut ran to its end before the error came back
+
+
+def count_seeks(node: Node, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    seeks: list[int] = []
+    real = node.app.tables.id_after
+
+    def id_after(after_id: int, offset: int) -> int | None:
+        seeks.append(after_id)
+        return real(after_id, offset)
+
+    monkeypatch.setattr(node.app.tables, "id_after", id_after)
+    return seeks
+
+
+def test_dense_ids_are_cut_by_arithmetic_to_the_same_chunks(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seal(node, streams=20, per_stream=4)
+    seeks = count_seeks(node, monkeypatch)
+    count, specs = StoreLog(node.app).plan([], True, CHUNK, [])
+    assert seeks == []  # every id in the range holds a row: no seek needed
+    monkeypatch.setattr(store_plan, "row_ids", lambda tables, after, highest: tables)
+    assert StoreLog(node.app).plan([], True, CHUNK, []) == (count, specs)
+    assert len(seeks) >= len(specs) - 1  # the same plan, by the index
+    assert sum(held_rows(node, specs, count)) == count == node.app.tables.event_count()[0]
+
+
+def test_ids_with_a_gap_are_cut_by_the_index(
+    node: Node, store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seal(node, streams=20, per_stream=4)
+    rows = node.app.tables.rows_between(0, 1 << 62)
+    attacker = Attacker(store_url)
+    try:
+        attacker.delete(stream_of(rows[-30][1]), rows[-30][2])  # one id near the end
+    finally:
+        attacker.close()
+    seeks = count_seeks(node, monkeypatch)
+    count, specs = StoreLog(node.app).plan([], True, CHUNK, [])
+    assert seeks  # one missing id is enough to stop the arithmetic
+    assert count == len(rows) - 1 == sum(held_rows(node, specs, count))
+
+
+@pytest.mark.parametrize("removed", ["middle", "last"])
+def test_rows_removed_after_the_cut_are_reported_not_misplaced(
+    node: Node, store_url: str, monkeypatch: pytest.MonkeyPatch, removed: str
+) -> None:
+    """A writer removing events during a run: a chunk reads fewer rows than
+    the plan counted. Verify says the log changed; it does not shift every
+    later event to a wrong position, nor fail with an internal error."""
+    seal(node, streams=20, per_stream=4)
+    rows = node.app.tables.rows_between(0, 1 << 62)
+    victim = rows[len(rows) // 2] if removed == "middle" else rows[-1]
+    real = StoreLog.plan
+
+    def plan_then_remove(self: StoreLog, *args: Any, **kwargs: Any) -> Any:
+        planned = real(self, *args, **kwargs)
+        attacker = Attacker(store_url)
+        try:
+            attacker.delete(stream_of(victim[1]), victim[2])
+        finally:
+            attacker.close()
+        return planned
+
+    monkeypatch.setattr(StoreLog, "plan", plan_then_remove)
+    with pytest.raises(VerificationError, match="the log changed while it was read"):
+        verify.verify_store(node.app, node.keys.keyring(), chunk_leaves=CHUNK, workers=1)

@@ -572,6 +572,15 @@ def _known_roots(
                 )
 
 
+def _changed_while_read(position: int) -> VerificationError:
+    """A chunk read fewer rows than the plan counted: every later position is off."""
+    return Problem(
+        position,
+        "the log changed while it was read: a chunk holds fewer rows than the log held "
+        "when it was cut (someone is removing events from the store during the run)",
+    ).as_error()
+
+
 class _Merge:
     """Steps 4-6 across chunks, in log order: each chunk's own problems, the chain
     links across its edges, and the Merkle tree grown to every checkpoint size
@@ -627,6 +636,8 @@ class _Merge:
             self._rehashed(result)
             self.heads.update(result.lasts)
             return
+        if spec.first_leaf != self.tree.end:
+            raise _changed_while_read(self.tree.end)
         own = self.log.merge(result)
         for problem in [*result.problems, *([own] if own else [])]:
             self._problem(Step.ENVELOPES, problem)
@@ -707,6 +718,8 @@ class _Merge:
             self.matched = size
 
     def finish(self, count: int, sizes: set[int]) -> None:
+        if self.tree.end < count:
+            raise _changed_while_read(self.tree.end)
         missing = [size for size in sizes if size > count]
         if missing:
             size = max(missing)

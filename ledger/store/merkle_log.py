@@ -127,6 +127,8 @@ class MerkleLogTables:
             "SELECT tree_size, note FROM {checkpoints} ORDER BY tree_size DESC LIMIT 1"
         )
         self._highest_id = sql("SELECT MAX({id}) FROM {events}")
+        self._lowest_id = sql("SELECT MIN({id}) FROM {events}")
+        self._row_count = sql("SELECT COUNT(*) FROM {events}")
         self._count_between = sql("SELECT COUNT(*) FROM {events} WHERE {id} > %s AND {id} <= %s")
         self._streams_between = sql(
             "SELECT DISTINCT originator_id FROM {events} WHERE {id} > %s AND {id} <= %s"
@@ -218,6 +220,15 @@ class MerkleLogTables:
         """The highest notification id, or 0: one index lookup, unlike a count."""
         row = self._one(self._highest_id, (), cursor)
         return int(row[0] or 0)
+
+    def lowest_id(self) -> int:
+        """The lowest notification id, or 0."""
+        return int(self._one(self._lowest_id, (), None)[0] or 0)
+
+    def row_count(self) -> int:
+        """Every event row: a count with no range, which a store may take from
+        its smallest index (SQLite walks the stream index, not the table)."""
+        return int(self._one(self._row_count, (), None)[0])
 
     def count_between(self, after_id: int, last_id: int, cursor: Cursor | None = None) -> int:
         """How many events have ids in (after_id, last_id]."""
