@@ -160,8 +160,20 @@ def mutate(rows: list[Any], data: st.DataObject) -> list[Any]:
         elif kind == "truncate":
             row[4] = state[: data.draw(st.integers(0, max(0, len(state) - 1)))]
         elif kind == "stream":
+            own = str(row[1]).replace("-", "")
             row[1] = data.draw(
-                st.sampled_from([None, rows[(at + 1) % len(rows)][1], "x" * 32, 'a"b'])
+                st.sampled_from(
+                    [
+                        None,
+                        rows[(at + 1) % len(rows)][1],
+                        "x" * 32,
+                        'a"b',
+                        own.upper(),  # the same UUID's hex in capitals: the same stream
+                        own[:16] + own[16:].upper(),
+                        "0x" + own[2:],  # 32 characters UUID() reads as int syntax
+                        "é" * 32,
+                    ]
+                )
             )
         elif kind == "version":
             row[2] = data.draw(st.sampled_from([None, 0, -1, 1, 2, 1 << 60, "7", True, 2.0]))
