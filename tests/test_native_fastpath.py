@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.audit.checkpoints import load_checkpoints
-from ledger.audit.chunks import ChunkResult, ChunkSpec, verify_rows
+from ledger.audit.chunks import ChunkResult, ChunkSpec, verify_batches, verify_rows
 from ledger.audit.key_times import checkpoint_times
 from ledger.audit.verify import Level, plan_chunks
 from ledger.crypto import canonical
@@ -213,6 +213,29 @@ def test_every_altered_row_is_judged_the_same_both_ways(world: Any, data: st.Dat
     altered = mutate(rows, data)
     in_c, in_python = both_ways(spec, altered, check)
     assert in_c == in_python
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_rows_checked_in_batches_give_the_result_of_the_whole_chunk(
+    world: Any, data: st.DataObject
+) -> None:
+    """A chunk is read and checked a batch at a time: wherever the batches are
+    cut (inside a run the C path takes, at a checkpoint inside the chunk, at a
+    bad row the Python loop words), the result is that of all the rows at once."""
+    chunks, check = world
+    spec, rows = chunks[data.draw(st.integers(0, len(chunks) - 1), label="chunk")]
+    spec = replace(spec, check_signatures=data.draw(st.booleans(), label="signatures"))
+    if data.draw(st.booleans(), label="altered"):
+        rows = mutate(rows, data)
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(rows) - 1))), label="cuts"))
+    edges = [0, *(cut for cut in cuts if cut < len(rows)), len(rows)]
+    batches = [list(rows[begin:end]) for begin, end in zip(edges, edges[1:], strict=False)]
+    for use_native in (True, False) if native is not None else (False,):
+        whole = outcome(verify_rows(spec, list(rows), check, use_native=use_native))
+        assert outcome(verify_batches(spec, batches, check, use_native=use_native)) == whole
 
 
 @needs_native

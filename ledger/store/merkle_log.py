@@ -6,7 +6,7 @@ verifier never trusts it, only recomputes it and compares.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from typing import Any, Final
@@ -191,6 +191,16 @@ class MerkleLogTables:
             cursor.execute(self._rows_between, (after_id, last_id))
             rows: list[Row] = cursor.fetchall()
             return rows
+
+    def row_batches(self, after_id: int, last_id: int, size: int) -> Generator[list[Row]]:
+        """The rows of `rows_between`, `size` at a time (one query, one read)."""
+        with self.recorder.read() as cursor:
+            cursor.execute(self._rows_between, (after_id, last_id))
+            # eventsourcing's SQLite cursor wraps sqlite3's without its fetchmany.
+            source: Any = getattr(cursor, "sqlite_cursor", cursor)
+            fetchmany = source.fetchmany
+            while batch := fetchmany(size):
+                yield batch
 
     def streams_between(self, after_id: int, last_id: int) -> set[object]:
         """The stream id columns (as stored) of the rows with id in (after_id, last_id]."""
