@@ -123,6 +123,8 @@ def run_chunks(
                 yield result
                 next_index += 1
                 continue
+            if caller_works and _take_ready(results, finished):
+                continue  # a worker's result may be next in order: its token goes back first
             index = None
             if caller_works and tokens.acquire(block=False):
                 index = _claim(counter, len(specs))
@@ -140,6 +142,24 @@ def run_chunks(
             worker.terminate()
             worker.join()
         results.close()
+
+
+def _take_ready(results: Any, finished: dict[int, ChunkResult]) -> bool:
+    """Move the results workers have sent into `finished`, without waiting.
+
+    The caller takes them between its own chunks: left in the queue while it
+    verifies chunk after chunk, they kept their tokens, and a worker ran out of
+    tokens and waited (up to a chunk's time, 0.3 s at level signatures)."""
+    took = False
+    while True:
+        try:
+            index, result = results.get_nowait()
+        except queue.Empty:
+            return took
+        if index < 0:
+            raise RuntimeError(f"a verification worker failed:\n{result}")
+        finished[index] = result
+        took = True
 
 
 def _receive(results: Any, workers: list[Any]) -> tuple[int, ChunkResult]:
