@@ -1,5 +1,10 @@
 """Bad input to the Casino: each is refused with a `LedgerError` that says
-what is wrong, and nothing is recorded (no event, no balance moves)."""
+what is wrong, and nothing is recorded (no event, no balance moves).
+
+One world per store serves every case, in turn: a case that recorded
+anything fails its own snapshot check, and each leaves the world as it found
+it (its request ids are its own; the deposit that proves its id still free is
+withdrawn again)."""
 
 from __future__ import annotations
 
@@ -11,9 +16,11 @@ from uuid import uuid4
 import pytest
 
 from ledger.casino import Casino
+from ledger.crypto.keystore import KeyDirectory
 from ledger.errors import InvalidCommandError, LedgerError, NotFoundError
-from ledger.node import Node
+from ledger.node import Node, open_node
 from tests.casino_support import HEADS, LIMITS, TAILS, casino_on, event_count, seen, table_of
+from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 
 
 @dataclass
@@ -32,6 +39,10 @@ class World:
     decided: str  # outcome recorded, not settled
     settled: str
     bet: str  # alice's bet in `betting`
+    case: str = ""  # the case being run: its request ids are "bad-<kind>-<case>"
+
+    def request(self, kind: str) -> str:
+        return f"bad-{kind}-{self.case}"[:200]
 
     def snapshot(self) -> tuple[Any, ...]:
         accounts = (self.house, self.alice, self.poor, self.dollars, self.closed)
@@ -43,8 +54,34 @@ class World:
         )
 
 
-@pytest.fixture
-def world(node: Node) -> Iterator[World]:
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def shared_node(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Node]:
+    workdir = tmp_path_factory.mktemp("bad-input")
+    keys = KeyDirectory(workdir / "keys")
+    keys.create_node_keys(PASSPHRASE)
+    schema = None
+    if request.param == "sqlite":
+        url = f"sqlite:///{workdir / 'ledger.db'}"
+    else:
+        require_postgres()
+        schema = new_pg_schema()
+        url = f"{PG_URL}?schema={schema}"
+    node = open_node(url, str(keys.path), passphrase=PASSPHRASE, anchor_seconds=0, anchor_events=0)
+    try:
+        yield node
+    finally:
+        node.close()
+        if schema is not None:
+            drop_pg_schema(schema)
+
+
+@pytest.fixture(scope="module")
+def shared_world(shared_node: Node) -> World:
+    node = shared_node
     casino = casino_on(node)
     table = table_of(casino, "coin", LIMITS)
     accounts = {}
@@ -83,7 +120,7 @@ def world(node: Node) -> Iterator[World]:
     bet = casino.place_bet(
         request_id="bet-0", round_id=rounds[0], account_id=accounts["alice"], bet=HEADS, stake=500
     )
-    yield World(
+    return World(
         casino=casino,
         table=table,
         house=str(casino.table(table).house_account),
@@ -99,9 +136,15 @@ def world(node: Node) -> Iterator[World]:
     )
 
 
+@pytest.fixture
+def world(shared_world: World, request: pytest.FixtureRequest) -> World:
+    shared_world.case = request.node.callspec.id
+    return shared_world
+
+
 def bet(w: World, stake: object, *, account: str = "", round_id: str = "", on: Any = HEADS) -> None:
     w.casino.place_bet(
-        request_id="bad-bet",
+        request_id=w.request("bet"),
         round_id=round_id or w.betting,
         account_id=account or w.poor,
         bet=on,
@@ -110,20 +153,23 @@ def bet(w: World, stake: object, *, account: str = "", round_id: str = "", on: A
 
 
 def deposit(w: World, amount: object, account: str = "") -> None:
-    w.casino.deposit(request_id="bad-dep", account_id=account or w.alice, amount=amount)  # type: ignore[arg-type]
+    w.casino.deposit(request_id=w.request("dep"), account_id=account or w.alice, amount=amount)  # type: ignore[arg-type]
 
 
 def withdraw(w: World, amount: object, account: str = "") -> None:
-    w.casino.withdraw(request_id="bad-wd", account_id=account or w.alice, amount=amount)  # type: ignore[arg-type]
+    w.casino.withdraw(request_id=w.request("wd"), account_id=account or w.alice, amount=amount)  # type: ignore[arg-type]
 
 
 def settle(w: World, round_id: str) -> None:
-    w.casino.settle(request_id="bad-settle", round_id=round_id)
+    w.casino.settle(request_id=w.request("settle"), round_id=round_id)
 
 
 def outcome(w: World, face: Any, round_id: str = "") -> None:
     w.casino.record_outcome(
-        request_id="bad-outcome", round_id=round_id or w.closed_round, outcome=face, source={}
+        request_id=w.request("outcome"),
+        round_id=round_id or w.closed_round,
+        outcome=face,
+        source={},
     )
 
 
@@ -215,7 +261,7 @@ CASES: dict[str, Case] = {
     "unknown round (settle)": (lambda w: settle(w, UNKNOWN), NotFoundError, "unknown round"),
     "an account id as a round": (lambda w: settle(w, w.alice), NotFoundError, "unknown round"),
     "unknown table": (
-        lambda w: w.casino.open_round(request_id="bad-round", table_id=UNKNOWN, dealer="D1"),
+        lambda w: w.casino.open_round(request_id=w.request("round"), table_id=UNKNOWN, dealer="D1"),
         NotFoundError,
         f"unknown table {UNKNOWN}",
     ),
@@ -252,21 +298,21 @@ CASES: dict[str, Case] = {
     ),
     "withdrawing an unknown bet": (
         lambda w: w.casino.withdraw_bet(
-            request_id="bad-wb", round_id=w.betting, account_id=w.alice, bet_id="nope"
+            request_id=w.request("wb"), round_id=w.betting, account_id=w.alice, bet_id="nope"
         ),
         InvalidCommandError,
         "no bet nope in round",
     ),
     "withdrawing someone else's bet": (
         lambda w: w.casino.withdraw_bet(
-            request_id="bad-wb", round_id=w.betting, account_id=w.poor, bet_id=w.bet
+            request_id=w.request("wb"), round_id=w.betting, account_id=w.poor, bet_id=w.bet
         ),
         InvalidCommandError,
         "is not account .*'s to withdraw",
     ),
     "withdrawing a bet after betting closed": (
         lambda w: w.casino.withdraw_bet(
-            request_id="bad-wb",
+            request_id=w.request("wb"),
             round_id=w.closed_round,
             account_id=w.alice,
             bet_id=next(iter(w.casino.round(w.closed_round).bets)),
@@ -324,13 +370,13 @@ CASES: dict[str, Case] = {
         "a request id is 1..200 characters",
     ),
     "not a currency": (
-        lambda w: w.casino.open_account(request_id="bad-open", owner="eve", currency="EURO"),
+        lambda w: w.casino.open_account(request_id=w.request("open"), owner="eve", currency="EURO"),
         InvalidCommandError,
         "'EURO' is not an ISO 4217 currency code",
     ),
     "limits out of order": (
         lambda w: w.casino.open_table(
-            request_id="bad-table",
+            request_id=w.request("table"),
             name="T2",
             variant="coin",
             kind="physical",
@@ -342,7 +388,7 @@ CASES: dict[str, Case] = {
     ),
     "unknown variant": (
         lambda w: w.casino.open_table(
-            request_id="bad-table",
+            request_id=w.request("table"),
             name="T2",
             variant="dice",
             kind="physical",
@@ -364,4 +410,6 @@ def test_bad_input_is_refused_and_records_nothing(world: World, case: str) -> No
     assert isinstance(refused.value, LedgerError)
     assert world.snapshot() == before
     # The refusal recorded no request either: the id is still free to use.
-    assert world.casino.deposit(request_id="bad-dep", account_id=world.alice, amount=1) == 471
+    casino, alice = world.casino, world.alice
+    assert casino.deposit(request_id=world.request("dep"), account_id=alice, amount=1) == 471
+    assert casino.withdraw(request_id=world.request("undo"), account_id=alice, amount=1) == 470
