@@ -13,6 +13,7 @@ import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import replace
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -232,7 +233,7 @@ def test_rows_checked_in_batches_give_the_result_of_the_whole_chunk(
         rows = mutate(rows, data)
     cuts = sorted(data.draw(st.sets(st.integers(1, max(1, len(rows) - 1))), label="cuts"))
     edges = [0, *(cut for cut in cuts if cut < len(rows)), len(rows)]
-    batches = [list(rows[begin:end]) for begin, end in zip(edges, edges[1:], strict=False)]
+    batches = [list(rows[begin:end]) for begin, end in pairwise(edges)]
     for use_native in (True, False) if native is not None else (False,):
         whole = outcome(verify_rows(spec, list(rows), check, use_native=use_native))
         assert outcome(verify_batches(spec, batches, check, use_native=use_native)) == whole
