@@ -10,6 +10,7 @@ import os
 import signal
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -96,11 +97,12 @@ def drop_pg_schema(schema: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh, empty store URL on each backend."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'ledger.db'}"
+@contextmanager
+def new_store(kind: str, directory: Path) -> Iterator[str]:
+    """A fresh, empty store URL of this kind ("sqlite": a file in `directory`;
+    "postgres": a schema of its own, dropped afterwards), for a module's world."""
+    if kind == "sqlite":
+        yield f"sqlite:///{directory / 'ledger.db'}"
         return
     require_postgres()
     schema = new_pg_schema()
@@ -108,6 +110,13 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield f"{PG_URL}?schema={schema}"
     finally:
         drop_pg_schema(schema)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh, empty store URL on each backend."""
+    with new_store(request.param, tmp_path) as url:
+        yield url
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from ledger.crypto.keystore import KeyDirectory
 from ledger.errors import InvalidCommandError, LedgerError, NotFoundError
 from ledger.node import Node, open_node
 from tests.casino_support import HEADS, LIMITS, TAILS, casino_on, event_count, seen, table_of
-from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
+from tests.conftest import PASSPHRASE, new_store
 
 
 @dataclass
@@ -63,20 +63,14 @@ def shared_node(
     workdir = tmp_path_factory.mktemp("bad-input")
     keys = KeyDirectory(workdir / "keys")
     keys.create_node_keys(PASSPHRASE)
-    schema = None
-    if request.param == "sqlite":
-        url = f"sqlite:///{workdir / 'ledger.db'}"
-    else:
-        require_postgres()
-        schema = new_pg_schema()
-        url = f"{PG_URL}?schema={schema}"
-    node = open_node(url, str(keys.path), passphrase=PASSPHRASE, anchor_seconds=0, anchor_events=0)
-    try:
-        yield node
-    finally:
-        node.close()
-        if schema is not None:
-            drop_pg_schema(schema)
+    with new_store(request.param, workdir) as url:
+        node = open_node(
+            url, str(keys.path), passphrase=PASSPHRASE, anchor_seconds=0, anchor_events=0
+        )
+        try:
+            yield node
+        finally:
+            node.close()
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.note import sign_note
 from ledger.crypto.signing import InMemorySigner
 from ledger.export.records import event_record
-from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
+from tests.conftest import PASSPHRASE, new_store
 from tests.schemas import schema
 
 Records = list[dict[str, Any]]
@@ -61,13 +61,11 @@ def session(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Session]:
     base = tmp_path_factory.mktemp(f"export-{request.param}")
-    schema_name = None
-    if request.param == "sqlite":
-        store = f"sqlite:///{base / 'ledger.db'}"
-    else:
-        require_postgres()
-        schema_name = new_pg_schema()
-        store = f"{PG_URL}?schema={schema_name}"
+    with new_store(request.param, base) as store:
+        yield from _session(store, base)
+
+
+def _session(store: str, base: Path) -> Iterator[Session]:
     patch = pytest.MonkeyPatch()
     patch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
     patch.setattr(sys, "stdin", io.StringIO(""))
@@ -80,8 +78,6 @@ def session(
         yield Session(store, base / "keys")
     finally:
         patch.undo()
-        if schema_name:
-            drop_pg_schema(schema_name)
 
 
 def read_lines(path: Path) -> Records:

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import replace
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,7 +32,7 @@ from ledger.crypto.merkle import AlignedLeaves, CompactRange
 from ledger.crypto.native import native
 from ledger.node import open_node
 from ledger.store.application import LedgerApplication
-from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
+from tests.conftest import PASSPHRASE, new_store
 from tests.demo_table import Table
 
 CHUNK = 16  # small chunks: many edges, streams crossing them, checkpoints inside them
@@ -57,13 +58,13 @@ def world(
 ) -> Iterator[tuple[list[tuple[ChunkSpec, list[Any]]], SignerCheck]]:
     """A log of interleaved streams under several checkpoints, cut into chunks."""
     workdir = tmp_path_factory.mktemp("native")
-    schema = None
-    if request.param == "sqlite":
-        store = f"sqlite:///{workdir / 'ledger.db'}"
-    else:
-        require_postgres()
-        schema = new_pg_schema()
-        store = f"{PG_URL}?schema={schema}"
+    with new_store(request.param, workdir) as store:
+        yield from _world(store, workdir)
+
+
+def _world(
+    store: str, workdir: Path
+) -> Iterator[tuple[list[tuple[ChunkSpec, list[Any]]], SignerCheck]]:
     keys = KeyDirectory(workdir / "keys")
     keys.create_node_keys(PASSPHRASE)
     node = open_node(store, str(keys.path), passphrase=PASSPHRASE)
@@ -90,8 +91,6 @@ def world(
     finally:
         app.close()
     yield chunks, SignerCheck(keyring)
-    if schema is not None:
-        drop_pg_schema(schema)
 
 
 def both_ways(spec: ChunkSpec, rows: list[Any], check: SignerCheck) -> tuple[Any, Any]:
