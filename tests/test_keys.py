@@ -26,6 +26,7 @@ from ledger.crypto.keys import (
     PublicKeyRecord,
     Role,
     key_id_of,
+    read_private_key,
 )
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.signing import InMemorySigner, Signer, verify_signature
@@ -279,6 +280,40 @@ def test_key_directory_signer_refuses_a_wrong_passphrase(tmp_path: Path) -> None
         directory.signer(Role.OPERATOR, b"not-pw")
     with pytest.raises(KeyStoreError, match="passphrase is needed"):
         directory.signer(Role.OPERATOR, None)
+
+
+def _passphrase_past_the_padding_check(pem: bytes) -> bytes:
+    """A wrong passphrase whose decryption ends in valid CBC padding (about one in
+    400), so OpenSSL's failure is a parse error, not "incorrect password"."""
+    for i in range(50_000):
+        guess = b"guess-%d" % i
+        try:
+            serialization.load_pem_private_key(pem, guess)
+        except ValueError as exc:
+            if "incorrect password" not in str(exc).lower():
+                return guess
+    raise AssertionError("no wrong passphrase got past the padding check in 50,000")
+
+
+def test_a_wrong_passphrase_that_decrypts_to_valid_padding_is_still_wrong(tmp_path: Path) -> None:
+    # Seen as a 1-in-400 flake: `keys create` under another passphrase created the key.
+    directory = KeyDirectory(tmp_path / "keys")
+    directory.create("ops", Role.OPERATOR, b"pw")
+    path = directory.private_key_path("ops")
+    unlucky = _passphrase_past_the_padding_check(path.read_bytes())
+    with pytest.raises(KeyStoreError, match="wrong passphrase"):
+        read_private_key(path, unlucky)
+    with pytest.raises(KeyStoreError, match="does not open the keys already"):
+        directory.create("op2", Role.OPERATOR, unlucky)
+    assert [record.name for record in directory.keyring()] == ["ops"]
+    assert not directory.private_key_path("op2").exists()
+    # A cut file is still corrupt, not a wrong passphrase, and creates nothing.
+    pem = path.read_bytes()
+    path.write_bytes(pem[: len(pem) // 2])
+    with pytest.raises(KeyStoreError, match="malformed key file"):
+        read_private_key(path, b"pw")
+    with pytest.raises(KeyStoreError, match="no key created"):
+        directory.create("op3", Role.OPERATOR, b"pw")
 
 
 def test_key_directory_signer_refuses_a_key_file_not_matching_its_entry(tmp_path: Path) -> None:

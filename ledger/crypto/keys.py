@@ -210,6 +210,31 @@ def write_private_key(path: Path, private_key: Ed25519PrivateKey, passphrase: by
         handle.write(pem)
 
 
+def _intact_pem_container(pem: bytes) -> bool:
+    """One PEM block whose base64 holds exactly one whole DER SEQUENCE: the
+    outer EncryptedPrivateKeyInfo, whatever it encrypts, is not cut or garbled."""
+    lines = pem.strip().splitlines()
+    if (
+        len(lines) < 3
+        or not lines[0].startswith(b"-----BEGIN ")
+        or not lines[-1].startswith(b"-----END ")
+    ):
+        return False
+    try:
+        der = base64.b64decode(b"".join(lines[1:-1]), validate=True)
+    except ValueError:
+        return False
+    if len(der) < 2 or der[0] != 0x30:
+        return False
+    size, header = der[1], 2
+    if size & 0x80:  # long form: the next (size & 0x7F) bytes hold the length
+        count = size & 0x7F
+        if not 1 <= count <= 4 or len(der) < 2 + count:
+            return False
+        size, header = int.from_bytes(der[2 : 2 + count], "big"), 2 + count
+    return header + size == len(der)
+
+
 def read_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
     """Load an Ed25519 private key; one clear error for every way this fails."""
     try:
@@ -224,8 +249,13 @@ def read_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
     try:
         key = serialization.load_pem_private_key(pem, passphrase if encrypted else None)
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        # Only a decrypt failure means a wrong passphrase; a cut or garbled file is corrupt.
-        wrong = encrypted and "incorrect password" in str(exc).lower()
+        # A wrong passphrase is a failure to open an intact container. OpenSSL
+        # says "incorrect password" only when the decrypted padding is bad; about
+        # one wrong passphrase in 256 decrypts to valid padding and fails later,
+        # as a parse error. A cut or garbled file is a broken container.
+        wrong = encrypted and (
+            "incorrect password" in str(exc).lower() or _intact_pem_container(pem)
+        )
         reason = "wrong passphrase" if wrong else "malformed key file (corrupt or truncated)"
         raise KeyStoreError(f"cannot read {path}: {reason}") from exc
     if not isinstance(key, Ed25519PrivateKey):

@@ -186,6 +186,8 @@ class KeyDirectory:
                             f"open the keys already in {self.path} ({path.name}): its keys "
                             "share one passphrase; no key created"
                         ) from None
+                    # Unopened, the passphrase is unconfirmed: never create on a guess.
+                    raise KeyStoreError(f"{exc}; no key created") from None
                 return
 
     def choose(self, role: Role, name: str | None = None) -> PublicKeyRecord:
