@@ -19,7 +19,7 @@ from ledger.audit.chunks import Problem
 from ledger.audit.log_rows import LogRows
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
-from ledger.crypto.merkle import consistency_proof, verify_consistency
+from ledger.crypto.merkle import consistency_proof, consistency_ranges, verify_consistency
 from ledger.errors import VerificationError
 from ledger.store.merkle_log import CheckpointRow, MerkleLogTables, parse_checkpoint_row
 
@@ -169,6 +169,13 @@ def check_proofs(
         pairs = [(a, b) for a, b in itertools.pairwise(checkpoints) if a.size > 0]
         if trusted is not None and checkpoints and trusted.size > 0:
             pairs.append((trusted, checkpoints[-1]))
+        # Every proof's stored nodes in a few queries, not a round trip each.
+        subtree.prefetch(
+            part
+            for older, newer in pairs
+            if 0 < older.size <= newer.size
+            for part in consistency_ranges(older.size, newer.size)
+        )
         for older, newer in pairs:
             try:
                 proof = consistency_proof(older.size, newer.size, subtree)

@@ -353,9 +353,15 @@ def consistency_proof(size1: int, size2: int, subtree: Subtree) -> list[bytes]:
     Empty when the sizes are equal; size1 == 0 is refused since
     `verify_consistency` rejects it (an empty tree proves nothing).
     """
+    return [subtree(b, e) for b, e in consistency_ranges(size1, size2)]
+
+
+def consistency_ranges(size1: int, size2: int) -> list[tuple[int, int]]:
+    """The leaf ranges whose subtree hashes make that proof, in proof order:
+    what a reader of stored nodes can fetch at once before building it."""
     if not 0 < size1 <= size2:
         raise ValueError(f"no consistency proof from size {size1} to size {size2}")
-    return [subtree(b, e) for b, e in _consistency_ranges(size1, size2)]
+    return _consistency_ranges(size1, size2)
 
 
 def _check_hashes(proof: Sequence[bytes], what: str) -> None:

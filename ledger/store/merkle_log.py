@@ -6,10 +6,10 @@ verifier never trusts it, only recomputes it and compares.
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 from uuid import UUID
 
 from ledger.crypto.checkpoint import Checkpoint
@@ -25,9 +25,13 @@ class StoredRowError(LookupError):
     """A Merkle row is missing or does not hold what its table promises."""
 
 
+def _is_hash(value: object) -> TypeGuard[bytes | bytearray | memoryview]:
+    return isinstance(value, bytes | bytearray | memoryview) and len(value) == HASH_SIZE
+
+
 def as_hash(value: object, what: str) -> bytes:
     """A stored hash column as 32 bytes, or `StoredRowError` naming the row."""
-    if isinstance(value, bytes | bytearray | memoryview) and len(value) == HASH_SIZE:
+    if _is_hash(value):
         return bytes(value)
     raise StoredRowError(f"{what} does not hold a {HASH_SIZE}-byte hash")
 
@@ -68,6 +72,10 @@ def stream_of(originator_id: object) -> str:
         except ValueError:
             pass
     return text
+
+
+# Keys looked up in one statement: 800 placeholders, under every SQLite's limit.
+_KEYS_PER_QUERY: Final = 400
 
 
 class MerkleLogTables:
@@ -296,6 +304,52 @@ class MerkleLogTables:
             cursor.execute(self._leaves_of, (first_id, last_id))
             return {int(row[0]): int(row[1]) for row in cursor.fetchall()}
 
+    def nodes_at(
+        self, keys: Collection[tuple[int, int]], cursor: Cursor | None = None
+    ) -> dict[tuple[int, int], bytes]:
+        """The stored subtree hashes of many (level, index) keys (level 0: leaves),
+        a query per table per _KEYS_PER_QUERY keys. A lookup each is a round trip
+        each on PostgreSQL: the proofs between a log's checkpoints took a third
+        of a verify. A key stored twice, or not as a hash, is left out: the
+        one-by-one lookup (`node`) then names what is wrong with it."""
+        found: dict[tuple[int, int], bytes] = {}
+        leaves = sorted(index for level, index in keys if level == 0)
+        nodes = sorted(key for key in keys if key[0] != 0)
+        with self._reading(cursor) as c:
+            for start in range(0, len(leaves), _KEYS_PER_QUERY):
+                part = leaves[start : start + _KEYS_PER_QUERY]
+                marks = ", ".join(["%s"] * len(part))
+                c.execute(
+                    self.recorder.sql(
+                        "SELECT leaf_index, leaf_hash FROM {leaves} "
+                        f"WHERE leaf_index IN ({marks})"
+                    ),
+                    tuple(part),
+                )
+                for index, value in c.fetchall():
+                    if _is_hash(value):
+                        found[(0, int(index))] = bytes(value)
+            for start in range(0, len(nodes), _KEYS_PER_QUERY):
+                pairs = nodes[start : start + _KEYS_PER_QUERY]
+                marks = ", ".join(["(%s, %s)"] * len(pairs))
+                c.execute(
+                    self.recorder.sql(
+                        f"SELECT level, idx, hash FROM {{nodes}} "
+                        f"WHERE (level, idx) IN (VALUES {marks})"
+                    ),
+                    tuple(number for pair in pairs for number in pair),
+                )
+                twice: set[tuple[int, int]] = set()
+                for level, index, value in c.fetchall():
+                    key = (int(level), int(index))
+                    if key in found:  # only by an edit (the primary key forbids it)
+                        twice.add(key)
+                    if _is_hash(value):
+                        found[key] = bytes(value)
+                for key in twice:
+                    found.pop(key, None)
+        return found
+
     def node(self, level: int, index: int, cursor: Cursor | None = None) -> bytes | None:
         if level == 0:
             return self.leaf_hash(index, cursor)
@@ -377,17 +431,44 @@ class SubtreeReader:
         self._tables = tables
         self._cursor = cursor
         self._cached = lru_cache(maxsize=4096)(self._compute)
+        self._fetched: dict[tuple[int, int], bytes] = {}
 
     def __call__(self, begin: int, end: int) -> bytes:
         return self._cached(begin, end)
+
+    def prefetch(self, ranges: Iterable[tuple[int, int]]) -> None:
+        """Read at once the stored nodes these ranges are made of (many proofs'
+        ranges: `merkle.consistency_ranges`); a node not found is looked up,
+        and missing, refused, when its range is asked for."""
+        keys: set[tuple[int, int]] = set()
+        for begin, end in ranges:
+            keys.update(_perfect_parts(begin, end))
+        self._fetched.update(self._tables.nodes_at(keys, self._cursor))
 
     def _compute(self, begin: int, end: int) -> bytes:
         size = end - begin
         if size & (size - 1) == 0 and begin % size == 0:
             level = size.bit_length() - 1
-            found = self._tables.node(level, begin >> level, self._cursor)
+            found = self._fetched.get((level, begin >> level))
+            if found is None:
+                found = self._tables.node(level, begin >> level, self._cursor)
             if found is None:
                 raise StoredRowError(f"no stored Merkle node for leaves [{begin}, {end})")
             return found
         split = 1 << ((size - 1).bit_length() - 1)
         return hash_children(self(begin, begin + split), self(begin + split, end))
+
+
+def _perfect_parts(begin: int, end: int) -> Iterator[tuple[int, int]]:
+    """The (level, index) of the stored perfect subtrees `SubtreeReader` builds
+    [begin, end) from, splitting as it does."""
+    size = end - begin
+    if size <= 0:
+        return
+    if size & (size - 1) == 0 and begin % size == 0:
+        level = size.bit_length() - 1
+        yield level, begin >> level
+        return
+    split = 1 << ((size - 1).bit_length() - 1)
+    yield from _perfect_parts(begin, begin + split)
+    yield from _perfect_parts(begin + split, end)
