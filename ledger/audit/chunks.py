@@ -190,6 +190,7 @@ def verify_batches(
     # Row's stream id -> (envelope form, its bytes), for plain names only.
     names: dict[object, tuple[str, bytes]] = {}
     topics: dict[str, bytes] = {}  # plain event types -> their bytes
+    uuid_names: dict[int, tuple[str, bytes]] = {}  # the C path's, for UUID stream ids
     key_id, key_bytes, public_key = "", b"", b""  # the last full-path event's signer
     window: Window = (0, 0, 0)
     low, high = trusted_span(window, cover.bound)
@@ -238,6 +239,7 @@ def verify_batches(
                     verify,
                     public_key,
                     ENVELOPE_DOMAIN,
+                    uuid_names,
                 )
                 time_digits, signed_at = clock
                 if done > index:

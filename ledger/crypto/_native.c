@@ -190,6 +190,10 @@ cached(PyObject *cache, PyObject *key, PyObject *make)
  * writes as itself. Cached in `names` as (stream, its bytes), as `name_of`
  * does. New reference; Py_None when the column is anything else (the caller
  * asks `name_of`); NULL on error. */
+/* uuid.UUID and the name of its `int`, set when the module loads. */
+static PyTypeObject *uuid_type;
+static PyObject *int_name;
+
 static PyObject *
 hex_stream_name(PyObject *names, PyObject *originator)
 {
@@ -218,24 +222,63 @@ hex_stream_name(PyObject *names, PyObject *originator)
     return named;
 }
 
+/* A uuid.UUID stream id column (PostgreSQL's) as merkle_log.stream_of names
+ * it, str(UUID), cached in `uuid_names` by the UUID's 128-bit int: the same
+ * key (a UUID hashes and compares by it) without the Python __hash__ and
+ * __eq__ calls a lookup by the UUID itself makes, a row each. Its own dict:
+ * beside the UUID keys of `names`, of equal hashes, every lookup would still
+ * call UUID.__eq__. New reference; NULL on error. */
+static PyObject *
+uuid_stream_name(PyObject *uuid_names, PyObject *originator)
+{
+    PyObject *number = PyObject_GetAttr(originator, int_name);
+    if (number == NULL)
+        return NULL;
+    if (!PyLong_CheckExact(number)) {
+        Py_DECREF(number);
+        PyErr_SetString(PyExc_TypeError, "scan(): a UUID whose int is not an int");
+        return NULL;
+    }
+    PyObject *named = PyDict_GetItemWithError(uuid_names, number);
+    if (named != NULL) {
+        Py_INCREF(named);
+        Py_DECREF(number);
+        return named;
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(number);
+        return NULL;
+    }
+    PyObject *stream = PyObject_Str(originator);
+    PyObject *encoded = stream == NULL ? NULL : PyUnicode_AsASCIIString(stream);
+    named = encoded == NULL ? NULL : PyTuple_Pack(2, stream, encoded);
+    Py_XDECREF(stream);
+    Py_XDECREF(encoded);
+    if (named != NULL && PyDict_SetItem(uuid_names, number, named) < 0)
+        Py_CLEAR(named);
+    Py_DECREF(number);
+    return named;
+}
+
 /* scan(rows, index, end, first_leaf, key, low, high, clock, names, name_of,
- *      topics, topic_of, lasts, firsts, hashes, verify, public_key, domain)
+ *      topics, topic_of, lasts, firsts, hashes, verify, public_key, domain,
+ *      uuid_names)
  * -> the index of the first row in [index, end) that did not pass, or end. */
 static PyObject *
 scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 18) {
-        PyErr_SetString(PyExc_TypeError, "scan() takes 18 arguments");
+    if (nargs != 19) {
+        PyErr_SetString(PyExc_TypeError, "scan() takes 19 arguments");
         return NULL;
     }
     PyObject *rows = args[0], *key = args[4], *clock = args[7], *names = args[8],
              *name_of = args[9], *topics = args[10], *topic_of = args[11], *lasts = args[12],
              *firsts = args[13], *hashes = args[14], *verify = args[15],
-             *public_key = args[16], *domain = args[17];
+             *public_key = args[16], *domain = args[17], *uuid_names = args[18];
     if (!PyList_CheckExact(rows) || !PyBytes_CheckExact(key) || !PyList_CheckExact(clock) ||
         PyList_GET_SIZE(clock) != 2 || !PyDict_CheckExact(names) || !PyDict_CheckExact(topics) ||
         !PyDict_CheckExact(lasts) || !PyDict_CheckExact(firsts) || !PyList_CheckExact(hashes) ||
-        !PyBytes_CheckExact(domain)) {
+        !PyBytes_CheckExact(domain) || !PyDict_CheckExact(uuid_names)) {
         PyErr_SetString(PyExc_TypeError, "scan(): unexpected argument types");
         return NULL;
     }
@@ -298,14 +341,19 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             break;
         const char *header = data + PREFIX_SIZE;
 
-        PyObject *named = PyDict_GetItemWithError(names, originator);
-        if (named != NULL)
-            Py_INCREF(named);
-        else if (!PyErr_Occurred()) {
-            named = hex_stream_name(names, originator);
-            if (named == Py_None) {
-                Py_DECREF(named);
-                named = PyObject_CallOneArg(name_of, originator);
+        PyObject *named;
+        if (Py_IS_TYPE(originator, uuid_type)) {
+            named = uuid_stream_name(uuid_names, originator);
+        } else {
+            named = PyDict_GetItemWithError(names, originator);
+            if (named != NULL)
+                Py_INCREF(named);
+            else if (!PyErr_Occurred()) {
+                named = hex_stream_name(names, originator);
+                if (named == Py_None) {
+                    Py_DECREF(named);
+                    named = PyObject_CallOneArg(name_of, originator);
+                }
             }
         }
         if (named == NULL) {
@@ -662,6 +710,22 @@ PyInit__native(void)
     if (!sha256(abc, 3, NULL, probe) || memcmp(probe, abc_sha256, 4) != 0) {
         PyErr_SetString(PyExc_ImportError, "OpenSSL's SHA-256 is missing or wrong");
         return NULL;
+    }
+    if (uuid_type == NULL) {
+        PyObject *uuid = PyImport_ImportModule("uuid");
+        PyObject *type = uuid == NULL ? NULL : PyObject_GetAttrString(uuid, "UUID");
+        Py_XDECREF(uuid);
+        if (type == NULL)
+            return NULL;
+        if (!PyType_Check(type)) {
+            Py_DECREF(type);
+            PyErr_SetString(PyExc_ImportError, "uuid.UUID is not a type");
+            return NULL;
+        }
+        uuid_type = (PyTypeObject *)type; /* kept for the process's life */
+        int_name = PyUnicode_InternFromString("int");
+        if (int_name == NULL)
+            return NULL;
     }
     return PyModule_Create(&module);
 }
