@@ -373,10 +373,12 @@ def main() -> int:
             with bench.fresh_store(kind, workdir) as url:
                 bench.note(f"{kind}: building {args.events:,} events")
                 builds[kind] = build(url, keys, args.events, args.per_stream)
+                builds[kind]["settle_seconds"] = bench.settle_store(url)
                 b = builds[kind]
                 print(
                     f"{kind}: built in {b['seal_seconds']:.1f} s sealing + "
-                    f"{b['checkpoint_seconds']:.1f} s checkpointing",
+                    f"{b['checkpoint_seconds']:.1f} s checkpointing, "
+                    f"{b['settle_seconds']:.1f} s settling (VACUUM, CHECKPOINT)",
                     flush=True,
                 )
                 ranges = chunk_ranges(url, keys)
