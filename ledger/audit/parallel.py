@@ -87,11 +87,17 @@ def run_chunks(
     plan: WorkerPlan,
     processes: int,
     caller_works: bool = True,
+    meanwhile: Callable[[], None] | None = None,
 ) -> Generator[ChunkResult, None, None]:
     """Yield each chunk's result in order, using `processes` processes in all;
     with `caller_works` False, `processes` workers and the caller free for
-    its own work between results (the settlement pass, as chunks arrive)."""
+    its own work between results (the settlement pass, as chunks arrive).
+    `meanwhile`, work of the caller's own that needs no chunk, runs once the
+    workers have started (the proofs between checkpoints): it is not a serial
+    phase before or after them."""
     if processes <= 1 or len(specs) <= 1:
+        if meanwhile is not None:
+            meanwhile()
         for spec in specs:
             yield run_here(spec)
         return
@@ -116,6 +122,8 @@ def run_chunks(
     finished: dict[int, ChunkResult] = {}
     next_index = 0
     try:
+        if meanwhile is not None:
+            meanwhile()
         while next_index < len(specs):
             if next_index in finished:
                 result = finished.pop(next_index)

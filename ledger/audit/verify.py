@@ -430,12 +430,34 @@ def verify_log(
         )
         if resume is not None:
             audit.restore(*resume.saved_settlement())
+    # 7 proofs: the consistency proofs the store serves between checkpoints,
+    # checked by this process while the workers take the first chunks.
+    if not isinstance(log, StoreLog):
+        report.proofs = "a bundle serves no stored tree: every root was recomputed from its events"
+    proven = checkpoints
+    if resume is not None:  # those between older checkpoints were checked for the state
+        inside = [c for c in checkpoints if c.size <= resume.size]
+        proven = inside[-1:] + [c for c in checkpoints if c.size > resume.size]
+        if isinstance(log, StoreLog):
+            report.proofs = (
+                "consistency proofs the store serves from the newest checkpoint inside the "
+                "saved state to each later one verified (those between older ones were "
+                "verified when the state was made, and are NOT re-checked)"
+            )
+
+    def check_proofs() -> None:
+        try:
+            log.check_proofs(proven, trusted)
+        except VerificationError as exc:
+            found.add_error(Step.PROOFS, exc, kind=FindingKind.ALTERED)
+
     results = run_chunks(
         specs,
         lambda spec: log.verify_chunk(signer_check, spec),
         plan=log.worker_plan(keyring.to_json()),
         processes=report.workers,
         caller_works=not pipelined,
+        meanwhile=check_proofs,
     )
     # closing: stops the workers even when the merge stops early; the heads' scratch file goes.
     with closing(results), closing(merge.heads):
@@ -451,23 +473,6 @@ def verify_log(
         log.finish_chunks()
     except VerificationError as exc:
         found.add_error(Step.CHAINS, exc, kind=FindingKind.ALTERED)
-    # 7 proofs: the consistency proofs the store serves between checkpoints.
-    if not isinstance(log, StoreLog):
-        report.proofs = "a bundle serves no stored tree: every root was recomputed from its events"
-    proven = checkpoints
-    if resume is not None:  # those between older checkpoints were checked for the state
-        inside = [c for c in checkpoints if c.size <= resume.size]
-        proven = inside[-1:] + [c for c in checkpoints if c.size > resume.size]
-        if isinstance(log, StoreLog):
-            report.proofs = (
-                "consistency proofs the store serves from the newest checkpoint inside the "
-                "saved state to each later one verified (those between older ones were "
-                "verified when the state was made, and are NOT re-checked)"
-            )
-    try:
-        log.check_proofs(proven, trusted)
-    except VerificationError as exc:
-        found.add_error(Step.PROOFS, exc, kind=FindingKind.ALTERED)
     if audit is not None:
         if not pipelined:
             for event in log.events(start=start):
