@@ -69,18 +69,18 @@ SLOW_FIRST = (
 )
 
 
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto` (pyproject's addopts): one worker more than the usable cores.
 
     A good part of the suite waits rather than computes (servers and writers
     it starts, killed and restarted, subprocesses, PostgreSQL's replies), so
     with a worker per core a core idles while its worker waits. On this
     project's 2-core machine the whole suite took 534 s with 2 workers and
-    429 s with 3 (two runs one after the other, 2026-12-04).
-    PYTEST_XDIST_AUTO_NUM_WORKERS still decides when it is set, as in xdist."""
-    chosen = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
-    if chosen and chosen.isdigit():
-        return int(chosen)
+    429 s with 3 (two runs one after the other, 2026-12-04). With
+    PYTEST_XDIST_AUTO_NUM_WORKERS set, xdist's own hook decides (None: the
+    next implementation answers)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return (cores or 1) + 1
 

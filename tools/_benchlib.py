@@ -204,18 +204,20 @@ def settle_store(url: str, *, timeout: float = 120.0) -> float:
     new tables: both would take CPU from the runs that follow (on 2 cores, a
     tenth of a run). VACUUM (ANALYZE) and CHECKPOINT do that work now, then we
     wait until no autovacuum worker is left. SQLite: the WAL is checkpointed."""
+    from ledger.store.config import environment_for
+
     started = time.perf_counter()
-    if url.startswith("sqlite:///"):
+    env = environment_for(url, create=False)
+    if "SQLITE_DBNAME" in env:
         import sqlite3
 
-        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn:
+        with contextlib.closing(sqlite3.connect(env["SQLITE_DBNAME"])) as conn:
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return time.perf_counter() - started
     import psycopg
 
-    dsn, _, query = url.partition("?")
-    schema = dict(part.split("=", 1) for part in query.split("&") if part)["schema"]
-    with psycopg.connect(dsn, autocommit=True) as conn:
+    schema = env["POSTGRES_SCHEMA"]
+    with psycopg.connect(url.partition("?")[0], autocommit=True) as conn:
         tables = conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
         ).fetchall()
@@ -224,7 +226,8 @@ def settle_store(url: str, *, timeout: float = 120.0) -> float:
         conn.execute("CHECKPOINT")
         while time.perf_counter() - started < timeout:
             busy = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'"
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = "
+                "'autovacuum worker' AND datname = current_database()"
             ).fetchone()
             if busy is None or busy[0] == 0:
                 break
