@@ -101,16 +101,34 @@ def require_postgres() -> None:
         pytest.fail(f"PostgreSQL unreachable at {PG_DSN}: {exc}")
 
 
+# One connection per test process for making and dropping schemas: two new
+# server processes for every PostgreSQL test's store were a good part of its set-up.
+_admin: psycopg.Connection[tuple[object, ...]] | None = None
+
+
+def _admin_execute(statement: str) -> None:
+    global _admin
+    for attempt in range(2):
+        if _admin is None or _admin.closed:
+            _admin = psycopg.connect(PG_DSN, autocommit=True)
+        try:
+            _admin.execute(statement)
+            return
+        except psycopg.OperationalError:  # the server restarted since: once more, anew
+            _admin.close()
+            _admin = None
+            if attempt:
+                raise
+
+
 def new_pg_schema() -> str:
     schema = f"t_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
+    _admin_execute(f'CREATE SCHEMA "{schema}"')
     return schema
 
 
 def drop_pg_schema(schema: str) -> None:
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    _admin_execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @contextmanager

@@ -139,6 +139,14 @@ def _postgres_environment(url: str, create: bool) -> dict[str, str]:
         # dropped (a restart, a failover, a terminated backend) is replaced
         # instead of failing the next command.
         "POSTGRES_PRE_PING": "y",
+        # One connection kept open, up to 15 made as concurrent work asks for
+        # them (eventsourcing's default keeps 5 open from the start). A command,
+        # a verify worker or a mirror reads on one connection at a time, and
+        # each idle connection is a server process that was forked, set up and
+        # kept for nothing; `ledger serve` grows its pool under load (and lets
+        # it shrink back after psycopg_pool's max_idle, 10 minutes).
+        "POSTGRES_POOL_SIZE": "1",
+        "POSTGRES_MAX_OVERFLOW": "14",
         "APPLICATION_RECORDER_TOPIC": f"{_PG_RECORDER}:SealedPostgresApplicationRecorder",
         "CREATE_TABLE": "y" if create else "n",
     }
