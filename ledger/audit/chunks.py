@@ -506,6 +506,20 @@ def link_problem(
 _worker: tuple[MerkleLogTables, SignerCheck, object] | None = None
 
 
+def worker_modules(store: str) -> tuple[str, ...]:
+    """What `init_worker` and `verify_chunk` import for the store at this URL
+    (a fork server imports them once for every worker: ledger.audit.parallel)."""
+    modules = ["ledger.audit.chunks", "ledger.store.application"]
+    if store.startswith(("postgresql:", "postgres:")):
+        modules += [
+            "psycopg",
+            "psycopg_pool",
+            "ledger.store.pg_recorder",
+            "ledger.store.pg_factory",
+        ]
+    return tuple(modules)
+
+
 def init_worker(store: str, keyring_json: str) -> None:
     from ledger.store.application import LedgerApplication
 

@@ -23,6 +23,7 @@ from ledger.audit.chunks import (
     rows_digest,
     verify_chunk,
     verify_chunk_with,
+    worker_modules,
 )
 from ledger.audit.locate import first_difference, first_removed
 from ledger.audit.log_events import Event, events_of_rows, verified_events
@@ -70,6 +71,10 @@ class LogSource(Protocol):
 
     def verify_chunk(self, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult: ...
     def worker_plan(self, keyring_json: str) -> WorkerPlan: ...
+    @property
+    def worker_modules(self) -> tuple[str, ...]:
+        """What its workers import (`WorkerPlan.modules`), known before the keyring is."""
+        ...
 
     def merge(self, result: ChunkResult) -> Problem | None:
         """Checks across chunks the source itself needs (in log order)."""
@@ -147,7 +152,12 @@ class StoreLog:
         return verify_chunk_with(self.tables, signer_check, spec)
 
     def worker_plan(self, keyring_json: str) -> WorkerPlan:
-        return WorkerPlan(init_worker, (self.app.store_url, keyring_json), verify_chunk)
+        args = (self.app.store_url, keyring_json)
+        return WorkerPlan(init_worker, args, verify_chunk, self.worker_modules)
+
+    @property
+    def worker_modules(self) -> tuple[str, ...]:
+        return worker_modules(self.app.store_url)
 
     def merge(self, result: ChunkResult) -> Problem | None:
         return None

@@ -10,9 +10,16 @@ flat however long the log.
 
 Workers are forked where that is safe (Linux, and this process running one
 thread: no lock another thread holds is copied), so a worker is ready in
-milliseconds with the modules this process has imported; elsewhere they are
-spawned, a fresh interpreter importing the store layer, which takes a large
-part of a second (under load, more) before its first chunk.
+milliseconds with the modules this process has imported. A process that runs
+other threads (a PostgreSQL store's connection pool) has them forked by a
+fork server instead: a process of its own, started by fork and exec, that
+imports what the workers need once (`WorkerPlan.modules`) and forks each from
+its one thread, so a worker is ready in milliseconds there too. `prepare`
+starts it early, while the caller does other work (`ledger verify` as it
+starts; `verify_log` before it reads the keys and checkpoints); a later
+verification in the same process finds it running. Elsewhere (not Linux)
+workers are spawned, a fresh interpreter importing the store layer, which
+takes a large part of a second (under load, more) before its first chunk.
 """
 
 from __future__ import annotations
@@ -46,11 +53,13 @@ def _claim(counter: Synchronized[int], total: int) -> int | None:
 class WorkerPlan:
     """What a worker process runs: `init(*args)` once, then `work(spec)` per chunk.
 
-    Both are module-level functions, so a spawned process imports them by name."""
+    Both are module-level functions, so a spawned process imports them by name;
+    `modules`, what they import, a fork server imports once for every worker."""
 
     init: Callable[..., None]
     args: tuple[Any, ...]
     work: Callable[[ChunkSpec], ChunkResult]
+    modules: tuple[str, ...] = ()
 
 
 def _worker_main(
@@ -74,10 +83,29 @@ def _worker_main(
 
 
 def start_method() -> str:
-    """How workers start: "fork" where it is safe, else "spawn" (see the module doc)."""
-    if sys.platform.startswith("linux") and threading.active_count() == 1:
-        return "fork"
-    return "spawn"
+    """How workers start: "fork" where it is safe, "forkserver" on Linux while
+    other threads run, else "spawn" (see the module doc)."""
+    if not sys.platform.startswith("linux"):
+        return "spawn"
+    return "fork" if threading.active_count() == 1 else "forkserver"
+
+
+def prepare(modules: Sequence[str], *, threads_coming: bool = False) -> None:
+    """Start the fork server now, importing `modules`, if workers will need it:
+    when this process runs other threads, or will (`threads_coming`: it is about
+    to open a PostgreSQL store). It imports them in its own process while the
+    caller goes on, and runs until this process ends. Nothing happens where
+    workers fork or spawn, or when it is running already (its modules are the
+    first caller's: a worker imports anything else itself)."""
+    method = start_method()
+    if method == "fork" and threads_coming and sys.platform.startswith("linux"):
+        method = "forkserver"
+    if method != "forkserver":
+        return
+    from multiprocessing import forkserver
+
+    forkserver.set_forkserver_preload(list(modules))  # (a running server keeps its own)
+    forkserver.ensure_running()
 
 
 def run_chunks(
@@ -101,11 +129,10 @@ def run_chunks(
         for spec in specs:
             yield run_here(spec)
         return
-    context = (
-        multiprocessing.get_context("fork")
-        if start_method() == "fork"
-        else multiprocessing.get_context("spawn")
-    )
+    method = start_method()
+    if method == "forkserver":
+        prepare(plan.modules)
+    context: Any = multiprocessing.get_context(method)  # (typeshed: no Process on the base)
     counter: Synchronized[int] = context.Value("q", 0)
     tokens = context.Semaphore(AHEAD_PER_PROCESS * processes)  # chunks claimed, not yet taken
     results = context.Queue()
@@ -117,8 +144,9 @@ def run_chunks(
         )
         for _ in range(processes - 1 if caller_works else processes)
     ]
-    for worker in workers:
-        worker.start()
+    # A fork server answers once it has imported its modules: its workers are
+    # started from a thread meanwhile, and the caller goes on with its chunks.
+    starting = _Starting(workers, in_thread=method == "forkserver")
     finished: dict[int, ChunkResult] = {}
     next_index = 0
     try:
@@ -141,15 +169,48 @@ def run_chunks(
             if index is not None:
                 finished[index] = run_here(specs[index])
             else:
-                index, result = _receive(results, workers)
+                index, result = _receive(results, starting)
                 finished[index] = result
     finally:
         with counter.get_lock():
             counter.value = len(specs)  # nothing more to claim: workers wind down
-        for worker in workers:
+        for worker in starting.started():
             worker.terminate()
             worker.join()
         results.close()
+
+
+class _Starting:
+    """The workers, started here or from a thread; `started()` waits for that."""
+
+    def __init__(self, workers: list[Any], *, in_thread: bool) -> None:
+        self.workers = workers
+        self.error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if in_thread:
+            self._thread = threading.Thread(target=self._start, name="verify-workers")
+            self._thread.start()
+        else:
+            self._start()
+
+    def _start(self) -> None:
+        try:
+            for worker in self.workers:
+                worker.start()
+        except BaseException as exc:  # reported by `alive` when no worker runs
+            self.error = exc
+
+    def alive(self) -> bool:
+        if self._thread is not None and self._thread.is_alive():
+            return True  # still starting them
+        if self.error is not None:
+            raise RuntimeError(f"verification workers could not start: {self.error}")
+        return any(worker.is_alive() for worker in self.workers)
+
+    def started(self) -> list[Any]:
+        if self._thread is not None:
+            self._thread.join()
+        return [worker for worker in self.workers if worker.pid is not None]
 
 
 def _take_ready(results: Any, finished: dict[int, ChunkResult]) -> bool:
@@ -170,12 +231,12 @@ def _take_ready(results: Any, finished: dict[int, ChunkResult]) -> bool:
         took = True
 
 
-def _receive(results: Any, workers: list[Any]) -> tuple[int, ChunkResult]:
+def _receive(results: Any, starting: _Starting) -> tuple[int, ChunkResult]:
     while True:
         try:
             index, result = results.get(timeout=_POLL_SECONDS)
         except queue.Empty:
-            if not any(worker.is_alive() for worker in workers):
+            if not starting.alive():
                 raise RuntimeError("every verification worker stopped early") from None
             continue
         if index < 0:

@@ -39,6 +39,7 @@ from ledger.audit.key_times import Coverage, checkpoint_times
 from ledger.audit.level import Level as Level  # where the rest of the ledger imports it from
 from ledger.audit.log_events import Event
 from ledger.audit.log_source import LogSource, StoreLog
+from ledger.audit.parallel import prepare as prepare_workers
 from ledger.audit.parallel import run_chunks
 from ledger.audit.revocations import check_revokers, earliest, log_revocations, merged
 from ledger.audit.round_archive import RoundArchive
@@ -360,6 +361,8 @@ def verify_log(
     if chunk_leaves & (chunk_leaves - 1):
         raise ValueError("chunk size must be a power of two")
     workers = workers or os.cpu_count() or 1
+    if workers > 1:  # a fork server, where one is needed, imports while steps 1-3 run
+        prepare_workers(log.worker_modules)
     # The log is cut into chunks (index seeks) while the keys and checkpoints load.
     log.start_plan(chunk_leaves, (resume.size, resume.last_id) if resume else (0, 0))
     collect = findings is not None

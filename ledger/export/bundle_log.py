@@ -170,7 +170,12 @@ class BundleLog:
         return verify_lines(self.path, signer_check, spec)
 
     def worker_plan(self, keyring_json: str) -> WorkerPlan:
-        return WorkerPlan(init_worker, (str(self.path), keyring_json), verify_chunk)
+        args = (str(self.path), keyring_json)
+        return WorkerPlan(init_worker, args, verify_chunk, self.worker_modules)
+
+    @property
+    def worker_modules(self) -> tuple[str, ...]:
+        return ("ledger.export.bundle_log",)
 
     def merge(self, result: ChunkResult) -> Problem | None:
         facts: ChunkFacts = result.facts
