@@ -139,9 +139,9 @@ def on_terminal() -> bool:
 
 
 def note(message: str) -> None:
-    """A progress line on stderr, only on a terminal."""
-    if on_terminal():
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+    """A progress line on stderr (on a terminal beside the bars; elsewhere, a
+    log or CI, the only sign of a run that takes minutes)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 @contextlib.contextmanager

@@ -2,7 +2,10 @@
 
 One store of N sealed events (one Table stream per 10 events) is built once,
 checkpointed by the Checkpointer (a signed checkpoint per 1,000 events), and
-reused by every run. Each run then measures, in alternating order:
+reused by every run. Each run measures the subject between two measures of
+its baseline (before and after; the baseline is their mean), so that the
+shared host's speed, which drifts by tens of percent over minutes, moves both
+alike:
 
 (b) verify_store(level=SIGNATURES, workers=cores) events/s
     vs a bare loop verifying the same Ed25519 signatures on one core
@@ -362,7 +365,8 @@ def main() -> int:
     print(bench.machine_line())
     print(
         f"verify {args.events:,} events ({args.per_stream} per stream, a checkpoint per 1,000), "
-        f"workers = os.cpu_count() = {workers}, median of {args.repeats} interleaved runs"
+        f"workers = os.cpu_count() = {workers}, median of {args.repeats} runs, "
+        "each between two measures of its baseline"
     )
     comparisons: list[bench.Comparison] = []
     measures: list[bench.Measure] = []
@@ -408,34 +412,37 @@ def main() -> int:
                 triples = signature_triples(url, keys, ranges) if "b" in parts else []
                 for run in range(args.repeats):
                     bench.note(f"{kind}: run {run + 1}/{args.repeats}")
-                    forward = run % 2 == 0
                     if "b" in parts:
-                        if forward:
-                            bare = bare_verify_rate(triples, workers)
-                            full = verify_rate(url, keys, Level.SIGNATURES, args.events, workers)
-                        else:
-                            full = verify_rate(url, keys, Level.SIGNATURES, args.events, workers)
-                            bare = bare_verify_rate(triples, workers)
-                        parallel = parallel_bare_rate(url, keys, ranges, workers)
+                        # Sandwiched: bare, bare in parallel, verify, bare in parallel, bare.
+                        bare_before = bare_verify_rate(triples, workers)
+                        parallel_before = parallel_bare_rate(url, keys, ranges, workers)
+                        full = verify_rate(url, keys, Level.SIGNATURES, args.events, workers)
+                        parallel_after = parallel_bare_rate(url, keys, ranges, workers)
+                        bare_after = bare_verify_rate(triples, workers)
+                        bare = (bare_before + bare_after) / 2
+                        parallel = (parallel_before + parallel_after) / 2
                         one = verify_rate(url, keys, Level.SIGNATURES, args.events, 1)
-                        sig_one.add(bare / workers, one)
+                        bare_one = bare_verify_rate(triples, 1)
+                        sig_one.add((bare_after / workers + bare_one) / 2, one)
                         sig.add(bare, full)
                         scaled.add(parallel, full)
                         bench.note(
-                            f"  (b) bare {bare:,.0f}/s (in parallel {parallel:,.0f}/s)"
+                            f"  (b) bare {bare_before:,.0f} / {bare_after:,.0f}/s (in parallel "
+                            f"{parallel_before:,.0f} / {parallel_after:,.0f}/s)"
                             f"  verify {full:,.0f}/s"
                         )
                     if "c" in parts:
-                        if forward:
-                            raw = raw_read_rate(url, keys, ranges, args.events)
-                            full = verify_rate(url, keys, Level.INTEGRITY, args.events, workers)
-                        else:
-                            full = verify_rate(url, keys, Level.INTEGRITY, args.events, workers)
-                            raw = raw_read_rate(url, keys, ranges, args.events)
+                        raw_before = raw_read_rate(url, keys, ranges, args.events)
+                        full = verify_rate(url, keys, Level.INTEGRITY, args.events, workers)
+                        raw_after = raw_read_rate(url, keys, ranges, args.events)
                         one = verify_rate(url, keys, Level.INTEGRITY, args.events, 1)
-                        integrity.add(raw, full)
-                        integrity_one.add(raw, one)
-                        bench.note(f"  (c) raw {raw:,.0f}/s  verify {full:,.0f}/s")
+                        raw_last = raw_read_rate(url, keys, ranges, args.events)
+                        integrity.add((raw_before + raw_after) / 2, full)
+                        integrity_one.add((raw_after + raw_last) / 2, one)
+                        bench.note(
+                            f"  (c) raw {raw_before:,.0f} / {raw_after:,.0f}/s"
+                            f"  verify {full:,.0f}/s"
+                        )
                     if "d" in parts:
                         used = verify_memory(url, keys, args.events, workers)
                         memory.runs.append(used["peak_mb"])
