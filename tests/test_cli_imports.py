@@ -6,6 +6,7 @@ processes; each used to import nearly the whole package first."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,28 @@ except SystemExit as exit:
 def test_importing_the_cli_imports_no_command(tmp_path: Path) -> None:
     loaded, _ = _loaded_after("import ledger.cli.main", tmp_path)
     assert _present(loaded, HEAVY) == []
+
+
+def test_commands_that_open_no_private_key_never_load_pyca_cryptography(tmp_path: Path) -> None:
+    """pyca/cryptography reads and writes the private key files; its library
+    costs a command 40 ms to load, so reading, verifying and reporting leave
+    it unloaded (signing itself is libsodium's)."""
+    made = subprocess.run(
+        [sys.executable, "-m", "ledger.cli.main", "simulate", "--rounds", "2", "--tables", "1"],
+        cwd=tmp_path,
+        env={**os.environ, "LEDGER_PASSPHRASE": "x"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    code = """
+from ledger.cli.main import main
+for argv in (["verify"], ["events"], ["balances"], ["rounds"], ["keys", "list"],
+             ["export", "bundle"], ["verify", "--bundle", "bundle"]):
+    assert main(argv) == 0, argv
+"""
+    loaded, out = _loaded_after(code, tmp_path)
+    assert out.startswith("OK:")
+    assert "ledger.audit.verify" in loaded and "ledger.projections" in loaded
+    assert _present(loaded, ("cryptography",)) == []

@@ -16,14 +16,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from typing import TYPE_CHECKING
 
 from ledger.crypto.canonical import canonical
 from ledger.crypto.roles import Role as Role  # where the rest of the ledger imports it from
 from ledger.errors import KeyStoreError
+
+if TYPE_CHECKING:
+    # pyca/cryptography only reads and writes private key files: a process that
+    # never opens one (verify, the read-only commands) never loads its 10 MB
+    # library (40 ms of a command's start).
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 KEYRING_FILE = "keyring.json"
 KEYRING_FORMAT = "casino-ledger/keyring/v1"
@@ -197,6 +200,8 @@ class Keyring:
 
 def write_private_key(path: Path, private_key: Ed25519PrivateKey, passphrase: bytes | None) -> None:
     """Write PKCS#8 PEM, encrypted unless `passphrase` is None (asked for explicitly)."""
+    from cryptography.hazmat.primitives import serialization
+
     encryption: serialization.KeySerializationEncryption = (
         serialization.BestAvailableEncryption(passphrase)
         if passphrase
@@ -237,6 +242,10 @@ def _intact_pem_container(pem: bytes) -> bool:
 
 def read_private_key(path: Path, passphrase: bytes | None) -> Ed25519PrivateKey:
     """Load an Ed25519 private key; one clear error for every way this fails."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     try:
         pem = path.read_bytes()
     except FileNotFoundError as exc:

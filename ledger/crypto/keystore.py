@@ -15,9 +15,6 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
 from ledger.crypto.keys import (
     KEYRING_FILE,
     Keyring,
@@ -92,6 +89,9 @@ class KeyDirectory:
             raise KeyStoreError(f"{pem_path} already exists")
         if passphrase:
             self._check_shared_passphrase(keyring, passphrase)
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         private_key = Ed25519PrivateKey.generate()
         start = now or datetime.now(UTC)
         record = PublicKeyRecord(

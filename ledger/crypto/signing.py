@@ -7,14 +7,15 @@ service) can replace the file key without touching the ledger.
 from __future__ import annotations
 
 import functools
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import nacl.bindings
 import nacl.exceptions
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.crypto.keys import Role, key_id_of
+
+if TYPE_CHECKING:  # (pyca/cryptography loads only where a key file is read: ledger.crypto.keys)
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 
 @runtime_checkable
@@ -48,6 +49,8 @@ class InMemorySigner:
     """A `Signer` over a private key held in this process (read from a key file)."""
 
     def __init__(self, private_key: Ed25519PrivateKey, role: Role, name: str | None = None) -> None:
+        from cryptography.hazmat.primitives import serialization
+
         raw_private = private_key.private_bytes(
             serialization.Encoding.Raw,
             serialization.PrivateFormat.Raw,
