@@ -109,12 +109,15 @@ def _five_rounds(node: Node) -> list[str]:
     return rounds
 
 
-def _version_of(attacker: Attacker, stream: str, topic: type) -> int:
+def _version_of(attacker: Attacker, stream: str, topic: type, *, last: bool = False) -> int:
+    """The version of the stream's first (or `last`) event of this type."""
     rows = attacker.sql(
-        f"SELECT originator_version, topic FROM {attacker.events} WHERE originator_id = ?",
+        f"SELECT originator_version, topic FROM {attacker.events} WHERE originator_id = ? "
+        "ORDER BY originator_version",
         (attacker.key(stream),),
     )
-    return next(v for v, t in rows if t.endswith(topic.__qualname__))
+    versions = [v for v, t in rows if t.endswith(topic.__qualname__)]
+    return versions[-1] if last else versions[0]
 
 
 def _bad_signature(attacker: Attacker, stream: str, version: int) -> None:
@@ -129,7 +132,11 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
     attacker = Attacker(node.app.store_url)
     try:
         _bad_signature(attacker, rounds[2], _version_of(attacker, rounds[2], Round.ActionRecorded))
-        attacker.delete(rounds[3], _version_of(attacker, rounds[3], Round.ActionRecorded))
+        # The outcome, just before the settlement: the settlement, itself as
+        # signed, is still read, so the wallets it credits still balance.
+        outcome = _version_of(attacker, rounds[3], Round.ActionRecorded, last=True)
+        assert _version_of(attacker, rounds[3], Round.Settled) == outcome + 1
+        attacker.delete(rounds[3], outcome)
     finally:
         attacker.close()
     findings = Findings()
@@ -164,10 +171,11 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
         verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
     assert str(raised.value) == str(findings.headline())
     # Settled chunk by chunk while workers verify the next ones: the same findings
-    # as one process settling after every chunk (the same chunks).
-    by_workers = {}
-    for workers in (1, 2):
-        found = by_workers[workers] = Findings()
+    # as one process settling after every chunk (the same chunks); with one
+    # event a chunk, every link (the gap's too) is checked across a chunk's edge.
+    by_run = {}
+    for workers, leaves in ((1, 4), (2, 4), (1, 1)):
+        found = by_run[workers, leaves] = Findings()
         verify_store(
             node.app,
             node.keyring,
@@ -175,10 +183,11 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
             games=VARIANTS,
             findings=found,
             workers=workers,
-            chunk_leaves=4,
+            chunk_leaves=leaves,
         )
-    assert [f.to_json() for f in by_workers[2]] == [f.to_json() for f in by_workers[1]]
-    assert {f.stream for f in by_workers[2]} == {f.stream for f in findings}
+    assert [f.to_json() for f in by_run[2, 4]] == [f.to_json() for f in by_run[1, 4]]
+    for found in by_run.values():
+        assert {f.stream for f in found} == {f.stream for f in findings}
 
 
 def test_the_cli_writes_every_finding_as_json_lines(

@@ -65,12 +65,20 @@ class ChunkSpec:
     heads_of: frozenset[object] = frozenset()
 
 
+class StreamGap(VerificationError):
+    """An event that passed its own checks, after a gap in its stream's versions."""
+
+
 @dataclass
 class Problem:
     position: int  # log position (leaf index) of the event at fault
     message: str
     located: bool = False  # the message names the position already
     stream: str | None = None  # the event's stream, when known
+    # The event itself is as signed and in place; only events before it in its
+    # stream are missing: what it says is still read at the settlement level
+    # (e.g. a settlement whose wallet credits would otherwise look unposted).
+    readable: bool = False
 
     def as_error(self) -> VerificationError:
         if self.located:
@@ -346,7 +354,12 @@ def verify_batches(
                     low, high = trusted_span(window, cover.bound)
             except VerificationError as exc:
                 problems.append(
-                    Problem(position, str(exc), stream=None if stream == "?" else stream)
+                    Problem(
+                        position,
+                        str(exc),
+                        stream=None if stream == "?" else stream,
+                        readable=isinstance(exc, StreamGap),
+                    )
                 )
                 entry_hash = _leaf_anyway(state)
             except struct.error:
@@ -466,7 +479,9 @@ def _full_check(
     if last is None:
         firsts[stream] = (position, version, envelope.prev_hash)
     elif version != last[0] + 1:
-        raise VerificationError(
+        # Checked last: a gap found here means the event passed every other check.
+        error = StreamGap if version > last[0] + 1 else VerificationError
+        raise error(
             f"stream jumps from version {last[0]} to {version}: "
             f"version {last[0] + 1} is missing or out of order",
             where=where(stream, version),
@@ -490,6 +505,7 @@ def link_problem(
             f"{where(stream, version)}: expected version {expected_version} next in this "
             "stream: an event is missing or out of order",
             stream=stream,
+            readable=version > expected_version,
         )
     if prev_hash != expected_hash:
         return Problem(

@@ -105,8 +105,10 @@ class Findings:
     def __iter__(self) -> Iterator[Finding]:
         return iter(self.ordered())
 
-    def add(self, finding: Finding, *, front: bool = False) -> None:
-        """`front`: found before everything so far (a removed event, found last)."""
+    def add(self, finding: Finding, *, front: bool = False, readable: bool = False) -> None:
+        """`front`: found before everything so far (a removed event, found last).
+        `readable`: an altered stream's event that is itself as signed (events
+        before it are missing): the settlement level still reads what it says."""
         if finding.kind is not FindingKind.ALTERED and finding.stream in self._altered_streams:
             self.implied += 1  # e.g. a payout that no longer matches an altered bet
             return
@@ -122,7 +124,7 @@ class Findings:
                 ]
                 self.implied += len(self.items) - len(kept)
                 self.items = kept
-            if finding.position is not None:
+            if finding.position is not None and not readable:
                 self._altered_positions.add(finding.position)
 
     def add_error(

@@ -631,7 +631,8 @@ class _Merge:
                 str(problem.as_error()),
                 problem.position,
                 problem.stream,
-            )
+            ),
+            readable=problem.readable,
         )
 
     def chunk(self, result: ChunkResult) -> None:
