@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
-from ledger.audit import parallel
+from ledger.audit import log_source, parallel
 from ledger.audit.chunks import ChunkSpec
 from ledger.audit.parallel import WorkerPlan, run_chunks
+from ledger.node import Node
 
 
 def _no_init() -> None:
@@ -52,9 +53,13 @@ def test_workers_started_either_way_run_every_chunk(
     monkeypatch.setattr(parallel, "start_method", lambda: method)
     specs = [ChunkSpec(n, n, n + 1, (), False) for n in range(12)]
     plan = WorkerPlan(_no_init, (), _ran_by)
-    results = list(run_chunks(specs, _ran_by, plan=plan, processes=2, caller_works=False))
+    ran_in: set[int] = set()
+    results = list(
+        run_chunks(specs, _ran_by, plan=plan, processes=2, caller_works=False, ran_in=ran_in)
+    )
     assert [first for first, _ in results] == list(range(12))
     assert os.getpid() not in {pid for _, pid in results}  # every chunk ran in a worker
+    assert ran_in == {pid for _, pid in results}  # the processes that ran chunks, named
 
 
 # Run in a fresh interpreter: a fork server runs until its process ends, with
@@ -108,3 +113,33 @@ def test_a_fork_server_forks_the_workers_with_its_modules_already_imported() -> 
     assert len(parents) == 1 and caller not in parents  # forked by the server, not the caller
     assert all(preloaded for *_, preloaded in results)  # imported before the worker began
     assert found["imported_here"] is False  # by the server: the caller never imported it
+
+
+def _die_before_the_first_chunk(*_: object) -> None:
+    os._exit(3)  # as a worker that cannot import what it needs
+
+
+def test_a_worker_that_dies_at_once_leaves_its_share_to_the_caller_and_is_not_counted() -> None:
+    specs = [ChunkSpec(n, n, n + 1, (), False) for n in range(8)]
+    plan = WorkerPlan(_die_before_the_first_chunk, (), _ran_by)
+    ran_in: set[int] = set()
+    results = list(run_chunks(specs, _ran_by, plan=plan, processes=2, ran_in=ran_in))
+    assert [first for first, _ in results] == list(range(8))
+    assert ran_in == {os.getpid()}  # only the caller verified: one process, not two
+
+
+def test_the_ok_line_counts_the_processes_that_verified_chunks(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Imported here: the fork server script above imports this module, and
+    # checks that its caller never imported the verifier.
+    from ledger.audit.verify import Level, verify_store
+    from tests.test_tamper import record
+
+    record(node)
+    report = verify_store(node.app, node.keyring, level=Level.SIGNATURES, workers=2, chunk_leaves=4)
+    # On 57 events the caller may verify every chunk before the worker has started.
+    assert report.workers in (1, 2)
+    monkeypatch.setattr(log_source, "init_worker", _die_before_the_first_chunk)
+    report = verify_store(node.app, node.keyring, level=Level.SIGNATURES, workers=2, chunk_leaves=4)
+    assert report.workers == 1 and "(1 worker)" in report.summary()

@@ -25,6 +25,7 @@ takes a large part of a second (under load, more) before its first chunk.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import sys
 import threading
@@ -77,9 +78,9 @@ def _worker_main(
             if index is None:
                 tokens.release()
                 return
-            results.put((index, plan.work(specs[index])))
+            results.put((index, os.getpid(), plan.work(specs[index])))
     except BaseException:  # report every failure; the caller raises it
-        results.put((-1, traceback.format_exc(limit=5)))
+        results.put((-1, os.getpid(), traceback.format_exc(limit=5)))
 
 
 def start_method() -> str:
@@ -116,17 +117,22 @@ def run_chunks(
     processes: int,
     caller_works: bool = True,
     meanwhile: Callable[[], None] | None = None,
+    ran_in: set[int] | None = None,
 ) -> Generator[ChunkResult, None, None]:
     """Yield each chunk's result in order, using `processes` processes in all;
     with `caller_works` False, `processes` workers and the caller free for
     its own work between results (the settlement pass, as chunks arrive).
     `meanwhile`, work of the caller's own that needs no chunk, runs once the
     workers have started (the proofs between checkpoints): it is not a serial
-    phase before or after them."""
+    phase before or after them. `ran_in` gets the id of every process that
+    ran a chunk: how many did, not how many were asked for (a worker that
+    dies before its first chunk leaves the others its share)."""
+    ran_in = ran_in if ran_in is not None else set()
     if processes <= 1 or len(specs) <= 1:
         if meanwhile is not None:
             meanwhile()
         for spec in specs:
+            ran_in.add(os.getpid())
             yield run_here(spec)
         return
     method = start_method()
@@ -159,7 +165,7 @@ def run_chunks(
                 yield result
                 next_index += 1
                 continue
-            if caller_works and _take_ready(results, finished):
+            if caller_works and _take_ready(results, finished, ran_in):
                 continue  # a worker's result may be next in order: its token goes back first
             index = None
             if caller_works and tokens.acquire(block=False):
@@ -168,8 +174,9 @@ def run_chunks(
                     tokens.release()
             if index is not None:
                 finished[index] = run_here(specs[index])
+                ran_in.add(os.getpid())
             else:
-                index, result = _receive(results, starting)
+                index, result = _receive(results, starting, ran_in)
                 finished[index] = result
     finally:
         with counter.get_lock():
@@ -213,7 +220,7 @@ class _Starting:
         return [worker for worker in self.workers if worker.pid is not None]
 
 
-def _take_ready(results: Any, finished: dict[int, ChunkResult]) -> bool:
+def _take_ready(results: Any, finished: dict[int, ChunkResult], ran_in: set[int]) -> bool:
     """Move the results workers have sent into `finished`, without waiting.
 
     The caller takes them between its own chunks: left in the queue while it
@@ -222,23 +229,25 @@ def _take_ready(results: Any, finished: dict[int, ChunkResult]) -> bool:
     took = False
     while True:
         try:
-            index, result = results.get_nowait()
+            index, pid, result = results.get_nowait()
         except queue.Empty:
             return took
         if index < 0:
             raise RuntimeError(f"a verification worker failed:\n{result}")
         finished[index] = result
+        ran_in.add(pid)
         took = True
 
 
-def _receive(results: Any, starting: _Starting) -> tuple[int, ChunkResult]:
+def _receive(results: Any, starting: _Starting, ran_in: set[int]) -> tuple[int, ChunkResult]:
     while True:
         try:
-            index, result = results.get(timeout=_POLL_SECONDS)
+            index, pid, result = results.get(timeout=_POLL_SECONDS)
         except queue.Empty:
             if not starting.alive():
                 raise RuntimeError("every verification worker stopped early") from None
             continue
         if index < 0:
             raise RuntimeError(f"a verification worker failed:\n{result}")
+        ran_in.add(pid)
         return index, result

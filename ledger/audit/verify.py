@@ -454,6 +454,7 @@ def verify_log(
         except VerificationError as exc:
             found.add_error(Step.PROOFS, exc, kind=FindingKind.ALTERED)
 
+    ran_in: set[int] = set()  # the processes that verified chunks, for the report
     results = run_chunks(
         specs,
         lambda spec: log.verify_chunk(signer_check, spec),
@@ -461,6 +462,7 @@ def verify_log(
         processes=report.workers,
         caller_works=not pipelined,
         meanwhile=check_proofs,
+        ran_in=ran_in,
     )
     # closing: stops the workers even when the merge stops early; the heads' scratch file goes.
     with closing(results), closing(merge.heads):
@@ -471,6 +473,8 @@ def verify_log(
                     audit.observe(event)
             if progress:
                 progress(result.count)
+    # What the OK line names: the processes that did verify chunks, not those asked for.
+    report.workers = max(1, len(ran_in))
     merge.finish(count, sizes)
     try:
         log.finish_chunks()
