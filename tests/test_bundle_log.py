@@ -175,3 +175,29 @@ def test_lines_not_as_the_ledger_writes_them_are_read_as_json_readers_read_them(
     expected = from_bundle(bundle, keyring, workers=1, chunk=16)
     got = from_bundle(copy, keyring, workers=1, chunk=16)
     assert got.settlement == expected.settlement and got.root == expected.root
+
+
+def test_the_scan_finds_every_line_and_the_indexed_streams_events(
+    exported: tuple[str, Keyring, Path], tmp_path: Path
+) -> None:
+    """The line offsets and the audit trail's and key registry's events found
+    when a bundle is opened are what reading it line by line gives, a last
+    line with no newline included."""
+    from ledger.export.bundle_log import INDEXED
+
+    bundle = copied(exported[2], tmp_path)
+    events = bundle / "events.jsonl"
+    for last_newline in (True, False):
+        if not last_newline:
+            events.write_bytes(events.read_bytes().rstrip(b"\n"))
+        offsets, position, indexed = [], 0, set()
+        with events.open("rb") as handle:
+            for number, raw in enumerate(handle):
+                offsets.append(position)
+                position += len(raw)
+                if json.loads(raw)["stream"] in INDEXED:
+                    indexed.add(number)
+        assert len(indexed) >= 2  # the recorded run, and the auditor's key
+        log = BundleLog(Bundle(bundle))
+        assert list(log._offsets) == [*offsets, position]
+        assert log._indexed_positions == indexed

@@ -607,6 +607,32 @@ def test_a_bundle_as_written_is_read_by_the_fast_path(
     assert calls == list(range(len(records)))
 
 
+def test_a_line_as_written_is_read_without_parsing_it_and_as_the_reference_reads_it(
+    whole: Path,
+) -> None:
+    """`canonical_event` renders a line again from its position, envelope and
+    currency and takes it only if it is byte for byte the line: the same event
+    as the full check gives; anything else is left to the full check."""
+    from ledger.export.reader import canonical_event, checked_event
+
+    raws = (whole / "events.jsonl").read_bytes().splitlines(keepends=True)
+    for number, raw in enumerate(raws, 1):
+        fast = canonical_event(raw, number)
+        assert fast is not None, raw
+        event, currency = checked_event(raw.decode(), json.loads(raw), number)
+        assert fast[1] == currency
+        assert fast[0] == event and fast[0].payload == json.loads(raw)["payload"]
+    record = json.loads(raws[3])
+    respaced = json.dumps(record).encode() + b"\n"  # the same JSON value
+    lying = {**record, "payload": {**record["payload"], "forged": 1}}
+    envelope = base64.b64decode(record["envelope"])
+    flipped = {**record, "envelope": base64.b64encode(envelope[:-2] + b"}}").decode()}
+    for line in (respaced, json.dumps(lying, separators=(",", ":")).encode() + b"\n"):
+        assert canonical_event(line, 4) is None
+    assert canonical_event(json.dumps(flipped, separators=(",", ":")).encode() + b"\n", 4) is None
+    assert canonical_event(raws[3].replace(b'"position":3', b'"position":03'), 4) is None
+
+
 # A range bundle holds every position of its range (issue 16).
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,15 @@ from ledger.export.bundle_files import (
     MANIFEST,
     PROOFS,
 )
-from ledger.export.records import SCHEMA_VERSION, event_line, event_record, stream_currency
+from ledger.export.records import (
+    SCHEMA_VERSION,
+    decode_payload,
+    event_line,
+    event_record,
+    split_envelope,
+    stream_currency,
+    stream_type_version,
+)
 from ledger.plugins.registry import rules_hash
 
 _decode = json.JSONDecoder().decode
@@ -40,9 +50,14 @@ class BundleEvent:
     version: int
     topic: str  # the signed header's type (the store's topic column)
     envelope: bytes
-    payload: dict[str, Any]
     label: str  # "events.jsonl line N (log position P)"
     canonical: bool = True  # the line is exactly what the ledger writes for it
+
+    @cached_property
+    def payload(self) -> dict[str, Any]:
+        """The payload the envelope's bytes decode to: what the record's own
+        `payload` was checked to be (decoded only where it is read)."""
+        return decode_payload(split_envelope(self.envelope)[3])
 
 
 def _raw_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
@@ -278,16 +293,42 @@ def checked_event(line: str, record: Any, number: int) -> tuple[BundleEvent, obj
     except VerificationError as exc:
         raise VerificationError(f"bundle {label}: {exc}") from None
     event = BundleEvent(
-        position,
-        record["stream"],
-        record["version"],
-        record["header"]["type"],
-        envelope,
-        record["payload"],
-        label,
+        position, record["stream"], record["version"], record["header"]["type"], envelope, label,
         canonical,
-    )
+    )  # fmt: skip
     return event, currency
+
+
+# A line as the ledger writes it, up to its header: what `canonical_event`
+# needs to render the whole line again (no quote or backslash inside a string:
+# anything else is parsed by `checked_event`).
+_CANONICAL_HEAD = re.compile(
+    rb'\{"position":(0|[1-9][0-9]*),"stream":"[^"\\]*","version":[0-9]+,"type":"[^"\\]*",'
+    rb'"currency":(null|"[^"\\]*"),"envelope":"([A-Za-z0-9+/]*={0,2})","header":'
+)
+
+
+def canonical_event(raw: bytes, number: int) -> tuple[BundleEvent, object] | None:
+    """The event of line `number` when the line is byte for byte what the
+    ledger writes for its position, envelope and currency (`event_line`), read
+    without parsing it as JSON; else None (`checked_event` then says what, if
+    anything, is wrong with it)."""
+    match = _CANONICAL_HEAD.match(raw)
+    if match is None:
+        return None
+    position_digits, currency_text, envelope_text = match.groups()
+    position = int(position_digits)
+    currency = None if currency_text == b"null" else currency_text[1:-1].decode("utf-8", "replace")
+    try:
+        envelope = base64.b64decode(envelope_text, validate=True)
+        if event_line(position, envelope, currency).encode() != raw:
+            return None
+        _, header, _, _ = split_envelope(envelope)
+        stream, version, topic = stream_type_version(header.decode())
+    except (VerificationError, binascii.Error, ValueError):
+        return None
+    label = f"{EVENTS} line {number} (log position {position})"
+    return BundleEvent(position, stream, version, topic, envelope, label), currency
 
 
 def parse_checkpoint(note: object, label: str) -> Checkpoint:
