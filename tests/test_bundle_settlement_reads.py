@@ -1,8 +1,11 @@
-"""How the settlement pass reads a bundle chunk its workers verified: the
-lines read again, proven by their digest to be the bytes the chunk verified,
-then read without opening every envelope again: the same events as opening
-each. Lines changed between the two reads are a finding, and are then read
-as they are (`tests/test_settlement_reads.py` holds a store to the same)."""
+"""How the settlement pass reads a bundle chunk its workers verified: from the
+envelopes the worker hands over (the very bytes it verified), or, for a chunk
+with a finding, the lines read again, proven by their digest to be the bytes
+the chunk verified; either way without opening every envelope again: the
+same events as opening each. Lines changed between the two reads are a
+finding, and are then read as they are (`tests/test_settlement_reads.py`
+holds a store to the same); a chunk read from its envelopes is what was
+verified, whatever happens to the file after."""
 
 from __future__ import annotations
 
@@ -60,9 +63,13 @@ def test_verified_lines_read_as_every_envelope_opened_would(
     for spec, result in chunks:
         opened = list(log.events_of_chunk(spec))
         assert len(opened) == result.rows
+        assert result.facts.envelopes is not None  # handed over: nothing read again
+        reread = replace(result, facts=replace(result.facts, envelopes=None))
         with monkeypatch.context() as patch:  # every line read without opening its envelope
             patch.setattr(log, "_decoded", lambda lines: pytest.fail("an envelope was opened"))
+            patch.setattr(log, "_opened", lambda *_: pytest.fail("an envelope was opened"))
             assert list(log.chunk_events(spec, result)) == opened
+            assert list(log.chunk_events(spec, reread)) == opened
         assert log._decoded == opening
         # A chunk's findings, and every line after its first, are opened as before.
         found = replace(result, problems=[Problem(spec.first_leaf + 3, "bad")])
@@ -71,7 +78,9 @@ def test_verified_lines_read_as_every_envelope_opened_would(
 
 def test_lines_changed_after_their_chunk_was_verified_are_a_finding(bundle: Path) -> None:
     log = BundleLog(Bundle(bundle))
-    spec, verified = _verified(log)[1]
+    spec, handed = _verified(log)[1]
+    # Read again (as a chunk with a finding is): the lines' digest is checked.
+    verified = replace(handed, facts=replace(handed.facts, envelopes=None))
     before = list(log.chunk_events(spec, verified))
 
     # Someone rewrites a line of that chunk while the run goes on: its JSON
@@ -90,3 +99,6 @@ def test_lines_changed_after_their_chunk_was_verified_are_a_finding(bundle: Path
     assert finding.step is Step.ENVELOPES and finding.kind is FindingKind.ALTERED
     assert f"{EVENTS} lines {spec.first_leaf + 1} to {spec.last_id} changed" in finding.text
     assert events == before
+    # Settled from the envelopes its worker verified, the chunk is what was verified.
+    found = Findings()
+    assert list(_chunk_events(log, handed, found)) == before and not found

@@ -93,6 +93,9 @@ class ChunkFacts:
     profiles: set[tuple[str, str]] = field(default_factory=set)
     indexed: list[int] = field(default_factory=list)  # positions of INDEXED streams' events
     rewritten: list[int] = field(default_factory=list)  # lines not as the ledger writes them
+    # For the settling process (a chunk verified with its digest): every line's
+    # envelope bytes as verified, so it need not read and decode the lines again.
+    envelopes: list[bytes] | None = None
 
 
 class BundleLog:
@@ -227,6 +230,10 @@ class BundleLog:
     def chunk_events(self, spec: ChunkSpec, verified: ChunkResult) -> Iterator[Event]:
         if verified.digest is None:
             return self.events_of_chunk(spec)
+        facts: ChunkFacts = verified.facts
+        if facts.envelopes is not None and not verified.problems:
+            # Handed over by the worker that verified them: the very bytes verified.
+            return self._of_envelopes(enumerate(facts.envelopes, spec.first_leaf))
         # The digest proves these are the lines the chunk verified (or says
         # they changed since), so their envelopes are not opened again.
         with self.path.open("rb") as handle:
@@ -281,10 +288,18 @@ class BundleLog:
                 yield event
 
     def _verified_line(self, position: int, raw: bytes) -> Event | None:
-        prefix, at = ENVELOPE_PREFIX.size, ENVELOPE_PREFIX.size + SIGNED_AT_OFFSET
         try:
             start = raw.index(_ENVELOPE_KEY) + len(_ENVELOPE_KEY)
             state = base64.b64decode(raw[start : raw.index(b'"', start)])
+        except (TypeError, ValueError):
+            return None  # `_decoded` reads it, or passes over it as it always did
+        return self._verified_envelope(position, state)
+
+    def _verified_envelope(self, position: int, state: bytes) -> Event | None:
+        """The event of envelope bytes a chunk verified, its envelope not opened
+        again; None for one the fast reading does not take (a v1 envelope)."""
+        prefix, at = ENVELOPE_PREFIX.size, ENVELOPE_PREFIX.size + SIGNED_AT_OFFSET
+        try:
             if state[:4] != MAGIC:
                 return None
             header_end = prefix + int.from_bytes(state[4:prefix], "big")
@@ -292,11 +307,21 @@ class BundleLog:
             payload = self.transcoder.decode(state[header_end + 64 :])
             signed_at = int(state[at : state.index(b",", at)])
         except (TypeError, ValueError, AttributeError):
-            return None  # `_decoded` reads it, or passes over it as it always did
+            return None
         return position, stream, version, topic, payload, signed_at
 
+    def _of_envelopes(self, envelopes: Iterable[tuple[int, bytes]]) -> Iterator[Event]:
+        """The events of a chunk's envelopes as its worker verified them (no
+        line in it had a finding or was written otherwise than the ledger does)."""
+        for position, state in envelopes:
+            event = self._verified_envelope(position, state)
+            if event is None:
+                event = self._opened(position, state)
+            if event is not None:
+                yield event
+
     def _decoded(self, lines: Iterable[tuple[int, bytes]]) -> Iterator[Event]:
-        decode, b64decode, rewritten = self.transcoder.decode, base64.b64decode, self._rewritten
+        b64decode, rewritten = base64.b64decode, self._rewritten
         for position, raw in lines:
             try:
                 if position in rewritten:
@@ -304,18 +329,27 @@ class BundleLog:
                 else:
                     start = raw.index(_ENVELOPE_KEY) + len(_ENVELOPE_KEY)
                     state = b64decode(raw[start : raw.index(b'"', start)])
-                envelope = open_envelope(state, stream="bundle", version=position)
-                payload = decode(envelope.payload)
-            except (VerificationError, ValueError, KeyError, TypeError, AttributeError):
+            except (ValueError, KeyError, TypeError, AttributeError):
                 continue  # an unreadable line: its chunk's check made it a finding
-            yield (
-                position,
-                envelope.stream,
-                envelope.version,
-                envelope.event_type,
-                payload,
-                envelope.signed_at,
-            )
+            event = self._opened(position, state)
+            if event is not None:
+                yield event
+
+    def _opened(self, position: int, state: bytes) -> Event | None:
+        """The event of envelope bytes, the envelope opened; None if it cannot be."""
+        try:
+            envelope = open_envelope(state, stream="bundle", version=position)
+            payload = self.transcoder.decode(envelope.payload)
+        except (VerificationError, ValueError, KeyError, TypeError, AttributeError):
+            return None  # an unreadable envelope: its chunk's check made it a finding
+        return (
+            position,
+            envelope.stream,
+            envelope.version,
+            envelope.event_type,
+            payload,
+            envelope.signed_at,
+        )
 
 
 def _line_event(raw: bytes, number: int, position: int) -> tuple[BundleEvent, object]:
@@ -373,6 +407,8 @@ def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> Chun
     if problem is not None:  # the bad line's own problem, not the placeholders'
         result.problems = [p for p in result.problems if p.position < problem.position]
         result.problems.append(problem)
+    if digest is not None and problem is None and not facts.rewritten:
+        facts.envelopes = [row[4] for row in rows]
     result.facts = facts
     result.rows = len(rows)
     if digest is not None:
