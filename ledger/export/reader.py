@@ -32,10 +32,10 @@ from ledger.export.records import (
     SCHEMA_VERSION,
     decode_payload,
     event_line,
+    event_line_of,
     event_record,
     split_envelope,
     stream_currency,
-    stream_type_version,
 )
 from ledger.plugins.registry import rules_hash
 
@@ -320,12 +320,13 @@ def canonical_event(raw: bytes, number: int) -> tuple[BundleEvent, object] | Non
     position = int(position_digits)
     currency = None if currency_text == b"null" else currency_text[1:-1].decode("utf-8", "replace")
     try:
-        envelope = base64.b64decode(envelope_text, validate=True)
-        if event_line(position, envelope, currency).encode() != raw:
-            return None
-        _, header, _, _ = split_envelope(envelope)
-        stream, version, topic = stream_type_version(header.decode())
+        # The head's pattern admitted only base64's alphabet: decoded as is, and
+        # held to canonical base64 by the line rendered again.
+        envelope = binascii.a2b_base64(envelope_text, strict_mode=True)
+        line, stream, version, topic = event_line_of(position, envelope, currency)
     except (VerificationError, binascii.Error, ValueError):
+        return None
+    if line.encode() != raw:
         return None
     label = f"{EVENTS} line {number} (log position {position})"
     return BundleEvent(position, stream, version, topic, envelope, label), currency

@@ -154,6 +154,11 @@ def stream_type_version(header: str) -> tuple[str, int, str]:
 def event_line(position: int, state: bytes, currency: str | None) -> str:
     """`event_record(...)` as one line of JSON Lines (with its newline), built
     from the envelope's own JSON text: what the bundle writer streams."""
+    return event_line_of(position, state, currency)[0]
+
+
+def event_line_of(position: int, state: bytes, currency: str | None) -> tuple[str, str, int, str]:
+    """`event_line`, with the header's stream, version and type it was built from."""
     try:
         _, header, _, payload = split_envelope(state)
         header_text = header.decode()
@@ -163,7 +168,7 @@ def event_line(position: int, state: bytes, currency: str | None) -> str:
         raise VerificationError(
             f"cannot export the event: {exc}", where=f"log position {position}"
         ) from exc
-    return _LINE % (
+    line = _LINE % (
         position,
         _dumps(stream),
         version,
@@ -173,6 +178,7 @@ def event_line(position: int, state: bytes, currency: str | None) -> str:
         header_text,
         payload_text,
     )
+    return line, stream, version, topic
 
 
 def opening_currency(state: bytes) -> str | None:
