@@ -177,13 +177,18 @@ def test_lines_not_as_the_ledger_writes_them_are_read_as_json_readers_read_them(
     assert got.settlement == expected.settlement and got.root == expected.root
 
 
+@pytest.mark.parametrize("block", [1 << 20, 4099, 64])
 def test_the_scan_finds_every_line_and_the_indexed_streams_events(
-    exported: tuple[str, Keyring, Path], tmp_path: Path
+    exported: tuple[str, Keyring, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
 ) -> None:
     """The line offsets and the audit trail's and key registry's events found
     when a bundle is opened are what reading it line by line gives, a last
-    line with no newline included."""
+    line with no newline included, whatever the blocks it is read in (small
+    ones cut lines, and the ids searched for, across blocks)."""
+    from ledger.export import bundle_log
     from ledger.export.bundle_log import INDEXED
+
+    monkeypatch.setattr(bundle_log, "_SCAN_BLOCK", block)
 
     bundle = copied(exported[2], tmp_path)
     events = bundle / "events.jsonl"
@@ -201,3 +206,4 @@ def test_the_scan_finds_every_line_and_the_indexed_streams_events(
         log = BundleLog(Bundle(bundle))
         assert list(log._offsets) == [*offsets, position]
         assert log._indexed_positions == indexed
+        assert {row[0] - 1 for row in log.rows._indexed.values()} == indexed

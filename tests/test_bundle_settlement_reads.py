@@ -21,9 +21,10 @@ from ledger.audit.findings import Findings, Step
 from ledger.audit.verify import _chunk_events
 from ledger.cli.main import main
 from ledger.crypto.envelope import SignerCheck
+from ledger.crypto.keys import Keyring
 from ledger.errors import FindingKind, VerificationError
 from ledger.export.bundle_files import EVENTS
-from ledger.export.bundle_log import BundleLog, verify_lines
+from ledger.export.bundle_log import BundleLog, lines_digest, verify_lines
 from ledger.export.reader import Bundle
 from tests.conftest import PASSPHRASE
 
@@ -40,17 +41,55 @@ def bundle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _verified(log: BundleLog, chunk_leaves: int = 64) -> list[tuple[ChunkSpec, ChunkResult]]:
-    """Every chunk, verified with its lines' digest, and merged in order."""
+    """Every chunk, verified as for the settling process, and merged in order."""
     signer_check = SignerCheck(log.bundle.keyring())
     _, specs = log.plan([], True, chunk_leaves, [])
     done = []
     for spec in specs:
         spec = replace(spec, digest=True)
         result = verify_lines(log.path, signer_check, spec)
-        assert result.digest is not None and result.problems == []
+        # A clean chunk hands its envelopes over, and needs no digest of its lines.
+        assert result.problems == [] and result.facts.envelopes is not None
+        assert result.digest is None
         log.merge(result)
         done.append((spec, result))
     return done
+
+
+def _read_again(log: BundleLog, spec: ChunkSpec, result: ChunkResult) -> ChunkResult:
+    """The chunk as if the settling process had to read its lines again: no
+    envelopes handed over, the digest of the lines its worker read."""
+    with log.path.open("rb") as handle:
+        handle.seek(spec.offset)
+        lines = [handle.readline() for _ in range(spec.first_leaf, spec.last_id)]
+    facts = replace(result.facts, envelopes=None)
+    return replace(result, facts=facts, digest=lines_digest(lines))
+
+
+def test_a_chunk_that_must_be_read_again_carries_its_lines_digest(bundle: Path) -> None:
+    log = BundleLog(Bundle(bundle))
+    signer_check = SignerCheck(log.bundle.keyring())
+    _, specs = log.plan([], True, 64, [])
+    spec = replace(specs[1], digest=True)
+    clean = verify_lines(log.path, signer_check, spec)
+    # A line written otherwise than the ledger writes it (respaced, the same
+    # event): the chunk hands no envelopes, and its lines' digest instead.
+    path = bundle / EVENTS
+    lines = path.read_bytes().splitlines(keepends=True)
+    at = spec.first_leaf + 2
+    lines[at] = lines[at].replace(b'"position":', b'"position": ', 1)
+    path.write_bytes(b"".join(lines))
+    log = BundleLog(Bundle(bundle))
+    _, specs = log.plan([], True, 64, [])
+    spec = replace(specs[1], digest=True)
+    rewritten = verify_lines(log.path, signer_check, spec)
+    assert rewritten.problems == [] and rewritten.facts.rewritten == [at]
+    assert rewritten.facts.envelopes is None
+    assert rewritten.digest == _read_again(log, spec, clean).digest
+    # A chunk with a finding (signed by a key the auditor does not hold): the same.
+    found = verify_lines(log.path, SignerCheck(Keyring()), replace(specs[0], digest=True))
+    assert found.problems and found.facts.envelopes is None
+    assert found.digest == _read_again(log, specs[0], found).digest
 
 
 def test_verified_lines_read_as_every_envelope_opened_would(
@@ -64,7 +103,7 @@ def test_verified_lines_read_as_every_envelope_opened_would(
         opened = list(log.events_of_chunk(spec))
         assert len(opened) == result.rows
         assert result.facts.envelopes is not None  # handed over: nothing read again
-        reread = replace(result, facts=replace(result.facts, envelopes=None))
+        reread = _read_again(log, spec, result)
         with monkeypatch.context() as patch:  # every line read without opening its envelope
             patch.setattr(log, "_decoded", lambda lines: pytest.fail("an envelope was opened"))
             patch.setattr(log, "_opened", lambda *_: pytest.fail("an envelope was opened"))
@@ -80,7 +119,7 @@ def test_lines_changed_after_their_chunk_was_verified_are_a_finding(bundle: Path
     log = BundleLog(Bundle(bundle))
     spec, handed = _verified(log)[1]
     # Read again (as a chunk with a finding is): the lines' digest is checked.
-    verified = replace(handed, facts=replace(handed.facts, envelopes=None))
+    verified = _read_again(log, spec, handed)
     before = list(log.chunk_events(spec, verified))
 
     # Someone rewrites a line of that chunk while the run goes on: its JSON

@@ -20,6 +20,7 @@ import base64
 import hashlib
 import json
 from array import array
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -63,6 +64,10 @@ INDEXED: Final = (str(KEY_REGISTRY_ID), str(AUDIT_TRAIL_ID))
 _INDEXED_BYTES: Final = tuple(s.encode() for s in INDEXED)
 _decode = json.JSONDecoder().decode
 _ENVELOPE_KEY: Final = b',"envelope":"'
+# Bytes read at a time when a bundle is opened: larger blocks are fresh memory
+# each time, whose page faults cost more than the reading (a 676 MB bundle's
+# scan took 0.32 s with 1 MB blocks, 0.73 s with 4 MB ones).
+_SCAN_BLOCK: Final = 1 << 20
 
 
 class BundleRows:
@@ -93,8 +98,9 @@ class ChunkFacts:
     profiles: set[tuple[str, str]] = field(default_factory=set)
     indexed: list[int] = field(default_factory=list)  # positions of INDEXED streams' events
     rewritten: list[int] = field(default_factory=list)  # lines not as the ledger writes them
-    # For the settling process (a chunk verified with its digest): every line's
-    # envelope bytes as verified, so it need not read and decode the lines again.
+    # For the settling process (a chunk it asked the digest of, with no finding and
+    # every line as the ledger writes it): every line's envelope bytes as
+    # verified, so it need not read and decode the lines again (no digest then).
     envelopes: list[bytes] | None = None
 
 
@@ -120,20 +126,39 @@ class BundleLog:
         return len(self._offsets) - 1
 
     def _scan(self, progress: Callable[[int], None] | None) -> dict[tuple[str, int], Row]:
-        """Line offsets, and the events of the indexed streams (checked lines)."""
-        offsets, position = self._offsets, 0
-        candidates: list[tuple[int, bytes]] = []
+        """Line offsets, and the events of the indexed streams (checked lines).
+        The file is read in blocks, each searched in C for newlines (no line
+        object made) and for the indexed streams' ids."""
+        offsets = self._offsets
+        offsets.append(0)
+        append = offsets.append
+        found: dict[int, bytes] = {}  # a candidate line's offset -> the line
         try:
             handle = self.path.open("rb")
         except OSError as exc:
-            raise VerificationError(f"bundle file {EVENTS} cannot be read: {exc.strerror}") from exc
+            raise VerificationError(f"bundle {EVENTS} cannot be read: {exc.strerror}") from exc
         with handle:
-            for number, raw in enumerate(handle, 1):
-                offsets.append(position)
-                position += len(raw)
-                if _INDEXED_BYTES[0] in raw or _INDEXED_BYTES[1] in raw:
-                    candidates.append((number, raw))
-        offsets.append(position)
+            carry, base = b"", 0  # the start of a line the last block cut; its offset
+            while read := handle.read(_SCAN_BLOCK):
+                block = carry + read
+                find = block.find
+                at = find(b"\n")
+                while at >= 0:
+                    append(base + at + 1)  # where the next line starts
+                    at = find(b"\n", at + 1)
+                whole = block.rfind(b"\n") + 1  # the block's whole lines end there
+                for needle in _INDEXED_BYTES:
+                    hit = find(needle, 0, whole)
+                    while hit >= 0:
+                        start, stop = block.rfind(b"\n", 0, hit) + 1, find(b"\n", hit) + 1
+                        found[base + start] = block[start:stop]
+                        hit = find(needle, stop, whole)
+                carry, base = block[whole:], base + whole
+            if carry:  # a last line with no newline
+                append(base + len(carry))
+                if any(needle in carry for needle in _INDEXED_BYTES):
+                    found[base] = carry
+        candidates = [(bisect_left(offsets, start) + 1, found[start]) for start in sorted(found)]
         indexed: dict[tuple[str, int], Row] = {}
         for number, raw in candidates:
             try:
@@ -228,20 +253,18 @@ class BundleLog:
         return self._events(progress)
 
     def chunk_events(self, spec: ChunkSpec, verified: ChunkResult) -> Iterator[Event]:
-        if verified.digest is None:
-            return self.events_of_chunk(spec)
         facts: ChunkFacts = verified.facts
         if facts.envelopes is not None and not verified.problems:
             # Handed over by the worker that verified them: the very bytes verified.
             return self._of_envelopes(enumerate(facts.envelopes, spec.first_leaf))
+        if verified.digest is None:
+            return self.events_of_chunk(spec)
         # The digest proves these are the lines the chunk verified (or says
         # they changed since), so their envelopes are not opened again.
         with self.path.open("rb") as handle:
             handle.seek(spec.offset)
             lines = [handle.readline() for _ in range(spec.first_leaf, spec.last_id)]
-        digest = hashlib.sha256()
-        deque(map(digest.update, lines), maxlen=0)
-        if digest.hexdigest() != verified.digest:
+        if lines_digest(lines) != verified.digest:
             raise VerificationError(
                 f"bundle {EVENTS} lines {spec.first_leaf + 1} to {spec.last_id} changed while "
                 "they were being verified: someone is writing to the bundle"
@@ -379,13 +402,15 @@ def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> Chun
     rows: list[Row] = []
     facts = ChunkFacts()
     problem = None
-    digest = hashlib.sha256() if spec.digest else None
+    # The lines as read, for their digest: wanted only if the settling process
+    # must read them again (a finding, a line written otherwise), known at the end.
+    lines: list[bytes] | None = [] if spec.digest else None
     with path.open("rb") as handle:
         handle.seek(spec.offset)
         for position in range(spec.first_leaf, spec.last_id):
             raw = handle.readline()
-            if digest is not None:
-                digest.update(raw)
+            if lines is not None:
+                lines.append(raw)
             if problem is not None:  # what follows a bad line cannot be told apart:
                 rows.append(_unread(position, raw))  # its place kept in the tree only
                 continue
@@ -407,13 +432,22 @@ def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> Chun
     if problem is not None:  # the bad line's own problem, not the placeholders'
         result.problems = [p for p in result.problems if p.position < problem.position]
         result.problems.append(problem)
-    if digest is not None and problem is None and not facts.rewritten:
-        facts.envelopes = [row[4] for row in rows]
+    if lines is not None:
+        if problem is None and not facts.rewritten and not result.problems:
+            facts.envelopes = [row[4] for row in rows]  # the settling process reads these
+        else:
+            result.digest = lines_digest(lines)  # it reads the lines again, proven by this
     result.facts = facts
     result.rows = len(rows)
-    if digest is not None:
-        result.digest = digest.hexdigest()
     return result
+
+
+def lines_digest(lines: Iterable[bytes]) -> str:
+    """SHA-256 over a chunk's lines as read: the settling process's proof that the
+    lines it reads again are the ones the chunk verified."""
+    digest = hashlib.sha256()
+    deque(map(digest.update, lines), maxlen=0)
+    return digest.hexdigest()
 
 
 def _unread(position: int, raw: bytes) -> Row:
