@@ -86,21 +86,34 @@ def event_record(position: int, state: bytes, currency: str | None) -> dict[str,
     try:
         _, header, _, payload = split_envelope(state)
         fields = _decode_json(header.decode())
+        stream, version, topic = fields["stream"], fields["version"], type_name(fields["type"])
         decoded = decode_payload(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise VerificationError(
-            f"cannot export the event: {exc}", where=f"log position {position}"
-        ) from exc
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise _undescribable(exc, position) from exc
     return {
         "position": position,
-        "stream": fields["stream"],
-        "version": fields["version"],
-        "type": type_name(fields["type"]),
+        "stream": stream,
+        "version": version,
+        "type": topic,
         "currency": currency,
         "envelope": base64.b64encode(state).decode(),
         "header": fields,
         "payload": decoded,
     }
+
+
+def _undescribable(exc: Exception, position: int) -> VerificationError:
+    """Envelope bytes no event record describes, and what is wrong, said plainly."""
+    if isinstance(exc, KeyError):
+        what = f"its header has no {exc.args[0]!r}"
+    elif isinstance(exc, (TypeError, AttributeError)):
+        what = "its header is not a JSON object of the envelope's fields"
+    else:
+        what = str(exc)
+    return VerificationError(
+        f"its envelope is not one an event record can describe: {what}",
+        where=f"log position {position}",
+    )
 
 
 # The fast path of `event_line`: eventsourcing writes compact JSON, so its
@@ -164,20 +177,18 @@ def event_line_of(position: int, state: bytes, currency: str | None) -> tuple[st
         header_text = header.decode()
         stream, version, topic = stream_type_version(header_text)
         payload_text = _payload_text(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise VerificationError(
-            f"cannot export the event: {exc}", where=f"log position {position}"
-        ) from exc
-    line = _LINE % (
-        position,
-        _dumps(stream),
-        version,
-        _dumps(type_name(topic)),
-        "null" if currency is None else _dumps(currency),
-        binascii.b2a_base64(state, newline=False).decode(),
-        header_text,
-        payload_text,
-    )
+        line = _LINE % (
+            position,
+            _dumps(stream),
+            version,
+            _dumps(type_name(topic)),
+            "null" if currency is None else _dumps(currency),
+            binascii.b2a_base64(state, newline=False).decode(),
+            header_text,
+            payload_text,
+        )
+    except (ValueError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
+        raise _undescribable(exc, position) from exc
     return line, stream, version, topic
 
 
