@@ -299,12 +299,12 @@ def checked_event(line: str, record: Any, number: int) -> tuple[BundleEvent, obj
     return event, currency
 
 
-# A line as the ledger writes it, up to its header: what `canonical_event`
-# needs to render the whole line again (no quote or backslash inside a string:
-# anything else is parsed by `checked_event`).
+# A line as the ledger writes it, up to its envelope's base64: what
+# `canonical_event` needs to render the whole line again (no quote or
+# backslash inside a string: anything else is parsed by `checked_event`).
 _CANONICAL_HEAD = re.compile(
     rb'\{"position":(0|[1-9][0-9]*),"stream":"[^"\\]*","version":[0-9]+,"type":"[^"\\]*",'
-    rb'"currency":(null|"[^"\\]*"),"envelope":"([A-Za-z0-9+/]*={0,2})","header":'
+    rb'"currency":(null|"[^"\\]*"),"envelope":"'
 )
 
 
@@ -316,13 +316,15 @@ def canonical_event(raw: bytes, number: int) -> tuple[BundleEvent, object] | Non
     match = _CANONICAL_HEAD.match(raw)
     if match is None:
         return None
-    position_digits, currency_text, envelope_text = match.groups()
+    position_digits, currency_text = match.groups()
     position = int(position_digits)
     currency = None if currency_text == b"null" else currency_text[1:-1].decode("utf-8", "replace")
+    start = match.end()
     try:
-        # The head's pattern admitted only base64's alphabet: decoded as is, and
-        # held to canonical base64 by the line rendered again.
-        envelope = binascii.a2b_base64(envelope_text, strict_mode=True)
+        # Up to the next quote, decoded in binascii's strict mode (base64's
+        # alphabet and padding only), then held to canonical base64, and the
+        # whole line to the ledger's, by the line rendered again.
+        envelope = binascii.a2b_base64(raw[start : raw.index(b'"', start)], strict_mode=True)
         line, stream, version, topic = event_line_of(position, envelope, currency)
     except (VerificationError, binascii.Error, ValueError):
         return None
