@@ -661,6 +661,32 @@ def test_a_line_as_written_is_read_without_parsing_it_and_as_the_reference_reads
                 _line_event(changed, position + 1, position)
 
 
+def test_a_payload_value_read_plainly_is_the_decoded_payloads(whole: Path) -> None:
+    """`BundleEvent.payload_value` (a scalar read with the plain JSON parser)
+    gives what the decoded payload holds, for every key of every event, and
+    falls back to decoding for a value that is a stored wrapper."""
+    from ledger.crypto.envelope import ENVELOPE_PREFIX, MAGIC
+    from ledger.export.reader import BundleEvent, canonical_event
+
+    def fresh(event: BundleEvent) -> BundleEvent:  # nothing decoded or cached yet
+        return BundleEvent(*(getattr(event, f) for f in ("position", "stream", "version")),
+                           event.topic, event.envelope, event.label)  # fmt: skip
+
+    raws = (whole / "events.jsonl").read_bytes().splitlines(keepends=True)
+    for number, raw in enumerate(raws, 1):
+        found = canonical_event(raw, number)
+        assert found is not None
+        event = found[0]
+        for key in [*event.payload, "currency", "variant", "rules_hash", "absent"]:
+            assert fresh(event).payload_value(key) == event.payload.get(key), key
+    header = b'{"stream":"s","type":"t","version":1}'
+    payload = b'{"currency":{"_type_":"decimal_str","_data_":"VND"},"n":2,"l":[1]}'
+    state = ENVELOPE_PREFIX.pack(MAGIC, len(header)) + header + bytes(64) + payload
+    event = BundleEvent(0, "s", 1, "t", state, "line 1")
+    assert event.payload_value("currency") == "VND"  # unwrapped, as `payload` has it
+    assert event.payload_value("n") == 2 and event.payload_value("l") == [1]
+
+
 ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 MUTATIONS = b' "+,/0159:={}AQZaz\\\n\x00\xff'
 
