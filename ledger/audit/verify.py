@@ -33,7 +33,13 @@ from ledger.audit.checkpoints import (
     load_checkpoints,
     unanchored_note,
 )
-from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem, link_problem
+from ledger.audit.chunks import (
+    ChunkResult,
+    ChunkSpec,
+    Problem,
+    link_problem,
+    no_cycle_collection,
+)
 from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.key_times import Coverage, checkpoint_times
 from ledger.audit.level import Level as Level  # where the rest of the ledger imports it from
@@ -464,28 +470,33 @@ def verify_log(
         meanwhile=check_proofs,
         ran_in=ran_in,
     )
-    # closing: stops the workers even when the merge stops early; the heads' scratch file goes.
-    with closing(results), closing(merge.heads):
-        for result in results:
-            merge.chunk(result)
-            if audit is not None and pipelined and not result.spec.digest_only:
-                for event in _chunk_events(log, result, found):
+    # The merge and the settlement make millions of short-lived objects and next
+    # to no reference cycle (83 objects in one of a 285k-event run): the cyclic
+    # collector would walk them again and again to free nothing (5% of the CPU).
+    with no_cycle_collection():
+        # closing: stops the workers even when the merge stops early; the heads'
+        # scratch file goes.
+        with closing(results), closing(merge.heads):
+            for result in results:
+                merge.chunk(result)
+                if audit is not None and pipelined and not result.spec.digest_only:
+                    for event in _chunk_events(log, result, found):
+                        audit.observe(event)
+                if progress:
+                    progress(result.count)
+        # What the OK line names: the processes that did verify chunks, not those asked for.
+        report.workers = max(1, len(ran_in))
+        merge.finish(count, sizes)
+        try:
+            log.finish_chunks()
+        except VerificationError as exc:
+            found.add_error(Step.CHAINS, exc, kind=FindingKind.ALTERED)
+        if audit is not None:
+            if not pipelined:
+                for event in log.events(start=start):
                     audit.observe(event)
-            if progress:
-                progress(result.count)
-    # What the OK line names: the processes that did verify chunks, not those asked for.
-    report.workers = max(1, len(ran_in))
-    merge.finish(count, sizes)
-    try:
-        log.finish_chunks()
-    except VerificationError as exc:
-        found.add_error(Step.CHAINS, exc, kind=FindingKind.ALTERED)
-    if audit is not None:
-        if not pipelined:
-            for event in log.events(start=start):
-                audit.observe(event)
-        settled_state = audit.saved() if save_state else None
-        report.settlement = audit.finish()
+            settled_state = audit.saved() if save_state else None
+            report.settlement = audit.finish()
     empty = claimed.get(0)
     if empty is not None and empty.root != CompactRange(0).root():
         problem = Problem(empty.position, "a recorded verification run claims a wrong empty root")

@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.audit.checkpoints import check_not_rolled_back
-from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem, verify_rows
+from ledger.audit.chunks import (
+    ChunkResult,
+    ChunkSpec,
+    Problem,
+    no_cycle_collection,
+    verify_rows,
+)
 from ledger.audit.log_events import Event, ledger_transcoder
 from ledger.audit.log_source import chunk_spec
 from ledger.audit.parallel import WorkerPlan
@@ -398,7 +404,14 @@ def _line_event(raw: bytes, number: int, position: int) -> tuple[BundleEvent, ob
 
 
 def verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult:
-    """One chunk of events.jsonl: each line checked, then verified as a store row."""
+    """One chunk of events.jsonl: each line checked, then verified as a store row
+    (with the cyclic collector off, as a store's chunk is: its thousands of
+    events and rows hold no cycle)."""
+    with no_cycle_collection():
+        return _verify_lines(path, signer_check, spec)
+
+
+def _verify_lines(path: Path, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult:
     rows: list[Row] = []
     facts = ChunkFacts()
     problem = None
