@@ -6,10 +6,12 @@ unreachable server fails them, it never skips them.
 
 from __future__ import annotations
 
+import io
 import os
 import signal
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -144,6 +146,21 @@ def new_store(kind: str, directory: Path) -> Iterator[str]:
         yield f"{PG_URL}?schema={schema}"
     finally:
         drop_pg_schema(schema)
+
+
+@contextmanager
+def ledger_cli(store: str, keys: Path) -> Iterator[Callable[..., int]]:
+    """`ledger --store STORE --keys KEYS ARGS...` run in this process, as a user
+    with the tests' passphrase and nothing on standard input: its exit code."""
+    from ledger.cli.main import main
+
+    patch = pytest.MonkeyPatch()
+    patch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
+    patch.setattr(sys, "stdin", io.StringIO(""))
+    try:
+        yield lambda *args: main(["--store", store, "--keys", str(keys), *map(str, args)])
+    finally:
+        patch.undo()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

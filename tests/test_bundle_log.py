@@ -6,47 +6,37 @@ them."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ledger.audit.verify import Level, VerificationReport, verify_log, verify_store
-from ledger.cli.main import main
 from ledger.crypto.keys import Keyring
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID
 from ledger.errors import VerificationError
 from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle
 from ledger.store.application import LedgerApplication
-from tests.conftest import PASSPHRASE
+from tests.conftest import ledger_cli
 
 Records = list[dict[str, object]]
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Keyring, Path]]:
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Keyring, Path]:
     """A simulated store with a recorded verification run, and its whole-log bundle."""
     base = tmp_path_factory.mktemp("bundle-log")
     store, keys = f"sqlite:///{base / 'ledger.db'}", base / "keys"
-    patch = pytest.MonkeyPatch()
-    patch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
-    patch.setattr(sys, "stdin", io.StringIO(""))
-    cli = ["--store", store, "--keys", str(keys)]
-    try:
-        assert main([*cli, "simulate", "--rounds", "6", "--players", "4", "--tables", "1"]) == 0
-        assert main([*cli, "keys", "create", "auditor-1", "--role", "auditor"]) == 0
-        assert main([*cli, "verify", "--record"]) == 0
-        assert main([*cli, "checkpoint"]) == 0
-        assert main([*cli, "export", str(base / "bundle")]) == 0
-        yield store, Keyring.from_json((keys / "keyring.json").read_text()), base / "bundle"
-    finally:
-        patch.undo()
+    with ledger_cli(store, keys) as ledger:
+        assert ledger("simulate", "--rounds", 6, "--players", 4, "--tables", 1) == 0
+        assert ledger("keys", "create", "auditor-1", "--role", "auditor") == 0
+        assert ledger("verify", "--record") == 0
+        assert ledger("checkpoint") == 0
+        assert ledger("export", base / "bundle") == 0
+    return store, Keyring.from_json((keys / "keyring.json").read_text()), base / "bundle"
 
 
 def read_lines(path: Path) -> Records:

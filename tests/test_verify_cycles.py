@@ -6,39 +6,29 @@ only by it is never freed until the run ends."""
 from __future__ import annotations
 
 import gc
-import io
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from ledger.audit.settlement import SettlementAudit
 from ledger.audit.verify import Level, VerificationReport, verify_log, verify_store
-from ledger.cli.main import main
 from ledger.crypto.keys import Keyring
 from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle
 from ledger.store.application import LedgerApplication
-from tests.conftest import PASSPHRASE
+from tests.conftest import ledger_cli
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Keyring, Path]]:
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Keyring, Path]:
     """A simulated store of every game, and its whole-log bundle."""
     base = tmp_path_factory.mktemp("cycles")
     url, keys = f"sqlite:///{base / 'ledger.db'}", base / "keys"
-    patch = pytest.MonkeyPatch()
-    patch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
-    patch.setattr(sys, "stdin", io.StringIO(""))
-    cli = ["--store", url, "--keys", str(keys)]
-    simulate = ["simulate", "--rounds", "100", "--players", "6", "--tables", "2"]
-    try:
-        assert main([*cli, *simulate, "--card-tables", "1"]) == 0
-        assert main([*cli, "export", str(base / "bundle")]) == 0
-        yield url, Keyring.from_json((keys / "keyring.json").read_text()), base / "bundle"
-    finally:
-        patch.undo()
+    with ledger_cli(url, keys) as ledger:
+        assert ledger("simulate", "--rounds", 100, "--players", 6, "--tables", 2,
+                      "--card-tables", 1) == 0  # fmt: skip
+        assert ledger("export", base / "bundle") == 0
+    return url, Keyring.from_json((keys / "keyring.json").read_text()), base / "bundle"
 
 
 def test_the_settlement_pass_runs_with_the_cyclic_collector_off(
