@@ -142,7 +142,7 @@ class BundleLog:
         try:
             handle = self.path.open("rb")
         except OSError as exc:
-            raise VerificationError(f"bundle {EVENTS} cannot be read: {exc.strerror}") from exc
+            raise VerificationError(f"bundle file {EVENTS} cannot be read: {exc.strerror}") from exc
         with handle:
             carry, base = b"", 0  # the start of a line the last block cut; its offset
             while read := handle.read(_SCAN_BLOCK):
