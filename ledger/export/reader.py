@@ -35,6 +35,7 @@ from ledger.export.records import (
     event_line_of,
     event_record,
     split_envelope,
+    stream_currency,
 )
 from ledger.plugins.registry import rules_hash
 
@@ -65,12 +66,18 @@ class BundleEvent:
         at a fraction of the cost (a stream's opening event is a third of a
         log's; its currency is all its worker reads of it)."""
         if "payload" not in self.__dict__:
-            plain = json.loads(split_envelope(self.envelope)[3])
+            plain = self._plain_payload
             if type(plain) is dict:
                 value = plain.get(key)
                 if not isinstance(value, (dict, list)):
                     return value
         return self.payload.get(key)
+
+    @cached_property
+    def _plain_payload(self) -> Any:
+        """The payload as the plain JSON parser reads it (parsed once: a round's
+        opening is read for its currency, game and rules hash)."""
+        return json.loads(split_envelope(self.envelope)[3])
 
 
 def _raw_lines(path: Path) -> Iterator[tuple[int, str, Any]]:
@@ -261,8 +268,7 @@ class StreamCurrencies:
     def check(self, event: BundleEvent, currency: object) -> None:
         stream = event.stream
         if event.version == 1:
-            named = event.payload_value("currency")  # as `stream_currency` reads it
-            self.opened[stream] = named if type(named) is str else None
+            self.opened[stream] = stream_currency({"currency": event.payload_value("currency")})
         if stream in self.opened:
             expected, source = self.opened[stream], "from the stream's opening event"
         elif stream in self.assumed:
