@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.audit.level import Level
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
-from ledger.cli.common import open_from_args, output_file
+from ledger.cli.common import open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.cli.tiles import publish_tiles
 from ledger.crypto.roles import Role
 from ledger.errors import CannotCheckError, ConfigError, VerificationError
+from ledger.inputs import output_file
 from ledger.store.config import store_url
 
 # The verifier, the checkpointer and the node are imported by the commands

@@ -7,8 +7,6 @@ a command opens them, never to build the parser (ledger.cli.main).
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.cli.passphrase import read_passphrase
@@ -27,30 +25,6 @@ def check_keys_path(given: str | None) -> None:
     path = keys_dir(given).path
     if path.exists() and not path.is_dir():
         raise ConfigError(f"keys directory {path} is a file, not a directory")
-
-
-def output_file(given: str, doing: str) -> Path:
-    """A file a command will write (`doing`: "export to", "write the report to"):
-    a path that cannot be written fails in one line before any work is done."""
-    path = Path(given)
-    if path.is_dir():
-        raise ConfigError(f"cannot {doing} {given}: it is a directory")
-    parent = path.parent
-    if not parent.is_dir():
-        # The nearest ancestor that exists says why: a file in the way, or a gap.
-        existing = next((p for p in parent.parents if p.exists()), None)
-        blocker = next(
-            (p for p in (parent, *parent.parents) if p.exists() and not p.is_dir()), None
-        )
-        if blocker is not None:
-            raise ConfigError(f"cannot {doing} {given}: {blocker} is not a directory")
-        raise ConfigError(
-            f"cannot {doing} {given}: directory {parent} does not exist"
-            + (f" (nothing below {existing})" if existing not in (None, Path(".")) else "")
-        )
-    if not os.access(parent, os.W_OK):
-        raise ConfigError(f"cannot {doing} {given}: directory {parent} is not writable")
-    return path
 
 
 def passphrase_for(args: argparse.Namespace, *, confirm: bool = False) -> bytes | None:

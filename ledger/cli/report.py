@@ -10,9 +10,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ledger.audit.level import Level
 from ledger.cli.audit import _verify_keyring
-from ledger.cli.common import output_file
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
+from ledger.inputs import output_file
 from ledger.store.config import store_url
 
 

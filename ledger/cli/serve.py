@@ -15,9 +15,9 @@ from typing import Any
 from uuid import UUID
 
 from ledger.cli.args import int_range
-from ledger.cli.common import output_file
 from ledger.domain.api_roles import ApiRole
 from ledger.errors import ConfigError
+from ledger.inputs import output_file
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
