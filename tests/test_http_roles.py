@@ -216,6 +216,11 @@ def _newest(api: Api) -> Call:
     return Call("/v1/checkpoints/newest")
 
 
+def _checkpoints(api: Api) -> Call:
+    _checkpointed(api)
+    return Call("/v1/checkpoints", params={"after": 0, "limit": 10})
+
+
 def _revoke(api: Api) -> Call:
     _, entry = api.service.tokens.create(ApiRole.AUDITOR)
     return Call(f"/v1/tokens/{entry.token_id}/revoke")
@@ -278,6 +283,7 @@ SCENARIOS: dict[str, Callable[[Api], Call]] = {
     "GET /v1/events": lambda api: Call("/v1/events", params={"limit": 5}),
     "GET /v1/events/stream": lambda api: Call("/v1/events/stream", params={"limit": 5}),
     "GET /v1/checkpoints/newest": _newest,
+    "GET /v1/checkpoints": _checkpoints,
     "GET /v1/proofs/inclusion": _inclusion,
     "POST /v1/proofs/consistency": _consistency,
     "GET /v1/games": lambda api: Call("/v1/games"),

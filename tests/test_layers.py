@@ -15,7 +15,8 @@ LEDGER = Path(__file__).resolve().parent.parent / "ledger"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
-        "errors inputs",  # the error tree; reading what a user names (paths, JSON files)
+        "errors",
+        "inputs outbound",  # what a user names (paths, JSON files); requests to peers
         "crypto domain",  # signatures and canonical bytes; the aggregates
         # the sealed event store; the games contract; a device's report; a witness (C2SP)
         "store games devices witness",

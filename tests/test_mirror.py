@@ -19,6 +19,7 @@ from ledger.audit.verify import Level, verify_store
 from ledger.audit.verify_state import VerifyState
 from ledger.cli.mirror import follow_source
 from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.envelope import open_envelope, seal
 from ledger.crypto.keys import Role
 from ledger.errors import ConfigError, StoreUnavailableError, VerificationError
 from ledger.export.records import split_envelope
@@ -99,6 +100,21 @@ def forged_checkpoint(node: Node, size: int, root: bytes) -> str:
     return Checkpoint.sign(origin=origin(), size=size, root=root, signer=signer).to_note()
 
 
+def notes_changed(path: str, answer: Any, change: Callable[[Checkpoint], str]) -> Any:
+    """The source's checkpoint answers with each note replaced by `change(it)`:
+    its newest one, and every one its checkpoint list serves."""
+
+    def changed(entry: dict[str, Any]) -> dict[str, Any]:
+        return {**entry, "note": change(Checkpoint.from_note(entry["note"]))}
+
+    if path == "/checkpoints/newest":
+        return changed(answer)
+    if path == "/checkpoints":
+        listed = [changed(c) for c in answer["checkpoints"]]
+        return {**answer, "checkpoints": listed}
+    return answer
+
+
 def copied(node: Node, api: Api, mirror_store: str, tmp_path: Path) -> int:
     """Mirror the source once; the size copied."""
     write_events(node)
@@ -113,6 +129,7 @@ def refused(
     tmp_path: Path,
     tamper: Callable[[int, str, Any], Any],
     match: str,
+    batch: int = 10_000,
 ) -> None:
     """After a clean copy and more events at the source, a pass whose answers go
     through `tamper(held, path, answer)` is refused naming `match`, writes
@@ -120,7 +137,7 @@ def refused(
     held = copied(node, api, mirror_store, tmp_path)
     write_events(node, accounts=2)
     source = ClientSource(api, lambda path, answer: tamper(held, path, answer))
-    with opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as m:
+    with opened_mirror(mirror_store, node.keyring, source, tmp_path / "m", batch=batch) as m:
         before = all_rows(m.app), m.app.tables.checkpoint_rows(), m.app.tables.tail()
         with pytest.raises(VerificationError, match=match) as caught:
             m.sync()
@@ -147,7 +164,7 @@ def test_a_checkpoint_of_the_same_size_with_another_root_is_a_fork(
 ) -> None:
     held = copied(node, api, mirror_store, tmp_path)
     forged = forged_checkpoint(node, held, b"\x07" * 32)
-    source = ClientSource(api, lambda path, a: {**a, "note": forged} if "checkpoint" in path else a)
+    source = ClientSource(api, lambda path, a: notes_changed(path, a, lambda c: forged))
     with opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as mirror:
         with pytest.raises(VerificationError, match="forked checkpoint"):
             mirror.sync()
@@ -158,9 +175,7 @@ def test_a_new_checkpoint_that_does_not_extend_the_old_is_refused(
     node: Node, api: Api, mirror_store: str, tmp_path: Path
 ) -> None:
     def fork(held: int, path: str, answer: Any) -> Any:
-        if "checkpoint" not in path:
-            return answer
-        return {**answer, "note": forged_checkpoint(node, answer["size"], b"\x09" * 32)}
+        return notes_changed(path, answer, lambda c: forged_checkpoint(node, c.size, b"\x09" * 32))
 
     refused(node, api, mirror_store, tmp_path, fork, "Merkle root of the first")
 
@@ -170,7 +185,7 @@ def test_an_older_checkpoint_than_the_mirror_holds_is_a_rollback(
 ) -> None:
     held = copied(node, api, mirror_store, tmp_path)
     older = forged_checkpoint(node, held - 3, b"\x01" * 32)
-    source = ClientSource(api, lambda path, a: {**a, "note": older} if "checkpoint" in path else a)
+    source = ClientSource(api, lambda path, a: notes_changed(path, a, lambda c: older))
     with (
         opened_mirror(mirror_store, node.keyring, source, tmp_path / "m") as mirror,
         pytest.raises(VerificationError, match="rolled back"),
@@ -305,27 +320,103 @@ def test_an_event_removed_from_the_source_after_it_was_copied_is_refused(
         assert mirror.size == held
 
 
-def test_a_catch_up_longer_than_a_batch_commits_batch_by_batch_and_resumes(
+def checkpointed_steps(node: Node, steps: int) -> list[int]:
+    """Events in `steps` runs, each under a checkpoint of its own: their sizes."""
+    sizes = []
+    for _ in range(steps):
+        write_events(node, accounts=1, deposits=2)
+        sizes.append(node.app.tables.event_count()[0])
+    return sizes
+
+
+def held_checkpoints(app: LedgerApplication) -> list[int]:
+    return sorted(int(size) for size, _ in app.tables.checkpoint_rows())  # type: ignore[call-overload]
+
+
+def test_a_catch_up_commits_checkpoint_by_checkpoint_and_resumes(
     node: Node, api: Api, mirror_store: str, tmp_path: Path
 ) -> None:
-    write_events(node, accounts=4, deposits=3)
-    total = node.app.tables.event_count()[0]
-    with opened_mirror(
-        mirror_store, node.keyring, ClientSource(api), tmp_path / "m", batch=5
-    ) as mirror:
-        mirror.stop = lambda: True  # told to stop: it ends after its first batch
-        done = mirror.sync()
-        assert done.events == mirror.size == 5 and done.checkpoint == 0
-        # Five events, verified and written, not yet under a checkpoint: what
-        # `verify` says of a node's unanchored tail.
-        report = verify_store(mirror.app, node.keyring, level=Level.SIGNATURES, workers=1)
-        assert report.events == 5 and report.unanchored is not None
-    with opened_mirror(
-        mirror_store, node.keyring, ClientSource(api), tmp_path / "m", batch=5
-    ) as mirror:
-        done = mirror.sync()
-        assert done.events == total - 5 and done.checkpoint == total
-        assert all_rows(mirror.app) == all_rows(node.app)
+    sizes = checkpointed_steps(node, 4)
+    directory = tmp_path / "m"
+    # A batch smaller than the gap between two checkpoints: each commit reaches
+    # the next checkpoint, written with it, never events past it.
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory, batch=1) as m:
+        m.stop = lambda: True  # told to stop: it ends after its first commit
+        done = m.sync()
+        assert done.events == m.size == done.checkpoint == sizes[0]
+        assert held_checkpoints(m.app) == sizes[:1]
+        report = verify_store(m.app, node.keyring, level=Level.SIGNATURES, workers=1)
+        assert report.events == sizes[0] and report.unanchored is None
+    # A batch that reaches two checkpoints on: both are written with their events.
+    reach = sizes[2] - sizes[0]
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory, batch=reach) as m:
+        m.stop = lambda: True
+        assert m.sync().checkpoint == m.size == sizes[2]
+        assert held_checkpoints(m.app) == sizes[:3]
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), directory, batch=1) as m:
+        done = m.sync()
+        assert done.events == sizes[3] - sizes[2] and done.checkpoint == sizes[3]
+        assert all_rows(m.app) == all_rows(node.app)
+        assert held_checkpoints(m.app) == held_checkpoints(node.app) == sizes
+
+
+def unknown_key_checkpoint(size: int, root: bytes) -> str:
+    """A checkpoint signed by a key the mirror's keyring does not hold."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from ledger.crypto.signing import InMemorySigner
+
+    signer = InMemorySigner(Ed25519PrivateKey.generate(), Role.CHECKPOINT, "checkpoint")
+    return Checkpoint.sign(origin=origin(), size=size, root=root, signer=signer).to_note()
+
+
+def test_events_under_a_checkpoint_that_never_verifies_are_not_written(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    """Issue 37, attack 2: genuine events, their checkpoints signed by a key the
+    mirror does not know; in batches smaller than the events. Nothing is written."""
+
+    def unknown(held: int, path: str, answer: Any) -> Any:
+        return notes_changed(path, answer, lambda c: unknown_key_checkpoint(c.size, c.root))
+
+    refused(node, api, mirror_store, tmp_path, unknown, "checkpoint", batch=2)
+
+
+def forked_feed(node: Node) -> Callable[[int, str, Any], Any]:
+    """A feed whose last event before the newest checkpoint is re-sealed with the
+    node's real key (a signing time 1 µs later): a fork that every signature
+    and chain link accepts, only the Merkle root at the checkpoint refuses."""
+    signer = node.keys.signer(Role.LEDGER_NODE, PASSPHRASE)
+
+    def fork(held: int, path: str, answer: Any) -> Any:
+        if path != "/events":
+            return answer
+        newest = node.app.tables.event_count()[0]
+        for record in answer["events"]:
+            if record["position"] == newest - 1 and record["position"] >= held:
+                raw = base64.b64decode(record["envelope"])
+                envelope = open_envelope(raw, stream=record["stream"], version=record["version"])
+                forged, _ = seal(
+                    stream=envelope.stream,
+                    version=envelope.version,
+                    event_type=envelope.event_type,
+                    prev_hash=envelope.prev_hash,
+                    payload=envelope.payload,
+                    signer=signer,
+                    signed_at=envelope.signed_at + 1,
+                )
+                record["envelope"] = base64.b64encode(forged).decode()
+        return answer
+
+    return fork
+
+
+def test_a_forked_batch_is_not_written_and_the_honest_source_is_copied_after(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    """Issue 37, attack 3: forked events re-signed with the real node key, in
+    batches smaller than the events: nothing written, the mirror not poisoned."""
+    refused(node, api, mirror_store, tmp_path, forked_feed(node), "Merkle root", batch=2)
 
 
 def test_at_level_settlement_the_money_is_re_derived_as_it_arrives(

@@ -52,6 +52,25 @@ def newest_checkpoint(app: LedgerApplication, keyring: Keyring) -> Checkpoint | 
     return newest_valid(parsed(), keyring)[0]
 
 
+def checkpoints_after(
+    app: LedgerApplication, keyring: Keyring, after: int, limit: int
+) -> list[Checkpoint]:
+    """Up to `limit` stored checkpoints of sizes above `after` whose signature
+    verifies, by size, one per size (what a mirror copies the log under: the
+    checkpoints that cover each event, the earliest one included)."""
+    found: dict[int, Checkpoint] = {}
+    for row in app.tables.checkpoint_rows(from_size=after + 1):
+        try:
+            checkpoint = parse_checkpoint_row(row)
+            if checkpoint.size <= after or checkpoint.size in found:
+                continue
+            checkpoint.verify(keyring)
+        except VerificationError:
+            continue  # a row that is not a valid checkpoint proves nothing: skip it
+        found[checkpoint.size] = checkpoint
+    return [found[size] for size in sorted(found)[:limit]]
+
+
 def inclusion_of(app: LedgerApplication, stream: str, version: int, keyring: Keyring) -> Bundle:
     """The event's signed header, its leaf index, the newest checkpoint and the path."""
     try:

@@ -29,6 +29,22 @@ def int_range(low: int, high: int) -> Callable[[str], int]:
     return parse
 
 
+def seconds_range(low: float, high: float) -> Callable[[str], float]:
+    """A number of seconds in low..high (inclusive): a time, never money."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not low <= value <= high:  # NaN fails this too
+            raise argparse.ArgumentTypeError(f"must be {low:g}..{high:g} seconds, not {text}")
+        return value
+
+    parse.__name__ = "seconds"
+    return parse
+
+
 def uuid_text(text: str) -> str:
     """A stream or round id: a UUID, in its canonical lower-case form."""
     try:

@@ -13,17 +13,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.audit.level import Level
-from ledger.cli.args import int_range
-from ledger.errors import ConfigError, StoreUnavailableError
+from ledger.cli.args import int_range, seconds_range
+from ledger.errors import ConfigError, StoreUnavailableError, VerificationError
 from ledger.mirror.limits import BATCH, RECHECK
-from ledger.store.config import store_url
+from ledger.store.config import describe, store_url
 
 if TYPE_CHECKING:
     from ledger.crypto.keys import Keyring
+    from ledger.crypto.keystore import KeyDirectory
     from ledger.mirror.copy import Mirror, Pass
+    from ledger.mirror.source import Source
+    from ledger.store.application import LedgerApplication
 
 TOKEN_ENV = "LEDGER_SOURCE_TOKEN"
 RECHECK_EVERY = 5.0  # seconds between re-reads of the history when following
+MIN_POLL = 0.1  # seconds: a follower never asks the source more than 10 times a second
 MIRROR_DIR = "mirror"  # inside the keys directory: the mirror's state and refusals
 
 
@@ -42,14 +46,13 @@ def _token(args: argparse.Namespace) -> str:
     return token
 
 
-def _keyring(args: argparse.Namespace) -> Keyring:
+def _keyring(args: argparse.Namespace, directory: KeyDirectory) -> tuple[Keyring, bool]:
     """The source's public keyring, kept in the mirror's keys directory: given
     once (--keyring FILE, from a channel the regulator trusts); a later
-    --keyring may add keys (a source's new key), never drop or change one."""
+    --keyring may add keys (a source's new key), never drop or change one.
+    Checked, not saved: (the keyring, whether it is to be saved)."""
     from ledger.crypto.keys import Keyring
-    from ledger.node import keys_dir
 
-    directory = keys_dir(args.keys)
     held = Keyring.load(directory.keyring_path) if directory.keyring_path.exists() else None
     if args.keyring is None:
         if held is None:
@@ -57,7 +60,7 @@ def _keyring(args: argparse.Namespace) -> Keyring:
                 f"no keyring in {directory.path}: give the source's public keyring once "
                 "(--keyring FILE)"
             )
-        return held
+        return held, False
     given = Keyring.load(Path(args.keyring))
     if held is not None:
         mine = {record.key_id: record.to_json() for record in held}
@@ -68,9 +71,70 @@ def _keyring(args: argparse.Namespace) -> Keyring:
                 f"--keyring {args.keyring} drops or changes key {changed[0][:16]} of the "
                 f"mirror's keyring in {directory.path}: a keyring may only gain keys"
             )
-    directory.path.mkdir(parents=True, exist_ok=True)
-    given.save(directory.keyring_path)
-    return given
+    return given, True
+
+
+def _not_a_node(directory: KeyDirectory) -> None:
+    """A mirror's keys directory is its own: never a node's, whose private
+    signing keys it would sit beside (and whose store it would write into)."""
+    from ledger.crypto.keys import Keyring, Role
+    from ledger.node import holds_private_key
+
+    if not directory.keyring_path.exists():
+        return
+    if holds_private_key(directory, Keyring.load(directory.keyring_path), Role.LEDGER_NODE):
+        raise ConfigError(
+            f"keys directory {directory.path} holds a node's private signing key: a mirror "
+            "keeps a store and a keys directory of its own (--store URL --keys DIR)"
+        )
+
+
+def _reach(source: Source, follow: bool) -> None:
+    """Ask the source once before anything is made: a URL that does not serve a
+    ledger node's API (a witness, the tiles, a web page) is refused in one
+    line, a token it does not accept too. Following, a source that cannot be
+    reached yet is waited for, as later passes wait for it."""
+    from ledger.mirror.source import SourceAnswered
+
+    wait = 1.0
+    while True:
+        try:
+            source.checkpoints(0, limit=1)
+            return
+        except SourceAnswered as exc:
+            if exc.status in (401, 403):
+                raise ConfigError(
+                    f"the source {source.base} refused the token ({exc.status}): give an "
+                    "auditor token of that node"
+                ) from None
+            raise ConfigError(
+                f"--from {source.base} does not serve a ledger node's API: GET /v1/checkpoints "
+                f"answered {exc.status}"
+            ) from None
+        except VerificationError:
+            raise ConfigError(
+                f"--from {source.base} does not serve a ledger node's API: GET /v1/checkpoints "
+                "did not answer with a list of checkpoints"
+            ) from None
+        except StoreUnavailableError as exc:
+            if not follow:
+                raise
+            print(f"mirror: {exc}; trying again in {wait:.1f} s", file=sys.stderr, flush=True)
+            time.sleep(wait)
+            wait = min(30.0, wait * 2)
+
+
+def _own_store(app: LedgerApplication, directory: Path, store: str) -> None:
+    """A store that holds events no mirror of this directory copied is someone
+    else's (a node's own, another mirror's): a mirror writes only into its own."""
+    from ledger.mirror.copy import MIRROR_FILE
+
+    held = app.tables.event_count()[0]
+    if held and not (directory / MIRROR_FILE).exists():
+        raise ConfigError(
+            f"the store {store} holds {held} events this mirror did not copy (no "
+            f"{MIRROR_FILE} in {directory}): a mirror writes into a store of its own"
+        )
 
 
 def _line(done: Pass, level: Level) -> str:
@@ -91,11 +155,19 @@ def cmd_mirror(args: argparse.Namespace) -> int:
 
     level = Level.parse(args.level)
     source = Source(args.source, _token(args))
-    keyring = _keyring(args)
+    keys = keys_dir(args.keys)
+    _not_a_node(keys)
+    keyring, given = _keyring(args, keys)
     games = get_plugin_manager().games() if level is Level.SETTLEMENT else None
-    directory = keys_dir(args.keys).path / MIRROR_DIR
-    app = LedgerApplication(store_url(args.store), keyring=keyring, create=True)
+    _reach(source, args.follow)
+    directory = keys.path / MIRROR_DIR
+    url = store_url(args.store)
+    if given:  # only now is anything made: the source is a ledger, the input sound
+        keys.path.mkdir(parents=True, exist_ok=True)
+        keyring.save(keys.keyring_path)
+    app = LedgerApplication(url, keyring=keyring, create=True)
     try:
+        _own_store(app, directory, describe(url))
         mirror = Mirror(
             app,
             keyring,
@@ -181,7 +253,10 @@ def add_mirror_command(commands: Any) -> None:
         "--follow", action="store_true", help="keep following (progress lines on stderr)"
     )
     mirror.add_argument(
-        "--poll", type=float, default=1.0, help="seconds between looks when following (1)"
+        "--poll",
+        type=seconds_range(MIN_POLL, 3600.0),
+        default=1.0,
+        help=f"seconds between looks when following, {MIN_POLL:g}..3600 (1)",
     )
     mirror.add_argument(
         "--batch",

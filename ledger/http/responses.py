@@ -317,6 +317,15 @@ class NewestCheckpoint(Answer):
     note: str = Field(description="the signed checkpoint note, as kept for consistency proofs")
 
 
+class Checkpoints(Answer):
+    checkpoints: list[NewestCheckpoint] = Field(
+        description="checkpoints of sizes above `after`, by size, one per size"
+    )
+    next_after: int | None = Field(
+        description="the size to ask from next (the last one listed); null when none was"
+    )
+
+
 class InclusionProof(Answer):
     stream: str
     version: int

@@ -107,6 +107,13 @@ def newest_checkpoint(found: Checkpoint) -> responses.NewestCheckpoint:
     return responses.NewestCheckpoint(size=found.size, note=found.to_note())
 
 
+def checkpoints(found: list[Checkpoint]) -> responses.Checkpoints:
+    return responses.Checkpoints(
+        checkpoints=[newest_checkpoint(c) for c in found],
+        next_after=found[-1].size if found else None,
+    )
+
+
 def inclusion_proof(bundle: Bundle) -> responses.InclusionProof:
     return responses.InclusionProof.model_validate(bundle)
 

@@ -37,27 +37,26 @@ from pathlib import Path
 from uuid import UUID
 
 from ledger.audit.checkpoints import valid_checkpoints
-from ledger.audit.findings import Findings
+from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.log_source import StoreLog
 from ledger.audit.verify import (
     CHUNK_LEAVES,
     Level,
     VerificationReport,
     verify_log,
-    verify_store,
 )
 from ledger.audit.verify_state import STATE_FILE, VerifyState
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange, hash_leaf
-from ledger.errors import ConfigError, VerificationError
+from ledger.errors import ConfigError, FindingKind, VerificationError
 from ledger.export.records import split_envelope
 from ledger.mirror.limits import BATCH, RECHECK
 from ledger.mirror.pending import PendingTables
 from ledger.mirror.source import FeedEvent, Source
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
-from ledger.store.merkle_log import CheckpointRow
+from ledger.store.merkle_log import CheckpointRow, MerkleLogTables, parse_checkpoint_row
 from ledger.store.recorder_type import SealedRecorder
 from ledger.store.recorders import (
     Cursor,
@@ -153,6 +152,16 @@ class Mirror:
         state.save(self.directory / STATE_DIR, report.rounds)
         state.source = self.directory / STATE_DIR
         self.state = state
+        self._write_settings()
+
+    def _claim(self) -> None:
+        """Before the first write: the settings that mark the store as this
+        mirror's (a run that finds events and no settings refuses the store)."""
+        if not (self.directory / MIRROR_FILE).exists():
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self._write_settings()
+
+    def _write_settings(self) -> None:
         path = self.directory / MIRROR_FILE
         partial = path.with_suffix(".partial")
         partial.write_text(json.dumps(self.settings, sort_keys=True) + "\n")
@@ -206,9 +215,32 @@ class Mirror:
     ) -> tuple[Findings, VerificationReport]:
         """`verify` of the mirror store itself, from `resume` (None: all of it),
         making the state the next pass resumes from when `save_state`."""
+        return self._verify(self.app.tables, resume, save_state)
+
+    def _verify(
+        self, tables: MerkleLogTables, resume: VerifyState | None, save_state: bool
+    ) -> tuple[Findings, VerificationReport]:
+        """`verify` over `tables` (the store, or the store with a batch pending),
+        resumed from `resume`. A state whose verdict on the history no longer
+        holds (the log now revokes a key from before the state was made: the
+        events before it were judged without that revocation) is set aside, and
+        the whole copy verified again, as `verify` in full would."""
         found = Findings()
-        report = verify_store(
-            self.app,
+        report = self._run_verify(tables, resume, save_state, found)
+        if resume is not None and found and all(_stale_judgement(f) for f in found.items):
+            found = Findings()
+            report = self._run_verify(tables, None, save_state, found)
+        return found, report
+
+    def _run_verify(
+        self,
+        tables: MerkleLogTables,
+        resume: VerifyState | None,
+        save_state: bool,
+        found: Findings,
+    ) -> VerificationReport:
+        return verify_log(
+            StoreLog(self.app, tables),
             self.keyring,
             level=self.level,
             workers=1,
@@ -217,7 +249,6 @@ class Mirror:
             resume=resume,
             save_state=save_state,
         )
-        return found, report
 
     def _compact(self) -> None:
         """Make the saved state again from a full verify of the mirror store (its
@@ -229,14 +260,24 @@ class Mirror:
         self._save(report.state, report)
 
     def _held_checkpoint(self) -> Checkpoint | None:
-        """The newest checkpoint the mirror holds, among those its state verified."""
+        """The newest checkpoint the mirror holds among those its state verified:
+        the stored row of the largest such size whose note gives the state's root
+        there (rows are the attacker's: one that does not is passed over)."""
         if self.state is None:
             return None
-        roots = self.state.roots
-        held = [
+        roots, size = self.state.roots, self.state.size
+        for verified in sorted((s for s in roots if s <= size), reverse=True)[:8]:
+            for row in self.app.tables.checkpoint_rows(from_size=verified):
+                try:
+                    checkpoint = parse_checkpoint_row(row)
+                except VerificationError:
+                    continue
+                if checkpoint.size == verified and checkpoint.root == roots[verified]:
+                    return checkpoint
+        held = [  # the newest rows all changed: every row, the slow way
             c
             for c in valid_checkpoints(self.app.tables, self.keyring)
-            if c.size <= self.state.size and roots.get(c.size) == c.root
+            if c.size <= size and roots.get(c.size) == c.root
         ]
         return held[-1] if held else None
 
@@ -275,18 +316,45 @@ class Mirror:
                 f"its newest checkpoint (size {newest.size}) covers fewer events than the "
                 f"mirror already copied from it ({self.size}): its log was rolled back"
             )
-        added, lag = 0, None
-        while True:
-            target = min(self.size + self.batch, newest.size)
-            final = target == newest.size
-            events = self._fetch(self.size, target)
-            lag = self._commit(events, newest if final else None)
-            added += len(events)
-            if final or self.stop():
+        added, lag, under = 0, None, held_size
+        while self.size < newest.size:
+            covering = self._covering(newest)
+            events = self._fetch(self.size, covering[-1].size)
+            lag = self._commit(events, covering)
+            added, under = added + len(events), covering[-1].size
+            if self.stop():
                 break
-        # The source's checkpoint is the mirror's newest once the last batch reached it.
-        under = newest.size if self.size == newest.size else held_size
         return Pass(added, self.size, under, newest.size, rechecked, lag)
+
+    def _covering(self, newest: Checkpoint) -> list[Checkpoint]:
+        """The source's checkpoints above the mirror's size that the next commit
+        writes with its events: up to the largest at most `batch` events on (the
+        first one when none is that close), `newest` the last it may reach. Each
+        is verified with the events it covers; the list is the source's claim."""
+        listed: list[Checkpoint] = []
+        for note in self.source.checkpoints(self.size):
+            try:
+                checkpoint = Checkpoint.from_note(note)
+            except VerificationError as exc:
+                raise self._refuse(f"it lists a checkpoint that is not one ({exc})") from None
+            floor = listed[-1].size if listed else self.size
+            if checkpoint.size <= floor:
+                raise self._refuse(
+                    f"it lists a checkpoint of size {checkpoint.size} after one of size "
+                    f"{floor}: its checkpoint list is not one per size above {self.size}"
+                )
+            if checkpoint.size == newest.size and checkpoint.root != newest.root:
+                raise self._refuse(
+                    f"it lists a checkpoint of size {newest.size} with another root than its "
+                    "newest checkpoint of that size (a forked checkpoint)"
+                )
+            if checkpoint.size >= newest.size:
+                break
+            listed.append(checkpoint)
+        listed.append(newest)
+        reach = self.size + self.batch
+        last = max((i for i, c in enumerate(listed) if c.size <= reach), default=0)
+        return listed[: last + 1]
 
     def _fetch(self, begin: int, end: int, reach: str = "") -> list[FeedEvent]:
         """The feed's events at log positions [begin, end), each where it says it is
@@ -378,9 +446,10 @@ class Mirror:
             hashes.append(hash_leaf(header))
         return rows, hashes
 
-    def _commit(self, events: list[FeedEvent], checkpoint: Checkpoint | None) -> float | None:
-        """Verify `events` (and `checkpoint`, the source's, when they reach its
-        size) after what the mirror holds; write them and save the state."""
+    def _commit(self, events: list[FeedEvent], checkpoints: list[Checkpoint]) -> float | None:
+        """Verify `events` after what the mirror holds, with the source's
+        `checkpoints` over them (the last one's size is where they end); write
+        them together, in one transaction, and save the state."""
         rows, hashes = self._pending_rows(events)
         tree = self.state.tree.copy() if self.state is not None else CompactRange(0)
         first_leaf = tree.end
@@ -389,27 +458,16 @@ class Mirror:
         for offset, (row, leaf_hash) in enumerate(zip(rows, hashes, strict=True)):
             leaves.append((first_leaf + offset, row[0], leaf_hash))
             tree.append(leaf_hash, nodes)
-        checkpoints: list[CheckpointRow] = (
-            [(checkpoint.size, checkpoint.to_note())] if checkpoint is not None else []
-        )
-        pending = PendingTables(self.app.tables, rows, leaves, nodes, checkpoints)
-        found = Findings()
-        report = verify_log(
-            StoreLog(self.app, pending),
-            self.keyring,
-            level=self.level,
-            workers=1,
-            games=self.games,
-            findings=found,
-            resume=self.state,
-            save_state=True,
-        )
+        notes: list[CheckpointRow] = [(c.size, c.to_note()) for c in checkpoints]
+        pending = PendingTables(self.app.tables, rows, leaves, nodes, notes)
+        found, report = self._verify(pending, self.state, save_state=True)
         if found or report.state is None:
             ours = [f for f in found.items if f.position is not None and f.position < self.size]
             if ours:  # the rows the mirror already holds: its own store was changed
                 raise _altered_here(ours[0].text)
             raise self._refuse(f"{found.headline()}", found)
-        self._write(rows, leaves, nodes, checkpoint)
+        self._claim()
+        self._write(rows, leaves, nodes, checkpoints)
         self._save(report.state, report)
         if len(report.state.chunks) > self.compact_after + report.state.size // CHUNK_LEAVES:
             self._compact()
@@ -423,10 +481,10 @@ class Mirror:
         rows: list[Row],
         leaves: list[LeafRow],
         nodes: list[NodeRow],
-        checkpoint: Checkpoint | None,
+        checkpoints: list[Checkpoint],
     ) -> None:
         """One transaction: the rows under the ids they were verified with, the
-        Merkle rows and the checkpoint; refused if anyone else wrote meanwhile."""
+        Merkle rows and the checkpoints; refused if anyone else wrote meanwhile."""
         tables = self.app.tables
         recorder = tables.recorder
         expected = rows[0][0] - 1 if rows else tables.highest_id()
@@ -453,7 +511,9 @@ class Mirror:
                         SQL("SELECT setval(pg_get_serial_sequence(%s, 'notification_id'), %s)"),
                         (table, rows[-1][0]),
                     )
-            tables.append(leaves, nodes, checkpoint, cursor)
+            tables.append(leaves, nodes, None, cursor)
+            for checkpoint in checkpoints:
+                tables.append([], [], checkpoint, cursor)
 
 
 def _altered_here(what: str) -> VerificationError:
@@ -470,3 +530,8 @@ def _lock(recorder: SealedRecorder, cursor: Cursor) -> None:
         cursor.execute(recorder.sql("DELETE FROM {checkpoints} WHERE 0 = 1"))
     else:
         cursor.execute(recorder.sql("LOCK TABLE {events} IN EXCLUSIVE MODE"))
+
+
+def _stale_judgement(finding: Finding) -> bool:
+    """A resumed verify's "verify in full": the keys its state judged by changed."""
+    return finding.kind is FindingKind.NOT_CHECKED and finding.step is Step.KEYS

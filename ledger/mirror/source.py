@@ -12,13 +12,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.errors import StoreUnavailableError, VerificationError
+from ledger import outbound
+from ledger.errors import ConfigError, StoreUnavailableError, VerificationError
 
 PAGE = 1000  # the feed's largest page (`ledger.http.feed.MAX_LIMIT`)
 
@@ -42,12 +41,13 @@ class SourceAnswered(StoreUnavailableError):
 
 
 class Source:
-    """A ledger node's HTTP API: `base` is its root URL (`http://host:port`)."""
+    """A ledger node's HTTP API: `base` is its root URL (`http://host:port`).
+    Each request must be answered in full within `timeout` seconds."""
 
-    def __init__(self, base: str, token: str, timeout: float = 30.0) -> None:
+    def __init__(self, base: str, token: str, timeout: float = 60.0) -> None:
         parsed = urllib.parse.urlsplit(base)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise StoreUnavailableError(
+            raise ConfigError(
                 f"--from {base!r} is not an http(s) URL of a ledger node (http://HOST:PORT)"
             )
         self.base = base.rstrip("/")
@@ -57,24 +57,39 @@ class Source:
     def _get(self, path: str, **params: object) -> Any:
         query = urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
         url = f"{self.base}/v1{path}" + (f"?{query}" if query else "")
-        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.token}"})
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                body = response.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode(errors="replace").strip()
+            answer = outbound.request(
+                "GET",
+                url,
+                deadline=self.timeout,
+                headers={"Authorization": f"Bearer {self.token}", "Accept": "application/json"},
+            )
+        except OSError as exc:
+            raise StoreUnavailableError(f"cannot reach the source {self.base}: {exc}") from None
+        if answer.status != 200:
+            detail = answer.body[:300].decode(errors="replace").strip()
             raise SourceAnswered(
-                f"the source {self.base} answered {exc.code} to GET /v1{path}: {detail}", exc.code
-            ) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise StoreUnavailableError(f"cannot reach the source {self.base}: {reason}") from None
+                f"the source {self.base} answered {answer.status} to GET /v1{path}: {detail}",
+                answer.status,
+            )
         try:
-            return json.loads(body)
+            return json.loads(answer.body)
         except ValueError:
             raise VerificationError(
                 f"the source {self.base} sent GET /v1{path} an answer that is not JSON"
             ) from None
+
+    def checkpoints(self, after: int, limit: int = PAGE) -> list[str]:
+        """The notes of the source's checkpoints of sizes above `after`, by size
+        (the source's claim: each is verified with the events it covers)."""
+        page = self._get("/checkpoints", after=after, limit=min(limit, PAGE))
+        listed = page.get("checkpoints") if isinstance(page, dict) else None
+        if not isinstance(listed, list):
+            raise VerificationError(f"the source {self.base} sent a checkpoint list with none")
+        notes = [entry.get("note") if isinstance(entry, dict) else None for entry in listed]
+        if not all(isinstance(note, str) for note in notes):
+            raise VerificationError(f"the source {self.base} sent a checkpoint with no note")
+        return notes  # type: ignore[return-value]
 
     def newest_checkpoint(self) -> str | None:
         """The source's newest checkpoint note (None: it has none yet)."""

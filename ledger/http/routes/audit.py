@@ -8,7 +8,12 @@ from typing import Annotated
 
 from fastapi import Query
 
-from ledger.audit.proofs import consistency_from, inclusion_of, newest_checkpoint
+from ledger.audit.proofs import (
+    checkpoints_after,
+    consistency_from,
+    inclusion_of,
+    newest_checkpoint,
+)
 from ledger.audit.recall import recall_round
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.errors import NotFoundError
@@ -36,6 +41,23 @@ def newest(service: ServiceDep) -> responses.NewestCheckpoint:
     if found is None:
         raise NotFoundError("no checkpoint yet")
     return views.newest_checkpoint(found)
+
+
+CHECKPOINTS_PAGE = 1000
+
+
+@router.endpoint("GET", "/checkpoints", READERS, responses.Checkpoints)
+def checkpoints(
+    service: ServiceDep,
+    after: Annotated[int, Query(ge=0, le=2**62)] = 0,
+    limit: Annotated[int, Query(ge=1, le=CHECKPOINTS_PAGE)] = CHECKPOINTS_PAGE,
+) -> responses.Checkpoints:
+    """The stored checkpoints whose signature verifies, of sizes above `after`, by
+    size: what covers each event of the feed (a mirror copies the log under them;
+    an event signed by a key revoked since is valid only under a checkpoint issued
+    before the revocation)."""
+    app = service.app
+    return views.checkpoints(checkpoints_after(app, app.current_keyring(), after, limit))
 
 
 @router.endpoint("GET", "/proofs/inclusion", READERS, responses.InclusionProof)
