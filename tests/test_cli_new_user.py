@@ -33,6 +33,7 @@ from ledger.errors import InvalidCommandError
 from ledger.node import Node, open_node
 from ledger.plugins.manager import get_plugin_manager
 from tests.conftest import PG_DSN, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
+from tests.peers import empty_ledger, not_a_ledger, trickling
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line, snapshot
 
 TABLES = ("ledger_merkle_leaves", "ledger_merkle_nodes", "ledger_checkpoints")
@@ -76,6 +77,24 @@ class Case:
     prepare: Callable[[Path], None] | None = None
     postgres: bool = False  # run against the PostgreSQL store ({pg} in argv)
     absent: tuple[str, ...] = ()  # must not appear in the error line
+
+
+# A mirror of its own: a store and keys directory that do not exist yet.
+MIRROR_INTO_ITS_OWN = (
+    "--store",
+    "sqlite:///regulator.db",
+    "--keys",
+    "mkeys",
+    "mirror",
+    "--token-file",
+    "tok",
+    "--timeout",
+    "1",
+)
+
+
+def token_file(root: Path) -> None:
+    (root / "tok").write_text("0123456789abcdef.not-a-real-token\n")
 
 
 def random_bytes(name: str) -> Callable[[Path], None]:
@@ -342,6 +361,51 @@ CASES = [
         ("keys", "events", "keyring"),
         prepare=lambda root: shutil.rmtree(root / "keys"),
     ),
+    # Issue 37: the mirror's mistakes ({notledger}: a server answering 404 to
+    # everything; {slow}: one that trickles its answer a byte at a time).
+    Case(
+        "mirror-from-something-not-a-ledger",
+        (*MIRROR_INTO_ITS_OWN, "--from", "{notledger}", "--keyring", "keys/keyring.json"),
+        ("does not serve a ledger node's API", "404"),
+        prepare=token_file,
+    ),
+    Case(
+        "mirror-from-a-source-that-never-finishes-answering",
+        (*MIRROR_INTO_ITS_OWN, "--from", "{slow}", "--keyring", "keys/keyring.json"),
+        ("cannot reach the source", "within 1 s"),
+        prepare=token_file,
+    ),
+    Case(
+        "mirror-into-the-nodes-own-keys-directory",
+        ("mirror", "--from", "http://127.0.0.1:9", "--token-file", "tok"),
+        ("keys directory keys", "node's private signing key"),
+        prepare=token_file,
+    ),
+    Case(
+        "mirror-into-the-nodes-own-store",
+        (
+            *("--keys", "mkeys", "mirror", "--from", "{emptyledger}", "--token-file", "tok"),
+            *("--keyring", "keys/keyring.json"),
+        ),
+        ("ledger.db holds", "events this mirror did not copy"),
+        prepare=token_file,
+    ),
+    Case(
+        "mirror-poll-negative",
+        (*MIRROR_INTO_ITS_OWN, "--from", "http://127.0.0.1:9", "--follow", "--poll", "-1"),
+        ("--poll", "0.1..3600", "-1"),
+    ),
+    Case(
+        "mirror-poll-not-a-number",
+        (*MIRROR_INTO_ITS_OWN, "--from", "http://127.0.0.1:9", "--follow", "--poll", "nan"),
+        ("--poll", "nan"),
+    ),
+    Case(
+        "mirror-keyring-is-a-directory",
+        (*MIRROR_INTO_ITS_OWN, "--from", "http://127.0.0.1:9", "--keyring", "keys"),
+        ("keys",),
+        prepare=token_file,
+    ),
 ]
 
 
@@ -380,6 +444,13 @@ def pg_store(template: Path) -> Iterator[str]:
         drop_pg_schema(schema)
 
 
+@pytest.fixture(scope="module")
+def peer_urls() -> Iterator[dict[str, str]]:
+    """Peers that are not what the mirror expects, for the rows that name them."""
+    with not_a_ledger() as notledger, trickling() as slow, empty_ledger() as emptyledger:
+        yield {"notledger": notledger, "slow": slow, "emptyledger": emptyledger}
+
+
 @pytest.fixture
 def workdir(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "work"
@@ -403,6 +474,8 @@ def test_bad_input_is_one_line_and_writes_nothing(
 ) -> None:
     pg = request.getfixturevalue("pg_store") if case.postgres else None
     argv = [a.replace("{pg}", pg or "").replace("{nodb}", missing_database()) for a in case.argv]
+    for name, url in request.getfixturevalue("peer_urls").items():
+        argv = [a.replace("{" + name + "}", url) for a in argv]
     if case.prepare:
         case.prepare(workdir)
     for name, value in case.env.items():

@@ -10,21 +10,24 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ledger.audit.findings import Findings, Step
 from ledger.audit.verify import Level, verify_store
 from ledger.audit.verify_state import VerifyState
 from ledger.cli.mirror import follow_source
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.envelope import open_envelope, seal
+from ledger.crypto.envelope import now_micros, open_envelope, seal
 from ledger.crypto.keys import Role
 from ledger.errors import ConfigError, StoreUnavailableError, VerificationError
 from ledger.export.records import split_envelope
 from ledger.mirror.copy import REFUSED_FILE
-from ledger.node import Node, origin
+from ledger.node import Node, open_node, origin
+from ledger.revocation import revoke_key
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import stream_of
 from tests.attacker import Attacker
@@ -487,3 +490,103 @@ def test_a_follower_waits_out_a_source_it_cannot_reach(
         assert m.size == node.app.tables.event_count()[0]
     said = capsys.readouterr().err
     assert said.count("cannot reach the source") == 2 and "trying again" in said
+
+
+# Issue 37, attacks 4 and 5: a node key rotated and revoked.
+
+
+@contextmanager
+def rotated_node(node: Node, store_url: str) -> Iterator[Node]:
+    """The node's ledger-node key replaced by a new one and revoked (the log
+    anchored first, as `ledger keys revoke` does): the node reopened with the
+    new key, which seals what comes after."""
+    node.keys.create("revoker", Role.OPERATOR, PASSPHRASE)
+    node.keys.create("ledger-node-2", Role.LEDGER_NODE, PASSPHRASE)
+    node.keys.use("ledger-node-2")
+    renewed = open_node(
+        store_url, str(node.keys.path), passphrase=PASSPHRASE, anchor_seconds=0, anchor_events=0
+    )
+    try:
+        renewed.checkpointer().catch_up()
+        revoker = renewed.keys.signer(Role.OPERATOR, PASSPHRASE, "revoker")
+        revoke_key(renewed.app, renewed.keys, "ledger-node", "stolen", revoker, now_micros())
+        yield renewed
+    finally:
+        renewed.close()
+
+
+def test_a_new_mirror_starts_after_a_node_key_was_revoked(
+    node: Node, mirror_store: str, store_url: str, tmp_path: Path
+) -> None:
+    write_events(node)
+    with rotated_node(node, store_url) as renewed:
+        write_events(renewed)  # sealed by the new key, under a checkpoint after the revocation
+        assert verify_store(renewed.app, renewed.keyring, level=Level.SIGNATURES, workers=1)
+        api = source_api(renewed, tmp_path)
+        keyring = renewed.keys.keyring()  # what the casino gives the regulator now
+        with opened_mirror(mirror_store, keyring, ClientSource(api), tmp_path / "m") as mirror:
+            done = mirror.sync()
+            assert done.size == renewed.app.tables.event_count()[0]
+            assert all_rows(mirror.app) == all_rows(renewed.app)
+            copy = verify_store(mirror.app, keyring, level=Level.SIGNATURES, workers=1)
+            assert copy.revocations == 1 and copy.findings.items == []
+
+
+def test_a_following_mirror_goes_on_after_a_revocation_it_passed_between(
+    node: Node, mirror_store: str, store_url: str, tmp_path: Path
+) -> None:
+    """Its last pass ran after the revocation, before a checkpoint covered the
+    revocation: its state judged the history without it. The next pass verifies
+    the whole copy again, as `verify` in full does, and goes on."""
+    write_events(node)
+    pinned = node.keys.keyring()  # the keyring the regulator was given at the start
+    directory = tmp_path / "m"
+    with opened_mirror(
+        mirror_store, pinned, ClientSource(source_api(node, tmp_path)), directory
+    ) as m:
+        m.sync()
+    write_events(node, accounts=1)
+    with rotated_node(node, store_url) as renewed:
+        api = source_api(renewed, tmp_path)
+        with opened_mirror(mirror_store, pinned, ClientSource(api), directory) as m:
+            done = m.sync()  # between the revocation and the checkpoint over it
+            assert done.events > 0 and done.size < renewed.app.tables.event_count()[0]
+        write_events(renewed)
+        keyring = renewed.keys.keyring()  # the new key, and the old one revoked
+        with opened_mirror(mirror_store, keyring, ClientSource(api), directory) as m:
+            assert m.sync().size == renewed.app.tables.event_count()[0]
+            assert all_rows(m.app) == all_rows(renewed.app)
+            write_events(renewed, accounts=1)  # and the pass after it resumes as usual
+            assert m.sync().events > 0
+            assert all_rows(m.app) == all_rows(renewed.app)
+
+
+# Issue 37, attack 6: the mirror's own Merkle rows edited.
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE ledger_merkle_leaves SET leaf_hash = ? WHERE leaf_index = 3",
+        "UPDATE ledger_merkle_nodes SET hash = ? WHERE level = 2 AND idx = 1",
+    ],
+    ids=["leaf", "node"],
+)
+def test_a_merkle_row_changed_in_the_mirror_store_fails_the_next_pass(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path, statement: str
+) -> None:
+    held = copied(node, api, mirror_store, tmp_path)
+    write_events(node, accounts=1)
+    attacker = Attacker(mirror_store)
+    try:
+        attacker.sql(statement, (bytes(32),))
+    finally:
+        attacker.close()
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror:
+        with pytest.raises(VerificationError, match="mirror store's own rows no longer verify"):
+            mirror.sync()
+        assert mirror.app.tables.event_count()[0] == held
+        report = verify_store(
+            mirror.app, node.keyring, level=Level.SIGNATURES, workers=1, findings=Findings()
+        )
+        assert [f.step for f in report.findings.items] == [Step.MERKLE]

@@ -98,7 +98,7 @@ def test_killed_while_following_a_busy_node_it_resumes_with_no_gap_or_duplicate(
         try:
             for _ in range(3):  # each time: once it is copying again, kill it mid-flight
                 follower = start_mirror(
-                    tmp_path, mirror_store, base, "--follow", "--batch", "7", "--poll", "0.05"
+                    tmp_path, mirror_store, base, "--follow", "--batch", "7", "--poll", "0.1"
                 )
                 deadline = time.monotonic() + 60
                 while len(rows_of(mirror_store, keyring)) <= held[-1]:
@@ -114,7 +114,7 @@ def test_killed_while_following_a_busy_node_it_resumes_with_no_gap_or_duplicate(
             writer.wait(timeout=120)
         assert held == sorted(held) and len(set(held)) == 4  # it copied between the kills
         assert ledger(tmp_path, "checkpoint").returncode == 0  # the source covers every event
-        follower = start_mirror(tmp_path, mirror_store, base, "--follow", "--poll", "0.05")
+        follower = start_mirror(tmp_path, mirror_store, base, "--follow", "--poll", "0.1")
         deadline = time.monotonic() + 120
         source_rows = rows_of(f"sqlite:///{tmp_path / 'ledger.db'}", tmp_path / "keys/keyring.json")
         while len(rows_of(mirror_store, tmp_path / "keys/keyring.json")) < len(source_rows):

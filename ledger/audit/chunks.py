@@ -17,6 +17,18 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ledger.audit.stored_tree import (
+    Mismatches,
+    TreeRows,
+    compare_leaves,
+    compare_nodes,
+    expected_leaves,
+    expected_nodes,
+    node_map,
+    over,
+    tree_rows_digest,
+    under,
+)
 from ledger.crypto.canonical import ENVELOPE_DOMAIN
 from ledger.crypto.envelope import (
     ENVELOPE_PREFIX,
@@ -63,6 +75,11 @@ class ChunkSpec:
     # A digest-only chunk's rows of these streams (stream id columns as stored):
     # their heads, for the events after the state to link on.
     heads_of: frozenset[object] = frozenset()
+    # The store's Merkle rows under leaves [first_leaf, tree_to) (cut at the
+    # chunk's end) are compared with the tree the events give (0: not read);
+    # those under [first_leaf, tree_vouched) a saved state's digest vouches for.
+    tree_to: int = 0
+    tree_vouched: int = 0
 
 
 class StreamGap(VerificationError):
@@ -99,6 +116,16 @@ class ChunkResult:
     facts: Any = None  # what a source's own chunk reader found, for its merge
     digest: str | None = None  # the rows' digest, when the spec asks for it
     rows: int = 0  # rows read (a digest-only chunk has no leaves)
+    # The digest of the stored Merkle rows under it that were compared (or, in a
+    # digest-only chunk, that its saved digest vouched for; `next_tree_digest`:
+    # with those compared since): a saved state keeps it with the rows' (`saved_digest`).
+    tree_digest: str | None = None
+    next_tree_digest: str | None = None
+    tree_to: int = 0  # the Merkle rows below it were checked (or vouched for)
+    tree_problems: list[Mismatches] = field(default_factory=list)  # stored Merkle rows found bad
+    # The chunk's subtree, kept for the store's Merkle rows to be compared with
+    # it where the chunk was verified (never sent back: `None` by then).
+    tree: AlignedLeaves | None = None
 
     @property
     def problem(self) -> Problem | None:
@@ -143,10 +170,15 @@ class _Cover:
 
 
 def verify_rows(
-    spec: ChunkSpec, rows: list[Row], signer_check: SignerCheck, *, use_native: bool = True
+    spec: ChunkSpec,
+    rows: list[Row],
+    signer_check: SignerCheck,
+    *,
+    use_native: bool = True,
+    keep_tree: bool = False,
 ) -> ChunkResult:
     """All checks that need only this chunk's rows (see `verify_batches`)."""
-    return verify_batches(spec, [rows], signer_check, use_native=use_native)
+    return verify_batches(spec, [rows], signer_check, use_native=use_native, keep_tree=keep_tree)
 
 
 def verify_batches(
@@ -155,6 +187,7 @@ def verify_batches(
     signer_check: SignerCheck,
     *,
     use_native: bool = True,
+    keep_tree: bool = False,
 ) -> ChunkResult:
     """All checks that need only this chunk's rows, given in consecutive batches.
 
@@ -384,6 +417,8 @@ def verify_batches(
     tree = AlignedLeaves(spec.first_leaf, hashes, use_native=use_native)
     result = ChunkResult(spec, tree.compact_range(), firsts=firsts, lasts=lasts, problems=problems)
     result.at_size = {size: tree.compact_range(size) for size in cuts}
+    if keep_tree:  # for the stored Merkle rows: compared, then dropped (`_check_stored_tree`)
+        result.tree = tree
     return result
 
 
@@ -564,15 +599,19 @@ READ_BATCH: Final = 128
 
 
 class _Counted:
-    """The batches passed through, their rows counted."""
+    """The batches passed through, their rows counted and their ids kept."""
 
     def __init__(self, batches: Iterable[list[Row]]) -> None:
         self._batches = batches
-        self.rows = 0
+        self.ids: list[Any] = []
+
+    @property
+    def rows(self) -> int:
+        return len(self.ids)
 
     def __iter__(self) -> Iterator[list[Row]]:
         for batch in self._batches:
-            self.rows += len(batch)
+            self.ids += [row[0] for row in batch]
             yield batch
 
 
@@ -597,21 +636,81 @@ def _verify_chunk_with(
         batches = closing(tables.row_batches(spec.after_id, spec.last_id, READ_BATCH))
         with batches as read:
             counted = _Counted(read)
-            result = verify_batches(spec, counted, signer_check)
+            result = verify_batches(spec, counted, signer_check, keep_tree=spec.tree_to > 0)
         result.rows = counted.rows
+        _check_stored_tree(tables, result, counted.ids)
         return result
     rows = tables.rows_between(spec.after_id, spec.last_id)
     if spec.digest_only:
-        result = ChunkResult(
-            spec, CompactRange(spec.first_leaf), digest=rows_digest(rows), rows=len(rows)
-        )
-        if spec.heads_of:
-            result.lasts = prefix_heads(rows, spec.heads_of)
-        return result
-    result = verify_rows(spec, rows, signer_check)
+        return _rehashed(tables, spec, rows)
+    result = verify_rows(spec, rows, signer_check, keep_tree=spec.tree_to > 0)
     result.rows = len(rows)
-    if spec.digest:
-        result.digest = rows_digest(rows)
+    stored = _check_stored_tree(tables, result, [row[0] for row in rows])
+    result.digest = rows_digest(rows)
+    result.tree_digest = _tree_digest(stored)
+    return result
+
+
+def _tree_end(spec: ChunkSpec, rows: int) -> int:
+    """Where the chunk's Merkle rows to compare end: its end, or `tree_to` before it."""
+    return max(spec.first_leaf, min(spec.first_leaf + rows, spec.tree_to))
+
+
+def _check_stored_tree(
+    tables: MerkleLogTables, result: ChunkResult, ids: list[Any]
+) -> TreeRows | None:
+    """Compare the store's Merkle rows under the chunk (up to `tree_to`) with the
+    subtree its events give; the rows read (None: none were asked for)."""
+    spec, tree = result.spec, result.tree
+    result.tree = None
+    end = _tree_end(spec, result.rows)
+    result.tree_to = end
+    if tree is None or end == spec.first_leaf:
+        return None
+    stored = tables.tree_rows(spec.first_leaf, end)
+    result.tree_problems = _compared(spec.first_leaf, ids, tree, end, stored, spec.first_leaf)
+    return stored
+
+
+def _compared(
+    first: int, ids: list[Any], tree: AlignedLeaves, end: int, stored: TreeRows, since: int
+) -> list[Mismatches]:
+    """The stored rows against the tree, those of leaves from `since` on (and
+    of nodes over them); each kind's mismatches, when there are any."""
+    leaves = expected_leaves(first, ids, tree, end)
+    nodes = expected_nodes(first, tree, end)
+    if since > first:
+        leaves = [leaf for leaf in leaves if leaf[0] >= since]
+        nodes = [node for node in nodes if (node[1] + 1) << node[0] > since]
+        stored = over(stored, since)
+    found = [compare_leaves(leaves, stored[0])]
+    if stored[1] != nodes:  # one comparison when they are the same
+        found.append(compare_nodes(nodes, node_map(stored[1])))
+    return [kind for kind in found if kind.total]
+
+
+def _rehashed(tables: MerkleLogTables, spec: ChunkSpec, rows: list[Row]) -> ChunkResult:
+    """A chunk a saved state vouches for: its rows (and the Merkle rows its digest
+    covered) digested again; Merkle rows written under it since (then past the
+    newest checkpoint, now under one) compared with its subtree."""
+    result = ChunkResult(spec, CompactRange(spec.first_leaf), rows=len(rows))
+    if spec.heads_of:
+        result.lasts = prefix_heads(rows, spec.heads_of)
+    first = spec.first_leaf
+    vouched = max(first, min(first + len(rows), spec.tree_vouched))
+    end = max(vouched, _tree_end(spec, len(rows)))
+    result.tree_to = end
+    stored = tables.tree_rows(first, end) if end > first else None
+    result.digest = rows_digest(rows)
+    result.tree_digest = _tree_digest(under(stored, vouched) if stored else None)
+    if end == vouched:
+        return result
+    assert stored is not None
+    # The rows are the bytes a full run verified (their digest is compared with
+    # the state's): their header hashes are the leaves it found.
+    tree = AlignedLeaves(first, [_leaf_anyway(row[4]) for row in rows])
+    result.tree_problems = _compared(first, [row[0] for row in rows], tree, end, stored, vouched)
+    result.next_tree_digest = _tree_digest(stored)
     return result
 
 
@@ -624,6 +723,20 @@ def prefix_heads(rows: list[Row], streams: frozenset[object]) -> dict[str, tuple
         if originator_id in streams and type(version) is int:
             heads[stream_of(originator_id)] = (version, _leaf_anyway(state))
     return heads
+
+
+def _tree_digest(tree_rows: TreeRows | None) -> str | None:
+    if not tree_rows or not (tree_rows[0] or tree_rows[1]):
+        return None
+    return tree_rows_digest(tree_rows)
+
+
+def saved_digest(rows: str, tree: str | None) -> str:
+    """A saved chunk's digest: its rows', and that of the Merkle rows under it
+    that were compared (a state vouches for both)."""
+    if tree is None:
+        return rows
+    return hashlib.sha256(f"{rows}|{tree}".encode()).hexdigest()
 
 
 def rows_digest(rows: list[Row]) -> str:

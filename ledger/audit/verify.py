@@ -39,6 +39,7 @@ from ledger.audit.chunks import (
     Problem,
     link_problem,
     no_cycle_collection,
+    saved_digest,
 )
 from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.key_times import Coverage, checkpoint_times
@@ -51,6 +52,7 @@ from ledger.audit.revocations import check_revokers, earliest, log_revocations, 
 from ledger.audit.round_archive import RoundArchive
 from ledger.audit.round_games import installed_games
 from ledger.audit.settlement import SETTLEMENT_STEPS, SettlementAudit, SettlementCounts
+from ledger.audit.stored_tree import Mismatches, compare_nodes
 from ledger.audit.stream_heads import StreamHeads
 from ledger.audit.verifications import RecordedRun, recorded_runs
 from ledger.audit.verify_state import SavedChunk, VerifyState
@@ -92,6 +94,9 @@ class VerificationReport:
     recorded_runs: int = 0  # recorded verification runs checked (signature, size, root)
     revocations: int = 0  # revocations the log records, judged
     proofs: str = "consistency proofs the store serves between checkpoints verified"
+    # The stored Merkle rows compared with the tree up to this size (0: not
+    # compared, at level integrity); None: a bundle, which stores no tree.
+    tree_checked_to: int | None = None
     notes: list[str] = field(default_factory=list)
     findings: Findings = field(default_factory=Findings)
     resumed_from: int | None = None  # the saved state's size, when resumed
@@ -188,7 +193,8 @@ class VerificationReport:
             (
                 Step.MERKLE,
                 "the root at every checkpoint size recomputed from the events"
-                + (" and the kept checkpoint's" if self.trusted_size is not None else ""),
+                + (" and the kept checkpoint's" if self.trusted_size is not None else "")
+                + self._stored_tree(),
             ),
             (Step.PROOFS, self.proofs),
         ]
@@ -203,6 +209,17 @@ class VerificationReport:
             )
             return steps
         return steps + _settlement_steps(self.settlement)
+
+    def _stored_tree(self) -> str:
+        """What the MERKLE step says of the store's own Merkle rows."""
+        if self.tree_checked_to is None:
+            return ""
+        if self.tree_checked_to == 0 and self.level is Level.INTEGRITY:
+            return "; the stored Merkle rows NOT compared with it (level integrity)"
+        return (
+            "; every stored Merkle leaf and node under the newest checkpoint "
+            f"(size {self.tree_checked_to}) the tree's"
+        )
 
 
 def _settlement_steps(counts: SettlementCounts) -> list[tuple[Step, str]]:
@@ -417,20 +434,30 @@ def verify_log(
     # them: their digests tell it they are the rows the chunk verified.
     if save_state or (level is Level.SETTLEMENT and workers > 1):
         specs = [replace(spec, digest=True) for spec in specs]
+    # 6 the stored tree: the store's Merkle rows under the newest checkpoint,
+    # against the tree the events give (at level integrity only when a state
+    # will vouch for them, or vouched for them: it costs a read of 2 rows an event).
+    covered = checkpoints[-1].size if checkpoints else 0
+    tree_to = (
+        covered if isinstance(log, StoreLog) and _checks_tree(level, save_state, resume) else 0
+    )
+    report.tree_checked_to = tree_to if isinstance(log, StoreLog) else None
+    if tree_to:
+        specs = [replace(spec, tree_to=tree_to) for spec in specs]
     if resume is not None:
         # The heads of the streams the new events touch come from the rows re-hashed.
         assert isinstance(log, StoreLog)  # (a bundle cannot start past 0: plan refused it)
         touched = frozenset(
             log.tables.streams_between(start[1], specs[-1].last_id) if specs else ()
         )
-        specs = [_rehash(chunk, touched) for chunk in resume.chunks] + specs
+        specs = [_rehash(chunk, touched, tree_to) for chunk in resume.chunks] + specs
     if on_total:
         on_total(count)
     report.workers = min(workers, max(1, len(specs)))
     # With several processes, workers verify the chunks while this one settles
     # each chunk once it is merged (its envelope findings known by then).
     pipelined = level is Level.SETTLEMENT and report.workers > 1
-    merge = _Merge(found, claimed, expected_roots, trusted, log, resume)
+    merge = _Merge(found, claimed, expected_roots, trusted, log, resume, tree_to)
     signer_check = SignerCheck(keyring)
     audit: SettlementAudit | None = None
     if level is Level.SETTLEMENT:  # 8-11: what the events say (ledger.audit.settlement)
@@ -487,6 +514,7 @@ def verify_log(
         # What the OK line names: the processes that did verify chunks, not those asked for.
         report.workers = max(1, len(ran_in))
         merge.finish(count, sizes)
+        merge.check_stored_tree()
         try:
             log.finish_chunks()
         except VerificationError as exc:
@@ -528,6 +556,7 @@ def verify_log(
             keys=[record.key_id for record in keyring],
             revocations=VerifyState.revocations_of(keyring),
             saved_at=started_at,
+            spanning=merge.spanning_kept(),
             settlement=settled_state if audit is not None else None,
         )
         report.rounds = audit.archive if audit is not None else None
@@ -535,9 +564,18 @@ def verify_log(
     return report
 
 
-def _rehash(chunk: SavedChunk, heads_of: frozenset[object]) -> ChunkSpec:
-    """A chunk of rows a saved state vouches for: read and re-hashed, and the
-    heads of these streams taken, nothing more."""
+def _checks_tree(level: Level, save_state: bool, resume: VerifyState | None) -> bool:
+    """Whether the stored Merkle rows are compared with the tree: at every level
+    but integrity (next to a signature an event, two rows' read is little), and
+    whenever a saved state vouches or will vouch for them."""
+    return level is not Level.INTEGRITY or save_state or resume is not None
+
+
+def _rehash(chunk: SavedChunk, heads_of: frozenset[object], tree_to: int) -> ChunkSpec:
+    """A chunk of rows a saved state vouches for: read and re-hashed (its Merkle
+    rows with them, those the state vouches for; any stored since under the
+    newest checkpoint, `tree_to`, compared with its tree), and the heads of
+    these streams taken, nothing more."""
     return ChunkSpec(
         chunk.first_leaf,
         chunk.after_id,
@@ -547,6 +585,8 @@ def _rehash(chunk: SavedChunk, heads_of: frozenset[object]) -> ChunkSpec:
         digest=True,
         digest_only=True,
         heads_of=heads_of,
+        tree_to=max(tree_to, chunk.tree_to),
+        tree_vouched=chunk.tree_to,
     )
 
 
@@ -618,6 +658,7 @@ class _Merge:
         trusted: Checkpoint | None,
         log: LogSource,
         resume: VerifyState | None = None,
+        tree_to: int = 0,
     ) -> None:
         self.found = found
         self.claimed = claimed
@@ -635,6 +676,11 @@ class _Merge:
         self.first_bad: int | None = None  # the first position a chunk or link failed at
         self.roots: dict[int, bytes] = dict(resume.roots) if resume else {}  # size -> root
         self.saved: list[SavedChunk] = []  # the chunks read, for the next saved state
+        # Step 6, the stored tree: the nodes the merges make (they span chunks,
+        # so no chunk compared them), up to `tree_to`.
+        self.tree_to = tree_to
+        self.spanning: list[tuple[int, int, bytes]] = []
+        self.tree_found: list[Mismatches] = []  # the chunks' stored rows found bad
 
     def _problem(self, step: Step, problem: Problem) -> None:
         if self.first_bad is None or problem.position < self.first_bad:
@@ -653,9 +699,18 @@ class _Merge:
     def chunk(self, result: ChunkResult) -> None:
         spec = result.spec
         if result.digest is not None:
+            digest = saved_digest(result.digest, result.next_tree_digest or result.tree_digest)
             self.saved.append(
-                SavedChunk(spec.first_leaf, spec.after_id, spec.last_id, result.rows, result.digest)
+                SavedChunk(
+                    spec.first_leaf,
+                    spec.after_id,
+                    spec.last_id,
+                    result.rows,
+                    digest,
+                    max(spec.first_leaf, result.tree_to),
+                )
             )
+        self.tree_found += result.tree_problems
         if spec.digest_only:
             self._rehashed(result)
             self.heads.update(result.lasts)
@@ -678,7 +733,36 @@ class _Merge:
             whole = self.tree.copy()
             whole.extend(partial)
             self._root(size, whole.root(), result.spec.first_leaf)
-        self.tree.extend(result.leaves)
+        self.tree.extend(result.leaves, self.spanning if self.tree_to else None)
+
+    def spanning_kept(self) -> list[tuple[int, int, bytes]]:
+        """The spanning nodes compared, for the next state: the saved state's and
+        this run's, under `tree_to`."""
+        kept = list(self.resume.spanning) if self.resume else []
+        return kept + [n for n in self.spanning if (n[1] + 1) << n[0] <= self.tree_to]
+
+    def check_stored_tree(self) -> None:
+        """After every chunk: the stored nodes that span chunks against those the
+        merge made (and a saved state's, which must still be stored as it found
+        them); then each range's stored Merkle rows that are not the tree's, but
+        for those under an event found altered (the tree stored is the events'
+        as written: the events changed, not it)."""
+        if self.tree_to:
+            assert isinstance(self.log, StoreLog)
+            expected = self.spanning_kept()
+            stored = self.log.tables.nodes_at([(level, index) for level, index, _ in expected])
+            self.tree_found.append(compare_nodes(expected, stored))
+        altered = {
+            f.position
+            for f in self.found.items
+            if f.position is not None and f.step in (Step.ENVELOPES, Step.CHAINS)
+        }
+        for mismatches in self.tree_found:
+            first = mismatches.explained_by(altered).finding()
+            if first is not None:
+                position, message = first
+                text = str(Problem(position, message).as_error())
+                self.found.add(Finding(FindingKind.ALTERED, Step.MERKLE, text, position))
 
     def streams(self) -> int:
         """Streams in the log: a resumed run's state's and the new ones."""
@@ -689,7 +773,8 @@ class _Merge:
         assert self.resume is not None
         spec = result.spec
         saved = self.resume.chunks[len(self.saved) - 1]
-        if (result.rows, result.digest) != (saved.rows, saved.digest):
+        digest = saved_digest(result.digest or "", result.tree_digest)
+        if (result.rows, digest) != (saved.rows, saved.digest):
             end = spec.first_leaf + saved.rows
             self._problem(
                 Step.ENVELOPES,

@@ -8,10 +8,15 @@ the next run needs to go on from its end, and nothing the store says:
   events as a compact range (its root is the state's root), and the root at
   every checkpoint, kept checkpoint and recorded run size up to there;
 - a SHA-256 digest of every chunk of raw rows read (row ids, streams,
-  versions, types and envelope bytes): the next run re-reads those rows and
-  re-hashes them, which costs a raw read, so an edit, an insertion or a
-  removal anywhere before the state's end is still caught (and its chunk
-  named) without checking every envelope and re-settling every round again;
+  versions, types and envelope bytes), and of the stored Merkle leaves and
+  nodes under it that were compared with the tree (those under the newest
+  checkpoint): the next run re-reads those rows and re-hashes them, which
+  costs a raw read, so an edit, an insertion or a removal anywhere before the
+  state's end is still caught (and its chunk named) without checking every
+  envelope and re-settling every round again; Merkle rows written under a
+  chunk since (its events anchored later) are compared with its tree then;
+- the Merkle nodes that span chunks (a few per 4,096 events), compared with
+  the stored ones by the next run;
 - how many streams the log held: no stream's head, which would make the
   state grow with every stream ever written; the next run takes the heads
   of the streams its new events touch from the rows it re-hashes;
@@ -40,7 +45,9 @@ from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError
 
-STATE_FORMAT = 3  # 2: no stream heads, rows hashed in one framing; 3: table kinds
+# 2: no stream heads, rows hashed in one framing; 3: table kinds; 4: the stored
+# Merkle rows in each chunk's digest, and the nodes that span chunks
+STATE_FORMAT = 4
 STATE_FILE = "state.json"
 ROUNDS_FILE = "rounds.bin"
 
@@ -53,7 +60,8 @@ class SavedChunk:
     after_id: int
     last_id: int
     rows: int
-    digest: str
+    digest: str  # of the rows, and of the stored Merkle rows under leaves [first_leaf, tree_to)
+    tree_to: int  # first_leaf when none (they were past the newest checkpoint, or not read)
 
 
 @dataclass
@@ -68,6 +76,9 @@ class VerifyState:
     keys: list[str]  # key ids of the keyring the events were judged with
     revocations: dict[str, int]  # key id -> revoked at (µs), as applied
     saved_at: int  # when the run that made it started (µs)
+    # The Merkle nodes that span chunks, under the newest checkpoint, as the
+    # events gave them: (level, index, hash); the next run compares the stored ones.
+    spanning: list[tuple[int, int, bytes]] = field(default_factory=list)
     settlement: dict[str, Any] | None = None  # SettlementAudit.saved(), at level settlement
     source: Path | None = field(default=None, compare=False)  # the directory it was read from
 
@@ -92,8 +103,10 @@ class VerifyState:
             "root": self.root.hex(),
             "tree": [h.hex() for h in self.tree.hashes],
             "chunks": [
-                [c.first_leaf, c.after_id, c.last_id, c.rows, c.digest] for c in self.chunks
+                [c.first_leaf, c.after_id, c.last_id, c.rows, c.digest, c.tree_to]
+                for c in self.chunks
             ],
+            "spanning": [[level, index, value.hex()] for level, index, value in self.spanning],
             "streams": self.streams,
             "roots": {str(s): r.hex() for s, r in sorted(self.roots.items())},
             "keys": sorted(self.keys),
@@ -117,7 +130,7 @@ class VerifyState:
         if tree.root().hex() != data["root"]:
             raise ConfigError("its tree does not give its root: the file is damaged")
         chunks = [
-            SavedChunk(int(c[0]), int(c[1]), int(c[2]), int(c[3]), str(c[4]))
+            SavedChunk(int(c[0]), int(c[1]), int(c[2]), int(c[3]), str(c[4]), int(c[5]))
             for c in data["chunks"]
         ]
         if sum(c.rows for c in chunks) != size:
@@ -133,6 +146,7 @@ class VerifyState:
             keys=[str(k) for k in data["keys"]],
             revocations={str(k): int(v) for k, v in data["revocations"].items()},
             saved_at=int(data["saved_at"]),
+            spanning=[(int(n[0]), int(n[1]), bytes.fromhex(n[2])) for n in data["spanning"]],
             settlement=data.get("settlement"),
             source=source,
         )

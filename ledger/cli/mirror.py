@@ -19,7 +19,7 @@ from ledger.mirror.limits import BATCH, RECHECK
 from ledger.store.config import describe, store_url
 
 if TYPE_CHECKING:
-    from ledger.crypto.keys import Keyring
+    from ledger.crypto.keys import Keyring, PublicKeyRecord
     from ledger.crypto.keystore import KeyDirectory
     from ledger.mirror.copy import Mirror, Pass
     from ledger.mirror.source import Source
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 TOKEN_ENV = "LEDGER_SOURCE_TOKEN"
 RECHECK_EVERY = 5.0  # seconds between re-reads of the history when following
+REQUEST_DEADLINE = 60.0  # seconds for one whole answer: a slow source cannot hold a mirror
 MIN_POLL = 0.1  # seconds: a follower never asks the source more than 10 times a second
 MIRROR_DIR = "mirror"  # inside the keys directory: the mirror's state and refusals
 
@@ -63,15 +64,29 @@ def _keyring(args: argparse.Namespace, directory: KeyDirectory) -> tuple[Keyring
         return held, False
     given = Keyring.load(Path(args.keyring))
     if held is not None:
-        mine = {record.key_id: record.to_json() for record in held}
-        theirs = {record.key_id: record.to_json() for record in given}
-        changed = [k for k, record in mine.items() if theirs.get(k) != record]
+        theirs = {record.key_id: record for record in given}
+        changed = [r.key_id for r in held if not _kept(r, theirs.get(r.key_id))]
         if changed:
             raise ConfigError(
                 f"--keyring {args.keyring} drops or changes key {changed[0][:16]} of the "
-                f"mirror's keyring in {directory.path}: a keyring may only gain keys"
+                f"mirror's keyring in {directory.path}: a keyring may only gain keys and "
+                "revocations"
             )
     return given, True
+
+
+def _kept(mine: PublicKeyRecord, theirs: PublicKeyRecord | None) -> bool:
+    """`theirs` is `mine`, or `mine` revoked (from the same moment or earlier):
+    a revocation is never lifted, nor moved later."""
+    if theirs is None:
+        return False
+    revocation = ("revoked_at", "revocation_reason")
+    same = {k: v for k, v in mine.to_json().items() if k not in revocation}
+    if same != {k: v for k, v in theirs.to_json().items() if k not in revocation}:
+        return False
+    if mine.revoked_at is None:
+        return True
+    return theirs.revoked_at is not None and theirs.revoked_at <= mine.revoked_at
 
 
 def _not_a_node(directory: KeyDirectory) -> None:
@@ -154,7 +169,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     from ledger.store.application import LedgerApplication
 
     level = Level.parse(args.level)
-    source = Source(args.source, _token(args))
+    source = Source(args.source, _token(args), timeout=args.timeout)
     keys = keys_dir(args.keys)
     _not_a_node(keys)
     keyring, given = _keyring(args, keys)
@@ -162,12 +177,12 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     _reach(source, args.follow)
     directory = keys.path / MIRROR_DIR
     url = store_url(args.store)
-    if given:  # only now is anything made: the source is a ledger, the input sound
-        keys.path.mkdir(parents=True, exist_ok=True)
-        keyring.save(keys.keyring_path)
     app = LedgerApplication(url, keyring=keyring, create=True)
     try:
         _own_store(app, directory, describe(url))
+        if given:  # only now is anything written: a ledger's source, the mirror's own store
+            keys.path.mkdir(parents=True, exist_ok=True)
+            keyring.save(keys.keyring_path)
         mirror = Mirror(
             app,
             keyring,
@@ -257,6 +272,15 @@ def add_mirror_command(commands: Any) -> None:
         type=seconds_range(MIN_POLL, 3600.0),
         default=1.0,
         help=f"seconds between looks when following, {MIN_POLL:g}..3600 (1)",
+    )
+    mirror.add_argument(
+        "--timeout",
+        type=seconds_range(1.0, 3600.0),
+        default=REQUEST_DEADLINE,
+        help=(
+            "seconds within which the source must answer each request in full, "
+            f"1..3600 ({REQUEST_DEADLINE:g})"
+        ),
     )
     mirror.add_argument(
         "--batch",

@@ -171,7 +171,9 @@ class CompactRange:
         hashes.append(node)
         self._end = end + 1
 
-    def _push(self, node: bytes, width: int) -> None:
+    def _push(
+        self, node: bytes, width: int, completed: list[tuple[int, int, bytes]] | None
+    ) -> None:
         """Add a perfect subtree of `width` leaves at index `end` (aligned)."""
         start = self._end
         self._end = start + width
@@ -181,13 +183,20 @@ class CompactRange:
             node = hash_children(hashes.pop(), node)
             start -= width
             width <<= 1
+            if completed is not None:
+                level = width.bit_length() - 1
+                completed.append((level, start >> level, node))
         hashes.append(node)
 
-    def extend(self, other: CompactRange) -> None:
+    def extend(
+        self, other: CompactRange, completed: list[tuple[int, int, bytes]] | None = None
+    ) -> None:
         """Append the adjacent range `other` ([self.end, other.end)).
 
         Each of other's subtrees is aligned, so pushing them left to right
-        and merging like `append` keeps the cover minimal.
+        and merging like `append` keeps the cover minimal. The subtrees the
+        merges complete (those spanning both ranges) are added to `completed`,
+        when given, as (level, index at that level, hash).
         """
         if other.begin != self._end:
             raise ValueError(
@@ -196,7 +205,7 @@ class CompactRange:
             )
         nodes = list(other._hashes)
         for node, width in zip(nodes, _range_sizes(other.begin, other.end), strict=True):
-            self._push(node, width)
+            self._push(node, width, completed)
 
     def root(self) -> bytes:
         """MTH of the tree of the first `end` leaves (needs begin == 0).
@@ -267,6 +276,11 @@ class AlignedLeaves:
     @property
     def end(self) -> int:
         return self._begin + len(self._levels[0])
+
+    def level(self, level: int) -> list[bytes]:
+        """The hashes of the perfect subtrees of 2**level leaves, left to right
+        (level 0: the leaves), the first at index begin >> level of its level."""
+        return self._levels[level] if level < len(self._levels) else []
 
     def compact_range(self, end: int | None = None) -> CompactRange:
         """Leaves [begin, end) (all of them by default) as a `CompactRange`."""

@@ -12,6 +12,7 @@ and digests the next run re-reads from the store.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Collection
 from typing import Any
 
 from ledger.store.merkle_log import CheckpointRow, MerkleLogTables, stream_of
@@ -119,6 +120,28 @@ class PendingTables(MerkleLogTables):
         stored = super().leaves(begin, end)
         return stored + [self._pleaves[i] for i in sorted(self._pleaves) if begin <= i < end]
 
+    def tree_rows(
+        self, begin: int, end: int, cursor: Cursor | None = None
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        leaves, nodes = super().tree_rows(begin, end, cursor)
+        if not self._pleaves:
+            return leaves, nodes
+        leaves += [self._pleaves[i] for i in sorted(self._pleaves) if begin <= i < end]
+        levels = (end - begin).bit_length() - 1
+        mine = sorted(
+            (level, index, value)
+            for (level, index), value in self._mine_nodes.items()
+            if 1 <= level <= levels and begin >> level <= index < end >> level
+        )
+        # As the store will answer once they are written, by level and index: a
+        # level's pending nodes come after its stored ones (they are further right).
+        merged: list[tuple[Any, ...]] = []
+        for row in nodes:
+            while mine and type(row[0]) is int and mine[0][0] < row[0]:
+                merged.append(mine.pop(0))
+            merged.append(row)
+        return leaves, merged + mine  # the pending leaves come after every stored one
+
     def leaf_index_of(self, notification_id: int) -> int | None:
         found = self._mine_leaf_of.get(notification_id)
         return found if found is not None else super().leaf_index_of(notification_id)
@@ -128,6 +151,17 @@ class PendingTables(MerkleLogTables):
             return self.leaf_hash(index, cursor)
         found = self._mine_nodes.get((level, index))
         return found if found is not None else super().node(level, index, cursor)
+
+    def nodes_at(
+        self, keys: Collection[tuple[int, int]], cursor: Cursor | None = None
+    ) -> dict[tuple[int, int], bytes]:
+        found = super().nodes_at(keys, cursor)
+        for level, index in keys:
+            mine = self._pleaves.get(index) if level == 0 else None
+            value = mine[2] if mine is not None else self._mine_nodes.get((level, index))
+            if value is not None:
+                found[(level, index)] = value
+        return found
 
     def checkpoint_rows(
         self, from_size: int | None = None, cursor: Cursor | None = None

@@ -146,6 +146,7 @@ class MerkleLogTables:
             "ORDER BY {id} DESC LIMIT 1"
         )
         self._is_sqlite = recorder.dialect == "sqlite"
+        self._nodes_under_sql: dict[int, Any] = {}
 
     def stream_key(self, stream: str) -> object:
         """The stream id column as this store holds it (SQLite: bare hex text)."""
@@ -292,6 +293,42 @@ class MerkleLogTables:
                 raise StoredRowError(f"Merkle leaf {index} names no notification id")
             leaves.append((int(index), notification_id, as_hash(leaf_hash, f"Merkle leaf {index}")))
         return leaves
+
+    def tree_rows(
+        self, begin: int, end: int, cursor: Cursor | None = None
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """The Merkle rows under leaves [begin, end), as stored (untyped: the
+        caller compares them with the tree it computed): the leaves (index,
+        notification id, hash) by index, and each node whose subtree lies inside
+        (level, index, hash) by level and index. `begin` is a multiple of a power
+        of two >= end - begin (a verification chunk), so a level's nodes are a
+        range of indexes."""
+        if end <= begin:
+            return [], []
+        levels = (end - begin).bit_length() - 1
+        with self._reading(cursor) as c:
+            c.execute(self._leaves_range, (begin, end))
+            leaves = [tuple(row) for row in c.fetchall()]
+            if not levels:
+                return leaves, []
+            c.execute(
+                self._nodes_under(levels),
+                tuple(n for lv in range(1, levels + 1) for n in (lv, begin >> lv, end >> lv)),
+            )
+            return leaves, [tuple(row) for row in c.fetchall()]
+
+    def _nodes_under(self, levels: int) -> Any:
+        """`tree_rows`' node query for levels 1..`levels`: an index range each."""
+        found = self._nodes_under_sql.get(levels)
+        if found is None:
+            part = (
+                "SELECT level, idx, hash FROM {nodes} WHERE level = %s AND idx >= %s AND idx < %s"
+            )
+            found = self._nodes_under_sql[levels] = self.recorder.sql(
+                " UNION ALL ".join([f"SELECT * FROM ({part}) AS l{lv}" for lv in range(levels)])
+                + " ORDER BY 1, 2"
+            )
+        return found
 
     def leaf_index_of(self, notification_id: int) -> int | None:
         row = self._one(self._leaf_of, (notification_id,), None)
