@@ -69,13 +69,18 @@ class Mismatches:
         if len(self.listed) < LISTED:
             self.listed.append((start, end, message))
 
-    def explained_by(self, positions: Collection[int]) -> Mismatches:
-        """Those left once rows under an event already found altered are set
-        aside: the stored tree is the events' as written, the events changed."""
-        if not positions:
+    def explained_by(self, positions: Collection[int], since: int | None = None) -> Mismatches:
+        """Those left once rows under an event already found altered (or over
+        positions from `since` on) are set aside: the stored tree is the
+        events' as written, the events changed."""
+        if not positions and since is None:
             return self
         ordered = sorted(positions)
-        kept = [bad for bad in self.listed if not _any_within(ordered, bad[0], bad[1])]
+        kept = [
+            bad
+            for bad in self.listed
+            if not _any_within(ordered, bad[0], bad[1]) and (since is None or bad[1] <= since)
+        ]
         return Mismatches(self.what, kept, self.total - (len(self.listed) - len(kept)))
 
     def finding(self) -> tuple[int, str] | None:

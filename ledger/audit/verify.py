@@ -745,8 +745,9 @@ class _Merge:
         """After every chunk: the stored nodes that span chunks against those the
         merge made (and a saved state's, which must still be stored as it found
         them); then each range's stored Merkle rows that are not the tree's, but
-        for those under an event found altered (the tree stored is the events'
-        as written: the events changed, not it)."""
+        for those under an event found altered, or past where the events stop
+        giving the signed roots (the tree stored is the events' as written: the
+        events changed, not it)."""
         if self.tree_to:
             assert isinstance(self.log, StoreLog)
             expected = self.spanning_kept()
@@ -757,8 +758,12 @@ class _Merge:
             for f in self.found.items
             if f.position is not None and f.step in (Step.ENVELOPES, Step.CHAINS)
         }
+        # Past the last checkpoint whose root the events give, when one does not:
+        # the events differ from those the tree was stored for (moved, say, each
+        # still as signed); before it, the events are the signed ones.
+        since = self.matched if self.root_differs else None
         for mismatches in self.tree_found:
-            first = mismatches.explained_by(altered).finding()
+            first = mismatches.explained_by(altered, since).finding()
             if first is not None:
                 position, message = first
                 text = str(Problem(position, message).as_error())
