@@ -195,7 +195,7 @@ class SettlementAudit:
                 self._found(Step.SOURCES, _malformed(topic, exc, where), position, stream, facts)
             else:
                 if topic == SEED_REVEALED:
-                    self._in_play_at_reveal(str(state["seed_id"]), where, position, stream)
+                    self._in_play_at_reveal(state["seed_id"], where, position, stream)
             self._reveals()
         if facts is None or topic not in ROUND_TOPICS:
             return
@@ -311,7 +311,7 @@ class SettlementAudit:
         )
 
     def _in_play_at_reveal(
-        self, seed_id: str, where: str, position: int | None, table: str
+        self, seed_id: object, where: str, position: int | None, table: str
     ) -> None:
         """Every round the log has opened on the seed just revealed and not yet ended
         (this pass reads in log order: the reveal's log position decides)."""

@@ -99,7 +99,7 @@ class OlderRelease:
 
 
 def in_play_at_reveal(
-    seed_id: str, rounds: Iterable[RoundFacts], where: str
+    seed_id: object, rounds: Iterable[RoundFacts], where: str
 ) -> Iterator[tuple[RoundFacts, VerificationError]]:
     """Each of `rounds` (those the log has opened and not yet ended, in log
     order up to the reveal at `where`) still in play on seed `seed_id` when it
