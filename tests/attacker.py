@@ -12,6 +12,8 @@ from uuid import UUID
 import psycopg
 
 from ledger.crypto.keys import Keyring
+from ledger.crypto.merkle import hash_leaf
+from ledger.export.records import split_envelope
 from ledger.store.application import LedgerApplication
 from ledger.store.recorders import LEDGER_TABLES
 
@@ -90,6 +92,39 @@ class Attacker:
             "VALUES (?, ?, ?, ?)",
             (self.key(stream), version, topic, state),
         )
+
+    def rows(self) -> list[Row]:
+        """Every event row in log order, its stream id hyphenated."""
+        found = self.sql(
+            f"SELECT {self.id}, originator_id, originator_version, topic, state "
+            f"FROM {self.events} ORDER BY {self.id}"
+        )
+        return [(n, str(UUID(str(s))), v, t, bytes(state)) for n, s, v, t, state in found]
+
+    def rewrite(self, rows: list[Row]) -> None:
+        """Each row id given the stream, version, type and bytes listed (events moved
+        in the log), and its Merkle leaf the entry hash of those bytes. The rows'
+        (stream, version) pairs must be those they held, shuffled: each is set
+        aside first, as no two rows may hold one at once."""
+        for n, *_ in rows:
+            self.sql(
+                f"UPDATE {self.events} SET originator_version = ? WHERE {self.id} = ?", (-n, n)
+            )
+        for n, stream, version, topic, state in rows:
+            self.sql(
+                f"UPDATE {self.events} SET originator_id = ?, originator_version = ?, topic = ?, "
+                f"state = ? WHERE {self.id} = ?",
+                (self.key(stream), version, topic, state, n),
+            )
+            leaf = hash_leaf(split_envelope(state)[1])
+            self.sql("UPDATE ledger_merkle_leaves SET leaf_hash = ? WHERE notification_id = ?",
+                     (leaf, n))  # fmt: skip
+
+    def unanchor_from(self, position: int) -> None:
+        """Remove every checkpoint covering log position `position`, and every stored
+        Merkle node above it: what the real checkpoint key no longer signs."""
+        self.sql("DELETE FROM ledger_merkle_nodes WHERE (idx + 1) * (1 << level) > ?", (position,))
+        self.sql("DELETE FROM ledger_checkpoints WHERE tree_size > ?", (position,))
 
     def delete_tail(self, keep: int) -> None:
         """Remove every event after the first `keep`, with its Merkle data and checkpoints."""

@@ -3,7 +3,7 @@ on both stores: no operator voids a round once its first card is dealt (RNG or
 physical: the house may not choose deals by voiding those it dislikes); a
 physical misdeal voids only through the dealer device's signed fault report,
 and the fault and the void are significant events; an RNG draw made after its
-seed was revealed fails verify."""
+seed was revealed (the round still in play at the reveal) fails verify."""
 
 from __future__ import annotations
 
@@ -224,7 +224,10 @@ def test_an_rng_draw_after_its_seed_was_revealed_fails_verify(
             break
     else:
         pytest.fail("the round ended without another draw")
+    # Found at the reveal itself, the round still in play there (its draws after it follow).
     with pytest.raises(
-        VerificationError, match=rf"round {round_id} drew from seed {seed_id} after it was revealed"
+        VerificationError,
+        match=rf"seed {seed_id} was revealed while round {round_id}, which deals from it, was "
+        "still in play",
     ):
         verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)

@@ -1,6 +1,8 @@
 """`ledger export --round ID` writes a C2SP tlog-proof per event (tlog-proofs/);
 `verify --bundle` checks each alone, and so does Go's x/mod (tests/go/tlogcheck);
-every edit of one fails."""
+every edit of one fails. A proof is also held to the bundle's own checkpoints:
+one under a checkpoint the real key signed for the same size but another root
+(a split view, each file valid alone) fails, in a round or a range bundle."""
 
 from __future__ import annotations
 
@@ -16,9 +18,11 @@ import pytest
 
 from ledger.cli.main import main
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.keys import Keyring
-from ledger.crypto.merkle import hash_leaf
+from ledger.crypto.keys import Keyring, Role
+from ledger.crypto.keystore import KeyDirectory
+from ledger.crypto.merkle import hash_leaf, inclusion_proof, root_of, subtree_from_leaves
 from ledger.crypto.note import verifier_key
+from ledger.crypto.signing import InMemorySigner
 from ledger.crypto.tlog_proof import MAGIC, TlogProof
 from ledger.errors import VerificationError
 from tests.conftest import PASSPHRASE
@@ -237,3 +241,138 @@ def test_export_says_it_wrote_them(
     round_id = json.loads((bundle / "manifest.json").read_text())["selection"]["round"]
     assert main([*store, "export", str(tmp_path / "again"), "--round", round_id]) == 0
     assert "(and as a C2SP tlog-proof in tlog-proofs/)" in capsys.readouterr().out
+
+
+def _headers(bundle: Path) -> dict[int, bytes]:
+    """Each event's envelope header (its tlog entry) by log position (docs/export.md)."""
+    headers = {}
+    for event in _events(bundle):
+        envelope = base64.b64decode(str(event["envelope"]))
+        headers[int(str(event["position"]))] = envelope[
+            6 : 6 + int.from_bytes(envelope[4:6], "big")
+        ]
+    return headers
+
+
+def _checkpoint_key(store: list[str]) -> InMemorySigner:
+    """The log's real checkpoint key: the attacker of a split view holds it."""
+    return KeyDirectory(Path(store[store.index("--keys") + 1])).signer(Role.CHECKPOINT, PASSPHRASE)
+
+
+def _proof_under(
+    store: list[str], leaves: list[bytes], entry: bytes, position: int, like: Checkpoint, size: int
+) -> str:
+    """A tlog-proof of entry `position` of the tree of `leaves` (its first `size`),
+    under a checkpoint the real key signs for it, at the time of `like`."""
+    tree = leaves[:size]
+    checkpoint = Checkpoint.sign(
+        origin=like.origin,
+        size=size,
+        root=root_of(tree),
+        signer=_checkpoint_key(store),
+        now=like.issued_at,
+    )
+    path = inclusion_proof(position, size, subtree_from_leaves(tree))
+    return TlogProof(position, tuple(path), checkpoint.to_note(), extra=entry).format()
+
+
+def _forked(leaves: list[bytes], position: int) -> list[bytes]:
+    """The log's leaves with another entry than `position`'s changed: a tree in
+    which `position` still has its entry, under another root."""
+    other = 0 if position else 1
+    return [hash_leaf(b"a forked entry") if i == other else leaf for i, leaf in enumerate(leaves)]
+
+
+def _split_view(
+    bundle: Path, store: list[str], whole: Path, position: int, keyring: Keyring
+) -> Path:
+    """The event's proof replaced by one under a checkpoint of the same size as
+    the bundle's, signed by the real key, with another root and a valid path."""
+    path = bundle / "tlog-proofs" / f"{position}.tlog-proof"
+    genuine = TlogProof.parse(path.read_text()).checkpoint
+    leaves = _forked(list(map(hash_leaf, _headers(whole).values())), position)
+    entry = _headers(bundle)[position]
+    path.write_text(_proof_under(store, leaves, entry, position, genuine, genuine.size))
+    forged = TlogProof.parse(path.read_text())
+    assert forged.checkpoint.size == genuine.size and forged.checkpoint.root != genuine.root
+    assert forged.check(hash_leaf(entry), keyring) == forged.checkpoint  # valid on its own
+    return path
+
+
+def test_a_proof_under_a_forked_checkpoint_of_the_same_size_is_a_split_view(
+    store: list[str], bundle: Path, capsys: pytest.CaptureFixture[str], tlogcheck: Path
+) -> None:
+    position = int(str(_events(bundle)[-1]["position"]))
+    keyring = Keyring.load(bundle / "keyring.json")
+    path = _split_view(bundle, store, bundle.parent / "whole", position, keyring)
+    # Alone, the file is a proof Go's x/mod accepts: only the bundle's checkpoint shows the fork.
+    assert check_tlog_proof(tlogcheck, path, _vkey(bundle)).returncode == 0
+    code, out = verify(bundle, capsys)
+    assert code == 1, out
+    assert f"bundle tlog-proofs/{position}.tlog-proof: its checkpoint of size" in out
+    assert "a split view" in out
+
+
+def test_a_proof_under_a_checkpoint_the_bundle_does_not_hold_fails(
+    store: list[str], bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A genuine tree and the real key, but a size no checkpoint of the bundle has:
+    nothing in the bundle says that checkpoint is of the log the bundle shows."""
+    position = int(str(_events(bundle)[-1]["position"]))
+    path = bundle / "tlog-proofs" / f"{position}.tlog-proof"
+    genuine = TlogProof.parse(path.read_text()).checkpoint
+    leaves = list(map(hash_leaf, _headers(bundle.parent / "whole").values()))
+    sizes = {Checkpoint.from_note(json.loads(line)["note"]).size
+             for line in (bundle / "checkpoints.jsonl").read_text().splitlines()}  # fmt: skip
+    size = position + 1
+    assert size not in sizes
+    path.write_text(
+        _proof_under(store, leaves, _headers(bundle)[position], position, genuine, size)
+    )
+    code, out = verify(bundle, capsys)
+    assert code == 1, out
+    assert f"bundle tlog-proofs/{position}.tlog-proof: its checkpoint of size {size} is none" in out
+
+
+def test_a_range_bundles_tlog_proofs_are_held_to_its_checkpoints(
+    store: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A range bundle carries no tlog-proofs, but one given them checks each as a
+    round bundle's: genuine ones pass, a split view fails."""
+    whole = tmp_path / "whole"
+    assert main([*store, "export", str(whole)]) == 0
+    part = tmp_path / "part"
+    assert main([*store, "export", str(part), "--from", "3", "--to", "9"]) == 0
+    capsys.readouterr()
+    leaves = list(map(hash_leaf, _headers(whole).values()))
+    notes = [
+        json.loads(line)["note"] for line in (part / "checkpoints.jsonl").read_text().splitlines()
+    ]
+    newest = max(map(Checkpoint.from_note, notes), key=lambda c: c.size)
+    (part / "tlog-proofs").mkdir()
+    for position, entry in _headers(part).items():
+        path = inclusion_proof(position, newest.size, subtree_from_leaves(leaves[: newest.size]))
+        proof = TlogProof(position, tuple(path), newest.to_note(), extra=entry)
+        (part / "tlog-proofs" / f"{position}.tlog-proof").write_text(proof.format())
+    code, out = verify(part, capsys)
+    assert code == 0, out
+    assert "7 C2SP tlog-proofs (tlog-proofs/) checked" in out
+    keyring = Keyring.load(part / "keyring.json")
+    _split_view(part, store, whole, 9, keyring)
+    code, out = verify(part, capsys)
+    assert code == 1, out
+    assert (
+        "bundle tlog-proofs/9.tlog-proof: its checkpoint of size" in out and "a split view" in out
+    )
+
+
+def test_a_whole_log_bundle_with_tlog_proofs_fails(
+    store: list[str], bundle: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ledger writes none in a whole-log bundle (its roots are recomputed from
+    its events): a proof put there is no part of it, whatever checkpoint it names."""
+    whole = bundle.parent / "whole"
+    shutil.copytree(bundle / "tlog-proofs", whole / "tlog-proofs")
+    code, out = verify(whole, capsys)
+    assert code == 1, out
+    assert "bundle tlog-proofs: a whole-log bundle carries no tlog-proofs" in out

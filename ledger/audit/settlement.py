@@ -8,7 +8,9 @@ numbered steps read:
    with its postings, every account a posting names exists;
 9. sources (`sources`): every outcome and faulty throw came from where its
    round's table allows: RNG draws recomputed from the round's committed
-   seed at its reveal, dealer device reports' signatures checked;
+   seed at its reveal, which comes after every draw and after the end of
+   every round on the seed in the log; dealer device reports' signatures
+   checked;
 10. round rules (`round_rules`): each round's steps in order, operator voids
     only before any draw, the game's fault policy obeyed;
 11. payouts (`resettle`): every settlement and correction settled again with
@@ -37,7 +39,7 @@ from ledger.audit.round_archive import RoundArchive
 from ledger.audit.round_facts import OPENED, ROUND_TOPICS, RoundFacts, RoundFold
 from ledger.audit.round_games import RoundGames
 from ledger.audit.round_rules import RoundRulesAudit
-from ledger.audit.sources import Located, SourceAudit
+from ledger.audit.sources import SEED_REVEALED, Located, SourceAudit, in_play_at_reveal
 from ledger.crypto.keys import Keyring
 from ledger.domain.round import SETTLED, VOIDED
 from ledger.errors import CannotReDeriveError, FindingKind, LedgerError, VerificationError
@@ -191,6 +193,9 @@ class SettlementAudit:
                 )
             except (VerificationError, *_MALFORMED) as exc:
                 self._found(Step.SOURCES, _malformed(topic, exc, where), position, stream, facts)
+            else:
+                if topic == SEED_REVEALED:
+                    self._in_play_at_reveal(state["seed_id"], where, position, stream)
             self._reveals()
         if facts is None or topic not in ROUND_TOPICS:
             return
@@ -304,6 +309,14 @@ class SettlementAudit:
             stream=stream,
             round_id=round_id,
         )
+
+    def _in_play_at_reveal(
+        self, seed_id: object, where: str, position: int | None, table: str
+    ) -> None:
+        """Every round the log has opened on the seed just revealed and not yet ended
+        (this pass reads in log order: the reveal's log position decides)."""
+        for facts, problem in in_play_at_reveal(seed_id, list(self.facts.values()), where):
+            self._found(Step.SOURCES, problem, position, table, facts)
 
     def _reveals(self) -> None:
         """Problems the sources check found late (RNG draws recomputed at a reveal)

@@ -7,7 +7,12 @@ docs/rules.md §1.4).
   the round's committed seed and the round's own throw counter, never from
   what the throw itself names, once the seed is revealed (and the revealed
   seed must match its commitment). Every draw precedes its seed's reveal in
-  the log: a draw from a revealed seed was known before it was made. Throws
+  the log: a draw from a revealed seed was known before it was made. And
+  every round opened on a seed is over (settled or voided) before the seed's
+  reveal in the log (`in_play_at_reveal`): a round still in play would be
+  played on with its remaining draws known (a Xì dách dealer who stops
+  knowing the next card), though it draws nothing after the reveal. Both are
+  judged by log position, never by the table stream's own order. Throws
   whose seed is still secret are counted, not checked. An RNG throw is never
   faulty, and never corrected.
 - A table opened as RNG opens its rounds only on a seed, and a table opened
@@ -25,6 +30,7 @@ docs/rules.md §1.4).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +41,7 @@ from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
-from ledger.domain.round import Round, action_fact, fault_fact, throw_fact
+from ledger.domain.round import SETTLED, VOIDED, Round, action_fact, fault_fact, throw_fact
 from ledger.errors import VerificationError
 from ledger.rng.deck import shuffled_deck
 from ledger.rng.dice import commitment, throw
@@ -45,7 +51,7 @@ if TYPE_CHECKING:
 
 _TABLE_OPENED = get_topic(GameTable.Opened)
 _COMMITTED = get_topic(GameTable.SeedCommitted)
-_REVEALED = get_topic(GameTable.SeedRevealed)
+SEED_REVEALED = get_topic(GameTable.SeedRevealed)
 _OPENED = get_topic(Round.Opened)
 _OUTCOME = get_topic(Round.OutcomeRecorded)
 _FAULT = get_topic(Round.FaultRecorded)
@@ -90,6 +96,25 @@ class OlderRelease:
     release: str
     message: str
     at: Located
+
+
+def in_play_at_reveal(
+    seed_id: object, rounds: Iterable[RoundFacts], where: str
+) -> Iterator[tuple[RoundFacts, VerificationError]]:
+    """Each of `rounds` (those the log has opened and not yet ended, in log
+    order up to the reveal at `where`) still in play on seed `seed_id` when it
+    is revealed, with its problem; a round already found at fault is left out."""
+    for facts in rounds:
+        if facts.seed == seed_id and not facts.tainted and facts.status not in (SETTLED, VOIDED):
+            yield (
+                facts,
+                VerificationError(
+                    f"seed {seed_id} was revealed while round {facts.round_id}, which deals "
+                    "from it, was still in play: the rest of its play was known (a seed is "
+                    "revealed only once every round drawing from it is over)",
+                    where=where,
+                ),
+            )
 
 
 class SourceAudit:
@@ -137,7 +162,7 @@ class SourceAudit:
                     where=where,
                 )
             self.commitments[state["seed_id"]] = (stream, state["commitment"])
-        elif topic == _REVEALED:
+        elif topic == SEED_REVEALED:
             seed = bytes.fromhex(state["seed"])
             table, committed = self.commitments.get(state["seed_id"], ("", ""))
             if table != stream or commitment(seed) != committed:

@@ -84,8 +84,18 @@ class TlogProof:
     def check(self, leaf_hash: bytes, keyring: Keyring, *, origin: str | None = None) -> Checkpoint:
         """The checkpoint under which `leaf_hash` is entry `index`, once its
         signature verifies with `keyring` and the path leads to its root."""
+        checkpoint = self.signed_checkpoint(keyring, origin=origin)
+        self.check_path(leaf_hash, checkpoint)
+        return checkpoint
+
+    def signed_checkpoint(self, keyring: Keyring, *, origin: str | None = None) -> Checkpoint:
+        """The proof's checkpoint, once its signature verifies with `keyring`."""
         checkpoint = self.checkpoint
         checkpoint.verify(keyring, origin=origin)
+        return checkpoint
+
+    def check_path(self, leaf_hash: bytes, checkpoint: Checkpoint) -> None:
+        """The entry is `leaf_hash`'s, and the path leads from it to `checkpoint`'s root."""
         if self.extra is not None and hash_leaf(self.extra) != leaf_hash:
             raise VerificationError("its extra data is not the entry")
         root = root_from_inclusion(self.index, checkpoint.size, leaf_hash, self.proof)
@@ -94,4 +104,3 @@ class TlogProof:
                 f"the path from entry {self.index} does not lead to the root of the checkpoint "
                 f"of size {checkpoint.size}"
             )
-        return checkpoint

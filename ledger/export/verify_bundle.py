@@ -47,7 +47,7 @@ from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import CONSISTENCY, GAMES, MANIFEST, PROOFS
 from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle, parse_checkpoint
-from ledger.export.tlog_proofs import check_tlog_proofs
+from ledger.export.tlog_proofs import check_tlog_proofs, refuse_tlog_proofs
 from ledger.plugins.manager import Plugins, get_plugin_manager
 from ledger.plugins.registry import LoadedGame
 
@@ -113,6 +113,7 @@ def verify_bundle(
         ]
         games = pinned
     if bundle.whole_log:
+        refuse_tlog_proofs(bundle.directory)
         try:
             report.store = verify_log(
                 BundleLog(bundle),
@@ -300,7 +301,7 @@ def _verify_partial(
         _check_range(bundle, first_position, last_position, count)
     report.events = count
     origin = next(iter(checkpoints.values())).origin if checkpoints else None
-    tlog_proofs = check_tlog_proofs(bundle.directory, entries, keyring, origin=origin)
+    tlog_proofs = check_tlog_proofs(bundle.directory, entries, keyring, checkpoints, origin=origin)
     sizes = ", ".join(str(s) for s in sorted(used)) or "none"
     judged = (
         "before the first checkpoint that covers it"
