@@ -590,3 +590,18 @@ def test_a_merkle_row_changed_in_the_mirror_store_fails_the_next_pass(
             mirror.app, node.keyring, level=Level.SIGNATURES, workers=1, findings=Findings()
         )
         assert [f.step for f in report.findings.items] == [Step.MERKLE]
+
+
+def test_a_state_of_an_earlier_format_is_made_again_from_the_copy(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path
+) -> None:
+    held = copied(node, api, mirror_store, tmp_path)
+    path = tmp_path / "m" / "state" / "state.json"
+    state = json.loads(path.read_text())
+    path.write_text(json.dumps({**state, "format": 3}))  # as an earlier release left it
+    write_events(node, accounts=1)
+    with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror:
+        assert mirror.size == held  # the copy verified in full, its state made again
+        assert mirror.sync().events > 0
+        assert all_rows(mirror.app) == all_rows(node.app)
+    assert json.loads(path.read_text())["format"] == state["format"]

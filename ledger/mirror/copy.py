@@ -190,7 +190,10 @@ class Mirror:
         """The saved state, brought up to what the store holds (a crash after a
         commit left the state behind it): `verify --resume` over the store."""
         state_dir = self.directory / STATE_DIR
-        state = VerifyState.load(state_dir) if (state_dir / STATE_FILE).exists() else None
+        try:
+            state = VerifyState.load(state_dir) if (state_dir / STATE_FILE).exists() else None
+        except ConfigError:  # an earlier release's format: made again from the store itself
+            state = None
         stored = self.app.tables.event_count()[0]
         if state is not None and state.size > stored:
             raise VerificationError(
