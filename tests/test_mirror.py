@@ -605,3 +605,30 @@ def test_a_state_of_an_earlier_format_is_made_again_from_the_copy(
         assert mirror.sync().events > 0
         assert all_rows(mirror.app) == all_rows(node.app)
     assert json.loads(path.read_text())["format"] == state["format"]
+
+
+def test_the_checkpoint_list_serves_the_valid_ones_above_a_size_by_size(
+    node: Node, api: Api, store_url: str
+) -> None:
+    sizes = checkpointed_steps(node, 4)
+    listed = api.get("/v1/checkpoints", after=0, limit=1000).json()
+    assert [c["size"] for c in listed["checkpoints"]] == sizes and listed["next_after"] == sizes[-1]
+    for entry in listed["checkpoints"]:
+        assert Checkpoint.from_note(entry["note"]).size == entry["size"]
+    page = api.get("/v1/checkpoints", after=sizes[0], limit=2).json()
+    assert [c["size"] for c in page["checkpoints"]] == sizes[1:3]
+    attacker = Attacker(store_url)  # a row edited behind the node's back is not served
+    try:
+        note = attacker.checkpoint_note(sizes[1])
+        attacker.sql(
+            "UPDATE ledger_checkpoints SET note = ? WHERE tree_size = ?",
+            (note.replace("\n", "\n\n", 1), sizes[1]),
+        )
+    finally:
+        attacker.close()
+    served = api.get("/v1/checkpoints", after=0).json()["checkpoints"]
+    assert [c["size"] for c in served] == [sizes[0], *sizes[2:]]
+    assert api.get("/v1/checkpoints", after=sizes[-1]).json() == {
+        "checkpoints": [],
+        "next_after": None,
+    }
