@@ -241,7 +241,7 @@ def test_a_findings_file_in_no_directory_is_bad_input(
     code = main(["--store", node.app.store_url, "--keys", str(node.keys.path), "verify",
                  "--findings", str(tmp_path / "nowhere" / "f.jsonl")])  # fmt: skip
     assert code == 2
-    assert "no such directory" in capsys.readouterr().err
+    assert "nowhere does not exist" in capsys.readouterr().err
 
 
 def test_a_round_whose_game_is_missing_is_not_checked_unless_something_failed(

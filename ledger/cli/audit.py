@@ -20,7 +20,7 @@ from ledger.cli.progress import progress_bar
 from ledger.cli.tiles import publish_tiles
 from ledger.crypto.roles import Role
 from ledger.errors import CannotCheckError, ConfigError, VerificationError
-from ledger.inputs import output_file
+from ledger.inputs import existing_directory, output_directory, output_file
 from ledger.store.config import store_url
 
 # The verifier, the checkpointer and the node are imported by the commands
@@ -245,13 +245,8 @@ def _record(args: argparse.Namespace, auditor: tuple[Signer, bytes], run: dict[s
 
 
 def _findings_file(args: argparse.Namespace) -> Path | None:
-    """--findings FILE, checked before the work: its directory must exist."""
-    if args.findings is None:
-        return None
-    path = Path(args.findings)
-    if not path.parent.is_dir():
-        raise ConfigError(f"--findings {path}: no such directory {path.parent}")
-    return path
+    """--findings FILE, checked before the work: a file that can be written."""
+    return None if args.findings is None else output_file(args.findings, "write the findings to")
 
 
 def _report_findings(report: VerificationReport, out: Path | None) -> None:
@@ -272,16 +267,12 @@ def _report_findings(report: VerificationReport, out: Path | None) -> None:
 
 def _state_dir(args: argparse.Namespace) -> Path | None:
     """Where the next saved state goes: --save-state DIR, else the --resume DIR
-    it goes on from; checked before the work."""
-    where = args.save_state or args.resume
-    if where is None:
+    it goes on from; checked before the work (creating nothing)."""
+    if args.resume is not None and args.save_state is None:
+        return existing_directory(args.resume, "--resume")
+    if args.save_state is None:
         return None
-    path = Path(where)
-    if path.exists() and not path.is_dir():
-        raise ConfigError(f"--save-state {path}: not a directory")
-    if not path.exists() and not path.parent.is_dir():
-        raise ConfigError(f"--save-state {path}: no such directory {path.parent}")
-    return path
+    return output_directory(args.save_state, "save the state to")
 
 
 def _start_worker_server(url: str) -> None:
@@ -332,8 +323,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
         policy.check_keyring(keyring)
     auditor = _auditor(args)
     findings_out = _findings_file(args)
-    resume = VerifyState.load(Path(args.resume)) if args.resume else None
     state_dir = _state_dir(args)
+    if args.resume is not None:
+        existing_directory(args.resume, "--resume")
+    resume = VerifyState.load(Path(args.resume)) if args.resume else None
     tree_size = 0
     witnessed = None
     try:

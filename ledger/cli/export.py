@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
 from ledger.cli.common import open_ledger_from_args
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
+from ledger.inputs import output_directory
 
 if TYPE_CHECKING:
     from ledger.export.writer import Selection
@@ -34,9 +34,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from ledger.plugins.manager import get_plugin_manager
 
     selection = _selection(args)
-    directory = Path(args.directory)
-    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-        raise ConfigError(f"cannot export to {directory}: it exists and is not an empty directory")
+    directory = output_directory(args.directory, "export to", empty=True)
     plugins = get_plugin_manager()
     plugins.games()  # a broken plugin fails before the store is opened
     ledger = open_ledger_from_args(args, writable=False, plugins=plugins)
