@@ -14,12 +14,13 @@ The suite needs a PostgreSQL server: by default a database `test` on
 127.0.0.1:5432 that the user `postgres` reaches without a password (trust);
 LEDGER_TEST_PG_DSN and LEDGER_TEST_PG_URL point the tests elsewhere. When
 they are not set and a local Debian/Ubuntu cluster is installed but down,
-`test` starts it (pg_ctlcluster), as CI does. It also needs three things
+`test` starts it (pg_ctlcluster), as CI does. It also needs four things
 from Debian, which `test` installs with apt-get when they are missing:
 chromium (the report's browser test), Go with golang-golang-x-mod-dev (the
-tiles' and witnesses' interop tests) and postgresql's server tools (the
+tiles' and witnesses' interop tests), postgresql's server tools (the
 fault tests make clusters of their own on other loopback ports, and mount a
-small tmpfs, as root).
+small tmpfs, as root) and gcc's sanitizer runtimes (the C fast path is
+built again under AddressSanitizer and UBSan).
 """
 
 from __future__ import annotations
@@ -108,7 +109,26 @@ def missing_system_packages() -> dict[str, str]:
         # The fault tests make clusters of their own (initdb, pg_ctl, pg_basebackup);
         # the shared test server may be another machine.
         missing["postgresql"] = "the fault tests' own clusters"
+    for package in sanitizer_packages():
+        missing[package] = "the C fast path built with AddressSanitizer and UBSan"
     return missing
+
+
+def sanitizer_packages() -> list[str]:
+    """What tests/test_native_sanitized.py lacks to build ledger/crypto/_native.c
+    under gcc's sanitizers: gcc itself, or the runtimes its libgcc-N-dev brings."""
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        return ["gcc"]
+    runtime = subprocess.run(
+        [gcc, "-print-file-name=libasan.so"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    if Path(runtime).is_absolute() and Path(runtime).exists():
+        return []
+    version = subprocess.run(
+        [gcc, "-dumpversion"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return [f"libgcc-{version.split('.')[0]}-dev"]
 
 
 def install_system_packages() -> None:

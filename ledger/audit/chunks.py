@@ -328,11 +328,11 @@ def verify_batches(
                         digits = header[at : header.find(b",", at)]
                         if digits != time_digits:
                             time_digits, signed_at = digits, _signing_time(digits)
-                        if last is not None:
-                            if version == last[0] + 1:
+                        if 0 <= version < JSON_SAFE_INT:  # (no header holds another)
+                            if last is None:
+                                prev_hex = _hex_or_none(state[prev_at:prev_end])
+                            elif version == last[0] + 1:
                                 prev_hex = hexlify(last[1])
-                        elif 0 <= version < JSON_SAFE_INT:
-                            prev_hex = _hex_or_none(state[prev_at:prev_end])
                     except struct.error:
                         prev_hex = None  # truncated: the full path says so
                     if (

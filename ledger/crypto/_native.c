@@ -227,7 +227,8 @@ hex_stream_name(PyObject *names, PyObject *originator)
  * key (a UUID hashes and compares by it) without the Python __hash__ and
  * __eq__ calls a lookup by the UUID itself makes, a row each. Its own dict:
  * beside the UUID keys of `names`, of equal hashes, every lookup would still
- * call UUID.__eq__. New reference; NULL on error. */
+ * call UUID.__eq__. New reference; Py_None when its `int` is not an int (the
+ * caller asks `name_of`); NULL on error. */
 static PyObject *
 uuid_stream_name(PyObject *uuid_names, PyObject *originator)
 {
@@ -236,8 +237,7 @@ uuid_stream_name(PyObject *uuid_names, PyObject *originator)
         return NULL;
     if (!PyLong_CheckExact(number)) {
         Py_DECREF(number);
-        PyErr_SetString(PyExc_TypeError, "scan(): a UUID whose int is not an int");
-        return NULL;
+        Py_RETURN_NONE;
     }
     PyObject *named = PyDict_GetItemWithError(uuid_names, number);
     if (named != NULL) {
@@ -260,10 +260,31 @@ uuid_stream_name(PyObject *uuid_names, PyObject *originator)
     return named;
 }
 
+/* first_leaf + index, as Python adds them (a log position has no bound here). */
+static PyObject *
+position_of(PyObject *first_leaf, Py_ssize_t index)
+{
+    PyObject *offset = PyLong_FromSsize_t(index);
+    if (offset == NULL)
+        return NULL;
+    PyObject *position = PyNumber_Add(first_leaf, offset);
+    Py_DECREF(offset);
+    return position;
+}
+
 /* scan(rows, index, end, first_leaf, key, low, high, clock, names, name_of,
  *      topics, topic_of, lasts, firsts, hashes, verify, public_key, domain,
  *      uuid_names)
- * -> the index of the first row in [index, end) that did not pass, or end. */
+ * -> the index of the first row in [index, end) that did not pass, or end.
+ *
+ * Memory safety (tests/test_native_sanitized.py runs the differential tests
+ * and a corpus of hostile rows and arguments against a build under ASan and
+ * UBSan): every length read from a row is checked against the row's size
+ * before the bytes it covers are read; numbers are checked before C
+ * arithmetic on them (positions are Python integers); and the callbacks
+ * (`name_of`, `topic_of`, `verify`) may run any Python code, so the row
+ * being checked is held while they run, `rows` is re-measured each row, and
+ * nothing borrowed from a list or dict they could change is used after. */
 static PyObject *
 scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -282,25 +303,39 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_TypeError, "scan(): unexpected argument types");
         return NULL;
     }
-    Py_ssize_t index = PyLong_AsSsize_t(args[1]);
-    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
-    long long first_leaf = PyLong_AsLongLong(args[3]);
-    long long low = clamped(args[5]), high = clamped(args[6]);
-    if (PyErr_Occurred())
-        return NULL;
-    if (end > PyList_GET_SIZE(rows))
-        end = PyList_GET_SIZE(rows);
-    const char *key_chars = PyBytes_AS_STRING(key);
-    Py_ssize_t key_size = PyBytes_GET_SIZE(key);
-    /* The last time parsed: its digits and value (clock[1] < 0: none valid). */
-    PyObject *clock_digits = PyList_GET_ITEM(clock, 0);
-    long long clock_value = PyLong_AsLongLong(PyList_GET_ITEM(clock, 1));
-    if (PyErr_Occurred())
-        return NULL;
-    if (!PyBytes_CheckExact(clock_digits)) {
-        PyErr_SetString(PyExc_TypeError, "scan(): clock[0] must be bytes");
+    PyObject *first_leaf = args[3];
+    if (!PyLong_CheckExact(first_leaf)) {
+        PyErr_SetString(PyExc_TypeError, "scan(): first_leaf must be an int");
         return NULL;
     }
+    Py_ssize_t index = PyLong_AsSsize_t(args[1]);
+    if (index == -1 && PyErr_Occurred())
+        return NULL;
+    if (index < 0) { /* PyList_GET_ITEM does no bounds check */
+        PyErr_SetString(PyExc_ValueError, "scan(): index must not be negative");
+        return NULL;
+    }
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if (end == -1 && PyErr_Occurred())
+        return NULL;
+    long long low = clamped(args[5]);
+    if (low == -1 && PyErr_Occurred())
+        return NULL;
+    long long high = clamped(args[6]);
+    if (high == -1 && PyErr_Occurred())
+        return NULL;
+    const char *key_chars = PyBytes_AS_STRING(key);
+    Py_ssize_t key_size = PyBytes_GET_SIZE(key);
+    /* The last time parsed: its digits and value (clock[1] < 0: none valid).
+     * Exact types: converting anything else could run code that empties `clock`. */
+    PyObject *clock_digits = PyList_GET_ITEM(clock, 0);
+    if (!PyBytes_CheckExact(clock_digits) || !PyLong_CheckExact(PyList_GET_ITEM(clock, 1))) {
+        PyErr_SetString(PyExc_TypeError, "scan(): clock must be [bytes, int]");
+        return NULL;
+    }
+    long long clock_value = PyLong_AsLongLong(PyList_GET_ITEM(clock, 1));
+    if (clock_value == -1 && PyErr_Occurred())
+        return NULL;
     Py_INCREF(clock_digits);
     int failed = 0;
     /* `verify`: None, libsodium's crypto_sign_open (its address, an int), or a callable. */
@@ -316,8 +351,11 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
 
-    for (; index < end; index++) {
+    PyObject *held = NULL; /* the row being checked, which a callback may drop from `rows` */
+    for (; index < end && index < PyList_GET_SIZE(rows); index++) {
         PyObject *row = PyList_GET_ITEM(rows, index);
+        Py_INCREF(row);
+        Py_XSETREF(held, row);
         if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != 5)
             break;
         PyObject *originator = PyTuple_GET_ITEM(row, 1), *version_obj = PyTuple_GET_ITEM(row, 2),
@@ -331,6 +369,8 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             PyErr_Clear();
             break;
         }
+        if (version < 0 || version >= JSON_SAFE_INT) /* a header holds no other */
+            break;
         const char *data = PyBytes_AS_STRING(state);
         Py_ssize_t size = PyBytes_GET_SIZE(state);
         if (size < PREFIX_SIZE || memcmp(data, MAGIC, 4) != 0)
@@ -348,19 +388,20 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             named = PyDict_GetItemWithError(names, originator);
             if (named != NULL)
                 Py_INCREF(named);
-            else if (!PyErr_Occurred()) {
+            else if (!PyErr_Occurred())
                 named = hex_stream_name(names, originator);
-                if (named == Py_None) {
-                    Py_DECREF(named);
-                    named = PyObject_CallOneArg(name_of, originator);
-                }
-            }
+        }
+        if (named == Py_None) {
+            Py_DECREF(named);
+            named = PyObject_CallOneArg(name_of, originator);
         }
         if (named == NULL) {
             failed = 1;
             break;
         }
+        /* The stream an exact str: looking it up in `lasts` runs no code. */
         if (!PyTuple_CheckExact(named) || PyTuple_GET_SIZE(named) != 2 ||
+            !PyUnicode_CheckExact(PyTuple_GET_ITEM(named, 0)) ||
             !PyBytes_CheckExact(PyTuple_GET_ITEM(named, 1))) {
             Py_DECREF(named);
             break;
@@ -418,22 +459,21 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 break;
             }
             if (last != NULL) {
-                if (!PyTuple_CheckExact(last) || PyTuple_GET_SIZE(last) != 2)
+                /* Exact types: converting anything else could run code that frees `last`. */
+                if (!PyTuple_CheckExact(last) || PyTuple_GET_SIZE(last) != 2 ||
+                    !PyLong_CheckExact(PyTuple_GET_ITEM(last, 0)))
                     break;
-                long long last_version = PyLong_AsLongLong(PyTuple_GET_ITEM(last, 0));
+                int last_overflow = 0;
+                long long last_version =
+                    PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(last, 0), &last_overflow);
                 PyObject *last_hash = PyTuple_GET_ITEM(last, 1);
-                if (PyErr_Occurred()) {
-                    PyErr_Clear();
-                    break;
-                }
-                if (last_version == LLONG_MAX || version != last_version + 1 ||
+                if (last_overflow || last_version == LLONG_MAX || version != last_version + 1 ||
                     !PyBytes_CheckExact(last_hash) || PyBytes_GET_SIZE(last_hash) != 32)
                     break;
                 to_hex((const unsigned char *)PyBytes_AS_STRING(last_hash), 32, prev_hex);
             }
             else {
-                if (version < 0 || version >= JSON_SAFE_INT ||
-                    size < PREFIX_SIZE + PREV_OFFSET + HEX_SIZE ||
+                if (size < PREFIX_SIZE + PREV_OFFSET + HEX_SIZE ||
                     !from_lower_hex(data + PREFIX_SIZE + PREV_OFFSET, prev_raw, 32))
                     break;
                 memcpy(prev_hex, data + PREFIX_SIZE + PREV_OFFSET, HEX_SIZE);
@@ -533,8 +573,10 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 break;
             }
             if (last == NULL) {
-                first = Py_BuildValue("(LLy#)", first_leaf + (long long)index, version,
-                                      (const char *)prev_raw, (Py_ssize_t)32);
+                PyObject *position = position_of(first_leaf, index);
+                first = position == NULL ? NULL
+                                         : Py_BuildValue("(NLy#)", position, version,
+                                                         (const char *)prev_raw, (Py_ssize_t)32);
                 if (first == NULL || PyDict_SetItem(firsts, stream, first) < 0) {
                     failed = 1;
                     break;
@@ -565,16 +607,18 @@ scan(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             break;
     }
 
+    Py_XDECREF(held);
     PyMem_Free(signed_message.data);
     PyMem_Free(opened.data);
     if (!failed) {
+        /* PyList_SetItem steals the item, and refuses (IndexError) a clock a
+         * callback emptied. */
         PyObject *value = PyLong_FromLongLong(clock_value);
-        if (value == NULL)
+        if (value == NULL || PyList_SetItem(clock, 1, value) < 0)
             failed = 1;
         else {
-            PyList_SetItem(clock, 1, value); /* steals `value` */
             Py_INCREF(clock_digits);
-            PyList_SetItem(clock, 0, clock_digits);
+            failed = PyList_SetItem(clock, 0, clock_digits) < 0;
         }
     }
     Py_DECREF(clock_digits);
