@@ -11,7 +11,7 @@ import time
 import pytest
 
 from ledger import outbound
-from tests.hostile_peer import SlowLoris
+from tests.peers import SlowLoris
 
 DEADLINE = 1.0
 SLACK = 15.0  # seconds: generous, for a loaded machine; an upper bound only

@@ -37,7 +37,7 @@ from ledger.store.witnessing import (
 from ledger.witness.state import WitnessState
 from ledger.witness.witness import Witness
 from tests.conftest import PASSPHRASE
-from tests.hostile_peer import SlowLoris
+from tests.peers import SlowLoris
 from tests.witness_support import ServedWitness, record, signer
 
 
