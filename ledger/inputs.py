@@ -56,14 +56,22 @@ def read_json_object(path: Path, what: str, error: ErrorType = ConfigError) -> d
     except ValueError as exc:
         raise error(f"{what} {path} is not JSON ({exc})") from None
     if type(data) is not dict:
-        raise error(f"{what} {path} is not a JSON object (it holds {_json_kind(data)})")
+        raise error(f"{what} {path} is not a JSON object (it holds {json_kind(data)})")
     return data
 
 
-def _json_kind(value: object) -> str:
+def json_kind(value: object) -> str:
+    """What a JSON value is, in words ("a list"), for an error line."""
     if value is None:
         return "null"
-    names = {list: "a list", str: "a string", bool: "a boolean", int: "a number", float: "a number"}
+    names = {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+    }
     return names.get(type(value), type(value).__name__)
 
 

@@ -18,7 +18,7 @@ from ledger.store.config import describe, store_url
 from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row, stream_of
 from ledger.store.sealing import SealingMapper
 from ledger.store.witnessing import (
-    TIMEOUT_SECONDS,
+    DEADLINE_SECONDS,
     WITNESSES_ENV,
     SplitView,
     WitnessSubmitter,
@@ -127,7 +127,7 @@ class Node:
         finally:
             try:
                 if self.witnesses is not None:  # the last checkpoint, if a witness answers soon
-                    self.witnesses.close(wait=TIMEOUT_SECONDS)
+                    self.witnesses.close(wait=DEADLINE_SECONDS)
             finally:
                 self.app.close()
 

@@ -6,7 +6,9 @@ answer a byte at a time, each just inside the time-out, holds a reader for
 as long as it likes. Here a timer cuts the connection when the deadline
 passes, whatever phase the request is in (connecting, sending, waiting for
 the headers, reading the body), and an answer larger than `max_bytes` is cut
-too: what a peer sends is its own to choose, and the ledger's to bound.
+too: what a peer sends is its own to choose, and the ledger's to bound. A
+deadline that passed while connecting (no socket yet to cut) ends the request
+once connected, and a body cut short is never taken for the whole answer.
 """
 
 from __future__ import annotations
@@ -66,11 +68,16 @@ def request(
     timer.start()
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
+        connection.connect()
+        if expired.is_set():  # it passed while connecting, before there was a socket to cut
+            raise DeadlinePassed(f"no complete answer within {deadline:g} s")
         connection.request(method, target, body=body, headers=headers or {})
         response = connection.getresponse()
         data = response.read(max_bytes + 1)
         if len(data) > max_bytes:
             raise AnswerTooLarge(f"{url} answered more than {max_bytes} bytes")
+        if expired.is_set() or response.length:  # cut mid-body, or closed before its end
+            raise http.client.IncompleteRead(data, response.length)
         return Answer(response.status, response.getheader("Content-Type", ""), data)
     except (OSError, http.client.HTTPException) as exc:
         if expired.is_set():

@@ -1,11 +1,12 @@
 """HTTP peers that are not what a command expects, served from a thread on a
 free loopback port: one that answers 404 to everything (a web server, a
-witness, the tiles: anything but a ledger node's API) and one that trickles
-its answer a byte at a time (a slow or hostile peer)."""
+witness, the tiles: anything but a ledger node's API) and `SlowLoris`, one
+that never gives a whole answer (a slow or hostile peer: a mirror's source,
+a witness the checkpointer asks)."""
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import socket
 import threading
 from collections.abc import Iterator
@@ -70,36 +71,72 @@ def empty_ledger() -> Iterator[str]:
 
 @contextmanager
 def trickling(interval: float = 0.2) -> Iterator[str]:
-    """The base URL of a server that reads a request, then sends its status
-    line a byte every `interval` seconds, for as long as the client listens:
-    each read is quick, the answer never ends."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    stopped = threading.Event()
+    """The base URL of a server that sends its status line a byte every
+    `interval` seconds, for as long as the client listens: each read is
+    quick, the answer never ends."""
+    with SlowLoris("headers", interval) as peer:
+        yield peer.url
 
-    def serve(connection: socket.socket) -> None:
-        with connection:
+
+class SlowLoris:
+    """A peer that never gives a whole answer. `trickle="headers"` sends its
+    status line and headers one byte every `pause` seconds, without end;
+    `trickle="body"` sends whole headers, then the body that way;
+    `trickle=None` accepts and says nothing. Each byte comes well inside a
+    time-out per read."""
+
+    HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100000\r\n\r\n"
+
+    def __init__(self, trickle: str | None, pause: float = 0.2) -> None:
+        self.trickle = trickle
+        self.pause = pause
+        self.sent = 0  # bytes trickled so far, to all its callers
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.listener.settimeout(0.1)
+        self.stopped = threading.Event()
+        self.threads = [threading.Thread(target=self._accept, daemon=True)]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
             try:
-                connection.recv(65536)
-                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10**6:
-                    if stopped.wait(interval):
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            thread = threading.Thread(target=self._answer, args=(connection,), daemon=True)
+            self.threads.append(thread)
+            thread.start()
+
+    def _answer(self, connection: socket.socket) -> None:
+        with connection:
+            if self.trickle is None:
+                self.stopped.wait()
+                return
+            if self.trickle == "headers":  # the status line, then one header without end
+                whole, trickled = b"", self.HEADERS[:17] + b"X-Slow: "
+            else:  # whole headers, then the body without end
+                whole, trickled = self.HEADERS, b""
+            try:
+                connection.sendall(whole)
+                for byte in itertools.chain(trickled, itertools.repeat(ord("a"))):
+                    if self.stopped.wait(self.pause):
                         return
                     connection.sendall(bytes([byte]))
+                    self.sent += 1
             except OSError:
-                return  # the client gave up: what is being tested
+                return  # the caller hung up: cut off
 
-    def accept() -> None:
-        while not stopped.is_set():
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=serve, args=(connection,), daemon=True).start()
+    def __enter__(self) -> SlowLoris:
+        self.threads[0].start()
+        return self
 
-    threading.Thread(target=accept, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stopped.set()
-        with contextlib.suppress(OSError):
-            listener.shutdown(socket.SHUT_RDWR)  # wakes the accept
-        listener.close()
+    def __exit__(self, *_: object) -> None:
+        self.stopped.set()
+        for thread in list(self.threads):
+            thread.join(10)
+        self.listener.close()

@@ -79,6 +79,8 @@ class Case:
     absent: tuple[str, ...] = ()  # must not appear in the error line
 
 
+# `witness serve w` on a host that does not resolve (see the witness rows).
+SERVE_W = ("witness", "serve", "w", "--unencrypted", "--host", "no-such-host.invalid")
 # A mirror of its own: a store and keys directory that do not exist yet.
 MIRROR_INTO_ITS_OWN = (
     "--store",
@@ -104,6 +106,25 @@ def random_bytes(name: str) -> Callable[[Path], None]:
 def truncate_key(root: Path) -> None:
     pem = root / "keys" / "ledger-node.pem"
     pem.write_bytes(pem.read_bytes()[:120])
+
+
+def mkdir(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
+def lost_state(root: Path) -> None:
+    """A witness whose state.db is gone (its witness.json and key are there)."""
+    (witness(root) / "state.db").unlink(missing_ok=True)  # (before issue 37 init made none)
+
+
+def witness(root: Path, config: str | None = None) -> Path:
+    """A witness set up at root/w (its witness.json replaced, if given)."""
+    with redirect_stdout(io.StringIO()):
+        assert main(["witness", "init", "w", "--name", "example.com/w1", "--unencrypted"]) == 0
+    if config is not None:
+        (root / "w" / "witness.json").write_text(config)
+    return root / "w"
 
 
 def missing_database() -> str:
@@ -405,6 +426,162 @@ CASES = [
         (*MIRROR_INTO_ITS_OWN, "--from", "http://127.0.0.1:9", "--keyring", "keys"),
         ("keys",),
         prepare=token_file,
+    ),
+    # Issue 37: the witness commands. A witness directory `w` is set up by
+    # `witness init` and then broken as named; `witness serve` is given a host
+    # that does not resolve, so a refusal that came after the listening check
+    # (or a server that started) would show as another line.
+    Case(
+        "witness-init-under-a-file",
+        ("witness", "init", "rnd.bin/w", "--name", "example.com/w1"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "witness-init-under-a-missing-parent",
+        ("witness", "init", "nodir/sub/w", "--name", "example.com/w1"),
+        ("nodir/sub", "does not exist"),
+    ),
+    Case(
+        "witness-init-onto-a-file",
+        ("witness", "init", "rnd.bin", "--name", "example.com/w1"),
+        ("rnd.bin", "is a file"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "witness-init-where-keys-is-a-file",
+        ("witness", "init", "w", "--name", "example.com/w1"),
+        ("w/keys", "is a file"),
+        prepare=lambda root: random_bytes("keys")(mkdir(root / "w")),
+    ),
+    Case(
+        "witness-init-over-a-state-left-there",
+        ("witness", "init", "w", "--name", "example.com/w2"),
+        ("w/state.db", "already exists"),
+        prepare=lambda root: random_bytes("state.db")(mkdir(root / "w")),
+    ),
+    Case(
+        "witness-add-log-config-a-list",
+        ("witness", "add-log", "w", "o", "checkpoint+00000000+AAAA"),
+        ("w/witness.json", "not a JSON object", "a list"),
+        prepare=lambda root: witness(root, config="[]"),
+    ),
+    Case(
+        "witness-key-config-a-number",
+        ("witness", "key", "w"),
+        ("w/witness.json", "not a JSON object", "a number"),
+        prepare=lambda root: witness(root, config="3"),
+    ),
+    Case(
+        "witness-serve-config-a-list",
+        (*SERVE_W, "--port", "8100"),
+        ("w/witness.json", "not a JSON object"),
+        prepare=lambda root: witness(root, config="[]"),
+    ),
+    Case(
+        "witness-refusals-config-a-number",
+        ("witness", "refusals", "w"),
+        ("w/witness.json", "not a JSON object"),
+        prepare=lambda root: witness(root, config="3"),
+    ),
+    Case(
+        "witness-config-not-json",
+        ("witness", "key", "w"),
+        ("w/witness.json", "not JSON"),
+        prepare=lambda root: witness(root, config="{name: w1"),
+    ),
+    Case(
+        "witness-config-name-a-number",
+        ("witness", "key", "w"),
+        ("w/witness.json", "'name'", "a number"),
+        prepare=lambda root: witness(root, config='{"name": 3, "logs": {}}'),
+    ),
+    Case(
+        "witness-config-name-with-a-space",
+        ("witness", "key", "w"),
+        ("w/witness.json", "'name'", "spaces"),
+        prepare=lambda root: witness(root, config='{"name": "w 1", "logs": {}}'),
+    ),
+    Case(
+        "witness-config-logs-a-list",
+        (*SERVE_W, "--port", "8100"),
+        ("w/witness.json", "'logs'", "a list"),
+        prepare=lambda root: witness(root, config='{"name": "w1", "logs": []}'),
+    ),
+    Case(
+        "witness-config-log-keys-not-strings",
+        ("witness", "add-log", "w", "o", "checkpoint+00000000+AAAA"),
+        ("w/witness.json", "log 'casino'", "list of strings"),
+        prepare=lambda root: witness(root, config='{"name": "w1", "logs": {"casino": [1]}}'),
+    ),
+    Case(
+        "witness-directory-is-a-file",
+        ("witness", "key", "rnd.bin"),
+        ("rnd.bin", "is a file"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "witness-directory-under-a-file",
+        ("witness", "add-log", "rnd.bin/w", "o", "checkpoint+00000000+AAAA"),
+        ("rnd.bin", "is not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "witness-keys-directory-missing",
+        ("witness", "key", "w"),
+        ("w/keys", "does not exist"),
+        prepare=lambda root: shutil.rmtree(witness(root) / "keys"),
+    ),
+    Case(
+        "witness-keys-directory-missing-serve",
+        (*SERVE_W, "--port", "8100"),
+        ("w/keys", "does not exist"),
+        prepare=lambda root: shutil.rmtree(witness(root) / "keys"),
+    ),
+    Case(
+        "witness-keyring-missing",
+        ("witness", "key", "w"),
+        ("keyring.json", "w/keys", "ledger witness init"),
+        prepare=lambda root: (witness(root) / "keys" / "keyring.json").unlink(),
+    ),
+    Case(
+        "witness-refusals-without-a-state",
+        ("witness", "refusals", "w"),
+        ("no refusal to list", "w/state.db", "missing"),
+        prepare=lost_state,
+    ),
+    Case(
+        "witness-serve-after-its-state-was-lost",
+        (*SERVE_W, "--port", "8100"),
+        ("w/state.db is missing", "split view", "--new-state"),
+        prepare=lost_state,
+        absent=("resolve",),
+    ),
+    Case(
+        "witness-serve-new-state-over-its-state",
+        (*SERVE_W, "--port", "8100", "--new-state"),
+        ("--new-state", "w/state.db exists"),
+        prepare=lambda root: witness(root),
+        absent=("resolve",),
+    ),
+    Case(
+        "witness-serve-an-empty-state-file",
+        (*SERVE_W, "--port", "8100"),
+        ("w/state.db", "not a witness state"),
+        prepare=lambda root: (witness(root) / "state.db").write_bytes(b""),
+        absent=("resolve",),
+    ),
+    Case(
+        "witness-serve-prefix-without-a-leading-slash",
+        (*SERVE_W, "--prefix", "witness"),
+        ("--prefix", "'witness'", "does not start with '/'"),
+        prepare=lambda root: witness(root),
+    ),
+    Case(
+        "witness-serve-prefix-with-a-space",
+        (*SERVE_W, "--prefix", "/a b"),
+        ("--prefix", "'/a b'", "not a URL path"),
+        prepare=lambda root: witness(root),
     ),
 ]
 

@@ -276,3 +276,52 @@ def test_witness_command_mistakes_are_one_line_and_exit_2(
     code, out = ledger(capsys, *(a.format(**values) for a in argv))
     assert code == 2, out
     assert said in out and len(out.strip().splitlines()) == 1, out
+
+
+def serving(directory: Path, *flags: str) -> bool:
+    """`ledger witness serve DIRECTORY` in a process of its own: True once it
+    answers GET / (then stopped), False when it exits first."""
+    import subprocess
+    import sys
+    import urllib.request
+
+    from tests.ports import free_port
+
+    port = free_port()
+    command = [sys.executable, "-m", "ledger.cli.main", "witness", "serve", str(directory)]
+    server = subprocess.Popen(
+        [*command, "--port", str(port), "--unencrypted", *flags], stderr=subprocess.DEVNULL
+    )
+    try:
+        for _ in range(600):
+            if server.poll() is not None:
+                return False
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).close()
+                return True
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("the witness neither served nor exited")
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def test_a_witness_serves_from_the_state_init_made_and_from_nothing_only_when_told(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 37: `init` makes the state, so a fresh witness serves with no flag;
+    once its state is lost it serves again only with --new-state, which makes
+    a new, empty one."""
+    directory = tmp_path / "w"
+    init = ("witness", "init", str(directory), "--name", WITNESS_NAME, "--unencrypted")
+    assert ledger(capsys, *init)[0] == 0
+    state = WitnessState.existing(directory / "state.db", read_only=True)
+    assert state.known(ORIGIN).size == 0 and state.refusals() == []
+    state.close()
+    assert serving(directory)
+    (directory / "state.db").unlink()
+    assert not serving(directory)
+    assert not (directory / "state.db").exists()
+    assert serving(directory, "--new-state")
+    WitnessState.existing(directory / "state.db").close()

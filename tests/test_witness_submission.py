@@ -1,12 +1,15 @@
 """The checkpointer hands each checkpoint to the configured witnesses, in the
 background, and stores what they cosign (both stores): a witness that is down
-or hangs delays no checkpoint and is retried at the next one, and a witness
+or hangs delays no checkpoint and is retried at the next one, a witness that
+trickles its answer or stays silent delays no other witness's cosignature
+(each exchange has one deadline), and a witness
 that saw another log refuses, which the node records as a `split-view`
 significant event."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,16 +24,20 @@ from ledger.crypto.witness_policy import WitnessPolicy
 from ledger.errors import VerificationError
 from ledger.export.tiles import write_tiles
 from ledger.node import Node, origin
+from ledger.outbound import DeadlinePassed
 from ledger.store.witnessing import (
     WITNESSES_ENV,
     CosignatureTable,
+    Outcome,
     WitnessEndpoint,
     WitnessSubmitter,
+    http_post,
     parse_witnesses,
 )
 from ledger.witness.state import WitnessState
 from ledger.witness.witness import Witness
 from tests.conftest import PASSPHRASE
+from tests.peers import SlowLoris
 from tests.witness_support import ServedWitness, record, signer
 
 
@@ -319,3 +326,103 @@ def test_the_published_tiles_checkpoint_carries_the_cosignatures(
     published.verify(node.keyring)
     with pytest.raises(VerificationError, match="0 valid cosignatures"):
         policy_for(other, quorum=1).check(published)
+
+
+# Issue 37, item 1: a slow witness starves no honest one. Each hostile witness
+# below is a real socket listed FIRST; each byte it trickles comes well inside
+# any time-out per read, so only a deadline for the whole exchange cuts it off.
+SLACK = 15.0  # seconds: generous, for a loaded machine; an upper bound only
+
+
+def hostile_setting(peer: SlowLoris, name: str) -> str:
+    """A `LEDGER_WITNESSES` entry for `peer`, under a witness key of its own."""
+    return f"{peer.url} {Cosigner(name, signer(Role.WITNESS, 'w').public_key).verifier_key}"
+
+
+def cosigned_sizes(node: Node, witness: Witness) -> set[int]:
+    label = Cosigner(witness.name, witness.signer.public_key).label
+    rows = CosignatureTable(node.app.tables).notes()
+    return {int(str(size)) for size, name, _ in rows if name == label}
+
+
+def test_a_slow_or_silent_witness_listed_first_delays_only_its_own_cosignature(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `checkpoint --follow` runs: the node's submitter from LEDGER_WITNESSES
+    (its default deadline), a checkpoint at a time; the honest witness, listed
+    last, cosigns each one offered while the others trickle or stay silent."""
+    with (
+        SlowLoris(trickle="headers") as trickler,
+        SlowLoris(trickle=None) as silent,
+        ServedWitness(log_witness(node, tmp_path)) as honest,
+    ):
+        settings = [
+            hostile_setting(trickler, "slow.example/w"),
+            hostile_setting(silent, "mute.example/w"),
+        ]
+        monkeypatch.setenv(WITNESSES_ENV, ";".join([*settings, honest.setting]))
+        offered = []
+        for _ in range(4):
+            record(node, 3)
+            made = node.checkpointer().catch_up()
+            assert made is not None
+            offered.append(made.size)
+            give_up = time.monotonic() + SLACK
+            while made.size not in cosigned_sizes(node, honest.witness):
+                assert time.monotonic() < give_up, f"checkpoint {made.size} not cosigned"
+                time.sleep(0.02)
+        assert cosigned_sizes(node, honest.witness) == set(offered)
+
+
+def test_one_submission_is_over_within_the_deadline(node: Node, tmp_path: Path) -> None:
+    deadline = 1.0
+    with (
+        SlowLoris(trickle="headers") as headers,
+        SlowLoris(trickle="body") as body,
+        SlowLoris(trickle=None) as silent,
+        ServedWitness(log_witness(node, tmp_path)) as honest,
+    ):
+        hostile = [
+            parse_witnesses(hostile_setting(peer, f"w{i}.example/slow"))[0]
+            for i, peer in enumerate((headers, body, silent))
+        ]
+        (fair,) = parse_witnesses(honest.setting)
+        submitter = WitnessSubmitter(node.app.tables, [*hostile, fair], timeout=deadline)
+        record(node, 4)
+        newest = node.checkpointer().catch_up()
+        assert newest is not None
+        outcomes: list[Outcome] = []
+        asking = threading.Thread(target=lambda: outcomes.extend(submitter.submit(newest)))
+        asking.daemon = True  # on a submitter without a deadline it would never end
+        started = time.monotonic()
+        asking.start()
+        asking.join(deadline + SLACK)
+        assert not asking.is_alive(), "the submission outlived its deadline"
+        assert time.monotonic() - started <= deadline + SLACK
+        assert headers.sent > 0 and body.sent > 0  # cut off mid-trickle, not refused at once
+        # In the background too: each witness's thread ends, none hangs on its witness.
+        submitter.offer(newest)
+        assert submitter.close(wait=deadline + SLACK), "a witness's thread outlived its deadline"
+    assert [o.result for o in outcomes] == ["unreachable"] * 3 + ["cosigned"]
+    assert all("timed out" in o.detail for o in outcomes[:3]), outcomes
+    assert newest.size in cosigned_sizes(node, honest.witness)
+
+
+@pytest.mark.parametrize("trickle", ["headers", "body"])
+def test_a_post_is_cut_off_at_its_deadline_not_per_read(trickle: str) -> None:
+    deadline = 1.0
+    failures: list[BaseException] = []
+
+    def ask(url: str) -> None:
+        try:
+            http_post(f"{url}/add-checkpoint", b"old 0\n", deadline)
+        except BaseException as exc:
+            failures.append(exc)
+
+    with SlowLoris(trickle) as peer:
+        asking = threading.Thread(target=ask, args=(peer.url,), daemon=True)
+        asking.start()
+        asking.join(deadline + SLACK)
+        assert not asking.is_alive(), "the request outlived its deadline"
+    (failure,) = failures
+    assert isinstance(failure, DeadlinePassed), repr(failure)  # not a truncated answer

@@ -7,6 +7,7 @@ Each raises argparse.ArgumentTypeError, which the parser turns into one
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from uuid import UUID
 
@@ -51,3 +52,25 @@ def uuid_text(text: str) -> str:
         return str(UUID(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a UUID") from None
+
+
+_PATH_SEGMENT = re.compile(r"[A-Za-z0-9._~!$&'()*+,;=:@-]+")
+
+
+def url_path_prefix(text: str) -> str:
+    """A URL path a server answers under ("/witness", "/a/b"; "" or "/" for
+    none), its trailing "/" dropped: `<prefix>/add-checkpoint` is then one
+    path, as a log joins it to the prefix URL it was given."""
+    if text in ("", "/"):
+        return ""
+    if not text.startswith("/"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} does not start with '/': a URL path, such as /{text.lstrip('/')}"
+        )
+    trimmed = text.rstrip("/")
+    if not all(_PATH_SEGMENT.fullmatch(segment) for segment in trimmed.split("/")[1:]):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a URL path of plain segments (letters, digits and -._~!$&'()*+,;=:@"
+            ", no empty segment, no space, '?', '#' or '%')"
+        )
+    return trimmed

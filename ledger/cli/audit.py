@@ -45,7 +45,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     not given), then print or export the newest checkpoint whose signature verifies."""
     from ledger.audit.proofs import newest_checkpoint
     from ledger.node import holds_private_key
-    from ledger.store.witnessing import TIMEOUT_SECONDS, CosignatureTable
+    from ledger.store.witnessing import DEADLINE_SECONDS, CosignatureTable
 
     export = _export_path(args.export)
     interrupted = False  # --follow ends with Ctrl-C: the last checkpoint out, then exit 130
@@ -65,7 +65,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
             with progress_bar("checkpointing") as (advance, _):
                 checkpointer.catch_up(progress=advance)
             if node.witnesses is not None:  # what the witnesses answer in time goes out too
-                node.witnesses.close(wait=TIMEOUT_SECONDS)
+                node.witnesses.close(wait=DEADLINE_SECONDS)
         publish(False)
         newest = newest_checkpoint(node.app, node.keyring)
         if newest is not None:

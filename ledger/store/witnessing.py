@@ -1,12 +1,14 @@
 """Submitting checkpoints to witnesses (C2SP tlog-witness), in the background.
 
-`WitnessSubmitter.offer` hands over each new checkpoint and returns at once;
-one thread sends the newest one offered to every configured witness with a
-consistency proof from the size that witness last cosigned (learnt from its
-`409 text/x.tlog.size` answer, or from the cosignatures already stored), and
-stores each cosigned note in `ledger_cosignatures`. A witness that is down or
-slow costs its own cosignature only: every request has a time-out, nothing
-waits for it, and the next checkpoint tries again.
+`WitnessSubmitter.offer` hands over each new checkpoint and returns at once.
+Each witness has a thread of its own, which sends it the newest checkpoint
+offered with a consistency proof from the size that witness last cosigned
+(learnt from its `409 text/x.tlog.size` answer, or from the cosignatures
+already stored), and stores each cosigned note in `ledger_cosignatures`.
+A witness that is down or slow costs its own cosignature only: its whole
+exchange for one checkpoint has one deadline (not a time-out per read, which
+a witness trickling its answer a byte at a time would never meet), no other
+witness waits for it, and its next checkpoint tries again.
 
 A witness that refuses because our checkpoint does not extend what it
 cosigned (`422`), or states another root for the same size (`409` that is
@@ -22,13 +24,13 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-import urllib.error
-import urllib.request
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from eventsourcing.persistence import OperationalError, ProgrammingError
 
+from ledger import outbound
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.cosignature import Cosigner, is_line_of, verify_cosignature
 from ledger.crypto.merkle import consistency_proof
@@ -40,7 +42,9 @@ from ledger.store.drivers import loaded_errors
 from ledger.store.merkle_log import MerkleLogTables
 
 WITNESSES_ENV = "LEDGER_WITNESSES"
-TIMEOUT_SECONDS = 5.0
+# One witness's whole exchange for one checkpoint (docs/witnesses.md).
+DEADLINE_SECONDS = 5.0
+MAX_ANSWER = 64 * 1024  # a witness answers a few signature lines
 log = logging.getLogger(__name__)
 # What reading a table that does not exist raises, on either store.
 _MISSING_TABLE = (OperationalError, ProgrammingError, sqlite3.Error)
@@ -148,16 +152,28 @@ class CosignatureTable:
 Post = Callable[[str, bytes, float], tuple[int, str, bytes]]
 
 
-def http_post(url: str, body: bytes, timeout: float) -> tuple[int, str, bytes]:
-    """(status, content type, body) of a POST; network failures raise OSError."""
-    request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": "text/plain"}
+def http_post(url: str, body: bytes, seconds: float) -> tuple[int, str, bytes]:
+    """(status, content type, body) of a POST answered in full within `seconds`
+    (`ledger.outbound`: a witness trickling bytes is cut off then, not held
+    open by each byte); network failures and the deadline raise OSError."""
+    answer = outbound.request(
+        "POST",
+        url,
+        deadline=seconds,
+        headers={"Content-Type": "text/plain"},
+        body=body,
+        max_bytes=MAX_ANSWER,
     )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.headers.get("Content-Type", ""), response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers.get("Content-Type", ""), error.read()
+    return answer.status, answer.content_type, answer.body
+
+
+@dataclass
+class _Lane:
+    """One witness's thread and the newest checkpoint waiting for it."""
+
+    witness: WitnessEndpoint
+    pending: Checkpoint | None = None
+    thread: threading.Thread | None = None
 
 
 class WitnessSubmitter:
@@ -167,65 +183,92 @@ class WitnessSubmitter:
         witnesses: list[WitnessEndpoint],
         *,
         on_split_view: Callable[[SplitView], None] = lambda _: None,
-        timeout: float = TIMEOUT_SECONDS,
+        timeout: float = DEADLINE_SECONDS,
         post: Post = http_post,
     ) -> None:
         self.tables = tables
         self.witnesses = witnesses
         self.cosignatures = CosignatureTable(tables)
         self.on_split_view = on_split_view
-        self.timeout = timeout
+        self.timeout = timeout  # one witness's whole exchange for one checkpoint
         self.post = post
         self._known: dict[str, int] = {}
-        self._pending: Checkpoint | None = None
+        self._lanes = [_Lane(witness) for witness in witnesses]
         self._wake = threading.Condition()
         self._closed = False
-        self._thread: threading.Thread | None = None
 
     def offer(self, checkpoint: Checkpoint) -> None:
-        """Submit `checkpoint` in the background (a newer one offered before it is
-        sent replaces it); never blocks on a witness."""
-        if not self.witnesses:
-            return
+        """Submit `checkpoint` to every witness in the background (for each, a
+        newer one offered before it is sent replaces it); never blocks on a witness."""
         with self._wake:
             if self._closed:
                 return
-            if self._pending is None or checkpoint.size >= self._pending.size:
-                self._pending = checkpoint
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="witness-submitter", daemon=True
-                )
-                self._thread.start()
-            self._wake.notify()
+            for lane in self._lanes:
+                if lane.pending is None or checkpoint.size >= lane.pending.size:
+                    lane.pending = checkpoint
+                if lane.thread is None:
+                    lane.thread = threading.Thread(
+                        target=self._run,
+                        args=(lane,),
+                        name=f"witness-{lane.witness.cosigner.name}",
+                        daemon=True,
+                    )
+                    lane.thread.start()
+            self._wake.notify_all()
 
-    def close(self, wait: float = 0.0) -> None:
-        """Stop once the checkpoint offered last is sent, waiting at most `wait`
-        seconds for it (the thread is a daemon: a process never hangs on a witness)."""
+    def close(self, wait: float = 0.0) -> bool:
+        """Stop once each witness was sent the checkpoint offered last, waiting
+        at most `wait` seconds in all (the threads are daemons: a process never
+        hangs on a witness). True when every witness's thread has ended."""
         with self._wake:
             self._closed = True
-            self._wake.notify()
-            thread = self._thread
-        if thread is not None and wait:
-            thread.join(wait)
+            self._wake.notify_all()
+            threads = [lane.thread for lane in self._lanes if lane.thread is not None]
+        until = time.monotonic() + wait
+        for thread in threads:
+            thread.join(max(0.0, until - time.monotonic()))
+        return not any(thread.is_alive() for thread in threads)
 
-    def _run(self) -> None:
+    def _run(self, lane: _Lane) -> None:
         while True:
             with self._wake:
-                while self._pending is None and not self._closed:
+                while lane.pending is None and not self._closed:
                     self._wake.wait()
-                if self._pending is None:
+                if lane.pending is None:
                     return  # closed, and nothing left to send
-                checkpoint, self._pending = self._pending, None
-            assert checkpoint is not None
+                checkpoint, lane.pending = lane.pending, None
             try:
-                self.submit(checkpoint)
+                self._submit_one(lane.witness, checkpoint)
             except Exception:  # a store error: the next checkpoint tries again
-                log.exception("submitting checkpoint %s to witnesses failed", checkpoint.size)
+                log.exception(
+                    "submitting checkpoint %s to witness %s failed",
+                    checkpoint.size,
+                    lane.witness.cosigner.label,
+                )
 
     def submit(self, checkpoint: Checkpoint) -> list[Outcome]:
-        """Send `checkpoint` to every witness now, one after the other."""
-        return [self._submit_one(w, checkpoint) for w in self.witnesses]
+        """Send `checkpoint` to every witness now, all at once, each within its
+        deadline: their outcomes, in the configured order."""
+        outcomes: list[Outcome | None] = [None] * len(self.witnesses)
+        failures: list[BaseException] = []
+
+        def ask(index: int, witness: WitnessEndpoint) -> None:
+            try:
+                outcomes[index] = self._submit_one(witness, checkpoint)
+            except BaseException as exc:  # raised again in the caller's thread
+                failures.append(exc)
+
+        threads = [
+            threading.Thread(target=ask, args=(i, w), name="witness-submit", daemon=True)
+            for i, w in enumerate(self.witnesses)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if failures:
+            raise failures[0]
+        return [outcome for outcome in outcomes if outcome is not None]
 
     def _submit_one(self, witness: WitnessEndpoint, checkpoint: Checkpoint) -> Outcome:
         label = witness.cosigner.label
@@ -235,6 +278,7 @@ class WitnessSubmitter:
             hint = self.cosignatures.largest(label)
             self._known[label] = hint if hint <= checkpoint.size else 0
         note = checkpoint.bare().to_note()
+        deadline = time.monotonic() + self.timeout
         for _ in range(3):  # a stale size, corrected by the witness's 409, then the real try
             old = self._known[label]
             if old > checkpoint.size:
@@ -245,13 +289,16 @@ class WitnessSubmitter:
                 else []
             )
             body = AddCheckpoint(old, tuple(proof), note).encode()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                detail = f"timed out: no complete answer within {self.timeout:g} s"
+                return Outcome(label, "unreachable", detail)
             try:
-                status, kind, answer = self.post(
-                    f"{witness.url}/add-checkpoint", body, self.timeout
-                )
+                status, kind, answer = self.post(f"{witness.url}/add-checkpoint", body, left)
             except (OSError, ValueError) as exc:
+                timed_out = isinstance(exc, outbound.DeadlinePassed)
                 log.warning("witness %s unreachable: %s", label, exc)
-                return Outcome(label, "unreachable", str(exc))
+                return Outcome(label, "unreachable", f"timed out: {exc}" if timed_out else str(exc))
             if status == 200:
                 return self._cosigned(witness, checkpoint, answer)
             text = answer.decode("utf-8", errors="replace").strip()

@@ -47,15 +47,32 @@ class Refusal:
 
 
 class WitnessState:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, mode: str = "rwc") -> None:
+        """The state at `path` (SQLite's open modes): "rwc" makes an empty one
+        when there is none; "rw" opens only a witness's existing state (a
+        missing or empty file is none) and "ro" reads it and writes nothing."""
         self.path = path
+        uri = f"{path.resolve().as_uri()}?mode={mode}"
         try:
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            for statement in _SCHEMA:
-                self._db.execute(statement)
+            self._db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
+            if mode == "rwc":
+                for statement in _SCHEMA:
+                    self._db.execute(statement)
+            else:
+                self._check_tables()
         except sqlite3.Error as exc:
             raise ConfigError(f"cannot open the witness state {path}: {exc}") from None
         self._lock = threading.Lock()
+
+    @classmethod
+    def existing(cls, path: Path, *, read_only: bool = False) -> WitnessState:
+        return cls(path, "ro" if read_only else "rw")
+
+    def _check_tables(self) -> None:
+        rows = self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        if not {"cosigned", "refused"} <= {row[0] for row in rows}:
+            self._db.close()
+            raise ConfigError(f"{self.path} is not a witness state (no cosigned, refused tables)")
 
     def close(self) -> None:
         self._db.close()
