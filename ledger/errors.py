@@ -8,6 +8,22 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+# Words that begin with a vowel letter but sound like "you" ("a unique key").
+_YOU_SOUND = ("uni", "use", "usu", "uti", "ure", "eu")
+
+
+def with_article(word: str) -> str:
+    """`word` after "a" or "an" as it is said: "an auditor", "a cashier", "an
+    8-byte", "a 32-byte" (messages name roles, kinds and types from variables,
+    so the article must be chosen, not written)."""
+    lower = word.lower()
+    leading_digits = len(lower) - len(lower.lstrip("0123456789"))
+    if leading_digits:
+        vowel = lower.startswith("8") or (leading_digits in (2, 5) and lower[:2] in ("11", "18"))
+    else:
+        vowel = lower[:1] in ("a", "e", "i", "o", "u") and not lower.startswith(_YOU_SOUND)
+    return f"{'an' if vowel else 'a'} {word}"
+
 
 class FindingKind(StrEnum):
     """What a verification finding is (`ledger verify --findings`)."""

@@ -7,6 +7,9 @@ otherwise) on every command: a missing file, a directory where a file
 belongs, a path under a file or under a missing directory, a file that is
 not JSON or JSON of the wrong shape. Checking creates nothing: a command
 that refuses its input leaves the file system as it found it.
+
+An id a user names (a round, a table, an account) is read the one way too,
+but from the store, whose layer is above this one: `ledger.store.stream_ids`.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def test_a_full_round_settles_exactly(
         outcome={"face": face},
         source=seen(node, casino, round_id, {"face": face}),
     )
-    results = casino.settle(request_id="settle", round_id=round_id)
+    results = casino.round(round_id).results  # the outcome settled the round
 
     def paid(bet: dict[str, Any], stake: int) -> int:
         return stake if face == "edge" else 2 * stake if bet["on"] == face else 0
@@ -170,10 +170,12 @@ def test_a_settlement_is_one_atomic_save(node: Node, monkeypatch: pytest.MonkeyP
     assert ids == list(range(before + 1, before + 1 + len(recordings)))
     assert [n.id for n in notifications(node.app, before)] == ids
     assert node.app.tables.event_count()[1] == ids[-1]
-    # `settle` says what the throw settled, recording only its request.
+    # What the throw settled is the round's; settling it again is refused, recording nothing.
     settled = [r.domain_event for r in recordings if isinstance(r.domain_event, Round.Settled)]
-    assert casino.settle(request_id="settle", round_id=round_id) == settled[0].results
-    assert node.app.tables.event_count()[1] == ids[-1] + 1
+    assert casino.round(round_id).results == settled[0].results
+    with pytest.raises(InvalidCommandError, match=f"round {round_id} is already settled"):
+        casino.settle(request_id="settle", round_id=round_id)
+    assert node.app.tables.event_count()[1] == ids[-1]
 
 
 def test_a_settlement_conflicting_on_one_wallet_records_none_of_it(
@@ -256,17 +258,17 @@ def test_a_retried_request_returns_the_first_result_and_records_nothing(node: No
     assert event_count(node.app) == count
     assert list(casino.round(round_id).bets) == [first]
     assert casino.account(alice).balance == 1150
-    # settle: the same results, paid once.
+    # The outcome (which settles): the same answer, paid once.
     casino.close_betting(request_id="close", round_id=round_id)
-    casino.record_outcome(
-        request_id="outcome",
-        round_id=round_id,
-        outcome={"face": "heads"},
-        source=seen(node, casino, round_id, {"face": "heads"}),
-    )
-    results = casino.settle(request_id="settle", round_id=round_id)
+    outcome = {
+        "request_id": "outcome",
+        "round_id": round_id,
+        "outcome": {"face": "heads"},
+        "source": seen(node, casino, round_id, {"face": "heads"}),
+    }
+    casino.record_outcome(**outcome)
     count = event_count(node.app)
-    assert casino.settle(request_id="settle", round_id=round_id) == results
+    casino.record_outcome(**outcome)  # a retry: the first answer, nothing recorded
     casino.close_betting(request_id="close", round_id=round_id)  # done before: no-op
     assert event_count(node.app) == count
     assert casino.account(alice).balance == 1350
@@ -413,7 +415,6 @@ def test_an_interrupted_round_is_resumed_with_a_reason(node: Node, store_url: st
         outcome={"face": "tails"},
         source=seen(node, casino, round_id, {"face": "tails"}),
     )
-    casino.settle(request_id="settle", round_id=round_id)
     assert [casino.account(w).balance for w in (alice, bob)] == [940, 1250]
     assert casino.account(house_of(casino, table)).balance == -190
 

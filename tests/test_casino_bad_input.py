@@ -110,7 +110,6 @@ def shared_world(shared_node: Node) -> World:
             outcome={"face": "heads"},
             source=seen(node, casino, round_id, {"face": "heads"}),
         )
-    casino.settle(request_id="settle-3", round_id=rounds[3])
     bet = casino.place_bet(
         request_id="bet-0", round_id=rounds[0], account_id=accounts["alice"], bet=HEADS, stake=500
     )
@@ -215,22 +214,22 @@ CASES: dict[str, Case] = {
     "unknown account (bet)": (
         lambda w: bet(w, 20, account=UNKNOWN),
         NotFoundError,
-        f"unknown account {UNKNOWN}",
+        f"no account {UNKNOWN} in this store",
     ),
     "unknown account (deposit)": (
         lambda w: deposit(w, 20, account=UNKNOWN),
         NotFoundError,
-        f"unknown account {UNKNOWN}",
+        f"no account {UNKNOWN} in this store",
     ),
     "malformed account id": (
         lambda w: deposit(w, 20, account="alice"),
         NotFoundError,
-        "unknown account alice",
+        "no account alice in this store",
     ),
     "a round id as an account": (
         lambda w: withdraw(w, 20, account=w.betting),
         NotFoundError,
-        "unknown account",
+        "is a round, not an account",
     ),
     "closed account (deposit)": (
         lambda w: deposit(w, 20, account=w.closed),
@@ -250,14 +249,27 @@ CASES: dict[str, Case] = {
     "unknown round (bet)": (
         lambda w: bet(w, 20, round_id=UNKNOWN),
         NotFoundError,
-        f"unknown round {UNKNOWN}",
+        f"no round {UNKNOWN} in this store",
     ),
-    "unknown round (settle)": (lambda w: settle(w, UNKNOWN), NotFoundError, "unknown round"),
-    "an account id as a round": (lambda w: settle(w, w.alice), NotFoundError, "unknown round"),
+    "unknown round (settle)": (
+        lambda w: settle(w, UNKNOWN),
+        NotFoundError,
+        f"no round {UNKNOWN} in this store",
+    ),
+    "an account id as a round": (
+        lambda w: settle(w, w.alice),
+        NotFoundError,
+        "is an account, not a round",
+    ),
+    "a table id as a round": (
+        lambda w: settle(w, w.table),
+        NotFoundError,
+        "is a table, not a round",
+    ),
     "unknown table": (
         lambda w: w.casino.open_round(request_id=w.request("round"), table_id=UNKNOWN, dealer="D1"),
         NotFoundError,
-        f"unknown table {UNKNOWN}",
+        f"no table {UNKNOWN} in this store",
     ),
     # The round's state.
     "a bet after betting closed": (
@@ -274,6 +286,16 @@ CASES: dict[str, Case] = {
         lambda w: settle(w, w.closed_round),
         InvalidCommandError,
         "has no outcome to settle on \\(it is closed\\)",
+    ),
+    "settling a settled round": (
+        lambda w: settle(w, w.settled),
+        InvalidCommandError,
+        "is already settled",
+    ),
+    "settling a round its outcome settled": (
+        lambda w: settle(w, w.decided),
+        InvalidCommandError,
+        "is already settled",
     ),
     "settling while betting": (
         lambda w: settle(w, w.betting),

@@ -56,7 +56,6 @@ def test_rng_throws_are_committed_recomputed_and_revealed(
         casino.retire_seed(request_id="early", table_id=table, rng=rng)  # a round in play
     outcome = casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     assert outcome == {"dice": list(throw(rng.seed(seed_id), round_id, 0))}
-    casino.settle(request_id="s", round_id=round_id)
     report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
     assert (report.rng_throws, report.rng_pending) == (0, 1)  # the seed is still secret
     assert casino.retire_seed(request_id="retire", table_id=table, rng=rng) == seed_id
@@ -86,7 +85,6 @@ def test_a_node_that_lies_about_an_rng_throw_is_caught(
     rigged = (6, 6, 6) if honest != (6, 6, 6) else (1, 1, 1)
     monkeypatch.setattr(RngServer, "throw", lambda *_: rigged)
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
-    casino.settle(request_id="s", round_id=round_id)
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
     with pytest.raises(
         VerificationError,
@@ -146,7 +144,6 @@ def test_device_reports_are_signed_by_the_device(node: Node, casino: Casino) -> 
         outcome={"dice": [1, 1, 2]},
         source=throw_report(device, round_id, 1, {"dice": [1, 1, 2]}),
     )
-    casino.settle(request_id="s", round_id=round_id)
     report = verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT)
     assert report.device_reports == 2
 
@@ -272,7 +269,6 @@ def test_a_corrected_rng_round_is_refused(node: Node, casino: Casino) -> None:
     rng = RngServer()
     _, _, round_id = rng_round(casino, rng)
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
-    casino.settle(request_id="s", round_id=round_id)
     count = event_count(node.app)
     with pytest.raises(InvalidCommandError, match="an RNG result is computed, never corrected"):
         casino.correct(
@@ -294,7 +290,6 @@ def test_attack_a_manual_outcome_on_an_rng_round(
     casino.record_outcome(
         request_id="o", round_id=round_id, outcome={"dice": [1, 1, 2]}, source={"kind": "manual"}
     )
-    casino.settle(request_id="s", round_id=round_id)
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
     verify_store(node.app, node.keyring, level=Level.SIGNATURES)  # every envelope is fine
     verify_fails(
@@ -323,7 +318,6 @@ def test_attack_an_rng_throw_from_another_seed(
     monkeypatch.setattr(RngServer, "throw", lambda s, _seed, r, c: throw(s.seed(other_seed), r, c))
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     monkeypatch.undo()
-    casino.settle(request_id="s", round_id=round_id)
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
     casino.retire_seed(request_id="retire-2", table_id=other, rng=rng)
     verify_fails(
@@ -385,7 +379,6 @@ def test_attack_a_correction_of_an_rng_round(
     rng = RngServer()
     _table, _, round_id = rng_round(casino, rng)
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
-    casino.settle(request_id="s", round_id=round_id)
     thrown = casino.round(round_id).log[-1]["action"]["drawn"]
     right = {"dice": [6, 6, 5] if thrown != [6, 6, 5] else [1, 1, 2]}
     monkeypatch.setattr(Round, "is_rng", property(lambda self: False))
@@ -436,7 +429,6 @@ def test_unrevealed_rng_throws_are_said_not_checked(node: Node, casino: Casino) 
     rng = RngServer()
     _, _, round_id = rng_round(casino, rng)
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
-    casino.settle(request_id="s", round_id=round_id)
     summary = verify_store(node.app, node.keyring, level=Level.SETTLEMENT).summary()
     assert "0 RNG throws recomputed" in summary
     assert "NOT CHECKED: 1 RNG throws whose seed is not revealed yet" in summary

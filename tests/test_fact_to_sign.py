@@ -58,7 +58,6 @@ def test_a_command_that_would_be_refused_is_refused_before_anyone_signs(node: No
         outcome={"face": "heads"},
         source=seen(node, casino, round_id, {"face": "heads"}),
     )
-    casino.settle(request_id="s", round_id=round_id)
     before = event_count(node.app)
     with pytest.raises(InvalidCommandError):
         casino.fact_to_sign(command="void", round_id=round_id, key_id=operator.key_id, reason="x")

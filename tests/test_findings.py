@@ -78,7 +78,6 @@ def finish(node: Node, casino: Casino, round_id: str, n: int) -> None:
         outcome=outcome,
         source=seen(node, casino, round_id, outcome),
     )
-    casino.settle(request_id=f"s{n}", round_id=round_id)
 
 
 def _play(node: Node, casino: Casino, table: str, players: list[str], n: int) -> str:

@@ -104,7 +104,7 @@ def test_a_refused_command_spoils_nothing_in_its_batch(node: Node) -> None:
     assert set(refused) == {5, 9, 13}
     assert all(isinstance(r, InvalidCommandError) for r in refused.values())
     assert "more than the available balance" in str(refused[5])
-    assert "unknown account" in str(refused[9])
+    assert "no account" in str(refused[9])
     assert "outside the table's limits" in str(refused[13])
     # Three events for each accepted bet (bet, debit, request), nothing for the rest.
     assert event_count(node.app) - before == 3 * (PLAYERS - 3)

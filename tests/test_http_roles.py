@@ -30,10 +30,12 @@ class Call:
     table: str | None = None  # the table whose device may make this call
 
 
-def coin_round(api: Api, *, closed: bool = False, tossed: bool = False) -> tuple[str, str, str]:
+def coin_round(
+    api: Api, *, closed: bool = False, tossed: bool = False, variant: str = "coin"
+) -> tuple[str, str, str]:
     """A physical coin round with one bet: (table, round, bet)."""
     player = api.wallet(1_000)
-    table = api.table()
+    table = api.table(variant)
     round_id = api.round(table)
     bet = api.ok(
         f"/v1/rounds/{round_id}/bets", {"account_id": player, "bet": {"on": "heads"}, "stake": 100}
@@ -156,7 +158,11 @@ def _act(api: Api) -> Call:
 
 
 def _settle(api: Api) -> Call:
-    table, round_id, _ = coin_round(api, tossed=True)
+    """Only a round of settlement API 1 is left to settle once decided (an
+    API-2 round is settled by the action that decides it)."""
+    table, round_id, _ = coin_round(api, variant="coin-api-1", closed=True)
+    report = dealer_device(api.node).throw(round_id, 0, {"face": "heads"})
+    api.ok(f"/v1/rounds/{round_id}/outcome", {"outcome": {"face": "heads"}, "source": report})
     return Call(f"/v1/rounds/{round_id}/settle", table=table)
 
 

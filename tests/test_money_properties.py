@@ -353,7 +353,8 @@ class MoneyMachine(RuleBasedStateMachine):
 
     @rule(round_id=rounds, face=st.sampled_from(["heads", "tails", "edge"]))
     def advance(self, round_id: str, face: str) -> None:
-        """Take a round one step on: close betting, then the outcome, then settle."""
+        """Take a round one step on: close betting, then the outcome (which settles),
+        then a settlement it refuses."""
         status = self.model_rounds[round_id].status
         if status == BETTING:
             self.close_betting(round_id)
@@ -417,16 +418,13 @@ class MoneyMachine(RuleBasedStateMachine):
 
     @rule(round_id=rounds)
     def settle(self, round_id: str) -> None:
-        """A compatibility call: what the throw settled, moving no money."""
-        game = self.model_rounds[round_id]
+        """Never anything left to settle: the throw settled the round (a
+        settlement-API-2 game), so `settle` is refused in every state, settled
+        included, moving no money and recording nothing."""
         request_id = self.request()
-        _, results = self.attempt(
-            "settle",
-            game.status == SETTLED,
-            lambda: self.casino.settle(request_id=request_id, round_id=round_id),
+        self.attempt(
+            "settle", False, lambda: self.casino.settle(request_id=request_id, round_id=round_id)
         )
-        if results is not None:
-            self.paid_as_the_model_says(game, results)
 
     @rule(round_id=rounds)
     def void(self, round_id: str) -> None:

@@ -139,7 +139,6 @@ def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
             source=seen(node, casino, round_id, {"face": face}),
         )
         step()
-        casino.settle(request_id=rid("settle"), round_id=round_id)
 
     # A win for alice, a loss for bob, a bet withdrawn before the close.
     r1 = round_on("T1", [("alice", HEADS, 300), ("bob", TAILS, 200), ("alice", TAILS, 100)], 2)
@@ -160,7 +159,6 @@ def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
         outcome={"face": "tails"},
         source=seen(node, casino, r3, {"face": "tails"}),
     )
-    casino.settle(request_id=rid("settle"), round_id=r3)
     step()
     # A void: every stake goes back.
     r4 = round_on("T3", [("alice", HEADS, 200), ("bob", TAILS, 300)])
@@ -630,7 +628,6 @@ def corrected_round(node: Node) -> tuple[Casino, dict[str, str], str, str]:
         outcome={"face": "heads"},
         source=seen(node, casino, round_id, {"face": "heads"}),
     )
-    casino.settle(request_id="s", round_id=round_id)
     catch_up(node.app)  # the projections saw the first settlement
     casino.correct(
         request_id="fix",

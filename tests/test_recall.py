@@ -245,7 +245,9 @@ def test_cli_a_stream_that_is_not_a_round(
     )
     capsys.readouterr()
     assert main(["recall", str(uuid.UUID(account))]) == 2
-    assert "is not a round" in assert_one_error_line(capsys.readouterr().err)
+    assert f"{uuid.UUID(account)} is an account, not a round" in assert_one_error_line(
+        capsys.readouterr().err
+    )
 
 
 def _events(store_url: str) -> str:

@@ -70,7 +70,6 @@ def test_a_taixiu_round_pays_the_seed_paytable(node: Node, variants: Any) -> Non
         outcome={"dice": [3, 1, 2]},
         source=seen(node, casino, round_id, {"dice": [3, 1, 2]}),
     )
-    casino.settle(request_id="s", round_id=round_id)
     returned = sorted(r["returned"] for r in casino.round(round_id).results)
     assert returned == sorted([2_000, 1_000, 0, 1_200, 1_500, 0])
     assert casino.account(an).balance == 100_000 - 1_600 + 3_000
@@ -184,7 +183,6 @@ def test_a_good_throw_after_a_fault_settles(node: Node, variants: Any) -> None:
         outcome={"dice": [6, 6, 6]},
         source=seen(node, casino, round_id, {"dice": [6, 6, 6]}),
     )
-    casino.settle(request_id="s", round_id=round_id)
     assert casino.round(round_id).status == SETTLED
     assert casino.account(an).balance == 100_000 - 100 + 15_100
 
@@ -251,7 +249,6 @@ def settled_round(
         outcome={"dice": dice},
         source=seen(node, casino, round_id, {"dice": dice}),
     )
-    casino.settle(request_id="sc", round_id=round_id)
     return round_id
 
 

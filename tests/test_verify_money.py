@@ -53,7 +53,6 @@ def play(node: Node, casino: Casino, face: str = "heads") -> tuple[str, str, str
         outcome={"face": face},
         source=seen(node, casino, round_id, {"face": face}),
     )
-    casino.settle(request_id="s1", round_id=round_id)
     return alice, bob, round_id
 
 

@@ -43,11 +43,12 @@ from ledger.crypto.keys import Keyring, from_micros
 from ledger.domain.asked_by import describe_by
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
-from ledger.errors import NotFoundError, VerificationError
+from ledger.errors import VerificationError
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
+from ledger.store.stream_ids import Kind, require_stream
 
 OPENED = get_topic(Round.Opened)
 _COMMITTED = get_topic(GameTable.SeedCommitted)
@@ -303,16 +304,11 @@ def recall_round(
 ) -> Recall:
     """Replay round `round_id` from its signed events (`NotFoundError` if it is none,
     or not a round id at all)."""
-    try:
-        round_id = str(UUID(round_id))  # the one form the store's rows hold
-    except ValueError:
-        raise NotFoundError(f"no round {round_id} in this store") from None
     tables = app.tables
+    # A round by its first event's signed type or stored column: a relabelled
+    # round is still recalled, and shown failing.
+    round_id = require_stream(tables, round_id, Kind.ROUND)
     rows = stream_rows(tables, round_id)
-    if not rows:
-        raise NotFoundError(f"no round {round_id} in this store")
-    if OPENED not in (rows[0][3], _signed_type(rows[0])):
-        raise NotFoundError(f"{round_id} is not a round (its first event is {rows[0][3]!r})")
     # Revocations recorded in the log count as verify counts them; a revoked
     # key's facts are judged by the checkpoints covering them (read only then).
     keyring = merged(keyring, earliest(log_revocations(tables, app.mapper.transcoder, keyring)))
@@ -404,14 +400,6 @@ def recall_round(
             checking = False
     _conclude(recall, checks, verified, checking)
     return recall
-
-
-def _signed_type(row: Row) -> str | None:
-    """The event type its header signs (a relabelled row is still a round's)."""
-    try:
-        return open_envelope(bytes(row[4]), stream=stream_of(row[1]), version=row[2]).event_type
-    except VerificationError:
-        return None
 
 
 def _claimed_hash(row: Row) -> bytes | None:

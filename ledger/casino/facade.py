@@ -31,11 +31,12 @@ from ledger.domain.account import PLAYER, Account
 from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import BetResult, Limits, Round
-from ledger.errors import InvalidCommandError, NotFoundError
+from ledger.errors import InvalidCommandError
 from ledger.games.step_cache import StepCache
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
 from ledger.store.application import LedgerApplication
+from ledger.store.stream_ids import Kind, parse_id, require_aggregate
 
 ROUND_TABLES = 10_000  # rounds whose table is remembered
 
@@ -63,24 +64,26 @@ class Casino:
         return self.context.steps
 
     # Reading: copies of the aggregates as the store holds them now.
-    def _get(self, cls: type[A], aggregate_id: UUID | str, what: str) -> A:
+    def _get(self, cls: type[A], aggregate_id: UUID | str, kind: Kind) -> A:
+        """The aggregate `aggregate_id` names when it is a `kind` (else the one
+        refusal of `ledger.store.stream_ids`: unknown, or of another kind)."""
+        key = parse_id(aggregate_id, kind)
         try:
-            key = aggregate_id if isinstance(aggregate_id, UUID) else UUID(str(aggregate_id))
-            found: Aggregate = self.app.repository.get(key)
-        except (AggregateNotFoundError, ValueError):
-            raise NotFoundError(f"unknown {what} {aggregate_id}") from None
-        if not isinstance(found, cls):
-            raise NotFoundError(f"unknown {what} {aggregate_id}")
-        return found
+            found: Aggregate | None = self.app.repository.get(key)
+        except AggregateNotFoundError:
+            found = None
+        checked = require_aggregate(found, aggregate_id, kind)
+        assert isinstance(checked, cls)
+        return checked
 
     def account(self, account_id: UUID | str) -> Account:
-        return self._get(Account, account_id, "account")
+        return self._get(Account, account_id, Kind.ACCOUNT)
 
     def round(self, round_id: UUID | str) -> Round:
-        return self._get(Round, round_id, "round")
+        return self._get(Round, round_id, Kind.ROUND)
 
     def table(self, table_id: UUID | str) -> GameTable:
-        return self._get(GameTable, table_id, "table")
+        return self._get(GameTable, table_id, Kind.TABLE)
 
     def fact_to_sign(
         self,
@@ -267,8 +270,10 @@ class Casino:
         return dict(self.runner.run("record_fault", request_id, args, body))
 
     def settle(self, *, request_id: str, round_id: str) -> list[BetResult]:
-        """Settle a settlement-API-1 round on its outcome. On an API-2 round the
-        throw already settled it: what it settled, recording nothing new."""
+        """Settle a settlement-API-1 round on its outcome. A round already
+        settled is refused ("round R is already settled"), and so is every
+        settlement-API-2 round, whose throw or action settled what it settles
+        (its results: `Casino.round(R).results`); nothing is recorded."""
         body = rounds.settle(self.context, round_id)
         return list(self.runner.run("settle", request_id, {"round_id": str(round_id)}, body))
 

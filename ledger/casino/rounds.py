@@ -97,12 +97,14 @@ def settle(context: Context, round_id: str) -> Body:
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
         if game_round.settlement_api >= 2:
-            # The throw settled the round (a one-step game): say what it settled.
-            if game_round.status != SETTLED:
-                raise InvalidCommandError(
-                    f"round {game_round.id} has no outcome to settle on (it is {game_round.status})"
-                )
-            return list(game_round.results), []
+            # Its game's steps settle it as they are played (a throw, an action):
+            # there is never anything left for this command to settle.
+            if game_round.status == SETTLED:
+                raise InvalidCommandError(f"round {game_round.id} is already settled")
+            raise InvalidCommandError(
+                f"round {game_round.id} has no outcome to settle on (it is {game_round.status}): "
+                "its game settles it as it is played"
+            )
         return legacy.settle(context, work, game_round)
 
     return body

@@ -54,11 +54,11 @@ from ledger.errors import (
     ConfigError,
     ConflictError,
     InvalidCommandError,
-    NotFoundError,
     RequestIdReusedError,
 )
 from ledger.store.application import LedgerApplication
 from ledger.store.recorders import Cursor
+from ledger.store.stream_ids import Kind, parse_id, require_aggregate
 
 A = TypeVar("A", bound=Aggregate)
 Result = Any  # JSON-safe: it is stored with the request
@@ -107,25 +107,27 @@ class Work:
         self._live = live
         self._handed: list[Aggregate] = []
 
-    def get(self, cls: type[A], aggregate_id: UUID | str, what: str) -> A:
+    def get(self, cls: type[A], aggregate_id: UUID | str, kind: Kind) -> A:
+        """The live aggregate `aggregate_id` names when it is a `kind` (else the
+        one refusal of `ledger.store.stream_ids`: unknown, or of another kind)."""
+        key = parse_id(aggregate_id, kind)
         try:
-            key = aggregate_id if isinstance(aggregate_id, UUID) else UUID(str(aggregate_id))
-            found = self._live.get(key)
-        except (AggregateNotFoundError, ValueError):
-            raise NotFoundError(f"unknown {what} {aggregate_id}") from None
-        if not isinstance(found, cls):
-            raise NotFoundError(f"unknown {what} {aggregate_id}")
-        self._handed.append(found)
-        return found
+            found: Aggregate | None = self._live.get(key)
+        except AggregateNotFoundError:
+            found = None
+        checked = require_aggregate(found, aggregate_id, kind)
+        assert isinstance(checked, cls)
+        self._handed.append(checked)
+        return checked
 
     def account(self, account_id: UUID | str) -> Account:
-        return self.get(Account, account_id, "account")
+        return self.get(Account, account_id, Kind.ACCOUNT)
 
     def round(self, round_id: UUID | str) -> Round:
-        return self.get(Round, round_id, "round")
+        return self.get(Round, round_id, Kind.ROUND)
 
     def table(self, table_id: UUID | str) -> GameTable:
-        return self.get(GameTable, table_id, "table")
+        return self.get(GameTable, table_id, Kind.TABLE)
 
     def dirty(self) -> list[Aggregate]:
         """Aggregates this command was handed that hold events not collected yet."""

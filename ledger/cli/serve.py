@@ -16,7 +16,7 @@ from uuid import UUID
 
 from ledger.cli.args import int_range
 from ledger.domain.api_roles import ApiRole
-from ledger.errors import ConfigError
+from ledger.errors import ConfigError, NotFoundError
 from ledger.inputs import output_file
 
 
@@ -171,29 +171,20 @@ def cmd_tokens(args: argparse.Namespace) -> int:
 
 def _check_table(args: argparse.Namespace) -> None:
     """A table-device token is for a table the store holds: else one line, no token."""
-    from eventsourcing.application import AggregateNotFoundError
-
     from ledger.cli.common import open_from_args
-    from ledger.domain.game_table import GameTable
+    from ledger.store.stream_ids import Kind, require_stream
 
     try:
-        table_id = UUID(args.table)
-    except ValueError:
+        UUID(args.table)
+    except ValueError:  # said before the store is opened (or the keys looked for)
         raise ConfigError(f"--table {args.table!r} is not a table id (a UUID)") from None
     node = open_from_args(args, writable=False)
-    found: object
     try:
-        try:
-            found = node.app.repository.get(table_id)
-        except AggregateNotFoundError:
-            found = None
+        require_stream(node.app.tables, args.table, Kind.TABLE)
+    except NotFoundError as exc:
+        raise NotFoundError(f"--table: {exc}; no token created") from None
     finally:
         node.close()
-    if not isinstance(found, GameTable):
-        raise ConfigError(
-            f"--table {table_id}: no table {table_id} in this store (open it first: "
-            "POST /v1/tables, or `ledger simulate`); no token created"
-        )
 
 
 def add_serve_commands(commands: Any) -> None:

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ from ledger.store.merkle_log import (
     stream_of,
 )
 from ledger.store.recorders import Row
+from ledger.store.stream_ids import Kind, require_stream
 from ledger.store.witnessing import CosignatureTable
 
 BATCH = 5000
@@ -133,8 +134,6 @@ def _round_rows(tables: MerkleLogTables, round_id: str) -> Iterator[tuple[int, R
             )
         yield position, row
         version += 1
-    if version == 1:
-        raise ConfigError(f"no round {round_id} in this store")
 
 
 def _selected(
@@ -204,6 +203,10 @@ def export_bundle(
         raise ConfigError(f"cannot export to {directory}: it exists and is not an empty directory")
     if not directory.parent.is_dir():
         raise ConfigError(f"cannot export to {directory}: {directory.parent} is not a directory")
+    if selection.round_id is not None:  # a table's or an account's id is refused, not exported
+        selection = replace(
+            selection, round_id=require_stream(app.tables, selection.round_id, Kind.ROUND)
+        )
     scratch = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
         summary = _export_into(app, keyring, scratch, selection, installed, progress, on_total)
