@@ -26,9 +26,10 @@ from fastapi_offline import FastAPIOffline
 
 from ledger.http.bet_fast_path import BetFastPath
 from ledger.http.errors import install_error_handlers
-from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit
+from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit, JsonBodies
 from ledger.http.models import ErrorBody
 from ledger.http.routes import ROUTERS
+from ledger.http.routing import body_routes
 from ledger.http.service import Service
 from ledger.http.tlog import TlogFiles
 from ledger.http.tokens import TokenStore
@@ -67,9 +68,10 @@ def create_app(
     declare_error_body(api)
     for router in ROUTERS:
         api.include_router(router, prefix="/v1")
-    if fast_bets:  # inside: after the token and the size
+    if fast_bets:  # inside: after the token, the media type and the size
         api.add_middleware(BetFastPath, casino=service.casino)
     api.add_middleware(BodyLimit, limit=max_body)
+    api.add_middleware(JsonBodies, routes=body_routes(ROUTERS, "/v1"))
     api.add_middleware(Authenticate, tokens=service.tokens)
     if tiles is not None:  # outside the token check: monitors read it with no token
         api.add_middleware(TlogFiles, directory=tiles)

@@ -43,6 +43,7 @@ STATUS_ERRORS: dict[int, str] = {
     404: "NotFound",
     405: "MethodNotAllowed",
     413: "BodyTooLarge",
+    415: "UnsupportedMediaType",
     500: "ServerError",
     503: "StoreUnavailable",
 }
@@ -61,6 +62,10 @@ ERROR_STATUSES: dict[int, str] = {
 WRITE_STATUSES: dict[int, str] = {
     409: "this Idempotency-Key was used for other arguments",
     413: "the body is over the limit (64 KiB)",
+}
+# What a route that takes a body may answer besides (`ledger.http.middleware.JsonBodies`).
+BODY_STATUSES: dict[int, str] = {
+    415: "the body is not declared as JSON: its Content-Type is missing or not application/json",
 }
 
 

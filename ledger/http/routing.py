@@ -4,16 +4,18 @@ handler's docstring, so each resource's module only states what is its own."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, Security
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 
 from ledger.http.dependencies import Allow
-from ledger.http.errors import ERROR_STATUSES, WRITE_STATUSES
+from ledger.http.errors import BODY_STATUSES, ERROR_STATUSES, WRITE_STATUSES
 from ledger.http.models import ErrorBody
 from ledger.http.tokens import ApiRole
 
@@ -31,9 +33,14 @@ ERROR_CONTENT = {
 }
 
 
-def error_responses(method: str) -> dict[int | str, dict[str, Any]]:
-    """The error statuses a route may answer, each with the one error body."""
-    statuses = {**ERROR_STATUSES, **(WRITE_STATUSES if method != "GET" else {})}
+def error_responses(method: str, *, body: bool = False) -> dict[int | str, dict[str, Any]]:
+    """The error statuses a route may answer (`body`: one that takes a body),
+    each with the one error body."""
+    statuses = {
+        **ERROR_STATUSES,
+        **(WRITE_STATUSES if method != "GET" else {}),
+        **(BODY_STATUSES if body else {}),
+    }
     return {
         status: {"content": ERROR_CONTENT, "description": text}
         for status, text in sorted(statuses.items())
@@ -75,6 +82,27 @@ class Router(APIRouter):
                 response_class=response_class,
                 deprecated=deprecated,
             )
+            route = self.routes[-1]
+            if isinstance(route, APIRoute) and takes_body(route):
+                declared = {**route.responses, **error_responses(method, body=True)}
+                route.responses = dict(sorted(declared.items(), key=lambda item: str(item[0])))
             return handler
 
         return add
+
+
+def takes_body(route: APIRoute) -> bool:
+    """FastAPI's own reading of the handler: it has a body parameter."""
+    return route.body_field is not None
+
+
+def body_routes(routers: Sequence[APIRouter], prefix: str) -> list[tuple[str, re.Pattern[str]]]:
+    """(method, path pattern) of every route of `routers` that takes a body,
+    as the app serves them under `prefix`."""
+    return [
+        (method, re.compile("^" + re.escape(prefix) + route.path_regex.pattern.removeprefix("^")))
+        for router in routers
+        for route in router.routes
+        if isinstance(route, APIRoute) and takes_body(route)
+        for method in route.methods or ()
+    ]
