@@ -4,6 +4,7 @@ a traceback, and `simulate` still verifies what it recorded."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -101,3 +102,87 @@ def test_piping_into_head(tmp_path: Path) -> None:
     assert result.stderr == ""
     assert result.stdout.startswith("created ledger-node key")
     assert len(result.stdout.splitlines()) == 1
+
+
+# Issue 37, item 4: the exit code under a closed pipe on stdout, on stderr
+# (`ledger verify 2>&1 | head -2`), and at interpreter exit, for each exit code.
+# The command runs in a process of its own whose pipes' readers closed before it
+# wrote anything; the runner records what `run_program` returned (or exited
+# with) before the interpreter exits, then exits with it: the first says the
+# command ended as itself (not on a BrokenPipeError), the process's own exit
+# code that nothing buffered turned it into another at exit.
+RUNNER = """
+import sys
+from ledger.cli.main import run_program
+marker = sys.argv.pop(1)
+try:
+    code = run_program()
+except SystemExit as exc:
+    code = exc.code
+with open(marker, "w") as out:
+    out.write(str(code))
+raise SystemExit(code)
+"""
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A small store, and a copy of it with one event's bytes changed."""
+    good = tmp_path_factory.mktemp("good")
+    assert ledger_into_closed_pipe(good, *SMALL, "--seed", "7").returncode == 0
+    tampered = tmp_path_factory.mktemp("tampered")
+    for part in good.iterdir():
+        target = tampered / part.name
+        shutil.copytree(part, target) if part.is_dir() else shutil.copy2(part, target)
+    attacker = Attacker(f"sqlite:///{tampered / 'ledger.db'}")
+    try:
+        stream, version = first_stream(attacker)
+        state = attacker.row(stream, version)[4]
+        attacker.set_state(stream, version, state[:-1] + bytes([state[-1] ^ 1]))
+    finally:
+        attacker.close()
+    return {"good": good, "tampered": tampered}
+
+
+EXITS = {
+    "0-verified": ("good", ["verify"], {}, 0),
+    "1-tampered": ("tampered", ["verify"], {}, 1),
+    "2-bad-input": ("good", ["balances", "nobody"], {}, 2),
+    "2-usage": ("good", ["verify", "--workers", "0"], {}, 2),
+    "3-could-not-check": ("good", ["verify"], {"LEDGER_PLUGINS_BLOCK": "taixiu"}, 3),
+}
+
+
+@pytest.mark.parametrize("buffered", [False, True], ids=["unbuffered", "buffered"])
+@pytest.mark.parametrize("closed", ["stdout", "stderr", "both"])
+@pytest.mark.parametrize("case", sorted(EXITS))
+def test_the_exit_code_survives_closed_pipes(
+    stores: dict[str, Path], tmp_path: Path, case: str, closed: str, buffered: bool
+) -> None:
+    store, argv, env, code = EXITS[case]
+    environment = {**ledger_env(), **env}
+    if buffered:
+        del environment["PYTHONUNBUFFERED"]  # what is buffered is flushed at exit
+    marker = tmp_path / "returned"
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", RUNNER, str(marker), *argv],
+            cwd=stores[store],
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=write if closed in ("stdout", "both") else subprocess.DEVNULL,
+            stderr=write if closed in ("stderr", "both") else subprocess.PIPE,
+            timeout=300,
+        )
+    finally:
+        os.close(write)
+    assert marker.read_text() == str(code), result.stderr
+    assert result.returncode == code, result.stderr
+    if closed == "stdout":  # stderr still open: the one error line, or nothing
+        errors = result.stderr.decode()
+        if code:
+            assert_one_error_line(errors)
+        else:
+            assert errors == ""

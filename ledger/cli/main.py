@@ -3,8 +3,9 @@
 Every `LedgerError` becomes one line on stderr and its non-zero exit code
 (1: verification failed; 2: bad input or setup; 3: no installed plugin can
 re-derive a round, see ledger.errors); nothing else is caught.
-A reader that closes stdout early (`ledger ... | head`) ends no command: the
-rest of the output goes nowhere and the exit code is still the command's.
+A reader that closes stdout or stderr early (`ledger ... 2>&1 | head`) ends no
+command: the rest of the output goes nowhere and the exit code is still the
+command's, the error line that had nowhere to go included (ledger.cli.output).
 
 Building the parser imports only the commands' parsers: each command imports
 what it runs (the node, the verifier, the store's driver) when it runs, so a
@@ -27,7 +28,7 @@ from ledger.cli.export import add_export_command
 from ledger.cli.games import add_game_commands
 from ledger.cli.keys import add_key_commands
 from ledger.cli.mirror import add_mirror_command
-from ledger.cli.output import tolerate_closed_stdout
+from ledger.cli.output import flush_before_exit, tolerate_closed_pipes
 from ledger.cli.projections import add_projection_commands
 from ledger.cli.recall import add_recall_command
 from ledger.cli.report import add_report_command
@@ -92,8 +93,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    with tolerate_closed_stdout():
+    with tolerate_closed_pipes():  # argparse's own usage error (exit 2) included
+        args = _parser().parse_args(argv)
         return _run(args)
 
 
@@ -127,7 +128,10 @@ def _store_outages() -> tuple[type[BaseException], ...]:
 
 def run_program() -> int:
     """`main` as a process of its own runs it (the `ledger` script, `python -m`)."""
-    code = main()
+    try:
+        code = main()
+    finally:  # argparse's SystemExit (--help, a usage error) included
+        flush_before_exit()
     if code == INTERRUPTED:
         # Ended by Ctrl-C: another one while the interpreter exits would turn
         # the documented exit code into a death by signal (or a traceback).
