@@ -14,7 +14,7 @@ from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.domain.round import action_fact, fault_fact, throw_fact
-from ledger.errors import InvalidCommandError
+from ledger.errors import InvalidCommandError, with_article
 
 
 def throw_report(
@@ -53,7 +53,8 @@ class DealerDevice:
     def __init__(self, signer: Signer) -> None:
         if signer.role is not Role.DEALER_DEVICE:
             raise InvalidCommandError(
-                f"a dealer device signs with a dealer-device key, not a {signer.role.value} key"
+                "a dealer device signs with a dealer-device key, not "
+                f"{with_article(signer.role.value)} key"
             )
         self.signer = signer
 

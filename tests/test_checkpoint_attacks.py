@@ -566,8 +566,8 @@ def test_bundle_messages_say_what_is_wrong(node: Node) -> None:
         (dict(bundle, signature=_flip(bundle["signature"])), "envelope signature is invalid"),
         (dict(bundle, version=5), "the bundle claims stream .* version 5 but the signed header"),
         (dict(bundle, stream=_other_stream(bundle)), "the bundle claims stream 0000"),
-        (dict(bundle, version="4"), "'version' must be a int, not str"),
-        (dict(bundle, version=True), "'version' must be a int, not bool"),
+        (dict(bundle, version="4"), "'version' must be an int, not str"),
+        (dict(bundle, version=True), "'version' must be an int, not bool"),
         (dict(bundle, checkpoint=7), "'checkpoint' must be a str"),
         (dict(bundle, extra=1), "unexpected field 'extra'"),
         (

@@ -29,7 +29,7 @@ import pytest
 from ledger.casino import Casino
 from ledger.cli.main import main
 from ledger.domain.currency import format_major, minor_unit_exponent
-from ledger.errors import InvalidCommandError
+from ledger.errors import InvalidCommandError, with_article
 from ledger.node import Node, open_node
 from ledger.plugins.manager import get_plugin_manager
 from tests.conftest import PG_DSN, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
@@ -681,6 +681,13 @@ CASES = [
         ("tokens", "create", "--role", "table-device", "--table", "{round}"),
         ("--table", "{round} is a round, not a table", "no token created"),
     ),
+    Case(
+        "record-with-an-operator-key",
+        ("verify", "--record", "--auditor-key", "op"),
+        ("key 'op' is an operator key, not auditor",),
+        prepare=lambda root: operator_key(root),
+        absent=("a operator",),
+    ),
 ]
 
 
@@ -890,3 +897,26 @@ def test_balances_show_owners_and_major_units(
             assert row["owner"] in line
     assert document["totals"] == dict.fromkeys(document["totals"], 0)
     assert all(f"total {cur}: 0 " in text for cur in document["totals"])
+
+
+@pytest.mark.parametrize(
+    ("word", "said"),
+    [
+        ("auditor", "an auditor"),
+        ("operator", "an operator"),
+        ("admin", "an admin"),
+        ("int", "an int"),
+        ("table", "a table"),
+        ("cashier", "a cashier"),
+        ("table-device", "a table-device"),
+        ("unique", "a unique"),
+        ("euro", "a euro"),
+        ("8-byte", "an 8-byte"),
+        ("18-byte", "an 18-byte"),
+        ("32-byte", "a 32-byte"),
+        ("180-event", "a 180-event"),
+    ],
+)
+def test_the_article_is_the_one_said(word: str, said: str) -> None:
+    """Issue 37: messages name roles, kinds and types from variables ("a auditor token")."""
+    assert with_article(word) == said

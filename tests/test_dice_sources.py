@@ -370,7 +370,7 @@ def test_attack_a_device_report_signed_by_an_operator(
     casino.record_outcome(
         request_id="o", round_id=round_id, outcome={"dice": [4, 5, 6]}, source=forged
     )
-    verify_fails(node, f"round {round_id}", "signed by a operator key, not dealer-device")
+    verify_fails(node, f"round {round_id}", "signed by an operator key, not dealer-device")
 
 
 def test_attack_a_correction_of_an_rng_round(

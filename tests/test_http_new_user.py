@@ -222,3 +222,12 @@ def test_the_content_type_is_one_and_judged_only_where_a_body_is_taken(api: Api)
         headers={**api.headers("operator"), "content-type": "text/plain"},
     )
     assert closed.status_code == 200, closed.text
+
+
+def test_a_role_that_may_not_is_named_with_its_article(api: Api) -> None:
+    """Issue 37: "a auditor token may not do this"."""
+    refused = api.post("/v1/accounts", {"owner": "o", "currency": "EUR"}, "auditor")
+    assert refused.status_code == 403
+    assert refused.json()["detail"].startswith("an auditor token may not do this")
+    refused = api.post("/v1/accounts", {"owner": "o", "currency": "EUR"}, "operator")
+    assert refused.json()["detail"].startswith("an operator token may not do this")

@@ -163,7 +163,7 @@ def test_a_checkpoint_is_a_c2sp_note_any_verifier_checks() -> None:
 def test_a_checkpoint_signed_by_another_role_or_outside_its_validity_fails() -> None:
     _, signer = kat_signer()
     checkpoint = Checkpoint.sign(origin="o", size=1, root=bytes(32), signer=signer, now=EPOCH)
-    with pytest.raises(VerificationError, match="signed by a auditor key"):
+    with pytest.raises(VerificationError, match="signed by an auditor key"):
         checkpoint.verify(kat_keyring(Role.AUDITOR))
     early = Checkpoint.sign(
         origin="o", size=1, root=bytes(32), signer=signer, now=datetime(2019, 1, 1, tzinfo=UTC)

@@ -21,7 +21,7 @@ from ledger.audit.significant import SignificantEvent, iter_significant
 from ledger.audit.verify import Level, verify_store
 from ledger.casino import Casino
 from ledger.cli.main import main
-from ledger.crypto.envelope import now_micros
+from ledger.crypto.envelope import now_micros, open_envelope
 from ledger.crypto.keys import Role, read_private_key
 from ledger.crypto.signing import InMemorySigner, Signer
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID, RECORDED_TOPIC, AuditTrail
@@ -215,7 +215,8 @@ def test_a_run_not_signed_by_an_auditor_key_fails_verify(node: Node, who: str) -
         else forger(node, Role(who))
     )
     record_run(node.app, passed_run(report, "fp", now_micros()), signer)
-    expected = "not in the keyring" if who == "stranger" else f"a {who} key, not auditor"
+    said = {"operator": "an operator"}.get(who, f"a {who}")
+    expected = "not in the keyring" if who == "stranger" else f"{said} key, not auditor"
     for level in Level:
         with pytest.raises(VerificationError, match=rf"audit trail: .*{expected}"):
             verify_store(node.app, node.keys.keyring(), level=level)
@@ -298,8 +299,6 @@ def test_cli_verify_record_then_events(
     text = capsys.readouterr().out
     assert "verification at level settlement: passed" in text
     assert "not checked: chains" in text.splitlines()[-1]
-    assert main(["events"]) == 0  # the flag may be left out: the same listing
-    assert capsys.readouterr().out == text
 
     # A tampered store: the failed run is recorded too, and verify still fails.
     attacker = Attacker(store_url)
@@ -314,6 +313,79 @@ def test_cli_verify_record_then_events(
     assert "log position 10" in captured.err
     assert main(["events", "--significant"]) == 1
     assert "payload bytes do not match" in assert_one_error_line(capsys.readouterr().err)
+
+
+def test_cli_events_lists_every_event_and_significant_only_those(
+    workdir: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 37: `events` began with the same lines as `events --significant`
+    (the flag was optional). `events` is the log, every event as its signed
+    header names it; `--significant` the auditor's short list."""
+    attacker = Attacker(store_url)
+    try:
+        rows = attacker.sql(
+            f"SELECT originator_id, originator_version, topic FROM {attacker.events} "
+            f"ORDER BY {attacker.id}"
+        )
+    finally:
+        attacker.close()
+    expected = [
+        (str(UUID(str(stream))), version, topic.partition(":")[2])
+        for stream, version, topic in rows
+    ]
+    capsys.readouterr()
+    assert main(["events", "--json"]) == 0
+    listed = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [e["position"] for e in listed] == list(range(len(rows)))
+    assert [(e["stream"], e["version"], e["type"]) for e in listed] == expected
+    assert main(["events"]) == 0
+    every = capsys.readouterr().out.splitlines()
+    assert len(every) == len(rows) + 1
+    assert every[-1].startswith(f"{len(rows)} events; checked: every row against its signed")
+    first_stream, first_version, first_type = expected[0]
+    assert every[0].split()[2:] == [first_type, first_stream, f"v{first_version}"]
+    assert main(["events", "--significant"]) == 0
+    significant = capsys.readouterr().out.splitlines()
+    assert significant[-1].endswith("(use `ledger verify`)")
+    assert 1 < len(significant) < len(every)
+    assert all(line.split()[2] == "key-created" for line in significant[:-1])
+    assert main(["events", "--since", "2999-01-01"]) == 0
+    assert capsys.readouterr().out.startswith("0 events; ")
+
+
+def test_cli_events_shows_only_what_is_signed(
+    workdir: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A row relabelled in the database, then (put back) one whose envelope
+    signature is forged: each stops the listing with one line naming it (exit
+    1), as nothing shown is taken from a column alone, nor from an unsigned
+    header."""
+    attacker = Attacker(store_url)
+    try:
+        stream, version, topic = attacker.sql(
+            f"SELECT originator_id, originator_version, topic FROM {attacker.events} "
+            f"ORDER BY {attacker.id} LIMIT 1 OFFSET 5"
+        )[0]
+        stream = str(UUID(str(stream)))
+        state = attacker.row(stream, version)[4]
+        envelope = open_envelope(state, stream=stream, version=version)
+        at = len(state) - len(envelope.payload) - len(envelope.signature)
+        forged = state[:at] + bytes([state[at] ^ 1]) + state[at + 1 :]
+        for attack, problem in (
+            (
+                lambda: attacker.set_topic(stream, version, "ledger.domain.round:Round.Voided"),
+                "signed type",
+            ),
+            (lambda: attacker.set_state(stream, version, forged), "signature is invalid"),
+        ):
+            attack()
+            capsys.readouterr()
+            assert main(["events"]) == 1
+            line = assert_one_error_line(capsys.readouterr().err)
+            assert stream in line and problem in line, line
+            attacker.set_topic(stream, version, topic)
+    finally:
+        attacker.close()
 
 
 @pytest.mark.parametrize(

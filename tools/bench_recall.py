@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ledger.errors import with_article
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _benchlib as bench
@@ -130,7 +132,7 @@ def main() -> int:
     }
     print(bench.machine_line())
     print(
-        f"{result['recalls']} recalls of random rounds on a {events}-event store "
+        f"{result['recalls']} recalls of random rounds on {with_article(f'{events}-event')} store "
         f"({result['events_per_round_median']} events per round, median; max "
         f"{result['events_per_round_max']})"
     )

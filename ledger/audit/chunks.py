@@ -50,7 +50,7 @@ from ledger.crypto.merkle import LEAF_PREFIX, AlignedLeaves, CompactRange
 from ledger.crypto.native import native
 from ledger.crypto.signing import sign_open_address, verify_signature
 from ledger.crypto.validity import Window, signing_problem, trusted_span
-from ledger.errors import VerificationError
+from ledger.errors import VerificationError, with_article
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
 
@@ -464,15 +464,17 @@ def _checked_columns(originator_id: object, version: object, topic: object, stat
     """A row's columns with the types the ledger wrote, else a clear error."""
     label = where(stream_of(originator_id) if originator_id is not None else "?", version)
     if type(version) is not int:
-        kind = "NULL" if version is None else f"a {type(version).__name__}, not an integer"
+        kind = (
+            "NULL" if version is None else f"{with_article(type(version).__name__)}, not an integer"
+        )
         raise VerificationError(f"version column is {kind}", where=label)
     if type(topic) is not str:
-        kind = "NULL" if topic is None else f"a {type(topic).__name__}, not text"
+        kind = "NULL" if topic is None else f"{with_article(type(topic).__name__)}, not text"
         raise VerificationError(f"topic column is {kind}", where=label)
     if isinstance(state, bytearray | memoryview):
         return bytes(state)
     if type(state) is not bytes:
-        kind = "NULL" if state is None else f"a {type(state).__name__}, not bytes"
+        kind = "NULL" if state is None else f"{with_article(type(state).__name__)}, not bytes"
         raise VerificationError(f"state column is {kind}", where=label)
     return state
 

@@ -25,7 +25,7 @@ from ledger.crypto.merkle import (
     verify_inclusion,
 )
 from ledger.crypto.validity import signing_problem
-from ledger.errors import ConfigError, VerificationError
+from ledger.errors import ConfigError, VerificationError, with_article
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import parse_checkpoint_row
 
@@ -121,7 +121,7 @@ def _fields(bundle: object) -> None:
         value = bundle[name]
         if not isinstance(value, kind) or isinstance(value, bool):
             raise VerificationError(
-                f"malformed inclusion bundle: {name!r} must be a {kind.__name__}, "
+                f"malformed inclusion bundle: {name!r} must be {with_article(kind.__name__)}, "
                 f"not {type(value).__name__}"
             )
     extra = sorted(set(bundle) - set(_FIELDS), key=str)

@@ -116,10 +116,11 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _signed_time(envelope: Envelope, payload: dict[str, Any]) -> datetime:
+def signed_time(envelope: Envelope, payload: dict[str, Any] | None) -> datetime:
+    """When the event was signed (a v1 envelope: its payload's own signed time)."""
     if envelope.signed_at is not None:
         return from_micros(envelope.signed_at)
-    stamp = payload.get("timestamp")  # a v1 envelope: the event's own (signed) time
+    stamp = (payload or {}).get("timestamp")  # a v1 envelope: the event's own (signed) time
     return stamp if isinstance(stamp, datetime) else from_micros(0)
 
 
@@ -394,7 +395,7 @@ def scan_significant(
             )
             if interesting or new_key:
                 payload: dict[str, Any] = transcoder.decode(envelope.payload)
-                at = _signed_time(envelope, payload)
+                at = signed_time(envelope, payload)
                 found = [*scanner.key_events(position, at, stream, envelope, payload)]
                 found += scanner.round_events(position, at, stream, topic, payload)
                 found += scanner.other_events(position, at, stream, topic, payload)

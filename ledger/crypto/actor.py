@@ -11,7 +11,7 @@ from ledger.crypto.canonical import ACTOR_FACT_DOMAIN, canonical
 from ledger.crypto.keys import Keyring, PublicKeyRecord, Role
 from ledger.crypto.signing import Signer, verify_signature
 from ledger.crypto.validity import key_problem
-from ledger.errors import FindingKind, InvalidCommandError, VerificationError
+from ledger.errors import FindingKind, InvalidCommandError, VerificationError, with_article
 
 FORGED = FindingKind.ALTERED
 
@@ -23,7 +23,9 @@ class ActorSignature(TypedDict):
 
 def sign_fact(signer: Signer, fact: dict[str, Any], role: Role) -> ActorSignature:
     if signer.role is not role:
-        raise InvalidCommandError(f"this needs a {role.value} key, not a {signer.role.value} key")
+        raise InvalidCommandError(
+            f"this needs {with_article(role.value)} key, not {with_article(signer.role.value)} key"
+        )
     signature = signer.sign(ACTOR_FACT_DOMAIN + canonical(fact))
     return {"key_id": signer.key_id, "signature": base64.b64encode(signature).decode()}
 
@@ -43,7 +45,9 @@ def check_fact_signature(
         raise VerificationError("signed by a key not in the keyring", where=where, kind=FORGED)
     if record.role is not role:
         raise VerificationError(
-            f"signed by a {record.role.value} key, not {role.value}", where=where, kind=FORGED
+            f"signed by {with_article(record.role.value)} key, not {role.value}",
+            where=where,
+            kind=FORGED,
         )
     try:
         signature = base64.b64decode(signed["signature"], validate=True)

@@ -14,6 +14,7 @@ from typing import Any, Final
 import rfc8785
 
 from ledger.crypto.native import native
+from ledger.errors import with_article
 
 # Domain-separation prefixes: one per kind of signed object, versioned.
 ENVELOPE_DOMAIN_V1: Final = b"casino-ledger/event-envelope/v1\n"  # LSE1 envelopes, read only
@@ -112,5 +113,5 @@ def json_problem(value: Any) -> str | None:
         elif kind is list or kind is tuple:
             stack.extend(item)
         else:
-            return f"a {kind.__name__} is not plain JSON"
+            return f"{with_article(kind.__name__)} is not plain JSON"
     return None

@@ -34,7 +34,7 @@ from ledger.crypto.note import (
 )
 from ledger.crypto.signing import NamedSigner, verify_signature
 from ledger.crypto.validity import key_problem
-from ledger.errors import ConfigError, VerificationError
+from ledger.errors import ConfigError, VerificationError, with_article
 
 _SIGNATURE_SIZE = 64
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")  # no sign, no leading zeros, ASCII digits only
@@ -210,7 +210,7 @@ class Checkpoint:
         if record is None:
             raise VerificationError(self._unknown_key(keyring), where=label)
         if record.role is not Role.CHECKPOINT:
-            raise VerificationError(f"signed by a {record.role.value} key", where=label)
+            raise VerificationError(f"signed by {with_article(record.role.value)} key", where=label)
         if not verify_signature(record.public_key, self.signed_message, self.signature):
             raise VerificationError("bad signature", where=label)
         # A checkpoint vouches for its own time: it is judged as covered by itself.

@@ -39,7 +39,7 @@ from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.merkle import hash_leaf
 from ledger.crypto.signing import Signer, verify_signature
 from ledger.crypto.validity import signing_problem
-from ledger.errors import VerificationError
+from ledger.errors import VerificationError, with_article
 
 MAGIC: Final = b"LSE2"
 MAGIC_V1: Final = b"LSE1"  # release 0.1: no signing time; read, never written
@@ -339,7 +339,7 @@ class SignerCheck:
         if public_key is None:
             role = self._other_roles.get(envelope.key_id)
             reason = (
-                f"signed by a {role.value} key, not a ledger-node key"
+                f"signed by {with_article(role.value)} key, not a ledger-node key"
                 if role
                 else f"signed by key {envelope.key_id[:16]}, which is not in the keyring"
             )

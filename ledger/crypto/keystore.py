@@ -26,7 +26,7 @@ from ledger.crypto.keys import (
 )
 from ledger.crypto.signing import InMemorySigner
 from ledger.crypto.validity import key_problem
-from ledger.errors import KeyStoreError
+from ledger.errors import KeyStoreError, with_article
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -198,7 +198,9 @@ class KeyDirectory:
         if name:
             record = self._by_name(name)
             if record.role is not role:
-                raise KeyStoreError(f"key {name!r} is a {record.role.value} key, not {role.value}")
+                raise KeyStoreError(
+                    f"key {name!r} is {with_article(record.role.value)} key, not {role.value}"
+                )
             self._check_usable(record, now)
             return record
         candidates = [

@@ -13,6 +13,7 @@ from fastapi import Depends, Header, Path, Request
 from fastapi.exceptions import HTTPException
 
 from ledger.casino import MAX_REQUEST_ID, Casino
+from ledger.errors import with_article
 from ledger.http.service import Service
 from ledger.http.tokens import ApiRole, Token
 
@@ -69,7 +70,7 @@ class Allow:
         if token.role not in self.roles:
             raise HTTPException(
                 403,
-                f"a {token.role.value} token may not do this (allowed: "
+                f"{with_article(token.role.value)} token may not do this (allowed: "
                 f"{', '.join(r.value for r in self.roles)})",
             )
         return token

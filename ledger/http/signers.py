@@ -14,7 +14,7 @@ import binascii
 
 from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.signing import verify_signature
-from ledger.errors import InvalidCommandError
+from ledger.errors import InvalidCommandError, with_article
 
 
 class PresignedSigner:
@@ -38,7 +38,8 @@ class PresignedSigner:
         record = self._keyring.get(self._key_id)
         if record is None or record.role is not self._role:
             raise InvalidCommandError(
-                f"key {self._key_id[:16]} is not a {self._role.value} key in the keyring"
+                f"key {self._key_id[:16]} is not {with_article(self._role.value)} key "
+                "in the keyring"
             )
         try:
             signature = base64.b64decode(self._signature, validate=True)
