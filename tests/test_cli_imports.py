@@ -58,11 +58,12 @@ assert main(given + ["keys", "create", "a1", "--role", "auditor", "--unencrypted
                      "--yes-unencrypted"]) == 0
 LedgerApplication({store!r}, keyring=Keyring.load(Path("keys/keyring.json")), create=True).close()
 assert main(given + ["events"]) == 0
+assert main(given + ["events", "--significant"]) == 0
 assert main(given + ["checkpoint", "--no-sign"]) == 0
 assert main(given + ["verify", "--level", "integrity", "--workers", "1"]) == 0
 """
     loaded, out = _loaded_after(code, tmp_path)
-    assert "0 significant events" in out
+    assert "0 events; checked" in out and "0 significant events" in out
     assert "the log is empty: nothing to checkpoint" in out
     assert "ledger.audit.verify" in loaded  # the store was opened and verified
     assert _present(loaded, POSTGRES_ONLY) == []
