@@ -106,7 +106,7 @@ def test_serve_refuses_a_tiles_path_that_is_not_a_directory(
 ) -> None:
     missing = tmp_path / "nowhere"
     assert main(["serve", "--tiles", str(missing)]) == 2
-    assert f"--tiles {missing} is not a directory" in capsys.readouterr().err
+    assert f"--tiles {missing} does not exist" in capsys.readouterr().err
 
 
 def test_ledger_serve_tiles_serves_the_directory(tmp_path: Path) -> None:
