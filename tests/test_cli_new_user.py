@@ -25,9 +25,14 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.casino import Casino
 from ledger.cli.main import main
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.keys import Role
+from ledger.crypto.merkle import EMPTY_ROOT
+from ledger.crypto.signing import InMemorySigner
 from ledger.domain.currency import format_major, minor_unit_exponent
 from ledger.errors import InvalidCommandError, with_article
 from ledger.node import Node, open_node
@@ -688,6 +693,132 @@ CASES = [
         prepare=lambda root: operator_key(root),
         absent=("a operator",),
     ),
+    # Issue 37: the tiles commands (`tiles`, `tiles --check`, `checkpoint --tiles`,
+    # `serve --tiles`, `--keyring`): a path they cannot use is one line, creating
+    # nothing; a refused run creates no directory and no lock file.
+    Case(
+        "tiles-into-a-missing-parent",
+        ("tiles", "nodir/sub/tiles"),
+        ("nodir/sub", "does not exist"),
+    ),
+    Case(
+        "tiles-under-a-file",
+        ("tiles", "rnd.bin/tiles"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+        absent=("Errno",),
+    ),
+    Case(
+        "tiles-for-another-origin",
+        ("tiles", "newdir"),
+        ("LEDGER_ORIGIN", "other.example/log", "nothing was written"),
+        env={"LEDGER_ORIGIN": "other.example/log"},
+    ),
+    Case(
+        "tiles-into-a-directory-of-another-origin",
+        ("tiles", "tiles"),
+        ("tiles/checkpoint", "other.example/log", "LEDGER_ORIGIN"),
+        prepare=lambda root: tiles_of(root, origin="other.example/log"),
+    ),
+    Case(
+        "tiles-into-a-directory-of-another-log",
+        ("tiles", "theirs"),
+        ("theirs/checkpoint", "nothing was written"),
+        code=1,  # signed by no key of this keyring: a finding, as an altered checkpoint is
+        prepare=lambda root: another_logs_tiles(root / "theirs"),
+    ),
+    Case(
+        "tiles-check-a-missing-directory",
+        ("tiles", "nodir", "--check"),
+        ("nodir", "does not exist"),
+    ),
+    Case(
+        "tiles-check-an-altered-checkpoint-wrote-nothing-anyway",
+        ("tiles", "tiles", "--check"),
+        ("tiles/checkpoint",),
+        code=1,
+        prepare=lambda root: tiles_of(root, alter="checkpoint"),
+        absent=("nothing was written",),  # it only reads
+    ),
+    Case(
+        "tiles-check-keyring-is-a-list",
+        ("tiles", "tiles", "--check", "--keyring", "keyring-copy.json"),
+        ("keyring-copy.json", "not a JSON object"),
+        prepare=lambda root: tiles_of(root, keyring=b"[1]"),
+    ),
+    Case(
+        "tiles-check-keyring-of-another-format",
+        ("tiles", "tiles", "--check", "--keyring", "keyring-copy.json"),
+        ("keyring-copy.json", "format"),
+        prepare=lambda root: tiles_of(root, keyring=b'{"format": "x"}'),
+    ),
+    Case(
+        "checkpoint-tiles-into-a-missing-parent",
+        ("checkpoint", "--tiles", "nodir/sub/tiles"),
+        ("nodir/sub", "does not exist"),
+    ),
+    Case(
+        "checkpoint-tiles-under-a-file",
+        ("checkpoint", "--tiles", "rnd.bin/tiles"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+        absent=("Errno",),
+    ),
+    Case("serve-tiles-missing", ("serve", "--tiles", "nodir"), ("nodir", "does not exist")),
+    # The same mistakes on their sibling paths, which held already: kept so they stay so.
+    Case(
+        "tiles-onto-a-file",
+        ("tiles", "rnd.bin"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "tiles-keyring-without-check",
+        ("tiles", "tiles", "--keyring", "keys/keyring.json"),
+        ("--keyring", "--check"),
+    ),
+    Case(
+        "tiles-check-a-file",
+        ("tiles", "rnd.bin", "--check"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "tiles-check-under-a-file",
+        ("tiles", "rnd.bin/tiles", "--check"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "tiles-check-keyring-is-a-directory",
+        ("tiles", "tiles", "--check", "--keyring", "keys"),
+        ("keyring keys", "directory"),
+        prepare=lambda root: tiles_of(root),
+    ),
+    Case(
+        "tiles-check-keyring-not-json",
+        ("tiles", "tiles", "--check", "--keyring", "keyring-copy.json"),
+        ("keyring keyring-copy.json", "not UTF-8"),
+        prepare=lambda root: tiles_of(root, keyring=bytes(range(256)) * 3),
+    ),
+    Case(
+        "checkpoint-tiles-onto-a-file",
+        ("checkpoint", "--tiles", "rnd.bin"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "serve-tiles-a-file",
+        ("serve", "--tiles", "rnd.bin"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
+    Case(
+        "serve-tiles-under-a-file",
+        ("serve", "--tiles", "rnd.bin/tiles"),
+        ("rnd.bin", "not a directory"),
+        prepare=random_bytes("rnd.bin"),
+    ),
 ]
 
 
@@ -695,6 +826,40 @@ def operator_key(root: Path) -> None:
     """An operator key named `op` (made before the row's snapshot)."""
     with redirect_stdout(io.StringIO()):
         assert main(["keys", "create", "op", "--role", "operator"]) == 0
+
+
+def tiles_of(
+    root: Path, *, origin: str | None = None, alter: str | None = None, keyring: bytes = b""
+) -> None:
+    """root/tiles published from the store (under another origin's name, with
+    one file altered, a keyring file beside it), as `ledger tiles` writes it."""
+    with pytest.MonkeyPatch.context() as patch:
+        if origin is not None:  # the store's checkpoints re-signed under that origin
+            patch.setenv("LEDGER_ORIGIN", origin)
+            (root / "other-store").mkdir()
+            patch.chdir(root / "other-store")
+            shutil.copytree(root / "keys", "keys")
+            with redirect_stdout(io.StringIO()):
+                assert main(list(ROUNDS)) == 0
+                assert main(["tiles", str(root / "tiles")]) == 0
+            shutil.rmtree(root / "other-store")
+            return
+        with redirect_stdout(io.StringIO()):
+            assert main(["tiles", str(root / "tiles")]) == 0
+    if alter is not None:
+        data = bytearray((root / "tiles" / alter).read_bytes())
+        data[len(data) // 2] ^= 1
+        (root / "tiles" / alter).write_bytes(bytes(data))
+    if keyring:
+        (root / "keyring-copy.json").write_bytes(keyring)
+
+
+def another_logs_tiles(directory: Path) -> None:
+    """A tiles directory whose checkpoint another log's key signed."""
+    signer = InMemorySigner(Ed25519PrivateKey.generate(), Role.CHECKPOINT, "theirs")
+    directory.mkdir()
+    note = Checkpoint.sign(origin="casino-ledger", size=0, root=EMPTY_ROOT, signer=signer)
+    (directory / "checkpoint").write_text(note.to_note())
 
 
 def exported(root: Path, keyring: bytes | None = None) -> None:

@@ -305,6 +305,7 @@ def test_a_tampered_store_publishes_nothing(node: Node, tmp_path: Path, attack: 
     with pytest.raises(VerificationError, match="nothing was written"):
         write_tiles(node.app, node.keyring, tiles, origin=origin())
     assert files(tiles) == {}  # not a tile, not a checkpoint
+    assert not tiles.exists()  # nor the directory the run would have made
 
 
 LATER_ATTACKS = {
@@ -408,7 +409,8 @@ def test_checkpoint_follow_keeps_the_tiles_current(node: Node, tmp_path: Path) -
 
 def test_one_writer_at_a_time(node: Node, tmp_path: Path) -> None:
     """A second writer of one directory (`tiles` beside `checkpoint --follow`)
-    waits for the first: they would share DIR/.pending."""
+    waits for the first: they would share DIR/.pending. The lock is on the
+    directory itself, so taking it creates no file."""
     tiles = tmp_path / "tiles"
     tiles.mkdir()
     record(node, 30)
@@ -419,12 +421,15 @@ def test_one_writer_at_a_time(node: Node, tmp_path: Path) -> None:
         write_tiles(node.app, node.keyring, tiles, origin=origin())
         done.set()
 
-    with open(tiles / ".lock", "a+b") as held:
+    held = os.open(tiles, os.O_RDONLY | os.O_DIRECTORY)
+    try:
         fcntl.flock(held, fcntl.LOCK_EX)
         writer = threading.Thread(target=write)
         writer.start()
         assert not done.wait(0.5)  # blocked on the lock
         fcntl.flock(held, fcntl.LOCK_UN)
+    finally:
+        os.close(held)
     writer.join(30)
     assert done.is_set() and check_tiles(tiles, node.keyring).size == 30
 
@@ -533,3 +538,225 @@ def test_a_tile_replaced_by_a_directory_is_a_failed_check(
     assert "tile/0/001.p/44 cannot be read" in capsys.readouterr().err
     with pytest.raises(VerificationError, match="cannot be read"):
         write_tiles(node.app, node.keyring, tiles, origin=origin())
+
+
+# Issue 37: the partial tiles and bundles of earlier checkpoints. They stay
+# (a client holding such a checkpoint may ask for them), `--check` reads them,
+# and the writer refuses to build on one that is not the start of its tile.
+
+STALE = {
+    "level-0 tile": "tile/0/001.p/44",
+    "entry bundle": "tile/entries/001.p/44",
+    "level-1 tile": "tile/1/000.p/1",
+}
+
+
+def _published_at_300_then_800(node: Node, tmp_path: Path) -> tuple[Path, Path]:
+    """Tiles published at 300 entries, then at 800: the partials of 300 are
+    stale (their full tiles, or a wider partial, are there). (dir, old checkpoint)"""
+    tiles = tmp_path / "tiles"
+    record(node, 300)
+    publish(node, tiles)
+    old = tmp_path / "checkpoint-300"
+    shutil.copy(tiles / "checkpoint", old)
+    record(node, 500)
+    publish(node, tiles)
+    assert set(STALE.values()) <= set(files(tiles))
+    return tiles, old
+
+
+def _as_of(tiles: Path, checkpoint: Path, tmp_path: Path) -> Path:
+    """What a client holding `checkpoint` reads: the directory under it."""
+    copy = tmp_path / f"as-of-{checkpoint.name}"
+    shutil.copytree(tiles, copy)
+    shutil.copy(checkpoint, copy / "checkpoint")
+    return copy
+
+
+@pytest.mark.parametrize("stale", STALE)
+def test_an_altered_stale_partial_is_caught_by_check(
+    node: Node, tmp_path: Path, tlogcheck: Path, stale: str
+) -> None:
+    tiles, old = _published_at_300_then_800(node, tmp_path)
+    vkey = vkey_of(tiles, node.keyring)
+    assert check_tiles(tiles, node.keyring).size == 800
+    # Go's x/mod, given the checkpoint of 300, reads exactly these stale files.
+    assert run_tlogcheck(tlogcheck, _as_of(tiles, old, tmp_path), vkey).returncode == 0
+    _flip(tiles / STALE[stale])
+    with pytest.raises(VerificationError, match=f"{STALE[stale]} of an earlier checkpoint"):
+        check_tiles(tiles, node.keyring)
+    older_client = run_tlogcheck(tlogcheck, _as_of(tiles, old, tmp_path / "after"), vkey)
+    assert older_client.returncode == 1, older_client.stdout
+
+
+def test_check_says_which_stale_partial_and_names_no_write(
+    node: Node, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tiles, _ = _published_at_300_then_800(node, tmp_path)
+    _truncate(tiles / "tile/0/001.p/44")
+    assert main(["--keys", str(node.keys.path), "tiles", str(tiles), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        "tile/0/001.p/44 of an earlier checkpoint is not the first 44 hashes of tile/0/001" in err
+    )
+    assert "nothing was written" not in err  # it only reads
+
+
+@pytest.mark.parametrize("stale", ["tile/0/001.p/44", "tile/entries/001.p/44"])
+def test_the_writer_refuses_to_complete_a_tile_over_an_altered_partial(
+    node: Node, tmp_path: Path, stale: str
+) -> None:
+    """Published at 300, then 400 (001.p/44 is stale, 001.p/144 current); the
+    stale one altered: completing tile 001 stops, and nothing changes."""
+    tiles = tmp_path / "tiles"
+    record(node, 300)
+    publish(node, tiles)
+    record(node, 100)
+    publish(node, tiles)
+    _flip(tiles / stale)
+    before = files(tiles)
+    record(node, 200)
+    node.checkpointer().catch_up()
+    with pytest.raises(
+        VerificationError, match=f"{stale} is not the first 44 .* nothing was written"
+    ):
+        write_tiles(node.app, node.keyring, tiles, origin=origin())
+    assert files(tiles) == before
+    # As the error says: without the altered file, the run completes and checks.
+    (tiles / stale).unlink()
+    assert write_tiles(node.app, node.keyring, tiles, origin=origin()).size == 600
+    assert check_tiles(tiles, node.keyring).size == 600
+
+
+def _link_to_keys(tiles: Path, node: Node) -> None:
+    (tiles / "tile/0/770").symlink_to(node.keys.path / "checkpoint.pem")
+
+
+def _linked_directory(tiles: Path, node: Node) -> None:
+    (tiles.parent / "elsewhere").mkdir()
+    (tiles.parent / "elsewhere" / "000").write_bytes(b"x" * 32)
+    (tiles / "tile/7").symlink_to(tiles.parent / "elsewhere")
+
+
+def _fifo(tiles: Path, node: Node) -> None:
+    os.mkfifo(tiles / "tile/0/001.p/9")  # a stale partial's name: read if taken for one
+
+
+STRAYS = {
+    "link to the keys": (_link_to_keys, "tile/0/770 is a symbolic link"),
+    "linked directory": (_linked_directory, "tile/7 is a symbolic link"),
+    "fifo": (_fifo, "tile/0/001.p/9 is not a regular file"),
+    "stray file": (lambda t, n: (t / "notes.txt").write_text("hi"), "notes.txt is not a tile"),
+    "tile beyond the tree": (
+        lambda t, n: shutil.copy(t / "tile/0/000", t / "tile/0/009"),
+        "tile/0/009 is no tile of the tree of size 800",
+    ),
+    "partial beyond the tree": (
+        lambda t, n: (t / "tile/0/003.p/33").write_bytes(bytes(33 * 32)),
+        "tile/0/003.p/33 is no tile of the tree of size 800",
+    ),
+}
+
+
+@pytest.mark.parametrize("stray", STRAYS)
+def test_check_names_every_path_that_is_not_the_logs(
+    node: Node, tmp_path: Path, stray: str
+) -> None:
+    """A tiles directory holds the checkpoint, tiles and bundles: anything
+    else is named (the server answers none of it), and nothing is followed."""
+    tiles, _ = _published_at_300_then_800(node, tmp_path)
+    plant, named = STRAYS[stray]
+    plant(tiles, node)
+    with pytest.raises(VerificationError, match=named):
+        check_tiles(tiles, node.keyring)
+
+
+def test_the_writers_leftovers_are_not_strays(node: Node, tmp_path: Path) -> None:
+    tiles, _ = _published_at_300_then_800(node, tmp_path)
+    (tiles / ".pending/tile/0").mkdir(parents=True)  # a run cut short
+    (tiles / ".pending/tile/0/003").write_bytes(b"half")
+    (tiles / ".checkpoint.new").write_bytes(b"half")
+    (tiles / ".lock").touch()  # earlier releases locked with it
+    checked = check_tiles(tiles, node.keyring)
+    assert (checked.size, checked.older) == (800, len(STALE))  # each stale partial read
+
+
+# The writer, too, reaches nothing through a link the directory holds.
+
+
+def test_the_writer_removes_a_linked_pending_not_what_it_points_at(
+    node: Node, tmp_path: Path
+) -> None:
+    tiles = tmp_path / "tiles"
+    record(node, 300)
+    publish(node, tiles)
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "ledger-node.pem").write_bytes(b"a key")
+    (tiles / ".pending").symlink_to(precious)
+    record(node, 20)
+    publish(node, tiles)
+    assert (precious / "ledger-node.pem").read_bytes() == b"a key"
+    assert check_tiles(tiles, node.keyring).size == 320
+
+
+def test_the_writer_does_not_write_through_a_planted_link(node: Node, tmp_path: Path) -> None:
+    tiles = tmp_path / "tiles"
+    record(node, 300)
+    publish(node, tiles)
+    keyring = tmp_path / "keyring-copy.json"
+    keyring.write_bytes(b"the keyring")
+    (tiles / ".checkpoint.new").symlink_to(keyring)  # the checkpoint's temporary file
+    record(node, 20)
+    publish(node, tiles)
+    assert keyring.read_bytes() == b"the keyring"
+    assert check_tiles(tiles, node.keyring).size == 320
+
+
+def test_the_writer_puts_no_tile_through_a_linked_directory(node: Node, tmp_path: Path) -> None:
+    tiles = tmp_path / "tiles"
+    record(node, 300)
+    publish(node, tiles)
+    elsewhere = tmp_path / "elsewhere"
+    shutil.move(tiles / "tile/entries", elsewhere)
+    (tiles / "tile/entries").symlink_to(elsewhere)
+    before = {p.name: p.read_bytes() for p in elsewhere.iterdir() if p.is_file()}
+    record(node, 500)
+    node.checkpointer().catch_up()
+    with pytest.raises(VerificationError, match="tile/entries is a symbolic link"):
+        write_tiles(node.app, node.keyring, tiles, origin=origin())
+    assert {p.name: p.read_bytes() for p in elsewhere.iterdir() if p.is_file()} == before
+    assert Checkpoint.from_note((tiles / "checkpoint").read_text()).size == 300
+
+
+def test_a_fifo_for_a_published_tile_is_refused_at_once(node: Node, tmp_path: Path) -> None:
+    """The writer and the checker read the published partial tiles: a fifo in
+    one's place is refused, not waited on."""
+    tiles = tmp_path / "tiles"
+    record(node, 300)
+    publish(node, tiles)
+    fifo = tiles / "tile/0/001.p/44"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    record(node, 20)
+    node.checkpointer().catch_up()
+    errors: list[str] = []
+
+    def attempt(run: object) -> None:
+        try:
+            run()  # type: ignore[operator]
+        except VerificationError as exc:
+            errors.append(str(exc))
+
+    for run in (
+        lambda: write_tiles(node.app, node.keyring, tiles, origin=origin()),
+        lambda: check_tiles(tiles, node.keyring),
+    ):
+        worker = threading.Thread(target=attempt, args=(run,))
+        worker.start()
+        worker.join(60)  # an upper bound only: a refusal is immediate
+        if worker.is_alive():  # the old code waits in open(): a writer releases it
+            os.close(os.open(fifo, os.O_WRONLY))
+            worker.join(60)
+    assert len(errors) == 2 and all("tile/0/001.p/44" in e for e in errors), errors
+    assert all("not a regular file" in e for e in errors), errors

@@ -3,12 +3,16 @@ as C2SP tlog-tiles asks (tiles immutable, the checkpoint not cached)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -19,6 +23,7 @@ from ledger.crypto.tiles import decode_bundle
 from ledger.export.tiles import write_tiles
 from ledger.export.tiles_check import check_tiles
 from ledger.http.app import Service, create_app
+from ledger.http.tlog import TlogFiles
 from ledger.http.tokens import TokenStore
 from ledger.node import Node, origin
 from ledger.rng.server import RngServer
@@ -101,7 +106,7 @@ def test_serve_refuses_a_tiles_path_that_is_not_a_directory(
 ) -> None:
     missing = tmp_path / "nowhere"
     assert main(["serve", "--tiles", str(missing)]) == 2
-    assert f"--tiles {missing} is not a directory" in capsys.readouterr().err
+    assert f"--tiles {missing} does not exist" in capsys.readouterr().err
 
 
 def test_ledger_serve_tiles_serves_the_directory(tmp_path: Path) -> None:
@@ -144,3 +149,103 @@ def test_ledger_serve_tiles_serves_the_directory(tmp_path: Path) -> None:
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
+
+
+# Issue 37: every file of the tiles directory may be an attacker's. Only a
+# regular file inside it, reached without a symbolic link, is served.
+
+
+def _tlog_get(tiles: Path, path: str) -> tuple[int, bytes]:
+    """GET `path` from the /tlog/ layer alone, the path exactly as a server
+    hands it on (decoded), with no client to normalise it first."""
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    async def behind(scope: object, receive: object, send: object) -> None:
+        raise AssertionError(f"{path} went past /tlog/")
+
+    scope = {"type": "http", "method": "GET", "path": path, "headers": [], "query_string": b""}
+    asyncio.run(TlogFiles(behind, tiles)(scope, receive, send))
+    status = sent[0]["status"]
+    body = sent[1]["body"]
+    assert isinstance(status, int) and isinstance(body, bytes)
+    return status, body
+
+
+def test_a_link_to_the_keys_is_not_served(node: Node, served: tuple[TestClient, Path]) -> None:
+    client, tiles = served
+    secrets = [node.keys.path / "checkpoint.pem", node.keys.path / "keyring.json"]
+    (tiles / "tile/0/770").symlink_to(secrets[0])
+    (tiles / "tile/entries/770").symlink_to(secrets[1])
+    for path in ("tile/0/770", "tile/entries/770"):
+        answer = client.get(f"/tlog/{path}")
+        assert (answer.status_code, answer.content) == (404, b"no such tile\n"), path
+    # Nor the checkpoint, nor a tile, when the link's target is the genuine content.
+    for path in ("checkpoint", "tile/0/000"):
+        genuine = (tiles / path).read_bytes()
+        copy = tiles.parent / f"copy-{path.replace('/', '-')}"
+        copy.write_bytes(genuine)
+        (tiles / path).unlink()
+        (tiles / path).symlink_to(copy)
+        assert client.get(f"/tlog/{path}").status_code == 404, path
+
+
+def test_a_linked_directory_on_the_path_is_not_followed(
+    node: Node, served: tuple[TestClient, Path]
+) -> None:
+    client, tiles = served
+    outside = tiles.parent / "outside"
+    (outside / "x001").mkdir(parents=True)
+    (outside / "000").write_bytes(b"a secret beside the tiles")
+    (outside / "x001" / "000").write_bytes(b"another secret")
+    (tiles / "tile/5").symlink_to(outside)  # a whole level
+    (tiles / "tile/0/x002").symlink_to(outside / "x001")  # an index group: tile/0/x002/000
+    shutil.move(tiles / "tile/entries", tiles.parent / "entries")
+    (tiles / "tile/entries").symlink_to(tiles.parent / "entries")  # the genuine bundles, linked
+    for path in ("tile/5/000", "tile/0/x002/000", "tile/entries/000"):
+        assert _tlog_get(tiles, f"/tlog/{path}") == (404, b"no such tile\n"), path
+        assert client.get(f"/tlog/{path}").status_code == 404, path
+
+
+def test_a_fifo_is_refused_at_once(served: tuple[TestClient, Path]) -> None:
+    """A fifo in a tile's place: refused, not read (reading waits for a writer)."""
+    _, tiles = served
+    fifo = tiles / "tile/0/001.p/44"
+    fifo.unlink()
+    os.mkfifo(fifo)
+    answered: list[tuple[int, bytes]] = []
+    reader = threading.Thread(
+        target=lambda: answered.append(_tlog_get(tiles, f"/tlog/{fifo.relative_to(tiles)}"))
+    )
+    reader.start()
+    reader.join(30)  # an upper bound only: a refusal is immediate
+    if reader.is_alive():  # the old code blocks in open(): a writer releases it
+        os.close(os.open(fifo, os.O_WRONLY))
+        reader.join(30)
+    assert answered == [(404, b"no such tile\n")]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/tlog/tile/0/../../keys/keyring.json",
+        "/tlog/tile/../checkpoint",
+        "/tlog/./checkpoint",
+        "/tlog//checkpoint",
+        "/tlog/tile/0/000/..",
+        "/tlog/tile/entries/..%2F..%2Fcheckpoint",
+        "/tlog/tile/0/%2e%2e/000",
+        "/tlog/../keys/keyring.json",
+    ],
+)
+def test_traversal_is_refused(served: tuple[TestClient, Path], path: str) -> None:
+    """As a server hands the path on, decoded (`%2F` as `/`) and not: 404."""
+    _, tiles = served
+    for given in (path, unquote(path)):
+        if given.startswith("/tlog/"):
+            assert _tlog_get(tiles, given) == (404, b"no such tile\n"), given

@@ -48,11 +48,12 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     from ledger.store.witnessing import DEADLINE_SECONDS, CosignatureTable
 
     export = _export_path(args.export)
+    tiles = _tiles_path(args.tiles)
     interrupted = False  # --follow ends with Ctrl-C: the last checkpoint out, then exit 130
     node = open_from_args(args, writable=False)
     try:
         sign = not args.no_sign and holds_private_key(node.keys, node.keyring, Role.CHECKPOINT)
-        publish = _tiles_publisher(node, args.tiles)
+        publish = _tiles_publisher(node, tiles)
         if args.follow and not sign:
             raise ConfigError("--follow signs checkpoints: it needs the checkpoint private key")
         events, _ = node.app.tables.event_count()
@@ -99,14 +100,16 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
     return done
 
 
-def _tiles_publisher(node: Node, given: str | None) -> Callable[[bool], None]:
+def _tiles_path(given: str | None) -> Path | None:
+    """Where --tiles DIR writes; a bad path fails before anything is signed."""
+    return None if given is None else output_directory(given, "write tiles to")
+
+
+def _tiles_publisher(node: Node, directory: Path | None) -> Callable[[bool], None]:
     """With --tiles DIR: a call brings the tiles up to the newest checkpoint
     (quietly while following: a line per turn would drown the terminal)."""
-    if given is None:
+    if directory is None:
         return lambda quiet: None
-    directory = Path(given)
-    if directory.exists() and not directory.is_dir():
-        raise ConfigError(f"--tiles {directory} is not a directory")
 
     def publish(quiet: bool) -> None:
         publish_tiles(node, directory, quiet=quiet, out=sys.stderr)

@@ -17,7 +17,7 @@ from uuid import UUID
 from ledger.cli.args import int_range
 from ledger.domain.api_roles import ApiRole
 from ledger.errors import ConfigError, NotFoundError
-from ledger.inputs import output_file
+from ledger.inputs import existing_directory, output_file
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
@@ -48,9 +48,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if rng_dir.exists() and not rng_dir.is_dir():
         raise ConfigError(f"--rng-dir {rng_dir} is not a directory (RNG seeds are kept there)")
     if args.tiles is not None:
-        tiles = Path(args.tiles)
-        if not tiles.is_dir():
-            raise ConfigError(f"--tiles {tiles} is not a directory (write it with `ledger tiles`)")
+        try:
+            tiles = existing_directory(args.tiles, "--tiles")
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (write it with `ledger tiles DIR`)") from None
         os.environ[asgi.TILES_ENV] = str(tiles.resolve())
     check_listen(args.host, args.port)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ledger.cli.common import open_from_args
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
+from ledger.inputs import existing_directory, output_directory
 
 if TYPE_CHECKING:
     from ledger.export.tiles import TilesWritten
@@ -52,28 +53,11 @@ def describe(written: TilesWritten | None, directory: Path) -> str:
 
 
 def cmd_tiles(args: argparse.Namespace) -> int:
-    from ledger.crypto.keys import Keyring
-    from ledger.export.tiles_check import check_tiles
-    from ledger.node import keys_dir
-
-    directory = Path(args.directory)
     if args.check:
-        keyring = (
-            Keyring.load(Path(args.keyring)) if args.keyring else keys_dir(args.keys).keyring()
-        )
-        if not directory.is_dir():
-            raise ConfigError(f"{directory} is not a directory")
-        with progress_bar("checking tiles") as (advance, _):
-            checked = check_tiles(directory, keyring, progress=advance)
-        print(
-            f"OK: {directory} holds the log {checked.origin!r} of {checked.size} entries under "
-            f"a checkpoint whose signature verifies: {_n(checked.bundles, 'entry bundle')}, "
-            f"each entry hashing to its leaf, and {_n(checked.tiles, 'tile')} rebuilt from them "
-            "byte for byte, up to the signed root"
-        )
-        return 0
+        return _check(args)
     if args.keyring:
         raise ConfigError("--keyring goes with --check (writing uses the keys directory's keyring)")
+    directory = output_directory(args.directory, "write tiles to")
     node = open_from_args(args, writable=False)
     try:
         publish_tiles(node, directory)
@@ -82,11 +66,39 @@ def cmd_tiles(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    """`tiles DIR --check`: reads only, so its failures say what was found, not
+    that nothing was written."""
+    from ledger.crypto.keys import Keyring
+    from ledger.export.tiles_check import check_tiles
+    from ledger.node import keys_dir
+
+    directory = existing_directory(args.directory, "tiles directory")
+    keyring = Keyring.load(Path(args.keyring)) if args.keyring else keys_dir(args.keys).keyring()
+    with progress_bar("checking tiles") as (advance, _):
+        checked = check_tiles(directory, keyring, progress=advance)
+    older = (
+        f", and {_n(checked.older, 'older partial')} (of earlier checkpoints), each the start "
+        "of the tile or bundle now at its index"
+        if checked.older
+        else ""
+    )
+    print(
+        f"OK: {directory} holds the log {checked.origin!r} of {checked.size} entries under "
+        f"a checkpoint whose signature verifies: {_n(checked.bundles, 'entry bundle')}, "
+        f"each entry hashing to its leaf, and {_n(checked.tiles, 'tile')} rebuilt from them "
+        f"byte for byte, up to the signed root{older}; no other file"
+    )
+    return 0
+
+
 def add_tiles_command(commands: Any) -> None:
     tiles = commands.add_parser(
         "tiles", help="write the log as C2SP tlog-tiles to DIR (only what is new)"
     )
-    tiles.add_argument("directory", help="the tiles directory (created when missing)")
+    tiles.add_argument(
+        "directory", help="the tiles directory (created when missing; its parent must exist)"
+    )
     tiles.add_argument("--check", action="store_true", help="write nothing: check the tiles in DIR")
     tiles.add_argument("--keyring", metavar="FILE", help="with --check: your copy of the keyring")
     tiles.set_defaults(handler=cmd_tiles)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from ledger.crypto.canonical import canonical
 from ledger.crypto.roles import Role as Role  # where the rest of the ledger imports it from
 from ledger.errors import KeyStoreError
+from ledger.inputs import read_json_object
 
 if TYPE_CHECKING:
     # pyca/cryptography only reads and writes private key files: a process that
@@ -173,6 +174,11 @@ class Keyring:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise KeyStoreError(f"keyring is not valid JSON: {exc}") from exc
+        return cls.from_object(data)
+
+    @classmethod
+    def from_object(cls, data: object) -> Keyring:
+        """The keyring a parsed JSON document holds."""
         if not isinstance(data, dict) or data.get("format") != KEYRING_FORMAT:
             raise KeyStoreError(f"keyring format is not {KEYRING_FORMAT}")
         entries = data.get("keys", [])
@@ -182,14 +188,12 @@ class Keyring:
 
     @classmethod
     def load(cls, path: Path) -> Keyring:
+        """The keyring file `path` (one a user names too): every refusal names it."""
+        data = read_json_object(path, "keyring", KeyStoreError)
         try:
-            return cls.from_json(path.read_text())
-        except FileNotFoundError as exc:
-            raise KeyStoreError(f"no keyring at {path}") from exc
-        except UnicodeDecodeError as exc:
-            raise KeyStoreError(f"keyring {path} is not UTF-8 text") from exc
-        except OSError as exc:
-            raise KeyStoreError(f"cannot read keyring {path}: {exc.strerror}") from exc
+            return cls.from_object(data)
+        except KeyStoreError as exc:
+            raise KeyStoreError(f"{path}: {exc}") from None
 
     def save(self, path: Path) -> None:
         # Write then rename: a crash never leaves half a keyring.

@@ -18,23 +18,27 @@ Full tiles are immutable, so a run writes only what is new: the full tiles and
 bundles completed since the published checkpoint and the new partial ones.
 New files go to `DIR/.pending` first and are moved into place once the root
 checks; the checkpoint is replaced last, so a crash publishes nothing half.
+The partial tiles and bundles of earlier checkpoints stay (a client holding
+such a checkpoint may still ask for them), and each must be the start of the
+tile or bundle a run writes at its index, else the run stops. Every file is
+reached through `TilesDirectory`: no symbolic link is followed, no fifo read.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from ledger.audit.proofs import newest_checkpoint
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import check_row, open_envelope
 from ledger.crypto.keys import Keyring
-from ledger.crypto.merkle import hash_leaf
+from ledger.crypto.merkle import HASH_SIZE, hash_leaf
 from ledger.crypto.tiles import (
+    ENTRY_MAX,
     TILE_WIDTH,
     TileError,
     TileFrontier,
@@ -44,14 +48,17 @@ from ledger.crypto.tiles import (
     split_hashes,
 )
 from ledger.errors import ConfigError, VerificationError
+from ledger.export.tiles_directory import RefusedFile, TilesDirectory
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import StoredRowError, parse_checkpoint_row, stream_of
 from ledger.store.witnessing import CosignatureTable
 
-CHECKPOINT_FILE = "checkpoint"
-PENDING = ".pending"
-LOCK = ".lock"
-BATCH = 1000
+CHECKPOINT_FILE: Final = "checkpoint"
+PENDING: Final = ".pending"
+BATCH: Final = 1000
+CHECKPOINT_LIMIT: Final = 1 << 20  # a note and its cosignature lines: far less
+BUNDLE_LIMIT: Final = TILE_WIDTH * (2 + ENTRY_MAX)
+NOTHING_WRITTEN: Final = "nothing was written"
 
 
 @dataclass(frozen=True)
@@ -64,34 +71,38 @@ class TilesWritten:
     bundles: int
 
 
-def read_published(directory: Path, keyring: Keyring, origin: str | None) -> Checkpoint | None:
+def limit_of(tile: TilePath) -> int:
+    """The size of the largest file `tile` can be: a read stops past it."""
+    return BUNDLE_LIMIT if tile.is_entries else tile.width * HASH_SIZE
+
+
+def read_published(tree: TilesDirectory, keyring: Keyring) -> Checkpoint | None:
     """The directory's checkpoint, once its signature verifies; None when there is none."""
-    path = directory / CHECKPOINT_FILE
-    if not path.exists():
-        return None
+    path = tree.path / CHECKPOINT_FILE
     try:
-        checkpoint = Checkpoint.from_note(path.read_bytes().decode("utf-8"))
-        checkpoint.verify(keyring, origin=origin)
+        data = tree.read(CHECKPOINT_FILE, CHECKPOINT_LIMIT)
+    except RefusedFile as exc:
+        if exc.missing:
+            return None
+        raise VerificationError(f"{path} {exc.reason}") from None
+    try:
+        checkpoint = Checkpoint.from_note(data.decode("utf-8"))
+        checkpoint.verify(keyring)
     except (UnicodeDecodeError, VerificationError) as exc:
-        raise VerificationError(f"{path}: {exc}: nothing was written") from None
-    except OSError as exc:
-        raise VerificationError(f"{path} cannot be read ({exc.strerror})") from None
+        raise VerificationError(f"{path}: {exc}") from None
     return checkpoint
 
 
-def read_hash_tile(directory: Path, tile: TilePath) -> list[bytes]:
-    path = directory / str(tile)
+def read_hash_tile(tree: TilesDirectory, tile: TilePath) -> list[bytes]:
     try:
-        return split_hashes(path.read_bytes(), tile.width)
-    except FileNotFoundError:
-        raise TileError(f"{tile} is missing") from None
-    except OSError as exc:  # a directory in its place, no permission: the files are not ours alone
-        raise TileError(f"{tile} cannot be read ({exc.strerror})") from None
+        return split_hashes(tree.read(str(tile), limit_of(tile)), tile.width)
+    except RefusedFile as exc:
+        raise TileError(str(exc)) from None
     except TileError as exc:
         raise TileError(f"{tile} {exc}") from None
 
 
-def published_frontier(directory: Path, checkpoint: Checkpoint) -> TileFrontier:
+def published_frontier(tree: TilesDirectory, checkpoint: Checkpoint) -> TileFrontier:
     """The partial tiles of the published checkpoint, checked against its signed root."""
     size = checkpoint.size
     rows: list[list[bytes]] = []
@@ -99,70 +110,84 @@ def published_frontier(directory: Path, checkpoint: Checkpoint) -> TileFrontier:
         for tile in partial_tiles(size):
             while len(rows) < (tile.level or 0):
                 rows.append([])
-            rows.append(read_hash_tile(directory, tile))
+            rows.append(read_hash_tile(tree, tile))
     except TileError as exc:
-        raise VerificationError(f"{directory}: {exc}: nothing was written") from None
+        raise VerificationError(f"{tree.path}: {exc}: {NOTHING_WRITTEN}") from None
     frontier = TileFrontier(size, rows)
     if frontier.root() != checkpoint.root:
         raise VerificationError(
-            f"{directory}: the partial tiles of the published checkpoint of size {size} do "
-            "not hash to its signed root (a tile was altered): nothing was written"
+            f"{tree.path}: the partial tiles of the published checkpoint of size {size} do "
+            f"not hash to its signed root (a tile was altered): {NOTHING_WRITTEN}"
         )
     return frontier
+
+
+def older_partial_problem(
+    tree: TilesDirectory, older: TilePath, wider: TilePath, start: bytes
+) -> str | None:
+    """Why the partial tile or bundle `older`, of an earlier checkpoint, is not
+    `start` (the first `older.width` hashes or entries of `wider`, the tile now
+    at its index); None when it is."""
+    try:
+        data = tree.read(str(older), limit_of(older))
+    except RefusedFile as exc:
+        return exc.reason
+    if data != start:
+        what = "entries" if older.is_entries else "hashes"
+        return f"is not the first {older.width} {what} of {wider} (it was altered)"
+    return None
+
+
+def _older_partials(tree: TilesDirectory, tile: TilePath) -> list[TilePath]:
+    """The partials the directory holds at `tile`'s level and index, narrower than it."""
+    folder = f"{TilePath(tile.level, tile.index)}.p"
+    try:
+        names = tree.names(folder)
+    except RefusedFile as exc:
+        raise VerificationError(f"{tree.path}: {exc}: {NOTHING_WRITTEN}") from None
+    found = []
+    for name in names:
+        try:
+            older = TilePath.parse(f"{folder}/{name}")
+        except TileError:
+            continue  # not a tile: never served, and `--check` names it
+        if older.width < tile.width:
+            found.append(older)
+    return found
+
+
+def _require_older_partials(
+    tree: TilesDirectory, tile: TilePath, start: Callable[[int], bytes]
+) -> None:
+    """Before `tile` is written, each narrower partial at its index (from an
+    earlier checkpoint) must be its start (`start(w)`: its first w hashes or
+    entries as bytes), else nothing is written."""
+    for older in _older_partials(tree, tile):
+        problem = older_partial_problem(tree, older, tile, start(older.width))
+        if problem is not None:
+            raise VerificationError(
+                f"{tree.path}: {older} {problem}: {NOTHING_WRITTEN} (restore it from a copy, "
+                "or remove it, and run again)"
+            )
 
 
 class _Staging:
     """New files, kept aside until the tree they make is checked."""
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.root = directory / PENDING
+    def __init__(self, tree: TilesDirectory) -> None:
+        self.tree = tree
         self.paths: list[str] = []
 
     def add(self, tile: TilePath, data: bytes) -> None:
-        path = self.root / str(tile)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())  # on disk before a checkpoint can name it
+        self.tree.write_new(f"{PENDING}/{tile}", data)
         self.paths.append(str(tile))
 
     def publish(self) -> None:
-        parents = set()
-        for relative in self.paths:
-            target = self.directory / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(self.root / relative, target)
-            parents.add(target.parent)
-        for parent in sorted(parents):  # the renames on disk, each directory once
-            _fsync_dir(parent)
+        self.tree.move_all(PENDING, self.paths)
         self.discard()
 
     def discard(self) -> None:
-        if not self.root.exists():
-            return
-        for path in sorted(self.root.rglob("*"), reverse=True):
-            path.rmdir() if path.is_dir() else path.unlink()
-        self.root.rmdir()
-
-
-def _fsync_dir(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.new")
-    with open(temporary, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(temporary, path)
-    _fsync_dir(path.parent)
+        self.tree.remove(PENDING)
 
 
 class _EventReader:
@@ -185,7 +210,7 @@ class _EventReader:
         try:
             found = self.tables.leaves(position - 1, position)
         except StoredRowError as exc:
-            raise VerificationError(f"{exc}: nothing was written") from None
+            raise VerificationError(f"{exc}: {NOTHING_WRITTEN}") from None
         if not found:
             raise VerificationError(
                 f"the store has no Merkle leaf {position - 1}: nothing was written",
@@ -209,21 +234,21 @@ class _EventReader:
             leaves = self.tables.leaves(first, first + len(rows))
             stored = {index: leaf for index, _, leaf in leaves}
         except StoredRowError as exc:
-            raise VerificationError(f"{exc}: nothing was written") from None
+            raise VerificationError(f"{exc}: {NOTHING_WRITTEN}") from None
         out = []
         for notification_id, originator_id, version, topic, state in rows:
             position = self.position
             stream = self._streams.get(originator_id) or self._stream(originator_id)
             if not isinstance(state, bytes | bytearray | memoryview) or type(version) is not int:
                 raise VerificationError(
-                    "the event is malformed: nothing was written", where=f"log position {position}"
+                    f"the event is malformed: {NOTHING_WRITTEN}", where=f"log position {position}"
                 )
             try:
                 envelope = open_envelope(bytes(state), stream=stream, version=version)
                 check_row(envelope, stream=stream, version=version, topic=str(topic))
             except VerificationError as exc:
                 raise VerificationError(
-                    f"{exc}: nothing was written", where=f"log position {position}"
+                    f"{exc}: {NOTHING_WRITTEN}", where=f"log position {position}"
                 ) from None
             leaf = hash_leaf(envelope.header)
             if stored.get(position) != leaf:
@@ -248,23 +273,33 @@ def write_tiles(
 ) -> TilesWritten | None:
     """Bring `directory` up to the newest stored checkpoint whose signature
     verifies; None when the store holds none. Raises `VerificationError` and
-    publishes nothing when the store or the directory does not check."""
+    publishes nothing when the store or the directory does not check; a
+    directory refused, or with nothing to publish, is not created."""
     if directory.exists() and not directory.is_dir():
-        raise ConfigError(f"cannot write tiles to {directory}: it is not a directory")
-    directory.mkdir(parents=True, exist_ok=True)
-    with _locked(directory):
-        return _write_locked(app, keyring, directory, origin, progress)
+        raise ConfigError(f"cannot write tiles to {directory}: it is a file, not a directory")
+    known = None
+    created = not directory.exists()
+    if created:
+        known = _publishable(app, keyring, origin, 0)
+        if known is None:
+            return None
+        directory.mkdir()
+    try:
+        with TilesDirectory(directory) as tree, tree.locked():  # one writer at a time
+            return _write_locked(app, keyring, tree, origin, progress, known)
+    except OSError as exc:  # no permission, no room: the checkpoint was not replaced
+        reason = (exc.strerror or type(exc).__name__).lower()
+        raise ConfigError(
+            f"cannot write tiles to {directory}: {reason}: nothing was published"
+        ) from None
+    finally:
+        if created and not (directory / CHECKPOINT_FILE).exists():
+            _remove_if_empty(directory)
 
 
-@contextmanager
-def _locked(directory: Path) -> Iterator[None]:
-    """One writer of a directory at a time (`tiles` beside `checkpoint --follow`)."""
-    with open(directory / LOCK, "a+b") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def _remove_if_empty(directory: Path) -> None:
+    with suppress(OSError):  # another writer's files, or gone already: not ours to remove
+        directory.rmdir()
 
 
 def _newest_stored(app: LedgerApplication, keyring: Keyring, at_least: int) -> Checkpoint | None:
@@ -286,23 +321,13 @@ def _newest_stored(app: LedgerApplication, keyring: Keyring, at_least: int) -> C
     return newest
 
 
-def _write_locked(
-    app: LedgerApplication,
-    keyring: Keyring,
-    directory: Path,
-    origin: str,
-    progress: Callable[[int], None] | None,
-) -> TilesWritten | None:
-    published = read_published(directory, keyring, origin)
-    frontier = TileFrontier() if published is None else published_frontier(directory, published)
-    previous = frontier.size
-    target = _newest_stored(app, keyring, previous)
+def _publishable(
+    app: LedgerApplication, keyring: Keyring, origin: str, at_least: int
+) -> Checkpoint | None:
+    """The checkpoint to publish (`_newest_stored`), refused in the node's
+    settings' terms when it is of the old form or of another origin."""
+    target = _newest_stored(app, keyring, at_least)
     if target is None:
-        if published is not None:
-            raise VerificationError(
-                f"the directory publishes a checkpoint of size {previous} but no checkpoint of "
-                "the store verifies: the store is not the log these tiles are of"
-            )
         return None
     if target.legacy:
         raise ConfigError(
@@ -312,8 +337,49 @@ def _write_locked(
     if target.origin != origin:
         raise ConfigError(
             f"this node's origin is {origin!r} but the store's checkpoints are for "
-            f"{target.origin!r} (set LEDGER_ORIGIN): nothing was written"
+            f"{target.origin!r} (set LEDGER_ORIGIN): {NOTHING_WRITTEN}"
         )
+    return target
+
+
+def _published_for_writing(
+    tree: TilesDirectory, keyring: Keyring, origin: str
+) -> Checkpoint | None:
+    try:
+        published = read_published(tree, keyring)
+    except VerificationError as exc:
+        raise VerificationError(f"{exc}: {NOTHING_WRITTEN}") from None
+    if published is not None and published.origin != origin:
+        raise ConfigError(
+            f"{tree.path / CHECKPOINT_FILE} is a checkpoint of the log {published.origin!r}, "
+            f"not of this node's {origin!r} (set LEDGER_ORIGIN, or name another directory): "
+            f"{NOTHING_WRITTEN}"
+        )
+    return published
+
+
+def _write_locked(
+    app: LedgerApplication,
+    keyring: Keyring,
+    tree: TilesDirectory,
+    origin: str,
+    progress: Callable[[int], None] | None,
+    known: Checkpoint | None,
+) -> TilesWritten | None:
+    published = _published_for_writing(tree, keyring, origin)
+    frontier = TileFrontier() if published is None else published_frontier(tree, published)
+    previous = frontier.size
+    if known is not None and published is None:  # checked before the directory was made
+        target: Checkpoint | None = known
+    else:
+        target = _publishable(app, keyring, origin, previous)
+    if target is None:
+        if published is not None:
+            raise VerificationError(
+                f"the directory publishes a checkpoint of size {previous} but no checkpoint of "
+                "the store verifies: the store is not the log these tiles are of"
+            )
+        return None
     if target.size < previous:
         raise VerificationError(
             f"the directory publishes a checkpoint of size {previous} but the store's newest "
@@ -323,27 +389,29 @@ def _write_locked(
         if published is not None and published.root != target.root:
             raise VerificationError(
                 f"the store's checkpoint of size {previous} and the published one have "
-                "different roots (two views of the log): nothing was written"
+                f"different roots (two views of the log): {NOTHING_WRITTEN}"
             )
         if published is not None:  # cosignatures that came in since go out too
             note = _published_note(app, target)
-            if (directory / CHECKPOINT_FILE).read_bytes() != note:
-                _write_atomically(directory / CHECKPOINT_FILE, note)
+            if tree.read(CHECKPOINT_FILE, CHECKPOINT_LIMIT) != note:
+                tree.replace(CHECKPOINT_FILE, note)
         return TilesWritten(previous, previous, 0, 0)
-    staging = _Staging(directory)
-    staging.discard()  # a crashed run's leftovers
+    staging = _Staging(tree)
     try:
+        staging.discard()  # a crashed run's leftovers
         counts = _extend(app, frontier, target, staging, progress)
         if frontier.root() != target.root:
             raise VerificationError(
                 f"the events up to log position {target.size - 1} do not hash to the signed "
                 f"root of the checkpoint of size {target.size} (the store was altered; run "
-                "`ledger verify`): nothing was written"
+                f"`ledger verify`): {NOTHING_WRITTEN}"
             )
         staging.publish()
+    except RefusedFile as exc:  # a link or a directory in the way of a new file
+        raise VerificationError(f"{tree.path}: {exc}: {NOTHING_WRITTEN}") from None
     finally:
         staging.discard()
-    _write_atomically(directory / CHECKPOINT_FILE, _published_note(app, target))
+    tree.replace(CHECKPOINT_FILE, _published_note(app, target))
     return TilesWritten(target.size, previous, *counts)
 
 
@@ -362,6 +430,7 @@ def _extend(
 ) -> tuple[int, int]:
     """Read the events from the start of the published partial entry bundle up
     to `target.size`, hash them into `frontier` and stage the new tiles."""
+    tree = staging.tree
     published = frontier.size
     start = published - published % TILE_WIDTH
     known = frontier.row(0)  # the published leaf hashes of [start, published)
@@ -373,7 +442,7 @@ def _extend(
         if not events:
             raise VerificationError(
                 f"the store holds {reader.position} events, fewer than its checkpoint of "
-                f"size {target.size} covers: nothing was written"
+                f"size {target.size} covers: {NOTHING_WRITTEN}"
             )
         for position, entry, leaf in events:
             bundle.append(entry)
@@ -381,15 +450,15 @@ def _extend(
                 if leaf != known[position - start]:
                     raise VerificationError(
                         "the event's entry hash is not the one the published tiles hold (the "
-                        "store or the tiles were altered): nothing was written",
+                        f"store or the tiles were altered): {NOTHING_WRITTEN}",
                         where=f"log position {position}",
                     )
                 continue
             for tile, hashes in frontier.append(leaf):
-                staging.add(tile, b"".join(hashes))
+                _stage_tile(tree, staging, tile, hashes)
                 tiles += 1
             if len(bundle) == TILE_WIDTH:
-                staging.add(TilePath(None, position // TILE_WIDTH), encode_bundle(bundle))
+                _stage_bundle(tree, staging, TilePath(None, position // TILE_WIDTH), bundle)
                 bundles += 1
                 bundle = []
         if progress is not None:
@@ -397,9 +466,24 @@ def _extend(
     unchanged = set(partial_tiles(published))  # a level whose partial tile did not grow
     for tile, hashes in frontier.partial():
         if tile not in unchanged:
-            staging.add(tile, b"".join(hashes))
+            _stage_tile(tree, staging, tile, hashes)
             tiles += 1
     if bundle:
-        staging.add(TilePath(None, target.size // TILE_WIDTH, len(bundle)), encode_bundle(bundle))
+        _stage_bundle(tree, staging, TilePath(None, target.size // TILE_WIDTH, len(bundle)), bundle)
         bundles += 1
     return tiles, bundles
+
+
+def _stage_tile(
+    tree: TilesDirectory, staging: _Staging, tile: TilePath, hashes: list[bytes]
+) -> None:
+    data = b"".join(hashes)
+    _require_older_partials(tree, tile, lambda width: data[: width * HASH_SIZE])
+    staging.add(tile, data)
+
+
+def _stage_bundle(
+    tree: TilesDirectory, staging: _Staging, tile: TilePath, entries: list[bytes]
+) -> None:
+    _require_older_partials(tree, tile, lambda width: encode_bundle(entries[:width]))
+    staging.add(tile, encode_bundle(entries))

@@ -3,7 +3,12 @@ tlog-tiles, to anyone: a monitor reads it with no token and no project code.
 
 Only the spec's own paths are answered (`checkpoint`, `tile/<L>/<N>[.p/<W>]`,
 `tile/entries/<N>[.p/<W>]`, each parsed to its one canonical spelling before
-a file is opened), so nothing else of the directory can be reached. Tiles
+a file is opened), so nothing else of the directory can be reached; and only
+a regular file inside the directory is served, reached without following a
+symbolic link on any component of its path (`TilesDirectory`), so a link
+planted there cannot hand out the keys. Anything else is 404, as a path with
+no file is: a refused file is no tile of this log, and a 403 would only tell a
+prober where the planted links are. Tiles
 and bundles never change once written (a path names its width too), so they
 are cacheable for a year; the checkpoint changes as the log grows, so it is
 not cached. Entry bundles are gzipped for a client that accepts it.
@@ -16,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ledger.crypto.tiles import TileError, TilePath
+from ledger.export.tiles import CHECKPOINT_FILE, CHECKPOINT_LIMIT, limit_of
+from ledger.export.tiles_directory import RefusedFile, TilesDirectory
 
 PREFIX = "/tlog/"
 IMMUTABLE = b"public, max-age=31536000, immutable"
@@ -44,10 +51,11 @@ class TlogFiles:
         if found is None:
             await _send(send, scope, 404, b"no such tile\n", b"text/plain", b"no-store")
             return
-        relative, content_type, cache = found
+        relative, content_type, cache, limit = found
         try:
-            body = (self.directory / relative).read_bytes()
-        except OSError:  # missing, a directory, unreadable: no such tile to serve
+            with TilesDirectory(self.directory) as tree:  # opened per request: it may be replaced
+                body = tree.read(relative, limit)
+        except (OSError, RefusedFile):  # missing, a link, a fifo, too large: no tile to serve
             await _send(send, scope, 404, b"no such tile\n", b"text/plain", b"no-store")
             return
         extra: list[tuple[bytes, bytes]] = []
@@ -58,14 +66,15 @@ class TlogFiles:
         await _send(send, scope, 200, body, content_type, cache, extra)
 
     @staticmethod
-    def _lookup(relative: str) -> tuple[str, bytes, bytes] | None:
-        if relative == "checkpoint":
-            return relative, b"text/plain; charset=utf-8", CHECKPOINT_CACHE
+    def _lookup(relative: str) -> tuple[str, bytes, bytes, int] | None:
+        """The file a request path names, its type, its caching and its largest size."""
+        if relative == CHECKPOINT_FILE:
+            return relative, b"text/plain; charset=utf-8", CHECKPOINT_CACHE, CHECKPOINT_LIMIT
         try:
             tile = TilePath.parse(relative)
         except TileError:
             return None
-        return str(tile), b"application/octet-stream", IMMUTABLE
+        return str(tile), b"application/octet-stream", IMMUTABLE, limit_of(tile)
 
 
 def _accepts_gzip(scope: Scope) -> bool:
