@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ledger.audit.significant import READ_BATCH, signed_time
-from ledger.crypto.envelope import SignerCheck, check_row, open_envelope
+from ledger.audit.significant import log_envelopes, signed_time
+from ledger.crypto.envelope import SignerCheck
 from ledger.store.application import LedgerApplication
-from ledger.store.merkle_log import stream_of
 
 
 @dataclass(frozen=True)
@@ -52,20 +51,10 @@ def scan_log(
     after each batch of n rows read."""
     signer_check = SignerCheck(app.current_keyring())
     transcoder = app.mapper.transcoder
-    tables = app.tables
-    position, after = 0, 0
-    while rows := tables.rows_after(after, READ_BATCH):
-        for _, originator_id, version, topic, state in rows:
-            stream = stream_of(originator_id)
-            envelope = open_envelope(bytes(state), stream=stream, version=version)
-            check_row(envelope, stream=stream, version=version, topic=topic)
-            signer_check.check_signature(envelope, stream=stream, version=version)
-            v1 = envelope.signed_at is None  # its time is in its payload
-            at = signed_time(envelope, transcoder.decode(envelope.payload) if v1 else None)
-            if since is None or at >= since:
-                kind = envelope.event_type.partition(":")[2] or envelope.event_type
-                yield LoggedEvent(position, at, kind, stream, version)
-            position += 1
-        after = rows[-1][0]
-        if progress:
-            progress(len(rows))
+    for position, stream, version, _, envelope in log_envelopes(app, progress):
+        signer_check.check_signature(envelope, stream=stream, version=version)
+        v1 = envelope.signed_at is None  # its time is in its payload
+        at = signed_time(envelope, transcoder.decode(envelope.payload) if v1 else None)
+        if since is None or at >= since:
+            kind = envelope.event_type.partition(":")[2] or envelope.event_type
+            yield LoggedEvent(position, at, kind, stream, version)

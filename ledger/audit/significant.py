@@ -371,6 +371,25 @@ def iter_significant(
     return scan_significant(app, since=since)
 
 
+def log_envelopes(
+    app: LedgerApplication, progress: Callable[[int], None] | None = None
+) -> Iterator[tuple[int, str, int, str, Envelope]]:
+    """(log position, stream, version, type, envelope) of every event in log
+    order, each row checked against its envelope's header; `progress(n)` after
+    each batch of n rows read."""
+    position, after = 0, 0
+    while rows := app.tables.rows_after(after, READ_BATCH):
+        for _, originator_id, version, topic, state in rows:
+            stream = stream_of(originator_id)
+            envelope = open_envelope(bytes(state), stream=stream, version=version)
+            check_row(envelope, stream=stream, version=version, topic=topic)
+            yield position, stream, version, topic, envelope
+            position += 1
+        after = rows[-1][0]
+        if progress:
+            progress(len(rows))
+
+
 def scan_significant(
     app: LedgerApplication,
     *,
@@ -380,29 +399,19 @@ def scan_significant(
     """`iter_significant`, calling `progress(n)` after each batch of n events read."""
     scanner = _Scanner(app.current_keyring())
     transcoder = app.mapper.transcoder
-    tables = app.tables
-    position, after = 0, 0
-    while rows := tables.rows_after(after, READ_BATCH):
-        for _, originator_id, version, topic, state in rows:
-            stream = stream_of(originator_id)
-            envelope = open_envelope(bytes(state), stream=stream, version=version)
-            check_row(envelope, stream=stream, version=version, topic=topic)
-            interesting = topic in _INTERESTING or (
-                topic == ACTION and _FAULT_ACTION.search(envelope.payload) is not None
-            )
-            new_key = envelope.key_id != scanner.node_key or any(
-                k.decode() not in scanner.seen_keys for k in _KEY_ID.findall(envelope.payload)
-            )
-            if interesting or new_key:
-                payload: dict[str, Any] = transcoder.decode(envelope.payload)
-                at = signed_time(envelope, payload)
-                found = [*scanner.key_events(position, at, stream, envelope, payload)]
-                found += scanner.round_events(position, at, stream, topic, payload)
-                found += scanner.other_events(position, at, stream, topic, payload)
-                if found:
-                    scanner.signer_check.check_signature(envelope, stream=stream, version=version)
-                yield from (e for e in found if since is None or e.at >= since)
-            position += 1
-        after = rows[-1][0]
-        if progress:
-            progress(len(rows))
+    for position, stream, version, topic, envelope in log_envelopes(app, progress):
+        interesting = topic in _INTERESTING or (
+            topic == ACTION and _FAULT_ACTION.search(envelope.payload) is not None
+        )
+        new_key = envelope.key_id != scanner.node_key or any(
+            k.decode() not in scanner.seen_keys for k in _KEY_ID.findall(envelope.payload)
+        )
+        if interesting or new_key:
+            payload: dict[str, Any] = transcoder.decode(envelope.payload)
+            at = signed_time(envelope, payload)
+            found = [*scanner.key_events(position, at, stream, envelope, payload)]
+            found += scanner.round_events(position, at, stream, topic, payload)
+            found += scanner.other_events(position, at, stream, topic, payload)
+            if found:
+                scanner.signer_check.check_signature(envelope, stream=stream, version=version)
+            yield from (e for e in found if since is None or e.at >= since)
