@@ -62,13 +62,7 @@ def test_simulate_still_verifies_when_stdout_is_gone(tmp_path: Path) -> None:
     # A store with a tampered event: simulate's verify step must find it, so a
     # run whose stdout is closed exits 1 with the one line naming it.
     assert ledger_into_closed_pipe(tmp_path, *SMALL).returncode == 0
-    attacker = Attacker(f"sqlite:///{tmp_path / 'ledger.db'}")
-    try:
-        stream, version = first_stream(attacker)
-        state = attacker.row(stream, version)[4]
-        attacker.set_state(stream, version, state[:-1] + bytes([state[-1] ^ 1]))
-    finally:
-        attacker.close()
+    stream = flip_first_event(tmp_path / "ledger.db")
     result = ledger_into_closed_pipe(tmp_path, *SMALL)
     assert result.returncode == 1, result.stderr
     line = assert_one_error_line(result.stderr)
@@ -80,6 +74,19 @@ def first_stream(attacker: Attacker) -> tuple[str, int]:
         f"SELECT originator_id, originator_version FROM {attacker.events} ORDER BY rowid LIMIT 1"
     )
     return str(UUID(hex=stream)), version
+
+
+def flip_first_event(store: Path) -> str:
+    """The last byte of the log's first event flipped, in the SQLite store
+    `store`: its stream."""
+    attacker = Attacker(f"sqlite:///{store}")
+    try:
+        stream, version = first_stream(attacker)
+        state = attacker.row(stream, version)[4]
+        attacker.set_state(stream, version, state[:-1] + bytes([state[-1] ^ 1]))
+    finally:
+        attacker.close()
+    return stream
 
 
 def test_piping_into_head(tmp_path: Path) -> None:
@@ -134,13 +141,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for part in good.iterdir():
         target = tampered / part.name
         shutil.copytree(part, target) if part.is_dir() else shutil.copy2(part, target)
-    attacker = Attacker(f"sqlite:///{tampered / 'ledger.db'}")
-    try:
-        stream, version = first_stream(attacker)
-        state = attacker.row(stream, version)[4]
-        attacker.set_state(stream, version, state[:-1] + bytes([state[-1] ^ 1]))
-    finally:
-        attacker.close()
+    flip_first_event(tampered / "ledger.db")
     return {"good": good, "tampered": tampered}
 
 
