@@ -601,19 +601,20 @@ READ_BATCH: Final = 128
 
 
 class _Counted:
-    """The batches passed through, their rows counted and their ids kept."""
+    """The batches passed through, their rows counted (and their ids kept, when
+    the chunk's stored Merkle rows are to be compared: the leaves name them)."""
 
-    def __init__(self, batches: Iterable[list[Row]]) -> None:
+    def __init__(self, batches: Iterable[list[Row]], keep_ids: bool) -> None:
         self._batches = batches
+        self._keep_ids = keep_ids
+        self.rows = 0
         self.ids: list[Any] = []
-
-    @property
-    def rows(self) -> int:
-        return len(self.ids)
 
     def __iter__(self) -> Iterator[list[Row]]:
         for batch in self._batches:
-            self.ids += [row[0] for row in batch]
+            self.rows += len(batch)
+            if self._keep_ids:
+                self.ids += [row[0] for row in batch]
             yield batch
 
 
@@ -637,7 +638,7 @@ def _verify_chunk_with(
     if not spec.digest:  # (a digest is over the whole chunk's columns: read at once)
         batches = closing(tables.row_batches(spec.after_id, spec.last_id, READ_BATCH))
         with batches as read:
-            counted = _Counted(read)
+            counted = _Counted(read, keep_ids=spec.tree_to > 0)
             result = verify_batches(spec, counted, signer_check, keep_tree=spec.tree_to > 0)
         result.rows = counted.rows
         _check_stored_tree(tables, result, counted.ids)
