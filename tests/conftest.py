@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import os
-import random
 import signal
 import sys
 import uuid
@@ -162,41 +161,6 @@ def ledger_cli(store: str, keys: Path) -> Iterator[Callable[..., int]]:
         yield lambda *args: main(["--store", store, "--keys", str(keys), *map(str, args)])
     finally:
         patch.undo()
-
-
-# `ledger simulate`'s seeds for a session that is the same every run (with
-# `reproducible_session`): the players' choices, and the dice and cards.
-def simulate_seeds(seed: int) -> tuple[str, ...]:
-    return ("--seed", str(seed), "--dice-seed", f"{seed:064x}")
-
-
-@contextmanager
-def reproducible_session(seed: int) -> Iterator[tuple[str, ...]]:
-    """Within it, `ledger simulate` run in this process (`main`, `ledger_cli`, the
-    Python API) records the same session every time; it yields the seeds to pass.
-
-    `--seed` and `--dice-seed` are not enough: an RNG table's throw is drawn
-    from its seed and the round's id, a random UUID, and every later choice
-    depends on the wallets those throws leave. So the ids (aggregates', bets',
-    a session's request ids) are drawn from `random.Random(seed)` here, and the
-    background anchor, which checkpoints after a time, is off (simulate signs
-    one checkpoint over everything at its end). Use one seed per store: the
-    same seed twice on one store would draw the same ids again."""
-    ids = random.Random(seed)
-
-    def uuid4() -> uuid.UUID:
-        return uuid.UUID(bytes=ids.randbytes(16), version=4)
-
-    with pytest.MonkeyPatch.context() as patch:
-        for where in (
-            "eventsourcing.domain",
-            "ledger.casino.tables",
-            "ledger.simulation.request_ids",
-        ):
-            patch.setattr(f"{where}.uuid4", uuid4)
-        patch.setenv("LEDGER_ANCHOR_SECONDS", "0")
-        patch.setenv("LEDGER_ANCHOR_EVENTS", "0")
-        yield simulate_seeds(seed)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -20,7 +20,8 @@ from ledger.errors import VerificationError
 from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle
 from ledger.store.application import LedgerApplication
-from tests.conftest import ledger_cli, reproducible_session
+from tests.conftest import ledger_cli
+from tests.reproducible import reproducible_session
 
 Records = list[dict[str, object]]
 

@@ -26,7 +26,8 @@ from ledger.errors import FindingKind, VerificationError
 from ledger.export.bundle_files import EVENTS
 from ledger.export.bundle_log import BundleLog, lines_digest, verify_lines
 from ledger.export.reader import Bundle
-from tests.conftest import PASSPHRASE, reproducible_session
+from tests.conftest import PASSPHRASE
+from tests.reproducible import reproducible_session
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import pytest
 
 from ledger.cli.main import main
 from ledger.crypto.note import key_hash
-from tests.conftest import reproducible_session
+from tests.reproducible import reproducible_session
 
 RIGHT = "right"
 TABLES = ("stored_events", "ledger_merkle_leaves", "ledger_merkle_nodes", "ledger_checkpoints")

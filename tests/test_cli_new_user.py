@@ -37,15 +37,9 @@ from ledger.domain.currency import format_major, minor_unit_exponent
 from ledger.errors import InvalidCommandError, with_article
 from ledger.node import Node, open_node
 from ledger.plugins.manager import get_plugin_manager
-from tests.conftest import (
-    PG_DSN,
-    PG_URL,
-    drop_pg_schema,
-    new_pg_schema,
-    reproducible_session,
-    require_postgres,
-)
+from tests.conftest import PG_DSN, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 from tests.peers import empty_ledger, not_a_ledger, trickling
+from tests.reproducible import reproducible_session
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line, snapshot
 
 TABLES = ("ledger_merkle_leaves", "ledger_merkle_nodes", "ledger_checkpoints")

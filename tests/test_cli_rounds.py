@@ -16,7 +16,7 @@ from ledger.cli.main import main
 from ledger.node import open_node
 from ledger.plugins.manager import get_plugin_manager
 from ledger.rng.server import RngServer
-from tests.conftest import reproducible_session
+from tests.reproducible import reproducible_session
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line, snapshot
 from tests.test_cli_new_user import store_rows
 from tests.test_xidach_rounds import LIMITS as XD_LIMITS

@@ -32,7 +32,8 @@ from ledger.crypto.note import sign_note
 from ledger.crypto.signing import InMemorySigner
 from ledger.errors import VerificationError
 from ledger.export.records import event_line, event_record
-from tests.conftest import PASSPHRASE, new_store, reproducible_session
+from tests.conftest import PASSPHRASE, new_store
+from tests.reproducible import reproducible_session
 from tests.schemas import schema
 
 Records = list[dict[str, Any]]

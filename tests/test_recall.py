@@ -23,7 +23,7 @@ from ledger.projections import ProjectionRunner, queries
 from tests.attacker import Attacker
 from tests.casino_support import HEADS, LIMITS, operator_signer, seen, table_of
 from tests.coin_variant import coin_games
-from tests.conftest import reproducible_session
+from tests.reproducible import reproducible_session
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line
 from tests.test_step_corrections import GAMES as HIGH_CARD
 from tests.test_step_corrections import played

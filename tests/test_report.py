@@ -46,8 +46,8 @@ from tests.casino_support import (
     seen_faulty,
 )
 from tests.coin_variant import VARIANTS
-from tests.conftest import reproducible_session
 from tests.high_card import high_card_games
+from tests.reproducible import reproducible_session
 from tests.test_step_corrections import played
 
 ROOT = Path(__file__).resolve().parent.parent

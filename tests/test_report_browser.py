@@ -15,8 +15,8 @@ import matplotlib.image
 import pytest
 
 from ledger.cli.main import main
-from tests.conftest import reproducible_session
 from tests.headless_chromium import Page, chromium, open_page
+from tests.reproducible import reproducible_session
 
 EDGE = Path(__file__).resolve().parent.parent / "docs" / "xidach_edge.json"
 

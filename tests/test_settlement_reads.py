@@ -25,7 +25,8 @@ from ledger.crypto.keys import Keyring
 from ledger.errors import FindingKind, VerificationError
 from ledger.store.application import LedgerApplication
 from tests.attacker import Attacker
-from tests.conftest import PASSPHRASE, reproducible_session
+from tests.conftest import PASSPHRASE
+from tests.reproducible import reproducible_session
 
 
 @pytest.fixture

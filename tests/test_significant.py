@@ -31,7 +31,8 @@ from ledger.revocation import revoke_key
 from tests.attacker import Attacker
 from tests.casino_support import HEADS, LIMITS, dealer_device, operator_signer, seen, table_of
 from tests.coin_variant import coin_games
-from tests.conftest import PASSPHRASE, reproducible_session
+from tests.conftest import PASSPHRASE
+from tests.reproducible import reproducible_session
 from tests.test_casino import NewRulesPlugin
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line
 from tests.test_step_corrections import GAMES as HIGH_CARD

@@ -38,7 +38,8 @@ from ledger.simulation import (
 from ledger.simulation.device import simulated_device
 from ledger.simulation.session import Session
 from tests.casino_support import domain_events
-from tests.conftest import PASSPHRASE, reproducible_session
+from tests.conftest import PASSPHRASE
+from tests.reproducible import reproducible_session
 
 DICE_SEED = "5e" * 32
 

@@ -25,8 +25,9 @@ from ledger.crypto.note import verifier_key
 from ledger.crypto.signing import InMemorySigner
 from ledger.crypto.tlog_proof import MAGIC, TlogProof
 from ledger.errors import VerificationError
-from tests.conftest import PASSPHRASE, reproducible_session
+from tests.conftest import PASSPHRASE
 from tests.go_tlog import check_tlog_proof
+from tests.reproducible import reproducible_session
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,8 @@ from ledger.crypto.keys import Keyring
 from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle
 from ledger.store.application import LedgerApplication
-from tests.conftest import ledger_cli, reproducible_session
+from tests.conftest import ledger_cli
+from tests.reproducible import reproducible_session
 
 # Objects that only the cyclic collector frees, left by one settlement pass.
 LEFT_AT_MOST = 500
