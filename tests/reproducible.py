@@ -21,9 +21,12 @@ import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Final
 
 import pytest
 
+PROGRAM: Final = Path(__file__).resolve()  # `python PROGRAM SEED ARGS...`
 # Where the ledger and eventsourcing draw the ids a session makes.
 ID_SOURCES = ("eventsourcing.domain", "ledger.casino.tables", "ledger.simulation.request_ids")
 

@@ -24,14 +24,18 @@ from ledger.devices import DealerDevice
 from tests import local_http
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 from tests.ports import free_port
+from tests.reproducible import PROGRAM as REPRODUCIBLE
 
 LIMITS = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000_000}
 
 
-def ledger(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def ledger(cwd: Path, *args: str, seed: int | None = None) -> subprocess.CompletedProcess[str]:
+    """`ledger ARGS` in a process of its own (with a `seed`, in a session that is
+    the same every run: tests/reproducible.py)."""
     env = {**os.environ, "LEDGER_PASSPHRASE": PASSPHRASE.decode()}
+    command = ["-m", "ledger.cli.main"] if seed is None else [str(REPRODUCIBLE), str(seed)]
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli.main", *args],
+        [sys.executable, *command, *args],
         cwd=cwd,
         env=env,
         capture_output=True,
