@@ -176,12 +176,13 @@ def _two_servers(tmp_path: Path, store: str) -> None:
             payload = {"account_id": wallets[n % 3], "bet": {"bet": "big"}, "stake": 100}
 
             def send(server: str) -> tuple[int, Any]:
-                for _ in range(20):
+                for attempt in range(100):  # a bound against a livelock, not a measure
                     response = call(
                         server, "POST", f"/v1/rounds/{round_id}/bets", operator, payload, key
                     )
                     if response.status_code != 503:  # writers still conflicting: retry, same key
                         break
+                    time.sleep(0.01 * min(attempt, 10))  # as a client backs off
                 return response.status_code, response.json()
 
             with ThreadPoolExecutor(max_workers=2) as both:  # the same request, racing itself
