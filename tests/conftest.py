@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, settings
 
 from ledger.crypto.keystore import KeyDirectory
 from ledger.node import Node, open_node
@@ -30,6 +31,15 @@ PASSPHRASE = b"correct horse battery staple"
 # empty); tests/test_cli_progress.py turns them on where it checks them.
 os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
 use_bytecode_cache()  # before xdist starts its workers: they and every subprocess inherit it
+
+# Property tests draw the same examples every run (a failure in CI replays
+# anywhere), and no example fails for taking long on a loaded machine: no
+# per-example deadline, no health check on generation speed. A test's own
+# @settings still decides how many examples it runs.
+settings.register_profile(
+    "ledger-suite", derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("ledger-suite")
 
 # Tests stop the servers and writers they start with SIGINT, as a user's ^C
 # would. A suite started in the background (nohup, `&` in a script) inherits

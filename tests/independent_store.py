@@ -25,6 +25,8 @@ import os
 import sys
 from typing import Any
 
+from reproducible import reproducible_session  # beside this program
+
 from ledger.casino import Casino
 from ledger.cli.main import main
 from ledger.crypto.keys import Role
@@ -295,12 +297,17 @@ def card_rounds(script: Script) -> None:
 
 
 def run(argv: list[str]) -> int:
-    store, keys = argv
+    # The same store every run: the session's ids, choices and dice; no time anchor.
+    with reproducible_session(3) as seeds:
+        return build(*argv, seeds)
+
+
+def build(store: str, keys: str, seeds: tuple[str, ...]) -> int:
     passphrase = os.environ["LEDGER_PASSPHRASE"].encode()
     cli = ["--store", store, "--keys", keys]
     steps = [
         ["simulate", "--rounds", "24", "--players", "4", "--tables", "4", "--card-tables", "2",
-         "--seed", "3", "--fault-rate", "25"],
+         "--fault-rate", "25", *seeds],
         ["keys", "create", OPERATOR, "--role", "operator"],
         ["keys", "create", AUDITOR, "--role", "auditor"],
         ["keys", "create", DEVICE, "--role", "dealer-device"],

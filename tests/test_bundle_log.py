@@ -21,6 +21,7 @@ from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle
 from ledger.store.application import LedgerApplication
 from tests.conftest import ledger_cli
+from tests.reproducible import reproducible_session
 
 Records = list[dict[str, object]]
 
@@ -30,8 +31,8 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Keyring, Pa
     """A simulated store with a recorded verification run, and its whole-log bundle."""
     base = tmp_path_factory.mktemp("bundle-log")
     store, keys = f"sqlite:///{base / 'ledger.db'}", base / "keys"
-    with ledger_cli(store, keys) as ledger:
-        assert ledger("simulate", "--rounds", 6, "--players", 4, "--tables", 1) == 0
+    with ledger_cli(store, keys) as ledger, reproducible_session(6) as seeds:
+        assert ledger("simulate", "--rounds", 6, "--players", 4, "--tables", 1, *seeds) == 0
         assert ledger("keys", "create", "auditor-1", "--role", "auditor") == 0
         assert ledger("verify", "--record") == 0
         assert ledger("checkpoint") == 0

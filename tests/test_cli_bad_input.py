@@ -21,6 +21,7 @@ import pytest
 
 from ledger.cli.main import main
 from ledger.crypto.note import key_hash
+from tests.reproducible import reproducible_session
 
 RIGHT = "right"
 TABLES = ("stored_events", "ledger_merkle_leaves", "ledger_merkle_nodes", "ledger_checkpoints")
@@ -109,8 +110,12 @@ def refused(
 
 
 def make_store(capsys: pytest.CaptureFixture[str], *global_args: str, rounds: int = 3) -> int:
-    """`ledger simulate` (a small session) into a store; return the number of events it recorded."""
-    out = ok(capsys, *global_args, "simulate", "--rounds", str(rounds), "--players", "4")
+    """`ledger simulate` (a small session, the same every run) into a store; return
+    the number of events it recorded."""
+    with reproducible_session(rounds) as seeds:
+        out = ok(
+            capsys, *global_args, "simulate", "--rounds", str(rounds), "--players", "4", *seeds
+        )
     match = re.search(r"^recorded (\d+) sealed events", out, re.MULTILINE)
     assert match, out
     return int(match.group(1))

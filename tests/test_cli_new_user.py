@@ -39,6 +39,7 @@ from ledger.node import Node, open_node
 from ledger.plugins.manager import get_plugin_manager
 from tests.conftest import PG_DSN, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 from tests.peers import empty_ledger, not_a_ledger, trickling
+from tests.reproducible import reproducible_session
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line, snapshot
 
 TABLES = ("ledger_merkle_leaves", "ledger_merkle_nodes", "ledger_checkpoints")
@@ -877,7 +878,8 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         patch.setenv("LEDGER_PASSPHRASE", RIGHT)
-        assert main(list(ROUNDS)) == 0
+        with reproducible_session(1) as seeds:  # one checkpoint, the same events every run
+            assert main([*ROUNDS, *seeds]) == 0
     yield root
 
 
@@ -891,7 +893,8 @@ def pg_store(template: Path) -> Iterator[str]:
         with pytest.MonkeyPatch.context() as patch:
             patch.chdir(template)
             patch.setenv("LEDGER_PASSPHRASE", RIGHT)
-            assert main(["--store", url, *ROUNDS]) == 0
+            with reproducible_session(2) as seeds:
+                assert main(["--store", url, *ROUNDS, *seeds]) == 0
         yield url
     finally:
         drop_pg_schema(schema)

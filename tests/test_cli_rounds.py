@@ -16,6 +16,7 @@ from ledger.cli.main import main
 from ledger.node import open_node
 from ledger.plugins.manager import get_plugin_manager
 from ledger.rng.server import RngServer
+from tests.reproducible import reproducible_session
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line, snapshot
 from tests.test_cli_new_user import store_rows
 from tests.test_xidach_rounds import LIMITS as XD_LIMITS
@@ -32,7 +33,8 @@ def workdir(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("LEDGER_KEYS", raising=False)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     monkeypatch.setenv("LEDGER_STORE", store_url)
-    assert main(["simulate", "--rounds", "2", "--players", "2", "--tables", "1"]) == 0
+    with reproducible_session(2) as seeds:
+        assert main(["simulate", "--rounds", "2", "--players", "2", "--tables", "1", *seeds]) == 0
     return tmp_path
 
 

@@ -33,6 +33,7 @@ from ledger.crypto.signing import InMemorySigner
 from ledger.errors import VerificationError
 from ledger.export.records import event_line, event_record
 from tests.conftest import PASSPHRASE, new_store
+from tests.reproducible import reproducible_session
 from tests.schemas import schema
 
 Records = list[dict[str, Any]]
@@ -73,10 +74,11 @@ def _session(store: str, base: Path) -> Iterator[Session]:
     patch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
     patch.setattr(sys, "stdin", io.StringIO(""))
     try:
-        code = main(
-            ["--store", store, "--keys", str(base / "keys"), "simulate", "--rounds", "8",
-             "--players", "4", "--tables", "1", "--seed", "5"]
-        )  # fmt: skip
+        with reproducible_session(5) as seeds:
+            code = main(
+                ["--store", store, "--keys", str(base / "keys"), "simulate", "--rounds", "8",
+                 "--players", "4", "--tables", "1", *seeds]
+            )  # fmt: skip
         assert code == 0
         yield Session(store, base / "keys")
     finally:
@@ -104,15 +106,22 @@ def whole(session: Session, capsys: pytest.CaptureFixture[str], tmp_path: Path) 
 
 
 def a_round(bundle: Path, *, card: bool) -> str:
-    """A round of the bundle that was settled, on a card table or a dice table."""
+    """A round of the bundle that took a bet and was settled, on a card table or a
+    dice table: more than three events (opened, the bet, ..., settled), which
+    the attacks on a round bundle's third line need."""
     opened = {}
     settled = set()
+    bets = set()
     for record in read_lines(bundle / "events.jsonl"):
         if record["type"] == "Round.Opened":
             opened[record["stream"]] = record["payload"]["variant"]
+        elif record["type"] == "Round.BetPlaced":
+            bets.add(record["stream"])
         elif record["type"] == "Round.Settled":
             settled.add(record["stream"])
-    return next(r for r, v in opened.items() if r in settled and v.startswith("xidach") == card)
+    return next(
+        r for r, v in opened.items() if r in settled & bets and v.startswith("xidach") == card
+    )
 
 
 @pytest.fixture(params=["dice", "cards"])

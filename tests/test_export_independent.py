@@ -1491,10 +1491,22 @@ def judge_key(event: Event, first: Checkpoint | None) -> None:
 # key replaced and revoked between two simulated sessions.
 
 
-def ledger(*argv: str, cwd: Path) -> str:
-    env = os.environ | {"LEDGER_PASSPHRASE": "independent", "LEDGER_PROGRESS_INTERVAL": "off"}
+REPRODUCIBLE = Path(__file__).resolve().parent / "reproducible.py"
+
+
+def ledger(*argv: str, cwd: Path, seed: int | None = None) -> str:
+    """`ledger ARGS` (with a `seed`, in a session that is the same every run:
+    tests/reproducible.py); with no background anchor, so the checkpoints are
+    the ones simulate and `checkpoint` sign, whatever the machine's speed."""
+    env = os.environ | {
+        "LEDGER_PASSPHRASE": "independent",
+        "LEDGER_PROGRESS_INTERVAL": "off",
+        "LEDGER_ANCHOR_SECONDS": "0",
+        "LEDGER_ANCHOR_EVENTS": "0",
+    }
+    command = [str(LEDGER)] if seed is None else [sys.executable, str(REPRODUCIBLE), str(seed)]
     done = subprocess.run(
-        [str(LEDGER), *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False
+        [*command, *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -1503,14 +1515,12 @@ def ledger(*argv: str, cwd: Path) -> str:
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     where = tmp_path_factory.mktemp("independent")
-    ledger(
-        "simulate", "--rounds", "10", "--players", "4", "--tables", "1", "--seed", "3", cwd=where
-    )
+    ledger("simulate", "--rounds", "10", "--players", "4", "--tables", "1", cwd=where, seed=3)
     ledger("keys", "create", "ledger-node-2", "--role", "ledger-node", cwd=where)
     ledger("keys", "use", "ledger-node-2", cwd=where)
     ledger("keys", "create", "ops", "--role", "operator", cwd=where)
     ledger("keys", "revoke", "ledger-node", "--reason", "rotated", cwd=where)
-    ledger("simulate", "--rounds", "2", "--players", "2", "--tables", "1", "--seed", "4", cwd=where)
+    ledger("simulate", "--rounds", "2", "--players", "2", "--tables", "1", cwd=where, seed=4)
     ledger("export", "whole", cwd=where)
     rounds: dict[str, str] = {}
     for record in lines(where / "whole" / "events.jsonl"):

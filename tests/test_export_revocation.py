@@ -31,6 +31,7 @@ from ledger.crypto.signing import InMemorySigner
 from tests.attacker import ThiefApplication
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
+from tests.reproducible import reproducible_session
 from tests.schemas import schema
 
 
@@ -90,7 +91,8 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> None:
 def rotated(store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Rotated:
     keys = tmp_path / "keys"
     store = Rotated(store_url, keys, 0, 0)
-    store.ok(capsys, "simulate", "--rounds", "4", "--players", "3", "--tables", "1", "--seed", "7")
+    with reproducible_session(7) as seeds:
+        store.ok(capsys, "simulate", "--rounds", "4", "--players", "3", "--tables", "1", *seeds)
     store.ok(capsys, "keys", "create", "ops", "--role", "operator")
     store.ok(capsys, "keys", "create", "ledger-node-2", "--role", "ledger-node")
     store.ok(capsys, "keys", "use", "ledger-node-2")

@@ -19,6 +19,7 @@ import pytest
 from ledger.plugins.contract import GameContract
 from tests.conftest import PASSPHRASE
 from tests.plugin_site import install_plugin
+from tests.reproducible import PROGRAM as REPRODUCIBLE
 
 HERE = Path(__file__).parent
 PLUGIN = HERE / "plugins" / "card_war"
@@ -30,14 +31,17 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return install_plugin(PLUGIN, tmp_path_factory)
 
 
-def ledger(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def ledger(site: Path, *args: str, seed: int | None = None) -> subprocess.CompletedProcess[str]:
+    """`ledger ARGS` with the site's plugins (with a `seed`, in a session that is
+    the same every run: tests/reproducible.py)."""
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join([str(site), str(HERE.parent)]),
         LEDGER_PASSPHRASE=PASSPHRASE.decode(),
     )
+    command = ["-m", "ledger.cli.main"] if seed is None else [str(REPRODUCIBLE), str(seed)]
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli.main", *args],
+        [sys.executable, *command, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -52,7 +56,7 @@ def simulated(site: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[lis
     where = tmp_path_factory.mktemp("store")
     store = ["--store", f"sqlite:///{where / 'ledger.db'}", "--keys", str(where / "keys")]
     argv = ("--game", "card-war", "--tables", "2", "--rounds", "24", "--players", "8")
-    run = ledger(site, *store, "simulate", *argv, "--seed", "5")
+    run = ledger(site, *store, "simulate", *argv, seed=5)
     assert run.returncode == 0, run.stderr
     return store, run.stdout
 

@@ -118,7 +118,7 @@ def test_a_command_failing_half_way_leaves_nothing_and_the_batch_commits(node: N
     release = threading.Event()
 
     def slow(work: Work) -> tuple[Any, list[Aggregate]]:
-        release.wait(5)  # hold the writer so the next commands join one batch
+        release.wait(60)  # hold the writer so the next commands join one batch
         return None, []
 
     def half_way(work: Work) -> tuple[Any, list[Aggregate]]:
@@ -137,10 +137,10 @@ def test_a_command_failing_half_way_leaves_nothing_and_the_batch_commits(node: N
         request_id="b1", round_id=round_id, account_id=wallets[0], bet=HEADS, stake=10
     )
     release.set()
-    held.result(10)
-    assert isinstance(first.result(10), str) and isinstance(last.result(10), str)
+    held.result(60)
+    assert isinstance(first.result(60), str) and isinstance(last.result(60), str)
     with pytest.raises(InvalidCommandError, match="refused after a change"):
-        failing.result(10)
+        failing.result(60)
     assert casino.account(wallets[0]).balance == 10_000 - 20  # the 5 never arrived
     verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
 
@@ -176,18 +176,18 @@ def test_an_answer_comes_only_after_its_batch_is_committed(node: Node, monkeypat
 
     def slow_commit(events: Any) -> Any:
         entered.set()
-        release.wait(5)
+        release.wait(60)
         return real(events)
 
     monkeypatch.setattr(node.app, "record_events", slow_commit)
     answer = casino.submit_bet(
         request_id="b", round_id=round_id, account_id=wallets[0], bet=HEADS, stake=10
     )
-    assert entered.wait(5)
+    assert entered.wait(60)
     time.sleep(0.2)
     assert not answer.done()  # applied, sealed, being committed: not acknowledged yet
     release.set()
-    assert isinstance(answer.result(5), str)
+    assert isinstance(answer.result(60), str)
 
 
 def test_a_batch_conflicting_with_another_node_is_applied_again(
@@ -216,7 +216,7 @@ def test_a_batch_conflicting_with_another_node_is_applied_again(
                 nonlocal conflicts, first
                 if first:
                     first = False
-                    both_applied.wait(10)
+                    both_applied.wait(60)
                 try:
                     return real(events)
                 except IntegrityError:

@@ -24,14 +24,18 @@ from ledger.devices import DealerDevice
 from tests import local_http
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 from tests.ports import free_port
+from tests.reproducible import PROGRAM as REPRODUCIBLE
 
 LIMITS = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000_000}
 
 
-def ledger(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def ledger(cwd: Path, *args: str, seed: int | None = None) -> subprocess.CompletedProcess[str]:
+    """`ledger ARGS` in a process of its own (with a `seed`, in a session that is
+    the same every run: tests/reproducible.py)."""
     env = {**os.environ, "LEDGER_PASSPHRASE": PASSPHRASE.decode()}
+    command = ["-m", "ledger.cli.main"] if seed is None else [str(REPRODUCIBLE), str(seed)]
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli.main", *args],
+        [sys.executable, *command, *args],
         cwd=cwd,
         env=env,
         capture_output=True,
@@ -172,12 +176,13 @@ def _two_servers(tmp_path: Path, store: str) -> None:
             payload = {"account_id": wallets[n % 3], "bet": {"bet": "big"}, "stake": 100}
 
             def send(server: str) -> tuple[int, Any]:
-                for _ in range(20):
+                for attempt in range(100):  # a bound against a livelock, not a measure
                     response = call(
                         server, "POST", f"/v1/rounds/{round_id}/bets", operator, payload, key
                     )
                     if response.status_code != 503:  # writers still conflicting: retry, same key
                         break
+                    time.sleep(0.01 * min(attempt, 10))  # as a client backs off
                 return response.status_code, response.json()
 
             with ThreadPoolExecutor(max_workers=2) as both:  # the same request, racing itself

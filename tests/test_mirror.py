@@ -307,7 +307,7 @@ def test_an_event_removed_from_the_source_after_it_was_copied_is_refused(
     node: Node, api: Api, mirror_store: str, store_url: str, tmp_path: Path
 ) -> None:
     held = copied(node, api, mirror_store, tmp_path)
-    assert held == 18
+    assert held == node.app.tables.event_count()[0] > 6  # all of it, the sixth row among them
     row = node.app.tables.rows_after(0, 6)[5]
     attacker = Attacker(store_url)
     try:
@@ -316,7 +316,7 @@ def test_an_event_removed_from_the_source_after_it_was_copied_is_refused(
         attacker.close()
     with (
         opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror,
-        pytest.raises(VerificationError, match="copied 18 events from it: events are missing"),
+        pytest.raises(VerificationError, match=f"copied {held} events from it: events are missing"),
     ):
         mirror.sync()
     with opened_mirror(mirror_store, node.keyring, ClientSource(api), tmp_path / "m") as mirror:

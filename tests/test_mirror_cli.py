@@ -70,7 +70,7 @@ def start_mirror(cwd: Path, store: str, base: str, *more: str) -> subprocess.Pop
 def test_killed_while_following_a_busy_node_it_resumes_with_no_gap_or_duplicate(
     tmp_path: Path, mirror_store: str
 ) -> None:
-    assert ledger(tmp_path, "simulate", "--rounds", "3", "--tables", "1").returncode == 0
+    assert ledger(tmp_path, "simulate", "--rounds", "3", "--tables", "1", seed=3).returncode == 0
     with serving(tmp_path) as (base, _):
         (tmp_path / "tok").write_text(token(tmp_path, "auditor"))
         first = ledger(tmp_path, *mirror_args(mirror_store, base), "--keyring", "keys/keyring.json")
@@ -95,6 +95,7 @@ def test_killed_while_following_a_busy_node_it_resumes_with_no_gap_or_duplicate(
         )
         keyring = tmp_path / "keys/keyring.json"
         held = [len(rows_of(mirror_store, keyring))]
+        pause = random.Random(37)  # how long after it copies again each kill lands
         try:
             for _ in range(3):  # each time: once it is copying again, kill it mid-flight
                 follower = start_mirror(
@@ -104,7 +105,7 @@ def test_killed_while_following_a_busy_node_it_resumes_with_no_gap_or_duplicate(
                 while len(rows_of(mirror_store, keyring)) <= held[-1]:
                     assert time.monotonic() < deadline and writer.poll() is None
                     time.sleep(0.05)
-                time.sleep(random.uniform(0.0, 0.5))
+                time.sleep(pause.uniform(0.0, 0.5))
                 follower.send_signal(signal.SIGKILL)
                 follower.wait(timeout=30)
                 assert follower.returncode == -signal.SIGKILL
@@ -133,7 +134,7 @@ def test_killed_while_following_a_busy_node_it_resumes_with_no_gap_or_duplicate(
 def test_the_mirror_is_verified_exported_served_and_mirrored_again(
     tmp_path: Path, mirror_store: str
 ) -> None:
-    assert ledger(tmp_path, "simulate", "--rounds", "4", "--tables", "2").returncode == 0
+    assert ledger(tmp_path, "simulate", "--rounds", "4", "--tables", "2", seed=4).returncode == 0
     with serving(tmp_path) as (base, _):
         (tmp_path / "tok").write_text(token(tmp_path, "auditor"))
         done = ledger(tmp_path, *mirror_args(mirror_store, base), "--keyring", "keys/keyring.json")
@@ -231,7 +232,7 @@ def test_bad_input_is_one_line_and_an_exit_code(tmp_path: Path) -> None:
 def test_a_source_that_rewrote_its_history_is_refused_with_exit_code_1(
     tmp_path: Path, mirror_store: str
 ) -> None:
-    assert ledger(tmp_path, "simulate", "--rounds", "2", "--tables", "1").returncode == 0
+    assert ledger(tmp_path, "simulate", "--rounds", "2", "--tables", "1", seed=2).returncode == 0
     with serving(tmp_path) as (base, _):
         (tmp_path / "tok").write_text(token(tmp_path, "auditor"))
         args = mirror_args(mirror_store, base)

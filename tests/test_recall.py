@@ -23,6 +23,7 @@ from ledger.projections import ProjectionRunner, queries
 from tests.attacker import Attacker
 from tests.casino_support import HEADS, LIMITS, operator_signer, seen, table_of
 from tests.coin_variant import coin_games
+from tests.reproducible import reproducible_session
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line
 from tests.test_step_corrections import GAMES as HIGH_CARD
 from tests.test_step_corrections import played
@@ -176,9 +177,8 @@ def workdir(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("LEDGER_KEYS", raising=False)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     monkeypatch.setenv("LEDGER_STORE", store_url)
-    assert (
-        main(["simulate", "--rounds", "8", "--players", "4", "--tables", "2", "--seed", "7"]) == 0
-    )
+    with reproducible_session(7) as seeds:
+        assert main(["simulate", "--rounds", "8", "--players", "4", "--tables", "2", *seeds]) == 0
     return tmp_path
 
 

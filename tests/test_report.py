@@ -47,6 +47,7 @@ from tests.casino_support import (
 )
 from tests.coin_variant import VARIANTS
 from tests.high_card import high_card_games
+from tests.reproducible import reproducible_session
 from tests.test_step_corrections import played
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -404,7 +405,8 @@ def workdir(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("LEDGER_KEYS", raising=False)
     monkeypatch.setenv("LEDGER_STORE", store_url)
     monkeypatch.setattr(sys, "stdin", __import__("io").StringIO(""))
-    assert main(["simulate", "--rounds", "12", "--players", "4", "--tables", "3"]) == 0
+    with reproducible_session(12) as seeds:
+        assert main(["simulate", "--rounds", "12", "--players", "4", "--tables", "3", *seeds]) == 0
     return tmp_path
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from ledger.cli.main import main
 from tests.headless_chromium import Page, chromium, open_page
+from tests.reproducible import reproducible_session
 
 EDGE = Path(__file__).resolve().parent.parent / "docs" / "xidach_edge.json"
 
@@ -45,7 +46,8 @@ def test_the_report_renders_its_charts_with_no_console_error(
     monkeypatch.setenv("LEDGER_STORE", f"sqlite:///{tmp_path / 'ledger.db'}")
     monkeypatch.delenv("LEDGER_KEYS", raising=False)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-    assert main(["simulate", "--rounds", "12", "--players", "4", "--tables", "3"]) == 0
+    with reproducible_session(12) as seeds:
+        assert main(["simulate", "--rounds", "12", "--players", "4", "--tables", "3", *seeds]) == 0
     assert main(["report", "report.html", "--edge", str(EDGE)]) == 0
     page = open_page(tmp_path / "report.html")
     assert page.errors == [] and page.console == []

@@ -32,6 +32,7 @@ from tests.attacker import Attacker
 from tests.casino_support import HEADS, LIMITS, dealer_device, operator_signer, seen, table_of
 from tests.coin_variant import coin_games
 from tests.conftest import PASSPHRASE
+from tests.reproducible import reproducible_session
 from tests.test_casino import NewRulesPlugin
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line
 from tests.test_step_corrections import GAMES as HIGH_CARD
@@ -275,7 +276,8 @@ def workdir(store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("LEDGER_KEYS", raising=False)
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     monkeypatch.setenv("LEDGER_STORE", store_url)
-    assert main(["simulate", "--rounds", "2", "--players", "2", "--tables", "1"]) == 0
+    with reproducible_session(2) as seeds:
+        assert main(["simulate", "--rounds", "2", "--players", "2", "--tables", "1", *seeds]) == 0
     assert main(["keys", "create", "auditor-1", "--role", "auditor"]) == 0
     return tmp_path
 

@@ -8,10 +8,8 @@ the projections' house results and round statuses.
 from __future__ import annotations
 
 import io
-import random
 import re
 import sys
-import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from fractions import Fraction
@@ -41,6 +39,7 @@ from ledger.simulation.device import simulated_device
 from ledger.simulation.session import Session
 from tests.casino_support import domain_events
 from tests.conftest import PASSPHRASE
+from tests.reproducible import reproducible_session
 
 DICE_SEED = "5e" * 32
 
@@ -253,7 +252,8 @@ def passphrase(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_session_verifies_and_its_summary_is_the_stores(
     store_url: str, keys: KeyDirectory, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = simulate(capsys, store_url, keys.path, "--rounds", "30", "--seed", "11")
+    with reproducible_session(11) as seeds:
+        out = simulate(capsys, store_url, keys.path, "--rounds", "30", *seeds)
     assert re.search(r"^recorded \d+ sealed events in ", out, re.MULTILINE)
     rounds = re.search(r"^rounds: 30 \((\d+) settled, (\d+) voided\)", out, re.MULTILINE)
     assert rounds, out
@@ -289,9 +289,10 @@ def test_a_high_fault_rate_reopens_betting_and_voids_rounds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = f"sqlite:///{tmp_path / 'ledger.db'}"
-    out = simulate(
-        capsys, store, tmp_path / "keys", "--rounds", "30", "--seed", "3", "--fault-rate", "60"
-    )
+    with reproducible_session(3) as seeds:
+        out = simulate(
+            capsys, store, tmp_path / "keys", "--rounds", "30", "--fault-rate", "60", *seeds
+        )
     faults = re.search(
         r"^rounds: 30 \(\d+ settled, (\d+) voided\); faulty draws: (\d+) "
         r"\((\d+) reopened betting\)",
@@ -312,19 +313,17 @@ def test_a_high_fault_rate_reopens_betting_and_voids_rounds(
 
 @pytest.mark.usefixtures("passphrase")
 def test_fixed_seeds_give_the_same_session_twice(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # RNG throws are bound to the round's ledger id (a random UUID), so the
-    # ids are made reproducible here too; then --seed and --dice-seed fix the rest.
+    # RNG throws are bound to the round's ledger id (a random UUID), so
+    # reproducible_session makes the ids reproducible too; then --seed and
+    # --dice-seed fix the rest.
     outputs = []
     for run in ("one", "two"):
-        ids = random.Random(0)
-        monkeypatch.setattr(
-            "eventsourcing.domain.uuid4", lambda ids=ids: uuid.UUID(int=ids.getrandbits(128))
-        )
         store = f"sqlite:///{tmp_path / f'{run}.db'}"
-        argv = ("--rounds", "20", "--seed", "99", "--dice-seed", DICE_SEED, "--fault-rate", "20")
-        outputs.append(simulate(capsys, store, tmp_path / "keys", *argv))
+        with reproducible_session(99) as seeds:
+            argv = ("--rounds", "20", "--fault-rate", "20", *seeds)
+            outputs.append(simulate(capsys, store, tmp_path / "keys", *argv))
     first, second = outputs
     assert summary_block(first) == summary_block(second)
     recorded = [re.search(r"^recorded \d+ sealed events", out, re.MULTILINE) for out in outputs]
@@ -372,10 +371,11 @@ def test_the_players_wallets_are_what_the_session_thinks(node: Node) -> None:
     variants = get_plugin_manager().games()
     config = SessionConfig(tables=default_tables(2, 2), players=8, rounds=16, fault_rate=40, seed=4)
     device = simulated_device(node.keys, PASSPHRASE)
-    session = Session(
-        Casino(node.app, variants), variants, config, dice_source(parse_seed(DICE_SEED)), device
-    )
-    result = session.run()
+    with reproducible_session(4):  # the round ids the RNG tables throw from
+        session = Session(
+            Casino(node.app, variants), variants, config, dice_source(parse_seed(DICE_SEED)), device
+        )
+        result = session.run()
     casino = Casino(node.app, variants)
     assert session.players
     for player in session.players:

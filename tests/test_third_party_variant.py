@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.plugin_site import install_plugin
+from tests.reproducible import PROGRAM as REPRODUCIBLE
 
 HERE = Path(__file__).parent
 PLUGIN = HERE / "plugins" / "atlantic_city"
@@ -24,10 +25,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return install_plugin(PLUGIN, tmp_path_factory)
 
 
-def ledger(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def ledger(site: Path, *args: str, seed: int | None = None) -> subprocess.CompletedProcess[str]:
+    """`ledger ARGS` with the site's plugins (with a `seed`, in a session that is
+    the same every run: tests/reproducible.py)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(HERE.parent)]))
+    command = ["-m", "ledger.cli.main"] if seed is None else [str(REPRODUCIBLE), str(seed)]
     return subprocess.run(
-        [sys.executable, "-m", "ledger.cli.main", *args],
+        [sys.executable, *command, *args],
         capture_output=True,
         text=True,
         env=env,
@@ -73,7 +77,7 @@ def test_simulate_plays_it_as_its_base_game_declares(
     monkeypatch.setenv("LEDGER_PASSPHRASE", "a passphrase for the test keys")
     store = ["--store", f"sqlite:///{tmp_path / 'ledger.db'}", "--keys", str(tmp_path / "keys")]
     argv = ("--game", "atlantic-city", "--tables", "2", "--rounds", "10", "--players", "6")
-    run = ledger(site, *store, "simulate", *argv, "--seed", "3", "--fault-rate", "50")
+    run = ledger(site, *store, "simulate", *argv, "--fault-rate", "50", seed=3)
     assert run.returncode == 0, run.stderr
     rows = [line.split()[:3] for line in run.stdout.splitlines() if line.startswith("AC-")]
     assert rows == [["AC-1", "atlantic-city", "rng"], ["AC-2", "atlantic-city", "device"]]

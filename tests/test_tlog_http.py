@@ -30,6 +30,7 @@ from ledger.rng.server import RngServer
 from tests.conftest import PASSPHRASE
 from tests.http_support import all_games
 from tests.ports import free_port
+from tests.reproducible import PROGRAM as REPRODUCIBLE
 from tests.test_checkpoints import record
 
 
@@ -118,10 +119,12 @@ def test_ledger_serve_tiles_serves_the_directory(tmp_path: Path) -> None:
     }
     run = [sys.executable, "-m", "ledger.cli.main"]
     for step in (
-        ["simulate", "--rounds", "2", "--players", "2", "--tables", "1"],
-        ["tiles", "tiles"],
+        [str(REPRODUCIBLE), "2", "simulate", "--rounds", "2", "--players", "2", "--tables", "1"],
+        ["-m", "ledger.cli.main", "tiles", "tiles"],
     ):
-        done = subprocess.run([*run, *step], cwd=tmp_path, env=env, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, *step], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
         assert done.returncode == 0, done.stderr
     port = free_port()
     with open(tmp_path / "serve.log", "w") as log:
@@ -143,8 +146,9 @@ def test_ledger_serve_tiles_serves_the_directory(tmp_path: Path) -> None:
         assert answer.status_code == 200
         assert answer.text == (tmp_path / "tiles" / "checkpoint").read_text()
         size = int(answer.text.split("\n")[1])
-        tile = httpx.get(f"{base}/tlog/tile/0/000.p/{size}", timeout=5)
-        assert tile.content == (tmp_path / "tiles" / f"tile/0/000.p/{size}").read_bytes()
+        partial = f"tile/0/{size // 256:03d}.p/{size % 256}"  # the session's last level-0 tile
+        tile = httpx.get(f"{base}/tlog/{partial}", timeout=5)
+        assert tile.content == (tmp_path / "tiles" / partial).read_bytes()
         assert httpx.get(f"{base}/v1/games", timeout=5).status_code == 401  # the API still isn't
     finally:
         server.send_signal(signal.SIGINT)

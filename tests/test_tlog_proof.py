@@ -27,6 +27,7 @@ from ledger.crypto.tlog_proof import MAGIC, TlogProof
 from ledger.errors import VerificationError
 from tests.conftest import PASSPHRASE
 from tests.go_tlog import check_tlog_proof
+from tests.reproducible import reproducible_session
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +38,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     patch.setenv("LEDGER_PASSPHRASE", PASSPHRASE.decode())
     patch.setattr(sys, "stdin", io.StringIO(""))
     try:
-        assert main([*argv, "simulate", "--rounds", "4", "--players", "3", "--tables", "1",
-                     "--seed", "7"]) == 0  # fmt: skip
+        with reproducible_session(7) as seeds:
+            assert main([*argv, "simulate", "--rounds", "4", "--players", "3", "--tables", "1",
+                         *seeds]) == 0  # fmt: skip
         # A second session: the log then holds two checkpoints, the proofs are
         # against the newer one.
-        assert main([*argv, "simulate", "--rounds", "1", "--players", "2", "--tables", "1",
-                     "--seed", "8"]) == 0  # fmt: skip
+        with reproducible_session(8) as seeds:
+            assert main([*argv, "simulate", "--rounds", "1", "--players", "2", "--tables", "1",
+                         *seeds]) == 0  # fmt: skip
         yield argv
     finally:
         patch.undo()

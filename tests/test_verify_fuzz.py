@@ -24,8 +24,9 @@ MUTATIONS = ["flip", "truncate", "null", "retype", "delete", "swap"]
 
 
 def record_ledger(store: str, keys: Path) -> int:
-    """Three tables whose events interleave in the log, all under checkpoints."""
-    node = open_node(store, str(keys), passphrase=PASSPHRASE)
+    """Three tables whose events interleave in the log, all under checkpoints of
+    16 (no background anchor: a slow run would add checkpoints of its own)."""
+    node = open_node(store, str(keys), passphrase=PASSPHRASE, anchor_seconds=0, anchor_events=0)
     try:
         tables = [Table(name=f"T{n}", dealer="D1") for n in range(3)]
         for turn in range(4):

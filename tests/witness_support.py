@@ -109,11 +109,12 @@ class ServedWitness:
 
     def __enter__(self) -> ServedWitness:
         self.thread.start()
-        for _ in range(500):
-            if self.server.started:
-                return self
+        deadline = time.monotonic() + 60  # a bound against a hang: a loaded machine starts late
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the witness server did not start in 60 s")
             time.sleep(0.01)
-        raise RuntimeError("the witness server did not start")
+        return self
 
     def __exit__(self, *_: object) -> None:
         self.server.should_exit = True
