@@ -9,7 +9,7 @@ other library), Python's own allocator off (PYTHONMALLOC=malloc: every object,
 a row's bytes included, is then a malloc block with poisoned edges, so a read
 one byte past a row is caught), leaks not reported (the interpreter keeps
 memory for its life on purpose), and the first report fatal. The plugin
-`tests.native_under_test` makes that build the one `ledger.crypto.native`
+`tests.native_build_plugin` makes that build the one `ledger.crypto.native`
 loads. A second test shows the harness can fail: copies of the source with a
 bug put in on purpose (a length check dropped, a digit bound loosened, the
 header's end unchecked) are caught by the same corpus.
@@ -46,7 +46,7 @@ SANITIZER_ENV = {
     "ASAN_OPTIONS": "detect_leaks=0",
     "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
 }
-PYTEST = ["-m", "pytest", "-p", "tests.native_under_test", "-n", "0", "--capture=sys"]
+PYTEST = ["-m", "pytest", "-p", "tests.native_build_plugin", "-n", "0", "--capture=sys"]
 REPORTS = ("ERROR: AddressSanitizer", "runtime error:", "ERROR: LeakSanitizer")
 DOC = ROOT / "docs" / "verify-performance.md"
 

@@ -55,7 +55,7 @@ def xidach_round(casino: Casino, rng: RngServer) -> tuple[str, str]:
 
 
 def taixiu_round(casino: Casino, rng: RngServer) -> tuple[str, str]:
-    """(table, round): an RNG Tài Xỉu round thrown and settled."""
+    """(table, round): an RNG Tài Xỉu round thrown (which settles it)."""
     table = casino.open_table(
         request_id="t", name="TX", variant="taixiu", kind="rng", currency="VND", limits=LIMITS
     )
@@ -68,7 +68,6 @@ def taixiu_round(casino: Casino, rng: RngServer) -> tuple[str, str]:
     )
     casino.close_betting(request_id="c", round_id=round_id)
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
-    casino.settle(request_id="s", round_id=round_id)
     return table, round_id
 
 

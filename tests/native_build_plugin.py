@@ -1,4 +1,4 @@
-"""A pytest plugin (`-p tests.native_under_test`): the C fast path the tests
+"""A pytest plugin (`-p tests.native_build_plugin`): the C fast path the tests
 call is the build at `$LEDGER_TEST_NATIVE`, not the one installed in place.
 
 tests/test_native_sanitized.py builds `ledger/crypto/_native.c` with
