@@ -191,3 +191,22 @@ def test_rows_written_under_the_state_since_are_compared_when_anchored(
     found = verified(node, resume=VerifyState.load(tmp_path / "again"))
     texts = merkle_findings(found)
     assert len(texts) == 1 and f"log position {tail - 1}" in texts[0], texts
+
+
+def test_a_clean_stores_summary_is_the_trees(node: Node) -> None:
+    """The database's summary of a chunk's Merkle rows is the one the tree gives,
+    so a clean store never reads them row by row (and a state's digest of them
+    is the same on every run), the last partial chunk and its levels included."""
+    from ledger.audit.chunks import _leaf_anyway
+    from ledger.audit.stored_tree import expected_summary
+    from ledger.crypto.merkle import AlignedLeaves
+
+    size = events(node, 9)
+    rows = node.app.tables.rows_between(0, node.app.tables.highest_id())
+    for first in range(0, size, 8):
+        chunk = rows[first : first + 8]
+        tree = AlignedLeaves(first, [_leaf_anyway(row[4]) for row in chunk])
+        end = first + len(chunk)
+        expected = expected_summary(first, [row[0] for row in chunk], tree, end)
+        assert node.app.tables.tree_summary(first, end) == expected
+        assert len(expected.nodes) == (len(chunk)).bit_length() - 1
