@@ -24,10 +24,10 @@ from ledger.audit.stored_tree import (
     compare_nodes,
     expected_leaves,
     expected_nodes,
-    expected_summary,
     node_map,
     over,
-    summary_digest,
+    tree_rows_digest,
+    under,
 )
 from ledger.crypto.canonical import ENVELOPE_DOMAIN
 from ledger.crypto.envelope import (
@@ -51,7 +51,7 @@ from ledger.crypto.native import native
 from ledger.crypto.signing import sign_open_address, verify_signature
 from ledger.crypto.validity import Window, signing_problem, trusted_span
 from ledger.errors import VerificationError, with_article
-from ledger.store.merkle_log import MerkleLogTables, TreeSummary, stream_of
+from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
 
 
@@ -648,9 +648,9 @@ def _verify_chunk_with(
         return _rehashed(tables, spec, rows)
     result = verify_rows(spec, rows, signer_check, keep_tree=spec.tree_to > 0)
     result.rows = len(rows)
-    summary = _check_stored_tree(tables, result, [row[0] for row in rows])
+    stored = _check_stored_tree(tables, result, [row[0] for row in rows])
     result.digest = rows_digest(rows)
-    result.tree_digest = summary_digest(summary) if summary is not None else None
+    result.tree_digest = _tree_digest(stored)
     return result
 
 
@@ -661,23 +661,18 @@ def _tree_end(spec: ChunkSpec, rows: int) -> int:
 
 def _check_stored_tree(
     tables: MerkleLogTables, result: ChunkResult, ids: list[Any]
-) -> TreeSummary | None:
+) -> TreeRows | None:
     """Compare the store's Merkle rows under the chunk (up to `tree_to`) with the
-    subtree its events give: their summary first (a row a level crosses from the
-    database), the rows themselves only when it differs, to name what does;
-    the stored summary (None: none was asked for)."""
+    subtree its events give; the rows read (None: none were asked for)."""
     spec, tree = result.spec, result.tree
     result.tree = None
     end = _tree_end(spec, result.rows)
     result.tree_to = end
-    first = spec.first_leaf
-    if tree is None or end == first:
+    if tree is None or end == spec.first_leaf:
         return None
-    summary = tables.tree_summary(first, end)
-    if summary != expected_summary(first, ids, tree, end):
-        stored = tables.tree_rows(first, end)
-        result.tree_problems = _compared(first, ids, tree, end, stored, first)
-    return summary
+    stored = tables.tree_rows(spec.first_leaf, end)
+    result.tree_problems = _compared(spec.first_leaf, ids, tree, end, stored, spec.first_leaf)
+    return stored
 
 
 def _compared(
@@ -708,17 +703,17 @@ def _rehashed(tables: MerkleLogTables, spec: ChunkSpec, rows: list[Row]) -> Chun
     vouched = max(first, min(first + len(rows), spec.tree_vouched))
     end = max(vouched, _tree_end(spec, len(rows)))
     result.tree_to = end
+    stored = tables.tree_rows(first, end) if end > first else None
     result.digest = rows_digest(rows)
-    if vouched > first:
-        result.tree_digest = summary_digest(tables.tree_summary(first, vouched))
+    result.tree_digest = _tree_digest(under(stored, vouched) if stored else None)
     if end == vouched:
         return result
+    assert stored is not None
     # The rows are the bytes a full run verified (their digest is compared with
     # the state's): their header hashes are the leaves it found.
     tree = AlignedLeaves(first, [_leaf_anyway(row[4]) for row in rows])
-    stored = tables.tree_rows(first, end)
     result.tree_problems = _compared(first, [row[0] for row in rows], tree, end, stored, vouched)
-    result.next_tree_digest = summary_digest(tables.tree_summary(first, end))
+    result.next_tree_digest = _tree_digest(stored)
     return result
 
 
@@ -731,6 +726,12 @@ def prefix_heads(rows: list[Row], streams: frozenset[object]) -> dict[str, tuple
         if originator_id in streams and type(version) is int:
             heads[stream_of(originator_id)] = (version, _leaf_anyway(state))
     return heads
+
+
+def _tree_digest(tree_rows: TreeRows | None) -> str | None:
+    if not tree_rows or not (tree_rows[0] or tree_rows[1]):
+        return None
+    return tree_rows_digest(tree_rows)
 
 
 def saved_digest(rows: str, tree: str | None) -> str:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+from collections import deque
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
 from ledger.crypto.merkle import AlignedLeaves
-from ledger.store.merkle_log import TreeSummary
 
 TreeRows = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]  # (leaves, nodes) as stored
 Node = tuple[int, int, bytes]  # (level, index at that level, hash)
@@ -168,46 +168,46 @@ def _same_hash(value: object, expected: bytes) -> bool:
     return isinstance(value, bytes | bytearray | memoryview) and bytes(value) == expected
 
 
+def _below(row: tuple[Any, ...], bound: int, node: bool) -> bool:
+    if node:
+        level, index = row[0], row[1]
+        return type(level) is int and type(index) is int and (index + 1) << level <= bound
+    return type(row[0]) is int and row[0] < bound
+
+
+def under(rows: TreeRows, bound: int) -> TreeRows:
+    """The rows of leaves below `bound`, and of nodes whose subtree ends at or
+    below it (what a saved state's digest covers), in their order."""
+    leaves, nodes = rows
+    return [r for r in leaves if _below(r, bound, False)], [
+        r for r in nodes if _below(r, bound, True)
+    ]
+
+
 def over(rows: TreeRows, bound: int) -> TreeRows:
-    """The rows of leaves from `bound` on, and of nodes whose subtree ends past it."""
+    """The rows `under` leaves out."""
     leaves, nodes = rows
     return (
-        [r for r in leaves if not (type(r[0]) is int and r[0] < bound)],
-        [
-            r
-            for r in nodes
-            if not (type(r[0]) is int and type(r[1]) is int and (r[1] + 1) << r[0] <= bound)
-        ],
+        [r for r in leaves if not _below(r, bound, False)],
+        [r for r in nodes if not _below(r, bound, True)],
     )
 
 
-def expected_summary(first: int, ids: Sequence[int], tree: AlignedLeaves, end: int) -> TreeSummary:
-    """The summary (`MerkleLogTables.tree_summary`) of the rows the tree of
-    leaves [first, end) should be stored as."""
-    count = end - first
-    leaves: tuple[Any, ...] = ()
-    if count:
-        hashes = b"".join(tree.level(0)[:count])
-        leaves = (count, count, first, end - 1, hashes, ",".join(map(str, ids[:count])))
-    nodes = []
-    level = 1
-    while (1 << level) <= count:
-        low, high = first >> level, end >> level
-        if high > low:
-            hashes = b"".join(tree.level(level)[: high - low])
-            nodes.append((level, high - low, high - low, low, high - 1, hashes))
-        level += 1
-    return TreeSummary(leaves, tuple(nodes))
-
-
-def summary_digest(summary: TreeSummary) -> str:
-    """SHA-256 of a summary: what a saved state keeps of the Merkle rows it vouches for."""
+def tree_rows_digest(rows: TreeRows) -> str:
+    """SHA-256 over every column of these rows, column-wise as `rows_digest`
+    does events' (no Python code per row); rows of odd types, value by value."""
     digest = hashlib.sha256(b"merkle rows")
-    for part in (summary.leaves, *summary.nodes):
-        small = tuple(value for value in part if not isinstance(value, bytes))
-        digest.update(repr(small).encode())
-        for value in part:
-            if isinstance(value, bytes):
-                digest.update(b"%d|" % len(value))
-                digest.update(value)
+    for table in rows:
+        if not table:
+            digest.update(b"()")
+            continue
+        *keys, hashes = zip(*table, strict=True)
+        try:
+            digest.update(repr((*keys, tuple(map(len, hashes)))).encode())
+            deque(map(digest.update, hashes), maxlen=0)
+        except TypeError:  # a hash column that is not bytes: every value tagged
+            for row in table:
+                for value in row:
+                    data = repr(bytes(value) if isinstance(value, memoryview) else value)
+                    digest.update(b"%d|%s" % (len(data), data.encode()))
     return digest.hexdigest()

@@ -15,13 +15,7 @@ import bisect
 from collections.abc import Collection
 from typing import Any
 
-from ledger.store.merkle_log import (
-    CheckpointRow,
-    MerkleLogTables,
-    TreeSummary,
-    stream_of,
-    summary_of,
-)
+from ledger.store.merkle_log import CheckpointRow, MerkleLogTables, stream_of
 from ledger.store.recorders import Cursor, LeafRow, NodeRow, Row
 
 
@@ -157,11 +151,6 @@ class PendingTables(MerkleLogTables):
             return self.leaf_hash(index, cursor)
         found = self._mine_nodes.get((level, index))
         return found if found is not None else super().node(level, index, cursor)
-
-    def tree_summary(self, begin: int, end: int, cursor: Cursor | None = None) -> TreeSummary:
-        if not self._pleaves or min(self._pleaves) >= end:  # none of the batch under it
-            return super().tree_summary(begin, end, cursor)
-        return summary_of(*self.tree_rows(begin, end, cursor))  # the batch's own, not stored yet
 
     def nodes_at(
         self, keys: Collection[tuple[int, int]], cursor: Cursor | None = None

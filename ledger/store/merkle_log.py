@@ -8,8 +8,7 @@ from __future__ import annotations
 import operator
 import re
 from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager
 from functools import lru_cache
 from typing import Any, Final, TypeGuard
 from uuid import UUID
@@ -55,70 +54,6 @@ def parse_checkpoint_row(row: CheckpointRow) -> Checkpoint:
 
 
 _HEX_ID: Final = re.compile("[0-9a-fA-F]{32}")
-
-
-@dataclass(frozen=True)
-class TreeSummary:
-    """`MerkleLogTables.tree_summary`: (rows, distinct indexes, lowest, highest,
-    hashes, row ids as text) of the leaves (empty: none), and (level, rows,
-    distinct, lowest, highest, hashes) of each level of nodes that has any."""
-
-    leaves: tuple[Any, ...]
-    nodes: tuple[tuple[Any, ...], ...]
-
-
-def summary_of(leaves: list[tuple[Any, ...]], nodes: list[tuple[Any, ...]]) -> TreeSummary:
-    """The summary the database gives of these rows (`tree_summary`), made here:
-    of rows not stored yet (a mirror's batch), or that a tree should have.
-    Rows of odd types (an edit) give a summary of their `repr`, unlike any tree's."""
-    try:
-        return _summary_of(leaves, nodes)
-    except TypeError:
-        return TreeSummary(("odd rows", repr(leaves)), (("odd rows", repr(nodes)),))
-
-
-def _summary_of(leaves: list[tuple[Any, ...]], nodes: list[tuple[Any, ...]]) -> TreeSummary:
-    summed_leaves: tuple[Any, ...] = ()
-    if leaves:
-        indexes = [row[0] for row in leaves]
-        summed_leaves = (
-            len(leaves),
-            len(set(indexes)),
-            min(indexes),
-            max(indexes),
-            b"".join(row[2] for row in leaves),
-            ",".join(str(row[1]) for row in leaves),
-        )
-    by_level: dict[Any, list[tuple[Any, ...]]] = {}
-    for row in nodes:
-        by_level.setdefault(row[0], []).append(row)
-    summed_nodes = tuple(
-        (
-            level,
-            len(rows),
-            len({row[1] for row in rows}),
-            min(row[1] for row in rows),
-            max(row[1] for row in rows),
-            b"".join(row[2] for row in rows),
-        )
-        for level, rows in sorted(by_level.items())
-    )
-    return TreeSummary(summed_leaves, summed_nodes)
-
-
-def _summed(row: Any, from_end: int) -> tuple[Any, ...]:
-    """A summary row with its hashes (`from_end` columns from its end) as bytes
-    (SQLite's come as hex text): a column that is not what it should be is
-    kept as it came, and differs."""
-    values = list(row)
-    at = len(values) - from_end
-    value = values[at]
-    if isinstance(value, str):
-        with suppress(ValueError):
-            values[at] = bytes.fromhex(value)
-    elif isinstance(value, memoryview):
-        values[at] = bytes(value)
-    return tuple(values)
 
 
 _LEVEL_INDEX = operator.itemgetter(0, 1)
@@ -227,18 +162,6 @@ class MerkleLogTables:
         )
         self._is_sqlite = recorder.dialect == "sqlite"
         self._nodes_under_sql: dict[int, Any] = {}
-        self._nodes_summary_sql: dict[int, Any] = {}
-        ids_in_order = (
-            "group_concat(notification_id, ',')"
-            if self._is_sqlite
-            else "string_agg(notification_id::text, ',' ORDER BY leaf_index)"
-        )
-        self._leaves_summary = sql(
-            "SELECT COUNT(*), COUNT(DISTINCT leaf_index), MIN(leaf_index), MAX(leaf_index), "
-            f"{self._hashes_in_order('leaf_index')}, {ids_in_order} FROM "
-            "(SELECT * FROM {leaves} WHERE leaf_index >= %s AND leaf_index < %s "
-            "ORDER BY leaf_index) AS chunk"
-        )
 
     def stream_key(self, stream: str) -> object:
         """The stream id column as this store holds it (SQLite: bare hex text)."""
@@ -408,52 +331,6 @@ class MerkleLogTables:
                 tuple(n for lv in range(1, levels + 1) for n in (lv, begin >> lv, end >> lv)),
             )
             return leaves, _by_key([tuple(row) for row in c.fetchall()])
-
-    def tree_summary(self, begin: int, end: int, cursor: Cursor | None = None) -> TreeSummary:
-        """The Merkle rows under leaves [begin, end) (aligned, as `tree_rows`),
-        summed up by the database: for the leaves, and for each level of nodes,
-        (rows, distinct indexes, lowest and highest index, every hash in index
-        order as one string); for the leaves also the row ids they name, in
-        that order. Its equality with the tree's own summary is the equality of
-        the rows (`tree_rows`, read row by row, names a difference): one row a
-        level crosses to this process, not one a node."""
-        if end <= begin:
-            return TreeSummary((), ())
-        levels = (end - begin).bit_length() - 1
-        with self._reading(cursor) as c:
-            c.execute(self._leaves_summary, (begin, end))
-            leaves = _summed(c.fetchone(), 2)
-            nodes: tuple[tuple[Any, ...], ...] = ()
-            if levels:
-                c.execute(
-                    self._nodes_summary(levels),
-                    tuple(n for lv in range(1, levels + 1) for n in (lv, begin >> lv, end >> lv)),
-                )
-                nodes = tuple(_summed(row, 1) for row in c.fetchall())
-        return TreeSummary(leaves if leaves[0] else (), nodes)
-
-    def _nodes_summary(self, levels: int) -> Any:
-        """`tree_summary`'s node query for levels 1..`levels`: a row a level."""
-        found = self._nodes_summary_sql.get(levels)
-        if found is None:
-            part = (
-                "SELECT level, COUNT(*), COUNT(DISTINCT idx), MIN(idx), MAX(idx), "
-                f"{self._hashes_in_order('idx')} FROM (SELECT * FROM {{nodes}} "
-                "WHERE level = %s AND idx >= %s AND idx < %s ORDER BY idx) AS lv GROUP BY level"
-            )
-            found = self._nodes_summary_sql[levels] = self.recorder.sql(
-                " UNION ALL ".join([f"SELECT * FROM ({part}) AS l{lv}" for lv in range(levels)])
-            )
-        return found
-
-    def _hashes_in_order(self, key: str) -> str:
-        """SQL of every `hash` column in `key` order as one value: a byte string
-        on PostgreSQL; hex text on SQLite (whose group_concat is text, in the
-        order its rows come: the index's)."""
-        column = "leaf_hash" if key == "leaf_index" else "hash"
-        if self._is_sqlite:
-            return f"group_concat(hex({column}), '')"
-        return f"string_agg({column}, ''::bytea ORDER BY {key})"
 
     def _nodes_under(self, levels: int) -> Any:
         """`tree_rows`' node query for levels 1..`levels`: an index range each."""
