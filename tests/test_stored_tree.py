@@ -158,12 +158,12 @@ def test_a_resumed_run_finds_a_merkle_row_edited_since_the_state(
     node: Node, store_url: str, tmp_path: Path, edit: str
 ) -> None:
     events(node, 8)
-    first = verified(node, save_state=True)
+    first = verified(node, Level.SIGNATURES, save_state=True)
     assert first.state is not None and first.findings.items == []
     first.state.save(tmp_path / "state")
     says = RESUMED[edit](node, store_url)
     events(node, 2)
-    report = verified(node, resume=VerifyState.load(tmp_path / "state"))
+    report = verified(node, Level.SIGNATURES, resume=VerifyState.load(tmp_path / "state"))
     texts = [f.text for f in report.findings.items]
     assert len(texts) == 1 and says in texts[0], texts
 
@@ -176,11 +176,13 @@ def test_rows_written_under_the_state_since_are_compared_when_anchored(
     and an edited one is found, not vouched for."""
     events(node, 4)
     tail = events(node, 2, checkpoint=False)
-    first = verified(node, save_state=True)
+    first = verified(node, Level.SIGNATURES, save_state=True)
     assert first.state is not None and first.state.size == tail
     first.state.save(tmp_path / "state")
     events(node, 1)  # the checkpointer writes the tail's rows now
-    clean = verified(node, resume=VerifyState.load(tmp_path / "state"), save_state=True)
+    clean = verified(
+        node, Level.SIGNATURES, resume=VerifyState.load(tmp_path / "state"), save_state=True
+    )
     assert clean.findings.items == [] and clean.state is not None
     assert all(c.tree_to == c.first_leaf + c.rows for c in clean.state.chunks)
     attack(
@@ -192,7 +194,6 @@ def test_rows_written_under_the_state_since_are_compared_when_anchored(
         ),
     )
     first.state.save(tmp_path / "again")
-    found = verified(node, resume=VerifyState.load(tmp_path / "again"))
+    found = verified(node, Level.SIGNATURES, resume=VerifyState.load(tmp_path / "again"))
     texts = merkle_findings(found)
     assert len(texts) == 1 and f"log position {tail - 1}" in texts[0], texts
-
