@@ -590,6 +590,34 @@ def test_a_merkle_row_changed_in_the_mirror_store_fails_the_next_pass(
         assert [f.step for f in report.findings.items] == [Step.MERKLE]
 
 
+def test_a_following_mirror_re_reads_its_merkle_rows_once_a_period(
+    node: Node, api: Api, mirror_store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Following, the Merkle rows the state vouches for are read again every
+    `recheck_every` seconds, not every pass (two rows an event: most of a pass's
+    reading); the first pass once due refuses an edit made meanwhile."""
+    write_events(node)
+    source = ClientSource(api)
+    with opened_mirror(mirror_store, node.keyring, source, tmp_path / "m", recheck_every=60) as m:
+        assert m.sync().events > 0
+        attacker = Attacker(mirror_store)
+        try:
+            attacker.sql(
+                "UPDATE ledger_merkle_leaves SET leaf_hash = ? WHERE leaf_index = 3", (bytes(32),)
+            )
+        finally:
+            attacker.close()
+        write_events(node, accounts=1)
+        assert m.sync().events > 0  # within the period: the rows vouched for are not read
+        write_events(node, accounts=1)
+        held = m.app.tables.event_count()[0]
+        later = time.monotonic() + 61
+        monkeypatch.setattr("ledger.mirror.copy.time.monotonic", lambda: later)
+        with pytest.raises(VerificationError, match="mirror store's own rows no longer verify"):
+            m.sync()
+        assert m.app.tables.event_count()[0] == held
+
+
 def test_a_state_of_an_earlier_format_is_made_again_from_the_copy(
     node: Node, api: Api, mirror_store: str, tmp_path: Path
 ) -> None:

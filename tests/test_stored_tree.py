@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from ledger.audit.findings import Findings, Step
-from ledger.audit.verify import Level, VerificationReport, verify_store
+from ledger.audit.log_source import StoreLog
+from ledger.audit.verify import Level, VerificationReport, verify_log, verify_store
 from ledger.audit.verify_state import VerifyState
 from ledger.errors import FindingKind
 from ledger.node import Node
@@ -197,3 +198,35 @@ def test_rows_written_under_the_state_since_are_compared_when_anchored(
     found = verified(node, Level.SIGNATURES, resume=VerifyState.load(tmp_path / "again"))
     texts = merkle_findings(found)
     assert len(texts) == 1 and f"log position {tail - 1}" in texts[0], texts
+
+
+def test_a_run_told_not_to_re_read_keeps_the_digest_the_state_vouched_for(
+    node: Node, store_url: str, tmp_path: Path
+) -> None:
+    """`reread_tree=False` (a following mirror between its periodic re-reads):
+    the rows a state vouches for are not read, and the state it saves carries
+    their digest as found, so the next run that reads them finds the edit."""
+    events(node, 8)
+    first = verified(node, Level.SIGNATURES, save_state=True)
+    assert first.state is not None
+    statement, params, _ = EDITS["leaf-hash"]
+    attack(store_url, statement, params)
+    events(node, 2)
+    quick = verify_log(
+        StoreLog(node.app),
+        node.keyring,
+        level=Level.SIGNATURES,
+        workers=1,
+        chunk_leaves=CHUNK,
+        findings=Findings(),
+        resume=first.state,
+        save_state=True,
+        reread_tree=False,
+    )
+    assert quick.findings.items == [] and quick.state is not None
+    assert [c.tree_digest for c in quick.state.chunks[: len(first.state.chunks)]] == [
+        c.tree_digest for c in first.state.chunks
+    ]
+    report = verified(node, Level.SIGNATURES, resume=quick.state)
+    texts = merkle_findings(report)
+    assert len(texts) == 1 and "log positions 4..7" in texts[0], texts

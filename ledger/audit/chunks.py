@@ -80,6 +80,10 @@ class ChunkSpec:
     # those under [first_leaf, tree_vouched) a saved state's digest vouches for.
     tree_to: int = 0
     tree_vouched: int = 0
+    # A digest-only chunk's Merkle rows that its saved state vouches for are
+    # read and digested again (False, when no row was stored under it since:
+    # taken as the state found them, the saved digest kept).
+    reread_tree: bool = True
 
 
 class StreamGap(VerificationError):
@@ -117,10 +121,11 @@ class ChunkResult:
     digest: str | None = None  # the rows' digest, when the spec asks for it
     rows: int = 0  # rows read (a digest-only chunk has no leaves)
     # The digest of the stored Merkle rows under it that were compared (or, in a
-    # digest-only chunk, that its saved digest vouched for; `next_tree_digest`:
-    # with those compared since): a saved state keeps it with the rows' (`saved_digest`).
+    # digest-only chunk, that its saved state vouched for; `next_tree_digest`:
+    # with those compared since): a saved state keeps it beside the rows'.
     tree_digest: str | None = None
     next_tree_digest: str | None = None
+    tree_kept: bool = False  # a digest-only chunk's vouched Merkle rows not read again
     tree_to: int = 0  # the Merkle rows below it were checked (or vouched for)
     tree_problems: list[Mismatches] = field(default_factory=list)  # stored Merkle rows found bad
     # The chunk's subtree, kept for the store's Merkle rows to be compared with
@@ -703,9 +708,14 @@ def _rehashed(tables: MerkleLogTables, spec: ChunkSpec, rows: list[Row]) -> Chun
     vouched = max(first, min(first + len(rows), spec.tree_vouched))
     end = max(vouched, _tree_end(spec, len(rows)))
     result.tree_to = end
-    stored = tables.tree_rows(first, end) if end > first else None
     result.digest = rows_digest(rows)
-    result.tree_digest = _tree_digest(under(stored, vouched) if stored else None)
+    if end == vouched and not spec.reread_tree:
+        result.tree_kept = True
+        return result
+    stored = tables.tree_rows(first, end) if end > first else None
+    # (Every row the range read lies under `vouched` when it is the end: no filter.)
+    vouched_rows = stored if not stored or end == vouched else under(stored, vouched)
+    result.tree_digest = _tree_digest(vouched_rows)
     if end == vouched:
         return result
     assert stored is not None
@@ -732,14 +742,6 @@ def _tree_digest(tree_rows: TreeRows | None) -> str | None:
     if not tree_rows or not (tree_rows[0] or tree_rows[1]):
         return None
     return tree_rows_digest(tree_rows)
-
-
-def saved_digest(rows: str, tree: str | None) -> str:
-    """A saved chunk's digest: its rows', and that of the Merkle rows under it
-    that were compared (a state vouches for both)."""
-    if tree is None:
-        return rows
-    return hashlib.sha256(f"{rows}|{tree}".encode()).hexdigest()
 
 
 def rows_digest(rows: list[Row]) -> str:

@@ -39,7 +39,6 @@ from ledger.audit.chunks import (
     Problem,
     link_problem,
     no_cycle_collection,
-    saved_digest,
 )
 from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.key_times import Coverage, checkpoint_times
@@ -373,11 +372,14 @@ def verify_log(
     findings: Findings | None = None,
     resume: VerifyState | None = None,
     save_state: bool = False,
+    reread_tree: bool = True,
 ) -> VerificationReport:
     """Verify a log, from a store or a bundle (see `verify_store`), in numbered
     steps (`ledger.audit.findings.Step`). Every finding is collected, the run
     going on past each; with `findings` given they are left there for the
-    caller (the report's `findings`), else the first is raised."""
+    caller (the report's `findings`), else the first is raised. Resumed with
+    `reread_tree` False, the stored Merkle rows `resume` vouches for are not read
+    again (a mirror's pass between its periodic re-reads); rows stored since are."""
     started, started_at = time.perf_counter(), now_micros()
     if resume is not None and resume.level != level.value:
         raise ConfigError(
@@ -453,7 +455,7 @@ def verify_log(
         touched = frozenset(
             log.tables.streams_between(start[1], specs[-1].last_id) if specs else ()
         )
-        specs = [_rehash(chunk, touched, tree_to) for chunk in resume.chunks] + specs
+        specs = [_rehash(chunk, touched, tree_to, reread_tree) for chunk in resume.chunks] + specs
     if on_total:
         on_total(count)
     report.workers = min(workers, max(1, len(specs)))
@@ -575,7 +577,9 @@ def _checks_tree(level: Level, save_state: bool, resume: VerifyState | None) -> 
     return level is Level.SETTLEMENT or save_state or resume is not None
 
 
-def _rehash(chunk: SavedChunk, heads_of: frozenset[object], tree_to: int) -> ChunkSpec:
+def _rehash(
+    chunk: SavedChunk, heads_of: frozenset[object], tree_to: int, reread_tree: bool
+) -> ChunkSpec:
     """A chunk of rows a saved state vouches for: read and re-hashed (its Merkle
     rows with them, those the state vouches for; any stored since under the
     newest checkpoint, `tree_to`, compared with its tree), and the heads of
@@ -591,6 +595,7 @@ def _rehash(chunk: SavedChunk, heads_of: frozenset[object], tree_to: int) -> Chu
         heads_of=heads_of,
         tree_to=max(tree_to, chunk.tree_to),
         tree_vouched=chunk.tree_to,
+        reread_tree=reread_tree,
     )
 
 
@@ -703,14 +708,18 @@ class _Merge:
     def chunk(self, result: ChunkResult) -> None:
         spec = result.spec
         if result.digest is not None:
-            digest = saved_digest(result.digest, result.next_tree_digest or result.tree_digest)
+            tree_digest = result.next_tree_digest or result.tree_digest
+            if result.tree_kept:  # (not read again: as the saved state found them)
+                assert self.resume is not None
+                tree_digest = self.resume.chunks[len(self.saved)].tree_digest
             self.saved.append(
                 SavedChunk(
                     spec.first_leaf,
                     spec.after_id,
                     spec.last_id,
                     result.rows,
-                    digest,
+                    result.digest,
+                    tree_digest,
                     max(spec.first_leaf, result.tree_to),
                 )
             )
@@ -782,9 +791,8 @@ class _Merge:
         assert self.resume is not None
         spec = result.spec
         saved = self.resume.chunks[len(self.saved) - 1]
-        digest = saved_digest(result.digest or "", result.tree_digest)
-        if (result.rows, digest) != (saved.rows, saved.digest):
-            end = spec.first_leaf + saved.rows
+        end = spec.first_leaf + saved.rows
+        if (result.rows, result.digest) != (saved.rows, saved.digest):
             self._problem(
                 Step.ENVELOPES,
                 Problem(
@@ -795,6 +803,17 @@ class _Merge:
                     "was altered, inserted or removed since (verify in full to name it)",
                 ),
             )
+        elif not result.tree_kept and result.tree_digest != saved.tree_digest:
+            changed = Mismatches("rows")
+            last = max(saved.tree_to, spec.first_leaf + 1) - 1
+            changed.add(
+                spec.first_leaf,
+                last + 1,
+                f"the stored Merkle rows under log positions {spec.first_leaf}..{last} are "
+                "not those the saved state compared with the tree there: a leaf or node row "
+                "was altered, inserted or removed since (verify in full to name it)",
+            )
+            self.tree_found.append(changed)
 
     def _root(self, size: int, root: bytes, first_leaf: int) -> None:
         self.roots[size] = root

@@ -45,8 +45,8 @@ from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError
 
-# 2: no stream heads, rows hashed in one framing; 3: table kinds; 4: the stored
-# Merkle rows in each chunk's digest, and the nodes that span chunks
+# 2: no stream heads, rows hashed in one framing; 3: table kinds; 4: the digest
+# of each chunk's stored Merkle rows beside its rows', and the nodes that span chunks
 STATE_FORMAT = 4
 STATE_FILE = "state.json"
 ROUNDS_FILE = "rounds.bin"
@@ -60,8 +60,11 @@ class SavedChunk:
     after_id: int
     last_id: int
     rows: int
-    digest: str  # of the rows, and of the stored Merkle rows under leaves [first_leaf, tree_to)
-    tree_to: int  # first_leaf when none (they were past the newest checkpoint, or not read)
+    digest: str  # of the rows (`rows_digest`)
+    # Of the stored Merkle rows under leaves [first_leaf, tree_to) (None: none
+    # were; `tree_to` is first_leaf when they were past the newest checkpoint, or not read).
+    tree_digest: str | None
+    tree_to: int
 
 
 @dataclass
@@ -103,7 +106,7 @@ class VerifyState:
             "root": self.root.hex(),
             "tree": [h.hex() for h in self.tree.hashes],
             "chunks": [
-                [c.first_leaf, c.after_id, c.last_id, c.rows, c.digest, c.tree_to]
+                [c.first_leaf, c.after_id, c.last_id, c.rows, c.digest, c.tree_digest, c.tree_to]
                 for c in self.chunks
             ],
             "spanning": [[level, index, value.hex()] for level, index, value in self.spanning],
@@ -130,7 +133,15 @@ class VerifyState:
         if tree.root().hex() != data["root"]:
             raise ConfigError("its tree does not give its root: the file is damaged")
         chunks = [
-            SavedChunk(int(c[0]), int(c[1]), int(c[2]), int(c[3]), str(c[4]), int(c[5]))
+            SavedChunk(
+                int(c[0]),
+                int(c[1]),
+                int(c[2]),
+                int(c[3]),
+                str(c[4]),
+                None if c[5] is None else str(c[5]),
+                int(c[6]),
+            )
             for c in data["chunks"]
         ]
         if sum(c.rows for c in chunks) != size:

@@ -119,6 +119,9 @@ class Mirror:
         # re-read `recheck` events of the source several times a second).
         self.recheck_every = recheck_every
         self._rechecked_at: float | None = None
+        # The same period for re-reading the mirror's own Merkle rows that its
+        # state vouches for (two rows an event: most of a following pass's reading).
+        self._tree_read_at: float | None = None
         self.compact_after = compact_after
         self.clock = clock
         # Asked between batches: a follower told to stop ends after the batch it is in.
@@ -251,7 +254,17 @@ class Mirror:
             findings=found,
             resume=resume,
             save_state=save_state,
+            reread_tree=self._tree_due(),
         )
+
+    def _tree_due(self) -> bool:
+        """Whether this verify re-reads the Merkle rows the state vouches for: at
+        most every `recheck_every` seconds (every pass when not following)."""
+        now = time.monotonic()
+        if self._tree_read_at is not None and now - self._tree_read_at < self.recheck_every:
+            return False
+        self._tree_read_at = now
+        return True
 
     def _compact(self) -> None:
         """Make the saved state again from a full verify of the mirror store (its

@@ -40,6 +40,8 @@ class PendingTables(MerkleLogTables):
         self._mine_by_id = {row[0]: row for row in rows}
         self._mine_by_stream = {(stream_of(row[1]), row[2]): row for row in rows}
         self._pleaves = {leaf[0]: leaf for leaf in leaves}
+        # Every pending leaf and node lies at or past this leaf: ranges below it are the store's.
+        self._first_pending = min(self._pleaves, default=None)
         self._mine_leaf_of = {leaf[1]: leaf[0] for leaf in leaves}
         self._mine_nodes = {(level, index): value for level, index, value in nodes}
         self._mine_checkpoints = checkpoints
@@ -124,7 +126,7 @@ class PendingTables(MerkleLogTables):
         self, begin: int, end: int, cursor: Cursor | None = None
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         leaves, nodes = super().tree_rows(begin, end, cursor)
-        if not self._pleaves:
+        if self._first_pending is None or end <= self._first_pending:
             return leaves, nodes
         leaves += [self._pleaves[i] for i in sorted(self._pleaves) if begin <= i < end]
         levels = (end - begin).bit_length() - 1

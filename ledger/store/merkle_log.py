@@ -59,6 +59,12 @@ _HEX_ID: Final = re.compile("[0-9a-fA-F]{32}")
 _LEVEL_INDEX = operator.itemgetter(0, 1)
 
 
+def _tuples(rows: list[Any]) -> list[tuple[Any, ...]]:
+    """Rows as plain tuples: our read cursors give them already (a caller's write
+    cursor may give `sqlite3.Row`s); a Merkle read is hundreds of thousands of rows."""
+    return rows if not rows or type(rows[0]) is tuple else [tuple(row) for row in rows]
+
+
 def _by_key(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """Node rows by (level, index): as each level's index range reads them
     (already in order, so the sort only checks it), without an ORDER BY over
@@ -323,14 +329,14 @@ class MerkleLogTables:
         levels = (end - begin).bit_length() - 1
         with self._reading(cursor) as c:
             c.execute(self._leaves_range, (begin, end))
-            leaves = [tuple(row) for row in c.fetchall()]
+            leaves = _tuples(c.fetchall())
             if not levels:
                 return leaves, []
             c.execute(
                 self._nodes_under(levels),
                 tuple(n for lv in range(1, levels + 1) for n in (lv, begin >> lv, end >> lv)),
             )
-            return leaves, _by_key([tuple(row) for row in c.fetchall()])
+            return leaves, _by_key(_tuples(c.fetchall()))
 
     def _nodes_under(self, levels: int) -> Any:
         """`tree_rows`' node query for levels 1..`levels`: an index range each."""
