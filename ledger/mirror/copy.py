@@ -19,7 +19,9 @@ finding in `refused.jsonl` in the mirror's directory. Besides the new
 events, each pass re-reads part of the history it already holds from the
 source (`recheck` events, cycling through the log, and always the last one)
 and compares the bytes: an event edited in the source after the mirror
-copied it is a refusal too.
+copied it is a refusal too. Following, both that re-read and the re-read of
+the mirror's own Merkle rows its state vouches for (two rows an event) come
+every `recheck_every` seconds rather than every pass.
 
 A crash between the commit and the saved state is recovered on the next
 start: the state is brought up to the store by `verify --resume` over the
