@@ -1,8 +1,9 @@
 """The betting window's fast path answers exactly as the FastAPI route does
 (`ledger.http.bet_fast_path`): the same requests, sent to an app with it and
 to one without it, get the same statuses and bodies, on both stores; what it
-does not take (other roles, a device's token, bad keys or bodies) reaches the
-route and is answered as documented."""
+does not take (other roles, bad keys or bodies) reaches the route and is
+answered as documented; a table device's bet is checked against its table
+both ways alike."""
 
 from __future__ import annotations
 
@@ -88,15 +89,45 @@ def test_the_fast_path_answers_every_request_as_the_route_does(api: Api) -> None
     assert late[0] == late[1] and late[0][0] == 400 and "not taking bets" in late[0][1]["detail"]
 
 
-def test_a_table_devices_bet_goes_through_the_route(api: Api) -> None:
-    """A device's token is checked against the round's table by the route."""
+def test_a_table_devices_bet_is_answered_as_the_route_does(api: Api) -> None:
+    """A device's token is checked against the round's table, the same both
+    ways: another table's device is refused (nothing recorded), an unknown round
+    is 404, and the table's own device places the bet and retries it."""
+    fast, plain = both(api)
     wallet = api.wallet(1_000)
     table, other = api.table(), api.table()
     round_id = api.round(table)
-    api.device_token(other)
+    path = f"/v1/rounds/{round_id}/bets"
     body = {"account_id": wallet, "bet": {"on": "heads"}, "stake": 100}
-    status, answer = send(api.client, api, f"/v1/rounds/{round_id}/bets", body, role="table-device")
-    assert status == 403 and "another table" in answer["detail"]
+    api.device_token(other)
+    before = api.events()
+    for where in (path, f"/v1/rounds/{uuid.uuid4()}/bets"):
+        answers = [send(c, api, where, body, role="table-device") for c in (fast, plain)]
+        assert answers[0] == answers[1] and answers[0][0] in (403, 404), answers
+    assert send(fast, api, path, body, role="table-device")[1]["detail"] == (
+        "this table device's token is for another table"
+    )
+    assert api.events() == before
     api.device_token(table)
-    status, answer = send(api.client, api, f"/v1/rounds/{round_id}/bets", body, role="table-device")
-    assert status == 201 and set(answer) == {"bet_id"}
+    for first, second in ((fast, plain), (plain, fast)):
+        key = str(uuid.uuid4())
+        status, placed = send(first, api, path, body, role="table-device", key=key)
+        assert status == 201 and set(placed) == {"bet_id"}
+        assert send(second, api, path, body, role="table-device", key=key) == (201, placed)
+    assert api.events() - before == 2 * 3  # two bets, three events each
+
+
+def test_a_table_devices_bet_takes_the_fast_path(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not the route's: a device pays no more per bet than an operator."""
+    wallet = api.wallet(1_000)
+    table = api.table()
+    round_id = api.round(table)
+    api.device_token(table)
+
+    def routed(**_: object) -> None:
+        raise AssertionError("the bet reached the FastAPI route")
+
+    monkeypatch.setattr(api.service.casino, "place_bet", routed)
+    body = {"account_id": wallet, "bet": {"on": "heads"}, "stake": 100}
+    status, placed = send(api.client, api, f"/v1/rounds/{round_id}/bets", body, role="table-device")
+    assert status == 201 and set(placed) == {"bet_id"}

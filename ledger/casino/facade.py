@@ -122,6 +122,10 @@ class Casino:
     def variant(self, variant_id: str) -> LoadedGame:
         return self.context.variant(variant_id)
 
+    def known_table_of_round(self, round_id: UUID | str) -> str | None:
+        """The table of a round already looked up (no read: None when not yet)."""
+        return self._round_tables.get(str(round_id))
+
     def table_of_round(self, round_id: UUID | str) -> str:
         """The table a round is played at (read once: a round never moves)."""
         key = str(round_id)

@@ -26,6 +26,7 @@ DEVICE, CASHIER, OPERATOR, AUDITOR, ADMIN = (
 )
 READERS = (AUDITOR, OPERATOR, CASHIER)
 PLAY = (DEVICE, OPERATOR)  # a round's play: a device for its own table, or an operator
+ANOTHER_TABLE = "this table device's token is for another table"
 
 IdempotencyKey = Annotated[
     str,
@@ -82,4 +83,4 @@ def check_own_table(caller: Token, casino: Casino, round_id: str) -> None:
     if caller.role is DEVICE:
         table_id = casino.table_of_round(round_id)
         if table_id != caller.table:
-            raise HTTPException(403, "this table device's token is for another table")
+            raise HTTPException(403, ANOTHER_TABLE)
