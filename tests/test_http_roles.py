@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -106,6 +107,14 @@ def _place_bet(api: Api) -> Call:
     round_id = api.round(table)
     body = {"account_id": api.wallet(1_000), "bet": {"on": "tails"}, "stake": 50}
     return Call(f"/v1/rounds/{round_id}/bets", body, table=table)
+
+
+def _place_bet_batch(api: Api) -> Call:
+    table = api.table()
+    round_id = api.round(table)
+    bet = {"account_id": api.wallet(1_000), "bet": {"on": "tails"}, "stake": 50}
+    bets = [{**bet, "request_id": str(uuid.uuid4())} for _ in range(3)]
+    return Call(f"/v1/rounds/{round_id}/bets/batch", {"bets": bets}, table=table)
 
 
 def _close_account(api: Api) -> Call:
@@ -272,6 +281,7 @@ SCENARIOS: dict[str, Callable[[Api], Call]] = {
     "GET /v1/rounds/{round_id}": _round,
     "GET /v1/rounds/{round_id}/recall": lambda api: Call(f"/v1/rounds/{coin_round(api)[1]}/recall"),
     "POST /v1/rounds/{round_id}/bets": _place_bet,
+    "POST /v1/rounds/{round_id}/bets/batch": _place_bet_batch,
     "POST /v1/rounds/{round_id}/bets/{bet_id}/withdraw": _withdraw_bet,
     "POST /v1/rounds/{round_id}/close-betting": _close_betting,
     "POST /v1/rounds/{round_id}/draw": _draw,
@@ -389,6 +399,7 @@ POLICY: dict[str, set[str]] = {
         if route.split("/")[-1]
         in (
             "bets",
+            "batch",
             "withdraw",
             "close-betting",
             "draw",

@@ -7,13 +7,13 @@ of the node's working set, refused before anything is recorded, and saved
 with the request's record in one commit shared with the others. The modules
 beside this one each hold one job: accounts, tables and bets, seeds, round
 play (settlement API 2, and API 1 behind its adapter), corrections, payouts,
-who may state an outcome.
+who may state an outcome, batches of bets.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 from uuid import UUID, uuid4
@@ -22,6 +22,7 @@ from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 
 from ledger.casino import accounts, corrections, rounds, seeds, tables
+from ledger.casino.bet_batches import MAX_BETS, BetOutcome, BetRequest, outcome, refused
 from ledger.casino.context import Context
 from ledger.casino.fact_to_sign import FactRecorder, OperatorCommand, operator_body
 from ledger.casino.legality import offered_moves, step_of
@@ -31,7 +32,7 @@ from ledger.domain.account import PLAYER, Account
 from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import BetResult, Limits, Round
-from ledger.errors import InvalidCommandError
+from ledger.errors import InvalidCommandError, LedgerError
 from ledger.games.step_cache import StepCache
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
@@ -215,6 +216,34 @@ class Casino:
         }
         body = tables.place_bet(self.context, request_id, round_id, account_id, bet, stake)
         return self.runner.submit("place_bet", request_id, args, body)
+
+    def place_bets(self, *, round_id: str, bets: Sequence[BetRequest]) -> list[BetOutcome]:
+        """Place up to `MAX_BETS` bets on one round, each on its own (see
+        `ledger.casino.bet_batches`): their outcomes, in order, once committed."""
+        answers = self.submit_bets(round_id=round_id, bets=bets)
+        return [outcome(request, answer) for request, answer in zip(bets, answers, strict=True)]
+
+    def submit_bets(self, *, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
+        """`place_bets`, each bet answered through a future once its commit is
+        durable (a refused bet's future holds its error). A batch of no bets or
+        more than `MAX_BETS`, or for no round, is refused whole (raised)."""
+        if not 0 < len(bets) <= MAX_BETS:
+            raise InvalidCommandError(f"a batch holds 1..{MAX_BETS} bets, not {len(bets)}")
+        self.table_of_round(round_id)  # no such round: the batch is refused whole
+        answers: list[Future[str]] = []
+        for request in bets:
+            try:
+                answer = self.submit_bet(
+                    request_id=request.request_id,
+                    round_id=round_id,
+                    account_id=request.account_id,
+                    bet=request.bet,
+                    stake=request.stake,
+                )
+            except LedgerError as error:  # e.g. a request id out of bounds
+                answer = refused(error)
+            answers.append(answer)
+        return answers
 
     def withdraw_bet(self, *, request_id: str, round_id: str, account_id: str, bet_id: str) -> None:
         args = {"round_id": str(round_id), "account_id": str(account_id), "bet_id": bet_id}

@@ -18,6 +18,7 @@ stream's generator runs on the event loop.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, cast
 
@@ -39,6 +40,9 @@ from ledger.store.application import LedgerApplication
 __all__ = ["Service", "create_app", "openapi_document"]
 
 MAX_BODY = 64 * 1024  # bytes: a bet or a signed report is well under 2 KiB
+# A batch of up to 1,000 bets: about 150 bytes a bet, room for larger bet bodies.
+MAX_BATCH_BODY = 1024 * 1024
+BET_BATCH_PATH = re.compile(r"/v1/rounds/[^/]{1,64}/bets/batch")
 TITLE = "casino-ledger"
 API_VERSION = "1"
 
@@ -70,7 +74,9 @@ def create_app(
         api.include_router(router, prefix="/v1")
     if fast_bets:  # inside: after the token, the media type and the size
         api.add_middleware(BetFastPath, casino=service.casino)
-    api.add_middleware(BodyLimit, limit=max_body)
+    api.add_middleware(
+        BodyLimit, limit=max_body, wider=[(BET_BATCH_PATH, max(max_body, MAX_BATCH_BODY))]
+    )
     api.add_middleware(JsonBodies, routes=body_routes(ROUTERS, "/v1"))
     api.add_middleware(Authenticate, tokens=service.tokens)
     if tiles is not None:  # outside the token check: monitors read it with no token

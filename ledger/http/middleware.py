@@ -42,19 +42,27 @@ async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes
 
 class BodyLimit:
     """Refuse a request body over `limit` bytes (413) without handing it on:
-    the body is read up to the limit, then replayed to the app."""
+    the body is read up to the limit, then replayed to the app. `wider`: paths
+    (full matches) allowed a larger body, with their limit (a batch of bets)."""
 
-    def __init__(self, app: Asgi, limit: int) -> None:
+    def __init__(
+        self, app: Asgi, limit: int, wider: Sequence[tuple[re.Pattern[str], int]] = ()
+    ) -> None:
         self.app = app
         self.limit = limit
+        self.wider = list(wider)
+
+    def _limit_of(self, path: str) -> int:
+        return next((size for where, size in self.wider if where.fullmatch(path)), self.limit)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        too_large = f"request body over {self.limit} bytes"
+        limit = self._limit_of(scope["path"]) if self.wider else self.limit
+        too_large = f"request body over {limit} bytes"
         for name, value in scope.get("headers", []):
-            if name == b"content-length" and (not value.isdigit() or int(value) > self.limit):
+            if name == b"content-length" and (not value.isdigit() or int(value) > limit):
                 await _reply(send, 413, too_large, [(b"connection", b"close")])
                 return
         chunks: list[bytes] = []
@@ -66,7 +74,7 @@ class BodyLimit:
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.limit:
+            if size > limit:
                 await _reply(send, 413, too_large, [(b"connection", b"close")])
                 return
             chunks.append(chunk)

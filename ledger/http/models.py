@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
+from ledger.casino import MAX_BETS, MAX_REQUEST_ID
+
 # Money: integer minor units only. The bound is the canonical JSON range every
 # fingerprint needs; the Python API refuses what it does not accept within it.
 Money = Annotated[StrictInt, Field(ge=-(2**53), le=2**53)]
@@ -18,6 +20,14 @@ Text = Annotated[StrictStr, Field(min_length=1, max_length=1000)]
 Name = Annotated[StrictStr, Field(min_length=1, max_length=200)]
 Currency = Annotated[StrictStr, Field(min_length=1, max_length=8)]
 Id = Annotated[StrictStr, Field(min_length=1, max_length=64)]
+RequestId = Annotated[
+    StrictStr,
+    Field(
+        min_length=1,
+        max_length=MAX_REQUEST_ID,
+        description="the bet's request id: the same id again returns its first result",
+    ),
+]
 Step = Annotated[StrictInt, Field(ge=0, le=2**31)]
 Json = dict[str, Any]
 
@@ -102,6 +112,21 @@ class NewBet(Body):
     account_id: Id
     bet: Json
     stake: Money
+
+
+class BatchBet(Body):
+    request_id: RequestId
+    account_id: Id
+    bet: Json
+    stake: Money
+
+
+class NewBetBatch(Body):
+    bets: list[BatchBet] = Field(
+        min_length=1,
+        max_length=MAX_BETS,
+        description=f"1..{MAX_BETS} bets on the round, each with its own request id",
+    )
 
 
 class BetWithdrawal(Body):

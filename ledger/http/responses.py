@@ -177,6 +177,25 @@ class BetPlaced(Answer):
     bet_id: str
 
 
+class BatchBetAnswer(Answer):
+    request_id: str
+    status: int = Field(
+        description="201: placed (or placed before: a retry); else the status "
+        "POST /rounds/{round_id}/bets answers that bet with (400, 404, 409, ...)"
+    )
+    bet_id: str | None = Field(description="the bet's id when placed, else null")
+    error: str | None = Field(
+        description="when refused: the kind of error, as the error body's `error`"
+    )
+    detail: str | None = Field(description="when refused: why, in one line")
+
+
+class BetBatchPlaced(Answer):
+    placed: int = Field(description="bets placed (or placed before)")
+    refused: int = Field(description="bets refused, each with its own error")
+    bets: list[BatchBetAnswer] = Field(description="one answer a bet, in the batch's order")
+
+
 class BetWithdrawn(Answer):
     withdrawn: str = Field(description="the withdrawn bet's id")
 

@@ -14,11 +14,13 @@ from typing import Any
 
 from ledger.audit.proofs import Bundle
 from ledger.audit.recall import Recall
+from ledger.casino import BetOutcome
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.domain.account import Account
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
 from ledger.http import models, responses
+from ledger.http.errors import status_of
 from ledger.http.tokens import Token
 from ledger.plugins.paytable import PaytableLine
 from ledger.plugins.registry import LoadedGame
@@ -174,3 +176,18 @@ def token(found: Token) -> responses.TokenInfo:
 
 def tokens(found: Iterable[Token]) -> responses.Tokens:
     return responses.Tokens.model_validate({"tokens": [t.public() for t in found]})
+
+
+def bet_batch(outcomes: list[BetOutcome]) -> responses.BetBatchPlaced:
+    answers = [
+        responses.BatchBetAnswer(
+            request_id=o.request_id,
+            status=201 if o.error is None else status_of(o.error),
+            bet_id=o.bet_id,
+            error=None if o.error is None else type(o.error).__name__,
+            detail=None if o.error is None else str(o.error),
+        )
+        for o in outcomes
+    ]
+    placed = sum(o.error is None for o in outcomes)
+    return responses.BetBatchPlaced(placed=placed, refused=len(outcomes) - placed, bets=answers)

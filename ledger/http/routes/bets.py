@@ -5,7 +5,8 @@ An operator's bets are mostly answered before they reach this router, by
 
 from __future__ import annotations
 
-from ledger.http import models, responses
+from ledger.casino import BetRequest
+from ledger.http import models, responses, views
 from ledger.http.dependencies import (
     PLAY,
     Caller,
@@ -38,6 +39,23 @@ def place_bet(
         stake=body.stake,
     )
     return responses.BetPlaced(bet_id=bet_id)
+
+
+@router.endpoint("POST", "/rounds/{round_id}/bets/batch", PLAY, responses.BetBatchPlaced)
+def place_bet_batch(
+    round_id: RoundId, body: models.NewBetBatch, caller: Caller, casino: CasinoDep
+) -> responses.BetBatchPlaced:
+    """Place up to 1,000 bets on the round, each with its own request id.
+
+    Each bet is accepted or refused on its own, with the status and error the
+    single-bet route would answer it with (one refused bet spoils no other);
+    the answer comes once every placed bet is committed. A retried batch
+    answers each bet as the first time (no Idempotency-Key: each bet's
+    `request_id` is its own). A batch malformed as a whole (not JSON, more
+    than 1,000 bets, over the size limit) is refused whole."""
+    check_own_table(caller, casino, round_id)
+    bets = [BetRequest(b.request_id, b.account_id, b.bet, b.stake) for b in body.bets]
+    return views.bet_batch(casino.place_bets(round_id=round_id, bets=bets))
 
 
 @router.endpoint("POST", "/rounds/{round_id}/bets/{bet_id}/withdraw", PLAY, responses.BetWithdrawn)

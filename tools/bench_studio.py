@@ -1,0 +1,242 @@
+"""A live studio's betting window, driven by `wrk` against the default `ledger serve`.
+
+One RNG Tài Xỉu round at a table with room for every bet, 500 funded wallets,
+the node as a user starts it (`ledger serve`, its default settings; the keys
+unencrypted, a benchmark's). The load comes from `wrk` (Debian's package, C,
+not the bottleneck: 2 threads, 64 keep-alive connections), each request a new
+bet with an `Idempotency-Key` of its own, for --seconds a run:
+
+(r) the table's own role: bets/s placed with the table's `table-device` token
+    against an operator's, the two alternating run by run on the same server
+    and round (the order swapped every other run).           target >= 0.9x
+(s) the physical limit beside them: one core's bare Ed25519 signing rate,
+    measured in the same run (PyNaCl's `crypto_sign` of a 300-byte message,
+    as the ledger signs), and each role's bets/s as a ratio of it.
+(l) each role's latency, p50 and p99 (wrk's own histogram).
+
+Afterwards every acknowledged bet (wrk's 2xx answers) must be in the round's
+log: the round holds at least as many bets as were acknowledged, and no more
+than those plus the requests still in flight when wrk stopped.
+
+    .venv/bin/python tools/bench_studio.py [--store sqlite|postgres|both]
+        [--seconds 10] [--repeats 3] [--connections 64]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _benchlib as bench
+from bench_burst import Setup
+from load_http import Server, ledger
+
+NAME = "bench_studio"
+STAKE = 100
+TARGET_ROLE = 0.9  # issue 38: table-device >= 0.9x the operator's rate
+SERVE_WORKERS = 1  # `ledger serve`'s default
+
+# wrk's script: a new Idempotency-Key for every request (run, thread, count),
+# the wallets taken in turn; done() prints one JSON line for this tool.
+WRK_SCRIPT = """
+local threads = 0
+function setup(thread)
+  threads = threads + 1
+  thread:set("tid", threads)
+end
+function init(args)
+  run, token, path = args[1], args[2], args[3]
+  wallets = {}
+  for w in string.gmatch(args[4], "[^,]+") do wallets[#wallets + 1] = w end
+  n = 0
+end
+function request()
+  n = n + 1
+  local wallet = wallets[(n * 7 + tid) % #wallets + 1]
+  local body = '{"account_id":"' .. wallet .. '","bet":{"bet":"big"},"stake":STAKE}'
+  return wrk.format("POST", path, {
+    ["Authorization"] = "Bearer " .. token,
+    ["Idempotency-Key"] = run .. "-" .. tid .. "-" .. n,
+    ["Content-Type"] = "application/json",
+  }, body)
+end
+function done(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    'WRK {"requests":%d,"duration_us":%d,"non_2xx":%d,"socket_errors":%d,' ..
+    '"p50_us":%d,"p99_us":%d,"max_us":%d}\\n',
+    summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout,
+    latency:percentile(50), latency:percentile(99), latency.max))
+end
+""".replace("STAKE", str(STAKE))
+
+
+def signing_rate(seconds: float = 1.0) -> float:
+    """Signatures a second on one core: the ledger's Ed25519 (PyNaCl), 300 bytes."""
+    import nacl.bindings
+
+    _, secret = nacl.bindings.crypto_sign_seed_keypair(os.urandom(32))
+    message = os.urandom(300)
+    sign = nacl.bindings.crypto_sign
+    count, started = 0, time.perf_counter()
+    while (elapsed := time.perf_counter() - started) < seconds:
+        for _ in range(200):
+            sign(message, secret)
+        count += 200
+    return count / elapsed
+
+
+def wrk(
+    base: str, script: Path, path: str, token: str, wallets: list[str], seconds: float, conns: int
+) -> dict[str, Any]:
+    run = uuid.uuid4().hex[:12]
+    done = subprocess.run(
+        [
+            "wrk",
+            "-t2",
+            f"-c{conns}",
+            f"-d{seconds:g}s",
+            "--timeout",
+            "30s",
+            "-s",
+            str(script),
+            base,
+            "--",
+            run,
+            token,
+            path,
+            ",".join(wallets),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=seconds + 120,
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("WRK ")), None)
+    if done.returncode != 0 or line is None:
+        raise SystemExit(f"wrk failed ({done.returncode}): {done.stdout}{done.stderr}")
+    figures: dict[str, Any] = json.loads(line[4:])
+    if figures["non_2xx"] or figures["socket_errors"]:
+        raise SystemExit(f"wrk saw failures: {figures}")
+    figures["bets_per_s"] = figures["requests"] / (figures["duration_us"] / 1e6)
+    return figures
+
+
+def placed_bets(workdir: Path, url: str, round_id: str) -> int:
+    """The bets the round's log holds."""
+    from ledger.casino import open_ledger
+
+    opened = open_ledger(url, str(workdir / "keys"), writable=False)
+    try:
+        return len(opened.casino.round(round_id).bets)
+    finally:
+        opened.node.close()
+
+
+def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list[bench.Measure]:
+    roles = bench.Comparison(
+        kind, "bets/s on one round", "operator", "table-device", "bets/s", TARGET_ROLE
+    )
+    per_sign = {
+        role: bench.Measure(kind, f"bets/s / one core's Ed25519 signing rate, {role}", "x", None)
+        for role in ("operator", "table-device")
+    }
+    latency = {
+        (role, p): bench.Measure(kind, f"{p} latency, {role}", "ms", None)
+        for role in ("operator", "table-device")
+        for p in ("p50", "p99")
+    }
+    signing = bench.Measure(kind, "Ed25519 signatures/s, one core", "1/s", None)
+    with bench.temp_dir("ledger-studio-") as workdir, bench.fresh_store(kind, workdir) as url:
+        bench.make_keys(workdir)
+        tokens = {
+            role: ledger(workdir, "tokens", "create", "--role", role).stdout.strip()
+            for role in ("operator", "cashier")
+        }
+        server = Server(workdir, url, SERVE_WORKERS)
+        acknowledged, in_flight = 0, 0
+        try:
+            bench.note(f"{kind}: setting up wallets, a table and a round")
+            setup = Setup(server.base, tokens)
+            made = ledger(
+                workdir, "tokens", "create", "--role", "table-device", "--table", setup.table
+            )
+            tokens["table-device"] = made.stdout.strip()
+            script = workdir / "bets.lua"
+            script.write_text(WRK_SCRIPT)
+            path = f"/v1/rounds/{setup.round}/bets"
+            for repeat in range(args.repeats):
+                order = ["operator", "table-device"]
+                if repeat % 2:
+                    order.reverse()
+                found: dict[str, dict[str, Any]] = {}
+                for role in order:
+                    bench.note(f"{kind}: run {repeat + 1}/{args.repeats}, {role}")
+                    found[role] = wrk(
+                        server.base,
+                        script,
+                        path,
+                        tokens[role],
+                        setup.wallets,
+                        args.seconds,
+                        args.connections,
+                    )
+                    acknowledged += found[role]["requests"]
+                    in_flight += args.connections
+                rate = signing_rate()
+                signing.runs.append(rate)
+                roles.add(found["operator"]["bets_per_s"], found["table-device"]["bets_per_s"])
+                for role, figures in found.items():
+                    per_sign[role].runs.append(figures["bets_per_s"] / rate)
+                    latency[(role, "p50")].runs.append(figures["p50_us"] / 1000)
+                    latency[(role, "p99")].runs.append(figures["p99_us"] / 1000)
+                print(
+                    f"  run {repeat + 1}: operator {found['operator']['bets_per_s']:,.0f}/s, "
+                    f"table-device {found['table-device']['bets_per_s']:,.0f}/s, "
+                    f"signing {rate:,.0f}/s",
+                    file=sys.stderr,
+                )
+        finally:
+            server.stop()
+        held = placed_bets(workdir, url, setup.round)
+        if not acknowledged <= held <= acknowledged + in_flight:
+            raise SystemExit(
+                f"the round holds {held} bets, {acknowledged} were acknowledged "
+                f"(and at most {in_flight} in flight at the ends of the runs)"
+            )
+        bench.note(f"{kind}: {acknowledged} acknowledged bets, the round holds {held}")
+    comparisons.append(roles)
+    return [signing, *per_sign.values(), *latency.values()]
+
+
+def main() -> int:
+    parser = bench.parser(__doc__.splitlines()[0], events=0, repeats=3, store="both")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--connections", type=int, default=64)
+    args = parser.parse_args()
+    os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk")
+    print(bench.machine_line(), file=sys.stderr)
+    comparisons: list[bench.Comparison] = []
+    measures: list[bench.Measure] = []
+    for kind in bench.stores(args.store):
+        measures += run_store(kind, args, comparisons)
+    print(bench.comparison_table(comparisons))
+    print(bench.measure_table(measures))
+    path = bench.write_results(NAME, args, comparisons, measures)
+    if path:
+        print(f"results: {path}")
+    return 0 if all(c.met is not False for c in comparisons) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
