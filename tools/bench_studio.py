@@ -167,8 +167,12 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
             bench.note(f"{kind}: setting up wallets, a table and a round")
             setup = Setup(server.base, tokens)
             made = ledger(
-                workdir, "tokens", "create", "--role", "table-device", "--table", setup.table
+                workdir,
+                *("--store", url, "tokens", "create", "--role", "table-device"),
+                *("--table", setup.table),
             )
+            if made.returncode != 0:
+                raise SystemExit(f"no table-device token: {made.stderr}")
             tokens["table-device"] = made.stdout.strip()
             script = workdir / "bets.lua"
             script.write_text(WRK_SCRIPT)

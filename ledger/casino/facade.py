@@ -65,12 +65,15 @@ class Casino:
         return self.context.steps
 
     # Reading: copies of the aggregates as the store holds them now.
-    def _get(self, cls: type[A], aggregate_id: UUID | str, kind: Kind) -> A:
+    def _get(
+        self, cls: type[A], aggregate_id: UUID | str, kind: Kind, version: int | None = None
+    ) -> A:
         """The aggregate `aggregate_id` names when it is a `kind` (else the one
-        refusal of `ledger.store.stream_ids`: unknown, or of another kind)."""
+        refusal of `ledger.store.stream_ids`: unknown, or of another kind); at
+        `version`, when given (1: as it was opened, one event read)."""
         key = parse_id(aggregate_id, kind)
         try:
-            found: Aggregate | None = self.app.repository.get(key)
+            found: Aggregate | None = self.app.repository.get(key, version=version)
         except AggregateNotFoundError:
             found = None
         checked = require_aggregate(found, aggregate_id, kind)
@@ -128,11 +131,13 @@ class Casino:
         return self._round_tables.get(str(round_id))
 
     def table_of_round(self, round_id: UUID | str) -> str:
-        """The table a round is played at (read once: a round never moves)."""
+        """The table a round is played at (read once, from the round's first event
+        alone: a round never moves, and one taking bets may hold thousands)."""
         key = str(round_id)
         found = self._round_tables.get(key)
         if found is None:
-            found = self._round_tables[key] = str(self.round(round_id).table_id)
+            opened = self._get(Round, round_id, Kind.ROUND, version=1)
+            found = self._round_tables[key] = str(opened.table_id)
             if len(self._round_tables) > ROUND_TABLES:
                 self._round_tables.popitem(last=False)
         return found
