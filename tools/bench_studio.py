@@ -13,13 +13,17 @@ bet with an `Idempotency-Key` of its own, for --seconds a run:
     measured in the same run (PyNaCl's `crypto_sign` of a 300-byte message,
     as the ledger signs), and each role's bets/s as a ratio of it.
 (l) each role's latency, p50 and p99 (wrk's own histogram).
+(b) batches: --batch bets a request on POST /v1/rounds/{id}/bets/batch, each
+    with its own request id, from the table's device over --batch-connections
+    connections: bets/s, as a ratio of the signing rate, and a batch's p99.
 
 Afterwards every acknowledged bet (wrk's 2xx answers) must be in the round's
 log: the round holds at least as many bets as were acknowledged, and no more
 than those plus the requests still in flight when wrk stopped.
 
     .venv/bin/python tools/bench_studio.py [--store sqlite|postgres|both]
-        [--seconds 10] [--repeats 3] [--connections 64]
+        [--seconds 10] [--repeats 3] [--connections 64] [--batch 100]
+        [--batch-connections 8]
 """
 
 from __future__ import annotations
@@ -45,9 +49,9 @@ STAKE = 100
 TARGET_ROLE = 0.9  # issue 38: table-device >= 0.9x the operator's rate
 SERVE_WORKERS = 1  # `ledger serve`'s default
 
-# wrk's script: a new Idempotency-Key for every request (run, thread, count),
-# the wallets taken in turn; done() prints one JSON line for this tool.
-WRK_SCRIPT = """
+# wrk's scripts: a new request id for every bet (run, thread, request, bet), the
+# wallets taken in turn; done() prints one JSON line for this tool.
+WRK_COMMON = """
 local threads = 0
 function setup(thread)
   threads = threads + 1
@@ -59,15 +63,8 @@ function init(args)
   for w in string.gmatch(args[4], "[^,]+") do wallets[#wallets + 1] = w end
   n = 0
 end
-function request()
-  n = n + 1
-  local wallet = wallets[(n * 7 + tid) % #wallets + 1]
-  local body = '{"account_id":"' .. wallet .. '","bet":{"bet":"big"},"stake":STAKE}'
-  return wrk.format("POST", path, {
-    ["Authorization"] = "Bearer " .. token,
-    ["Idempotency-Key"] = run .. "-" .. tid .. "-" .. n,
-    ["Content-Type"] = "application/json",
-  }, body)
+function wallet(k)
+  return wallets[(k * 7 + tid) % #wallets + 1]
 end
 function done(summary, latency, requests)
   local e = summary.errors
@@ -77,7 +74,40 @@ function done(summary, latency, requests)
     summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout,
     latency:percentile(50), latency:percentile(99), latency.max))
 end
-""".replace("STAKE", str(STAKE))
+"""
+# One bet a request, its Idempotency-Key its request id.
+WRK_SINGLE = (
+    WRK_COMMON
+    + """
+function request()
+  n = n + 1
+  local body = '{"account_id":"' .. wallet(n) .. '","bet":{"bet":"big"},"stake":STAKE}'
+  return wrk.format("POST", path, {
+    ["Authorization"] = "Bearer " .. token,
+    ["Idempotency-Key"] = run .. "-" .. tid .. "-" .. n,
+    ["Content-Type"] = "application/json",
+  }, body)
+end
+"""
+)
+# BATCH bets a request (POST .../bets/batch), each with its own request id.
+WRK_BATCH = (
+    WRK_COMMON
+    + """
+function request()
+  n = n + 1
+  local bets = {}
+  for k = 1, BATCH do
+    bets[k] = '{"request_id":"' .. run .. "-" .. tid .. "-" .. n .. "-" .. k ..
+      '","account_id":"' .. wallet(n * BATCH + k) .. '","bet":{"bet":"big"},"stake":STAKE}'
+  end
+  return wrk.format("POST", path, {
+    ["Authorization"] = "Bearer " .. token,
+    ["Content-Type"] = "application/json",
+  }, '{"bets":[' .. table.concat(bets, ",") .. ']}')
+end
+"""
+)
 
 
 def signing_rate(seconds: float = 1.0) -> float:
@@ -155,6 +185,11 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
         for p in ("p50", "p99")
     }
     signing = bench.Measure(kind, "Ed25519 signatures/s, one core", "1/s", None)
+    batched = bench.Measure(kind, f"bets/s in batches of {args.batch}, table-device", "1/s", None)
+    batched_per_sign = bench.Measure(
+        kind, f"bets/s in batches of {args.batch} / one core's Ed25519 signing rate", "x", None
+    )
+    batch_p99 = bench.Measure(kind, f"p99 latency of a batch of {args.batch}", "ms", None)
     with bench.temp_dir("ledger-studio-") as workdir, bench.fresh_store(kind, workdir) as url:
         bench.make_keys(workdir)
         tokens = {
@@ -175,7 +210,7 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
                 raise SystemExit(f"no table-device token: {made.stderr}")
             tokens["table-device"] = made.stdout.strip()
             script = workdir / "bets.lua"
-            script.write_text(WRK_SCRIPT)
+            script.write_text(WRK_SINGLE.replace("STAKE", str(STAKE)))
             path = f"/v1/rounds/{setup.round}/bets"
             for repeat in range(args.repeats):
                 order = ["operator", "table-device"]
@@ -208,6 +243,32 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
                     f"signing {rate:,.0f}/s",
                     file=sys.stderr,
                 )
+            batches = workdir / "batches.lua"
+            batch_script = WRK_BATCH.replace("STAKE", str(STAKE)).replace("BATCH", str(args.batch))
+            batches.write_text(batch_script)
+            for repeat in range(args.repeats):
+                bench.note(f"{kind}: batches of {args.batch}, run {repeat + 1}/{args.repeats}")
+                figures = wrk(
+                    server.base,
+                    batches,
+                    f"{path}/batch",
+                    tokens["table-device"],
+                    setup.wallets,
+                    args.seconds,
+                    args.batch_connections,
+                )
+                acknowledged += figures["requests"] * args.batch
+                in_flight += args.batch_connections * args.batch
+                rate = signing_rate()
+                signing.runs.append(rate)
+                batched.runs.append(figures["bets_per_s"] * args.batch)
+                batched_per_sign.runs.append(figures["bets_per_s"] * args.batch / rate)
+                batch_p99.runs.append(figures["p99_us"] / 1000)
+                print(
+                    f"  batches: {figures['bets_per_s'] * args.batch:,.0f} bets/s, "
+                    f"p99 of a batch {figures['p99_us'] / 1000:.0f} ms, signing {rate:,.0f}/s",
+                    file=sys.stderr,
+                )
         finally:
             server.stop()
         held = placed_bets(workdir, url, setup.round)
@@ -218,13 +279,24 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
             )
         bench.note(f"{kind}: {acknowledged} acknowledged bets, the round holds {held}")
     comparisons.append(roles)
-    return [signing, *per_sign.values(), *latency.values()]
+    return [
+        signing,
+        *per_sign.values(),
+        *latency.values(),
+        batched,
+        batched_per_sign,
+        batch_p99,
+    ]
 
 
 def main() -> int:
     parser = bench.parser(__doc__.splitlines()[0], events=0, repeats=3, store="both")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=100, help="bets a batch (default 100)")
+    parser.add_argument(
+        "--batch-connections", type=int, default=8, help="batches in flight (default 8)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
     if shutil.which("wrk") is None:
