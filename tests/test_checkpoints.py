@@ -191,3 +191,33 @@ def test_verify_checks_the_stored_tree_that_serves_proofs(node: Node) -> None:
     texts = [f.text for f in found.items]
     assert any("checkpoint of size 6: no valid consistency proof" in t for t in texts), texts
     assert any("Merkle node (level 2, index 0) does not hold the hash" in t for t in texts), texts
+
+
+def test_checkpoint_with_unencrypted_keys_asks_no_passphrase(
+    store_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Keys kept without a passphrase (`keys create --unencrypted`): `ledger
+    checkpoint` signs with no LEDGER_PASSPHRASE and no terminal to ask on."""
+    import io
+    import sys
+
+    from ledger.crypto.keystore import KeyDirectory
+    from ledger.store.application import LedgerApplication
+
+    directory = KeyDirectory(tmp_path / "plain-keys")
+    directory.create_node_keys(None)
+    app = LedgerApplication(
+        store_url, keyring=directory.keyring(), signer=directory.signer(Role.LEDGER_NODE, None)
+    )
+    app.save(Table(name="T", dealer="D"))
+    app.close()
+    monkeypatch.delenv("LEDGER_PASSPHRASE", raising=False)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    args = ["--store", store_url, "--keys", str(directory.path), "checkpoint"]
+    assert main(args) == 0
+    signed = Checkpoint.from_note(capsys.readouterr().out)
+    assert signed.size == 1
+    signed.verify(directory.keyring())

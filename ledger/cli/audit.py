@@ -58,7 +58,8 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
             raise ConfigError("--follow signs checkpoints: it needs the checkpoint private key")
         events, _ = node.app.tables.event_count()
         if sign:
-            node.passphrase = read_passphrase()
+            # (a key kept unencrypted, as `keys create --unencrypted` makes it, needs none)
+            node.passphrase = read_passphrase() if node.keys.encrypted(Role.CHECKPOINT) else None
             checkpointer = node.checkpointer()
             if args.follow:
                 print("following the log (Ctrl-C to stop)", file=sys.stderr)

@@ -224,6 +224,15 @@ class KeyDirectory:
             )
         return candidates[0]
 
+    def encrypted(self, role: Role) -> bool:
+        """Whether the key that signs for `role` now is kept under a passphrase
+        (a key that cannot be read is taken as encrypted: opening it says why)."""
+        try:
+            pem = self.private_key_path(self.choose(role).name).read_bytes()
+        except (KeyStoreError, OSError):
+            return True
+        return b"ENCRYPTED PRIVATE KEY" in pem
+
     def signer(
         self, role: Role, passphrase: bytes | None, name: str | None = None
     ) -> InMemorySigner:
