@@ -13,6 +13,7 @@ from ledger.crypto.keystore import KeyDirectory
 from ledger.errors import ConfigError, LedgerError
 from ledger.store.anchor import Anchor, AnchorSettings
 from ledger.store.application import LedgerApplication
+from ledger.store.checkpoint_lock import LOCK_ENV, open_lock
 from ledger.store.checkpointer import DEFAULT_ORIGIN, Checkpointer
 from ledger.store.config import describe, store_url
 from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row, stream_of
@@ -73,6 +74,7 @@ class Node:
             sealed_entry=self._sealed_entry,
             keyring_source=self.app.signing_keyring,
             on_checkpoint=self._witness_submitter().offer,
+            lock=open_lock(os.environ.get(LOCK_ENV), self.keys.path),
         )
 
     def _witness_submitter(self) -> WitnessSubmitter:

@@ -52,6 +52,7 @@ def documented_decoys(tmp_path: Path, decoy_db: str) -> dict[str, str]:
     accepted = {
         "LEDGER_KEYS": str(tmp_path / "decoy-keys"),
         "LEDGER_ORIGIN": "decoy-origin",
+        "LEDGER_CHECKPOINT_LOCK": str(tmp_path / "decoy-lock"),  # where it keeps, not a store
         "LEDGER_PASSPHRASE": "decoy",
         "LEDGER_PLUGINS_ALLOW": "nothing-installed",
         "LEDGER_PLUGINS_BLOCK": "nothing-installed",

@@ -15,6 +15,14 @@ with exactly that many events up to it. Any mismatch signs nothing.
 Each batch is one write transaction that first takes the store's writer lock
 (a PostgreSQL advisory lock; SQLite's own write lock), then re-reads the
 state: several writing nodes may run checkpointers at once.
+
+A store can also go back in time (a lagging standby promoted, an older backup
+restored). So the newest signed checkpoint is also kept in a compare-and-swap
+lock outside the store (`ledger.store.checkpoint_lock`): a checkpoint is
+signed only over a tree that extends the kept one, and kept (swapped in)
+before the store commits it. A store behind the lock is brought up to it with
+the kept checkpoint itself once its events are there again; one whose events
+differ gets no checkpoint at all (`CheckpointRefusedError`).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from ledger.crypto.merkle import CompactRange, hash_children, inclusion_proof, v
 from ledger.crypto.signing import NamedSigner
 from ledger.crypto.validity import key_problem
 from ledger.errors import ConfigError, ConflictError, VerificationError
+from ledger.store.checkpoint_lock import CheckpointLock
 from ledger.store.merkle_log import (
     MerkleLogTables,
     StoredRowError,
@@ -60,6 +69,15 @@ def load_compact_range(
     return CompactRange(0, size, hashes)
 
 
+class CheckpointRefusedError(VerificationError):
+    """The store's log does not extend the newest checkpoint this log signed:
+    signing would fork it, so nothing is signed."""
+
+
+class _LockMoved(Exception):
+    """Another checkpointer swapped the lock first: read everything again."""
+
+
 @dataclass(frozen=True)
 class _Verified:
     """A resume point already checked in this process: (checkpoint, last leaf's id)."""
@@ -85,6 +103,7 @@ class Checkpointer:
         sealed_entry: Callable[[bytes, str, int, str], bytes | None] = lambda *_: None,
         keyring_source: Callable[[], Keyring] | None = None,
         on_checkpoint: Callable[[Checkpoint], None] = lambda _: None,
+        lock: CheckpointLock | None = None,
     ) -> None:
         if signer.role is not Role.CHECKPOINT:
             raise ConfigError(f"checkpoints need a checkpoint key, not {signer.role.value}")
@@ -114,6 +133,9 @@ class Checkpointer:
         # Told of each checkpoint once it is committed (the witnesses' submitter:
         # it must return at once, a witness never delays the log's anchoring).
         self.on_checkpoint = on_checkpoint
+        # Where the newest signed checkpoint is kept out of the store's reach
+        # (None: the store alone; a test or a read-only tool).
+        self.lock = lock
         # The first catch_up counts every event up to the resume point; later
         # ones only those since the point this process last checked.
         self._verified: _Verified | None = None
@@ -144,8 +166,9 @@ class Checkpointer:
         for _ in range(RACE_RETRIES):
             try:
                 return self._batch()
-            except IntegrityError:
-                # Another checkpointer without the lock (an older release) won
+            except (IntegrityError, _LockMoved):
+                # Another checkpointer (without the store's lock: an older
+                # release; or on another store sharing the checkpoint lock) won
                 # the race: forget what we knew and re-read the state.
                 self._verified = None
         raise ConflictError("other checkpointers kept winning the race; try again")
@@ -164,9 +187,14 @@ class Checkpointer:
             ):
                 return None, 0  # nothing new since the resume point we checked
             anchor = self._check_resume_point(cursor, size, last_id)
-            rows = self.tables.rows_after(last_id, self.batch_size, cursor)
-            if not rows:
+            genesis, kept_note, kept = self._kept(cursor, anchor, size)
+            behind = kept is not None and kept.size > size  # the store is behind the lock
+            limit = kept.size - size if kept is not None and behind else self.batch_size
+            rows = self.tables.rows_after(last_id, limit, cursor)
+            if not rows or (behind and len(rows) < limit):
                 self._verified = _Verified(anchor, last_id) if anchor else None
+                if rows and kept is not None:
+                    raise self._refusal(kept, f"the store holds only {size + len(rows)} events")
                 return None, 0
             frontier = load_compact_range(self.tables, size, cursor)
             leaves: list[LeafRow] = []
@@ -177,21 +205,115 @@ class Checkpointer:
                 )
                 leaves.append((frontier.end, notification_id, leaf_hash))
                 frontier.append(leaf_hash, nodes)
-            now = self.clock()
-            if anchor is not None and anchor.issued_at > now:
-                now = anchor.issued_at  # times never go backwards as size grows
-            self._check_signing_key(keyring, now)
-            checkpoint = Checkpoint.sign(
-                origin=self.origin,
-                size=frontier.end,
-                root=frontier.root(),
-                signer=self.signer,
-                now=now,
-            )
+            if kept is not None and behind:
+                if frontier.root() != kept.root:
+                    raise self._refusal(kept, f"the store's first {kept.size} events differ")
+                checkpoint = kept  # signed once already: stored, not signed again
+            else:
+                checkpoint = self._sign(keyring, frontier, anchor, kept)
+                self._keep(genesis, kept_note, checkpoint)
             self.tables.append(leaves, nodes, checkpoint, cursor)
         self._verified = _Verified(checkpoint, rows[-1][0])
         self.on_checkpoint(checkpoint)
         return checkpoint, len(rows)
+
+    def _keep(self, genesis: bytes | None, kept_note: str | None, checkpoint: Checkpoint) -> None:
+        """Swap the lock from the note read to `checkpoint`, before the store commits it."""
+        if self.lock is None or genesis is None:
+            return
+        if not self.lock.swap(self.origin, genesis, kept_note, checkpoint.to_note()):
+            raise _LockMoved()
+
+    def _sign(
+        self,
+        keyring: Keyring,
+        frontier: CompactRange,
+        anchor: Checkpoint | None,
+        kept: Checkpoint | None,
+    ) -> Checkpoint:
+        now = self.clock()
+        for earlier in (anchor, kept):
+            if earlier is not None and earlier.issued_at > now:
+                now = earlier.issued_at  # times never go backwards as size grows
+        self._check_signing_key(keyring, now)
+        return Checkpoint.sign(
+            origin=self.origin,
+            size=frontier.end,
+            root=frontier.root(),
+            signer=self.signer,
+            now=now,
+        )
+
+    def _kept(
+        self, cursor: Cursor, anchor: Checkpoint | None, size: int
+    ) -> tuple[bytes | None, str | None, Checkpoint | None]:
+        """The log's first entry hash, and the lock's note and checkpoint for the
+        log, checked against the store's newest (`anchor`, of the stored tree's
+        `size`). A lock that lags the store (new, or kept by a release without
+        one) is brought up to it when the store's tree extends what it keeps; a
+        store that contradicts it is refused."""
+        genesis = self._genesis(cursor, anchor)
+        if self.lock is None or genesis is None:
+            return genesis, None, None
+        note = self.lock.latest(self.origin, genesis)
+        if note is None:
+            if anchor is None:
+                return genesis, None, None
+            if not self.lock.swap(self.origin, genesis, None, anchor.to_note()):
+                raise _LockMoved()
+            return genesis, anchor.to_note(), anchor
+        kept = Checkpoint.from_note(note)
+        assert self.keyring is not None
+        kept.verify(self.keyring, origin=self.origin)
+        if anchor is None or kept.size > size:
+            return genesis, note, kept  # checked as the store's events come back (`_batch`)
+        if kept.size and self._root_at(cursor, kept.size) != kept.root:
+            raise self._refusal(kept, f"the store's first {kept.size} events differ")
+        if kept.size < size:
+            if not self.lock.swap(self.origin, genesis, note, anchor.to_note()):
+                raise _LockMoved()
+            return genesis, anchor.to_note(), anchor
+        return genesis, note, kept
+
+    def _genesis(self, cursor: Cursor, anchor: Checkpoint | None) -> bytes | None:
+        """The entry hash of the log's first event (None: the log is empty),
+        proven to be leaf 0 under the store's newest checkpoint: an edited leaf
+        row or a removed first event would otherwise name another log, with no
+        checkpoint kept, and escape the lock."""
+        first = self.tables.rows_after(0, 1, cursor)
+        if not first:
+            if anchor is not None:
+                raise VerificationError("the log holds no event but a checkpoint covers some")
+            return None
+        entry_hash = self._checked_entry_hash(*first[0])
+        if anchor is not None:
+            size = anchor.size
+            try:
+                proof = inclusion_proof(0, size, lambda b, e: self._subtree(cursor, b, e))
+                verify_inclusion(0, size, entry_hash, proof, anchor.root)
+            except (VerificationError, StoredRowError) as exc:
+                raise VerificationError(
+                    f"the log's first event (event {first[0][0]}) is not leaf 0 under the "
+                    f"checkpoint of size {size}: nothing was signed",
+                    where="Merkle leaf 0",
+                ) from exc
+        return entry_hash
+
+    def _root_at(self, cursor: Cursor, size: int) -> bytes:
+        """The root of the stored tree's first `size` leaves."""
+        try:
+            return self._subtree(cursor, 0, size)
+        except StoredRowError as exc:
+            raise VerificationError(f"{exc}: nothing was signed") from exc
+
+    def _refusal(self, kept: Checkpoint, holds: str) -> CheckpointRefusedError:
+        where = self.lock.describe() if self.lock is not None else "the lock"
+        return CheckpointRefusedError(
+            f"refusing to sign a checkpoint: this log signed one of size {kept.size} (kept in "
+            f"{where}) and {holds}: the store lost events (a lagging standby promoted, an "
+            "older backup restored); nothing is signed until they are back "
+            "(docs/operations.md: Checkpoints that never fork)"
+        )
 
     def _check_signing_key(self, keyring: Keyring, now: datetime) -> None:
         """Sign nothing with a checkpoint key that may not sign at `now` (expired,
