@@ -87,6 +87,7 @@ def swaps(lock: FileCheckpointLock | PostgresCheckpointLock, origin: str) -> Non
     assert lock.latest(origin, log) == f"{origin}\n1\n"
     assert lock.swap(origin, log, f"{origin}\n1\n", f"{origin}\n2\n")
     assert lock.latest(origin, log) == f"{origin}\n2\n"
+    assert lock.knows(origin) and not lock.knows(f"{origin}-other")
     assert lock.latest(origin, other) is None  # another log, kept apart
     assert lock.swap(origin, other, None, f"{origin}\n7\n")
     assert lock.latest(origin, log) == f"{origin}\n2\n"
@@ -261,6 +262,27 @@ def test_a_removed_first_event_does_not_make_another_log(node: Node) -> None:
     with pytest.raises(VerificationError):
         node.checkpointer().catch_up()
     assert sizes(node) == [4]
+
+
+def test_a_rewritten_first_event_does_not_make_another_log(node: Node) -> None:
+    """A store gone back in time whose first event's header was also edited (so
+    it would name another log, with nothing kept for it): refused."""
+    record(node, 10)
+    node.checkpointer(batch_size=5).catch_up()
+    attack(node, "delete_tail", 5)
+    attacker = Attacker(node.app.store_url)
+    try:
+        stream, version = attacker.rows()[0][1:3]
+        state = attacker.row(stream, version)[4]
+        at = state.index(b'"signed_at":') + len(b'"signed_at":')
+        digit = b"1" if state[at : at + 1] != b"1" else b"2"
+        attacker.set_state(stream, version, state[:at] + digit + state[at + 1 :])
+    finally:
+        attacker.close()
+    record(node, 8)
+    with pytest.raises(VerificationError, match="is not leaf 0 under the checkpoint of size 5"):
+        node.checkpointer().catch_up()
+    assert sizes(node) == [5]
 
 
 @pytest.mark.postgres

@@ -53,6 +53,9 @@ class CheckpointLock(Protocol):
     def swap(self, origin: str, genesis: bytes, old: str | None, new: str) -> bool:
         """Keep `new` if what is kept now is exactly `old`; False (nothing kept) if not."""
 
+    def knows(self, origin: str) -> bool:
+        """Whether any log of `origin` is kept here."""
+
     def describe(self) -> str:
         """Where it is kept, for messages."""
 
@@ -79,6 +82,16 @@ class FileCheckpointLock:
         if _origin_of(text) != origin:
             _other_origin(path, text, origin)
         return text
+
+    def knows(self, origin: str) -> bool:
+        if not self.directory.is_dir():
+            return False
+        for path in self.directory.iterdir():
+            if "." not in path.name and path.is_file():
+                with suppress(OSError, UnicodeDecodeError):
+                    if _origin_of(path.read_text(encoding="utf-8")) == origin:
+                        return True
+        return False
 
     def swap(self, origin: str, genesis: bytes, old: str | None, new: str) -> bool:
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -127,6 +140,13 @@ class PostgresCheckpointLock:
                 (origin, genesis),
             ).fetchone()
         return None if row is None else str(row[0])
+
+    def knows(self, origin: str) -> bool:
+        with self._connect() as conn:
+            row = conn.execute(
+                f"SELECT 1 FROM {self.TABLE} WHERE origin = %s LIMIT 1", (origin,)
+            ).fetchone()
+        return row is not None
 
     def swap(self, origin: str, genesis: bytes, old: str | None, new: str) -> bool:
         with self._connect() as conn:

@@ -252,13 +252,20 @@ class Checkpointer:
         `size`). A lock that lags the store (new, or kept by a release without
         one) is brought up to it when the store's tree extends what it keeps; a
         store that contradicts it is refused."""
-        genesis = self._genesis(cursor, anchor)
-        if self.lock is None or genesis is None:
-            return genesis, None, None
+        first = self._first_event(cursor, anchor)
+        if self.lock is None or first is None:
+            return None, None, None
+        first_id, genesis = first
         note = self.lock.latest(self.origin, genesis)
         if note is None:
             if anchor is None:
                 return genesis, None, None
+            if self.lock.knows(self.origin):
+                # A log new to a lock that keeps others of this origin: unless
+                # its first event is leaf 0 under its checkpoint, it is a known
+                # log dressed up as a new one (first event removed or renumbered)
+                # to escape what is kept for it.
+                self._prove_first(cursor, first_id, genesis, anchor)
             if not self.lock.swap(self.origin, genesis, None, anchor.to_note()):
                 raise _LockMoved()
             return genesis, anchor.to_note(), anchor
@@ -267,37 +274,46 @@ class Checkpointer:
         kept.verify(self.keyring, origin=self.origin)
         if anchor is None or kept.size > size:
             return genesis, note, kept  # checked as the store's events come back (`_batch`)
+        if kept.size == size:
+            if kept.root != anchor.root:
+                raise self._refusal(kept, f"the store's first {kept.size} events differ")
+            return genesis, note, kept
         if kept.size and self._root_at(cursor, kept.size) != kept.root:
             raise self._refusal(kept, f"the store's first {kept.size} events differ")
-        if kept.size < size:
-            if not self.lock.swap(self.origin, genesis, note, anchor.to_note()):
-                raise _LockMoved()
-            return genesis, anchor.to_note(), anchor
-        return genesis, note, kept
+        if not self.lock.swap(self.origin, genesis, note, anchor.to_note()):
+            raise _LockMoved()
+        return genesis, anchor.to_note(), anchor
 
-    def _genesis(self, cursor: Cursor, anchor: Checkpoint | None) -> bytes | None:
-        """The entry hash of the log's first event (None: the log is empty),
-        proven to be leaf 0 under the store's newest checkpoint: an edited leaf
-        row or a removed first event would otherwise name another log, with no
-        checkpoint kept, and escape the lock."""
+    def _first_event(self, cursor: Cursor, anchor: Checkpoint | None) -> tuple[int, bytes] | None:
+        """The log's first event: its notification id and entry hash (what names
+        the log in the lock, with the origin); None: no event yet. Its signature
+        and payload are `verify`'s to check, as for every event already under a
+        checkpoint: one edited in the header names another log, which
+        `_prove_first` refuses."""
         first = self.tables.rows_after(0, 1, cursor)
         if not first:
             if anchor is not None:
                 raise VerificationError("the log holds no event but a checkpoint covers some")
             return None
-        entry_hash = self._checked_entry_hash(*first[0])
-        if anchor is not None:
-            size = anchor.size
-            try:
-                proof = inclusion_proof(0, size, lambda b, e: self._subtree(cursor, b, e))
-                verify_inclusion(0, size, entry_hash, proof, anchor.root)
-            except (VerificationError, StoredRowError) as exc:
-                raise VerificationError(
-                    f"the log's first event (event {first[0][0]}) is not leaf 0 under the "
-                    f"checkpoint of size {size}: nothing was signed",
-                    where="Merkle leaf 0",
-                ) from exc
-        return entry_hash
+        notification_id, originator_id, version, _, state = first[0]
+        if not isinstance(state, bytes | bytearray | memoryview):
+            raise VerificationError(f"event {notification_id} is malformed: nothing was signed")
+        envelope = open_envelope(bytes(state), stream=stream_of(originator_id), version=version)
+        return notification_id, envelope.entry_hash
+
+    def _prove_first(
+        self, cursor: Cursor, first_id: int, genesis: bytes, anchor: Checkpoint
+    ) -> None:
+        size = anchor.size
+        try:
+            proof = inclusion_proof(0, size, lambda b, e: self._subtree(cursor, b, e))
+            verify_inclusion(0, size, genesis, proof, anchor.root)
+        except (VerificationError, StoredRowError) as exc:
+            raise VerificationError(
+                f"the log's first event (event {first_id}) is not leaf 0 under the "
+                f"checkpoint of size {size}: nothing was signed",
+                where="Merkle leaf 0",
+            ) from exc
 
     def _root_at(self, cursor: Cursor, size: int) -> bytes:
         """The root of the stored tree's first `size` leaves."""
