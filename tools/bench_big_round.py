@@ -174,7 +174,11 @@ def run_store(kind: str, args: Any) -> list[bench.Measure]:
     for size in sizes:
         for key, (what, unit, limit) in labels.items():
             measures[(key, size)] = bench.Measure(
-                kind, f"{what}, {size:,} bets", unit, limit if size == args.bets else None
+                kind,
+                f"{what}, {size:,} bets",
+                unit,
+                limit if size == args.bets else None,
+                details={"key": key, "bets": size},
             )
     for repeat in range(args.repeats):
         for size in sizes:
@@ -182,6 +186,49 @@ def run_store(kind: str, args: Any) -> list[bench.Measure]:
             for key, value in one_round(kind, size).items():
                 measures[(key, size)].runs.append(value)
     return list(measures.values())
+
+
+def plot(measures: list[bench.Measure]) -> None:
+    """How the costs grow with the round: seconds, and peak memory, against bets."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (times, memory) = plt.subplots(1, 2, figsize=(10, 4))
+    lines = {
+        times: ("close_s", "draw_s", "verify_s"),
+        memory: ("serve_peak_mb", "verify_peak_mb"),
+    }
+    names = {
+        "close_s": "close betting",
+        "draw_s": "draw + settle every bet",
+        "verify_s": "verify --level settlement",
+        "serve_peak_mb": "ledger serve",
+        "verify_peak_mb": "verify",
+    }
+    for ax, keys in lines.items():
+        for store in dict.fromkeys(m.store for m in measures):
+            for key in keys:
+                points = sorted(
+                    (m.details["bets"], m.median)
+                    for m in measures
+                    if m.store == store and m.details.get("key") == key
+                )
+                style = "-" if store == "sqlite" else "--"
+                ax.plot(
+                    *zip(*points, strict=True), style, marker="o", label=f"{names[key]} ({store})"
+                )
+        ax.set_xlabel("bets on the round")
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    times.axhline(SETTLE_LIMIT_S, color="red", linewidth=1, linestyle=":")
+    times.set_ylabel("seconds (red: the settling command's limit)")
+    memory.set_ylabel("peak memory, MB")
+    fig.suptitle(f"{NAME}: {bench.cpu_model()}, {bench.cores()} cores", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(bench.RESULTS / f"{NAME}.png", dpi=110)
+    plt.close(fig)
 
 
 def main() -> int:
@@ -196,6 +243,7 @@ def main() -> int:
     print(bench.measure_table(measures))
     path = bench.write_results(NAME, args, [], measures)
     if path:
+        plot(measures)
         print(f"results: {path}")
     return 0 if all(m.met is not False for m in measures) else 1
 
