@@ -100,15 +100,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    uvicorn.run(
-        "ledger.http.asgi:build",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        log_level=args.log_level,
-    )
+    anchor = None
+    if writable and args.workers == 1 and _anchors_apart(store_url(args.store)):
+        from ledger.http import anchor_process
+
+        os.environ[asgi.ANCHOR_ENV] = "0"  # the worker does not: the process below does
+        anchor = anchor_process.start()
+    try:
+        uvicorn.run(
+            "ledger.http.asgi:build",
+            factory=True,
+            host=args.host,
+            port=args.port,
+            workers=args.workers,
+            log_level=args.log_level,
+        )
+    finally:
+        if anchor is not None:
+            anchor_process.stop(anchor)
     return 0
+
+
+def _anchors_apart(url: str) -> bool:
+    """On PostgreSQL, with anchoring on, the one worker's anchor runs in a process
+    of its own (`ledger.http.anchor_process`: a second core under a burst)."""
+    from ledger.http import asgi
+    from ledger.store.anchor import AnchorSettings
+
+    if os.environ.get(asgi.ANCHOR_ENV, "1") == "0":
+        return False
+    if not AnchorSettings.resolve(None, None).enabled:
+        return False
+    return url.split(":", 1)[0] in ("postgresql", "postgres")
 
 
 def check_listen(host: str, port: int) -> None:

@@ -1,0 +1,102 @@
+"""`ledger serve`'s anchor in a process of its own, on PostgreSQL.
+
+In the serving process the anchor is a thread, and under a burst its
+checkpointing (reading the new rows, hashing the tree, signing) takes about
+a third of the one core the process's GIL allows, beside the writer. On
+PostgreSQL (whose writers and checkpointer take turns on advisory locks,
+not on the whole store) it runs here instead, on the other core: the same
+`Checkpointer.follow` that `ledger checkpoint --follow` runs, polling at
+least twice within the anchor window, with the node's keys, store and origin
+from the environment `ledger serve` set. On SQLite, whose one write lock the
+two would take turns on, the thread stays (it is faster there).
+
+It ends when `ledger serve` does (the kernel sends it SIGTERM when its parent
+dies, however the parent ended); asked to stop (SIGTERM or SIGINT), it
+finishes the checkpoint under way and anchors what is left before it exits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from ledger.errors import LedgerError
+
+log = logging.getLogger("ledger.anchor")
+POLL_SECONDS = 0.25  # well within the default anchor window (1 s)
+
+
+def start(env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """The anchor process for the serving process that calls this."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "ledger.http.anchor_process", str(os.getpid())],
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def stop(process: subprocess.Popen[bytes], timeout: float = 60) -> int:
+    """Ask it to anchor what is left and end; its exit code."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
+
+
+def _end_with(parent: int) -> None:
+    """Linux: SIGTERM when the serving process dies (kill -9 included)."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the request took effect
+        raise SystemExit(0)
+
+
+def main(argv: list[str]) -> int:
+    from ledger.http.asgi import passphrase
+    from ledger.node import open_node
+    from ledger.store.anchor import AnchorSettings
+
+    _end_with(int(argv[0]))
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
+    stopped = threading.Event()
+
+    def ask_to_stop(*_: Any) -> None:
+        stopped.set()
+
+    signal.signal(signal.SIGTERM, ask_to_stop)
+    signal.signal(signal.SIGINT, ask_to_stop)
+    settings = AnchorSettings.resolve(None, None)
+    poll = min(POLL_SECONDS, settings.seconds / 2) if settings.seconds else POLL_SECONDS
+    node = open_node(
+        os.environ.get("LEDGER_STORE"),
+        os.environ.get("LEDGER_KEYS"),
+        passphrase=passphrase(),
+        anchor_seconds=0,
+        anchor_events=0,
+        writable=False,
+    )
+    try:
+        checkpointer = node.checkpointer()
+        checkpointer.follow(poll_seconds=poll, stop=stopped.is_set)
+        checkpointer.catch_up()  # what was written before the server stopped
+    except LedgerError as exc:
+        log.error("anchoring stopped: %s", exc)
+        return exc.exit_code
+    finally:
+        node.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,142 @@
+"""`ledger serve` on PostgreSQL anchors from a process of its own (issue 38,
+item 4: the checkpointing takes the second core, not a third of the serving
+process's GIL): it keeps the log anchored within the window, anchors what is
+left when the server stops, and ends with the server however it ends, kill -9
+included. On SQLite the anchor stays a thread of the serving process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ledger.node import open_node
+from tests import local_http
+from tests.conftest import PASSPHRASE, new_store
+from tests.ports import free_port
+from tests.test_http_serve import call, token
+
+ANCHOR_MODULE = "ledger.http.anchor_process"
+
+
+def started(cwd: Path, store: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ledger.cli.main", "--store", store, "serve", "--port", str(port)],
+        cwd=cwd,
+        env={**os.environ, "LEDGER_PASSPHRASE": PASSPHRASE.decode()},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            if local_http.get(f"{base}/openapi.json", timeout=2).status_code == 200:
+                return process, base
+        except httpx.TransportError:
+            pass
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.2)
+
+
+def anchor_children(parent: int) -> list[int]:
+    """The anchor processes whose parent is `parent`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().split(b"\0")
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            continue
+        if ppid == parent and ANCHOR_MODULE.encode() in command:
+            found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+def anchored(cwd: Path, store: str) -> tuple[int, int]:
+    """(events in the log, size of the newest checkpoint)."""
+    node = open_node(store, str(cwd / "keys"), writable=False)
+    try:
+        events, _ = node.app.tables.event_count()
+        newest = node.app.tables.checkpoints()
+        return events, newest[-1].size if newest else 0
+    finally:
+        node.close()
+
+
+def write_some(base: str, cashier: str, count: int) -> None:
+    for _ in range(count):
+        key = str(uuid.uuid4())
+        made = call(base, "POST", "/v1/accounts", cashier, {"owner": key, "currency": "EUR"}, key)
+        assert made.status_code == 201, made.text
+
+
+@pytest.fixture
+def pg_store(tmp_path: Path) -> Iterator[str]:
+    with new_store("postgres", tmp_path) as url:
+        yield url
+
+
+@pytest.mark.postgres
+def test_on_postgresql_serve_anchors_from_a_process_of_its_own(
+    tmp_path: Path, pg_store: str
+) -> None:
+    store_url = pg_store
+    cashier = token(tmp_path, "cashier")
+    server, base = started(tmp_path, store_url)
+    try:
+        (anchor,) = anchor_children(server.pid)
+        write_some(base, cashier, 5)
+        deadline = time.monotonic() + 10
+        while (found := anchored(tmp_path, store_url))[1] < found[0]:
+            assert time.monotonic() < deadline, f"not anchored within 10 s: {found}"
+            time.sleep(0.2)
+        write_some(base, cashier, 3)
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+    assert not alive(anchor), "the anchor process outlived the server"
+    events, size = anchored(tmp_path, store_url)
+    assert size == events  # what was left at the stop was anchored
+
+
+@pytest.mark.postgres
+def test_the_anchor_process_ends_with_a_killed_server(tmp_path: Path, pg_store: str) -> None:
+    token(tmp_path, "cashier")
+    server, _ = started(tmp_path, pg_store)
+    (anchor,) = anchor_children(server.pid)
+    server.kill()
+    server.wait()
+    deadline = time.monotonic() + 10
+    while alive(anchor):
+        assert time.monotonic() < deadline, "the anchor process outlived a killed server"
+        time.sleep(0.1)
+
+
+def test_on_sqlite_the_anchor_stays_a_thread(tmp_path: Path) -> None:
+    token(tmp_path, "cashier")
+    server, _ = started(tmp_path, f"sqlite:///{tmp_path}/ledger.db")
+    try:
+        assert anchor_children(server.pid) == []
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
