@@ -1,8 +1,8 @@
-"""`ledger serve` on PostgreSQL anchors from a process of its own (issue 38,
-item 4: the checkpointing takes the second core, not a third of the serving
-process's GIL): it keeps the log anchored within the window, anchors what is
-left when the server stops, and ends with the server however it ends, kill -9
-included. On SQLite the anchor stays a thread of the serving process."""
+"""`ledger serve` anchors from a process of its own (issue 38, item 4: the
+checkpointing takes the second core, not a third of the serving process's
+GIL), on both stores: it keeps the log anchored within the window, anchors
+what is left when the server stops, and ends with the server however it
+ends, kill -9 included. With anchoring off it is not started."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -20,7 +19,7 @@ import pytest
 
 from ledger.node import open_node
 from tests import local_http
-from tests.conftest import PASSPHRASE, new_store
+from tests.conftest import PASSPHRASE
 from tests.ports import free_port
 from tests.test_http_serve import call, token
 
@@ -90,17 +89,7 @@ def write_some(base: str, cashier: str, count: int) -> None:
         assert made.status_code == 201, made.text
 
 
-@pytest.fixture
-def pg_store(tmp_path: Path) -> Iterator[str]:
-    with new_store("postgres", tmp_path) as url:
-        yield url
-
-
-@pytest.mark.postgres
-def test_on_postgresql_serve_anchors_from_a_process_of_its_own(
-    tmp_path: Path, pg_store: str
-) -> None:
-    store_url = pg_store
+def test_serve_anchors_from_a_process_of_its_own(tmp_path: Path, store_url: str) -> None:
     cashier = token(tmp_path, "cashier")
     server, base = started(tmp_path, store_url)
     try:
@@ -119,10 +108,9 @@ def test_on_postgresql_serve_anchors_from_a_process_of_its_own(
     assert size == events  # what was left at the stop was anchored
 
 
-@pytest.mark.postgres
-def test_the_anchor_process_ends_with_a_killed_server(tmp_path: Path, pg_store: str) -> None:
+def test_the_anchor_process_ends_with_a_killed_server(tmp_path: Path, store_url: str) -> None:
     token(tmp_path, "cashier")
-    server, _ = started(tmp_path, pg_store)
+    server, _ = started(tmp_path, store_url)
     (anchor,) = anchor_children(server.pid)
     server.kill()
     server.wait()
@@ -132,7 +120,11 @@ def test_the_anchor_process_ends_with_a_killed_server(tmp_path: Path, pg_store: 
         time.sleep(0.1)
 
 
-def test_on_sqlite_the_anchor_stays_a_thread(tmp_path: Path) -> None:
+def test_with_anchoring_off_there_is_no_anchor_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LEDGER_ANCHOR_SECONDS", "0")
+    monkeypatch.setenv("LEDGER_ANCHOR_EVENTS", "0")
     token(tmp_path, "cashier")
     server, _ = started(tmp_path, f"sqlite:///{tmp_path}/ledger.db")
     try:

@@ -101,7 +101,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     anchor = None
-    if writable and args.workers == 1 and _anchors_apart(store_url(args.store)):
+    if writable and args.workers == 1 and _anchors_apart():
         from ledger.http import anchor_process
 
         os.environ[asgi.ANCHOR_ENV] = "0"  # the worker does not: the process below does
@@ -121,17 +121,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _anchors_apart(url: str) -> bool:
-    """On PostgreSQL, with anchoring on, the one worker's anchor runs in a process
-    of its own (`ledger.http.anchor_process`: a second core under a burst)."""
+def _anchors_apart() -> bool:
+    """With anchoring on, the one worker's anchor runs in a process of its own
+    (`ledger.http.anchor_process`: a second core under a burst)."""
     from ledger.http import asgi
     from ledger.store.anchor import AnchorSettings
 
     if os.environ.get(asgi.ANCHOR_ENV, "1") == "0":
         return False
-    if not AnchorSettings.resolve(None, None).enabled:
-        return False
-    return url.split(":", 1)[0] in ("postgresql", "postgres")
+    return AnchorSettings.resolve(None, None).enabled
 
 
 def check_listen(host: str, port: int) -> None:

@@ -1,14 +1,14 @@
-"""`ledger serve`'s anchor in a process of its own, on PostgreSQL.
+"""`ledger serve`'s anchor in a process of its own.
 
 In the serving process the anchor is a thread, and under a burst its
-checkpointing (reading the new rows, hashing the tree, signing) takes about
-a third of the one core the process's GIL allows, beside the writer. On
-PostgreSQL (whose writers and checkpointer take turns on advisory locks,
-not on the whole store) it runs here instead, on the other core: the same
+checkpointing (reading the new rows, checking and hashing them into the tree,
+signing) took about a third of the one core the process's GIL allows,
+beside the writer. It runs here instead, on the other core: the same
 `Checkpointer.follow` that `ledger checkpoint --follow` runs, polling at
 least twice within the anchor window, with the node's keys, store and origin
-from the environment `ledger serve` set. On SQLite, whose one write lock the
-two would take turns on, the thread stays (it is faster there).
+from the environment `ledger serve` set. (On SQLite this pays since the
+checkpointer works on a read snapshot and holds the one write lock only to
+store a batch.)
 
 It ends when `ledger serve` does (the kernel sends it SIGTERM when its parent
 dies, however the parent ended); asked to stop (SIGTERM or SIGINT), it
@@ -63,8 +63,8 @@ def _end_with(parent: int) -> None:
 
 
 def main(argv: list[str]) -> int:
+    from ledger.casino.opened import open_ledger
     from ledger.http.asgi import passphrase
-    from ledger.node import open_node
     from ledger.store.anchor import AnchorSettings
 
     _end_with(int(argv[0]))
@@ -78,14 +78,14 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, ask_to_stop)
     settings = AnchorSettings.resolve(None, None)
     poll = min(POLL_SECONDS, settings.seconds / 2) if settings.seconds else POLL_SECONDS
-    node = open_node(
-        os.environ.get("LEDGER_STORE"),
+    node = open_ledger(
+        os.environ.get("LEDGER_STORE") or None,
         os.environ.get("LEDGER_KEYS"),
         passphrase=passphrase(),
         anchor_seconds=0,
         anchor_events=0,
         writable=False,
-    )
+    ).node
     try:
         checkpointer = node.checkpointer()
         checkpointer.follow(poll_seconds=poll, stop=stopped.is_set)

@@ -12,9 +12,12 @@ must hash to the root of the newest checkpoint whose signature verifies, of
 the same size, and the last leaf must be the entry hash of the event it names,
 with exactly that many events up to it. Any mismatch signs nothing.
 
-Each batch is one write transaction that first takes the store's writer lock
-(a PostgreSQL advisory lock; SQLite's own write lock), then re-reads the
-state: several writing nodes may run checkpointers at once.
+Each batch is worked out on a read snapshot (the resume point checked, the
+new rows read, checked and hashed), then stored in one short write
+transaction that first takes the checkpointers' lock (a PostgreSQL advisory
+lock; SQLite's own write lock) and checks that the tail has not moved: several
+writing nodes may run checkpointers at once, and on SQLite the writers'
+commits are not held up while a batch is hashed.
 
 A store can also go back in time (a lagging standby promoted, an older backup
 restored). So the newest signed checkpoint is also kept in a compare-and-swap
@@ -27,6 +30,8 @@ differ gets no checkpoint at all (`CheckpointRefusedError`).
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -51,7 +56,7 @@ from ledger.store.outage import follow_through_outages
 from ledger.store.recorders import Cursor, LeafRow, NodeRow, SealedSQLiteApplicationRecorder
 
 DEFAULT_ORIGIN = "casino-ledger"
-RACE_RETRIES = 5
+RACE_RETRIES = 20
 
 
 def load_compact_range(
@@ -74,8 +79,24 @@ class CheckpointRefusedError(VerificationError):
     signing would fork it, so nothing is signed."""
 
 
-class _LockMoved(Exception):
-    """Another checkpointer swapped the lock first: read everything again."""
+class _Moved(Exception):
+    """Another checkpointer moved first (the store's tail, or the lock): read
+    everything again."""
+
+
+@dataclass
+class _Plan:
+    """A batch worked out on a read snapshot, stored if nothing moved since."""
+
+    size: int  # the stored tree's size it extends
+    last_id: int  # and its last leaf's notification id
+    anchor: Checkpoint | None  # the store's newest checkpoint (of `size`)
+    genesis: bytes | None
+    kept_note: str | None
+    kept: Checkpoint | None
+    frontier: CompactRange
+    leaves: list[LeafRow]
+    nodes: list[NodeRow]
 
 
 @dataclass(frozen=True)
@@ -163,10 +184,12 @@ class Checkpointer:
                 return newest
 
     def _batch_with_retries(self) -> tuple[Checkpoint | None, int]:
-        for _ in range(RACE_RETRIES):
+        for attempt in range(RACE_RETRIES):
+            if attempt:
+                time.sleep(random.uniform(0, 0.005 * attempt))  # racers spread out
             try:
                 return self._batch()
-            except (IntegrityError, _LockMoved):
+            except (IntegrityError, _Moved):
                 # Another checkpointer (without the store's lock: an older
                 # release; or on another store sharing the checkpoint lock) won
                 # the race: forget what we knew and re-read the state.
@@ -175,54 +198,72 @@ class Checkpointer:
 
     def _batch(self) -> tuple[Checkpoint | None, int]:
         keyring = self.keyring_source()  # read before the write lock is taken
+        # The work (checking the resume point, reading, checking and hashing the
+        # new rows) is done on a read snapshot, without the store's write lock:
+        # on SQLite that lock is the writers' too, and holding it while hashing
+        # stalled every commit behind the checkpointer.
+        with self.tables.recorder.read() as cursor:
+            plan = self._plan(cursor)
+        if plan is None:
+            return None, 0
+        # Under the lock: nothing moved since (another checkpointer would have
+        # moved the tail), then sign, keep and store.
         with self.tables.recorder.write() as cursor:
             self._lock(cursor)
-            size, last_id = self.tables.tail(cursor)
-            known = self._verified
-            if (
-                known is not None
-                and known.checkpoint.size == size
-                and known.last_id == last_id
-                and self.tables.highest_id(cursor) == last_id
-            ):
-                return None, 0  # nothing new since the resume point we checked
-            anchor = self._check_resume_point(cursor, size, last_id)
-            genesis, kept_note, kept = self._kept(cursor, anchor, size)
-            behind = kept is not None and kept.size > size  # the store is behind the lock
-            limit = kept.size - size if kept is not None and behind else self.batch_size
-            rows = self.tables.rows_after(last_id, limit, cursor)
-            if not rows or (behind and len(rows) < limit):
-                self._verified = _Verified(anchor, last_id) if anchor else None
-                if rows and kept is not None:
-                    raise self._refusal(kept, f"the store holds only {size + len(rows)} events")
-                return None, 0
-            frontier = load_compact_range(self.tables, size, cursor)
-            leaves: list[LeafRow] = []
-            nodes: list[NodeRow] = []
-            for notification_id, originator_id, version, topic, state in rows:
-                leaf_hash = self._checked_entry_hash(
-                    notification_id, originator_id, version, topic, state
-                )
-                leaves.append((frontier.end, notification_id, leaf_hash))
-                frontier.append(leaf_hash, nodes)
-            if kept is not None and behind:
-                if frontier.root() != kept.root:
-                    raise self._refusal(kept, f"the store's first {kept.size} events differ")
-                checkpoint = kept  # signed once already: stored, not signed again
+            if self.tables.tail(cursor) != (plan.size, plan.last_id):
+                raise _Moved()
+            if plan.kept is not None and plan.kept.size > plan.size:
+                checkpoint = plan.kept  # signed once already: stored, not signed again
             else:
-                checkpoint = self._sign(keyring, frontier, anchor, kept)
-                self._keep(genesis, kept_note, checkpoint)
-            self.tables.append(leaves, nodes, checkpoint, cursor)
-        self._verified = _Verified(checkpoint, rows[-1][0])
+                checkpoint = self._sign(keyring, plan.frontier, plan.anchor, plan.kept)
+                self._keep(plan.genesis, plan.kept_note, checkpoint)
+            self.tables.append(plan.leaves, plan.nodes, checkpoint, cursor)
+        self._verified = _Verified(checkpoint, plan.leaves[-1][1])
         self.on_checkpoint(checkpoint)
-        return checkpoint, len(rows)
+        return checkpoint, len(plan.leaves)
+
+    def _plan(self, cursor: Cursor) -> _Plan | None:
+        """The next batch as the snapshot `cursor` reads it: the resume point
+        checked, the new rows checked and hashed into the tree (None: nothing to
+        checkpoint)."""
+        size, last_id = self.tables.tail(cursor)
+        known = self._verified
+        if (
+            known is not None
+            and known.checkpoint.size == size
+            and known.last_id == last_id
+            and self.tables.highest_id(cursor) == last_id
+        ):
+            return None  # nothing new since the resume point we checked
+        anchor = self._check_resume_point(cursor, size, last_id)
+        genesis, kept_note, kept = self._kept(cursor, anchor, size)
+        behind = kept is not None and kept.size > size  # the store is behind the lock
+        limit = kept.size - size if kept is not None and behind else self.batch_size
+        rows = self.tables.rows_after(last_id, limit, cursor)
+        if not rows or (behind and len(rows) < limit):
+            self._verified = _Verified(anchor, last_id) if anchor else None
+            if rows and kept is not None:
+                raise self._refusal(kept, f"the store holds only {size + len(rows)} events")
+            return None
+        frontier = load_compact_range(self.tables, size, cursor)
+        leaves: list[LeafRow] = []
+        nodes: list[NodeRow] = []
+        for notification_id, originator_id, version, topic, state in rows:
+            leaf_hash = self._checked_entry_hash(
+                notification_id, originator_id, version, topic, state
+            )
+            leaves.append((frontier.end, notification_id, leaf_hash))
+            frontier.append(leaf_hash, nodes)
+        if kept is not None and behind and frontier.root() != kept.root:
+            raise self._refusal(kept, f"the store's first {kept.size} events differ")
+        return _Plan(size, last_id, anchor, genesis, kept_note, kept, frontier, leaves, nodes)
 
     def _keep(self, genesis: bytes | None, kept_note: str | None, checkpoint: Checkpoint) -> None:
         """Swap the lock from the note read to `checkpoint`, before the store commits it."""
         if self.lock is None or genesis is None:
             return
         if not self.lock.swap(self.origin, genesis, kept_note, checkpoint.to_note()):
-            raise _LockMoved()
+            raise _Moved()
 
     def _sign(
         self,
@@ -267,7 +308,7 @@ class Checkpointer:
                 # to escape what is kept for it.
                 self._prove_first(cursor, first_id, genesis, anchor)
             if not self.lock.swap(self.origin, genesis, None, anchor.to_note()):
-                raise _LockMoved()
+                raise _Moved()
             return genesis, anchor.to_note(), anchor
         kept = Checkpoint.from_note(note)
         assert self.keyring is not None
@@ -281,7 +322,7 @@ class Checkpointer:
         if kept.size and self._root_at(cursor, kept.size) != kept.root:
             raise self._refusal(kept, f"the store's first {kept.size} events differ")
         if not self.lock.swap(self.origin, genesis, note, anchor.to_note()):
-            raise _LockMoved()
+            raise _Moved()
         return genesis, anchor.to_note(), anchor
 
     def _first_event(self, cursor: Cursor, anchor: Checkpoint | None) -> tuple[int, bytes] | None:
