@@ -15,6 +15,7 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from ledger.casino.opened import open_ledger
+from ledger.http import gc_pauses
 from ledger.http.app import Service, create_app
 from ledger.http.rng import SharedRngServer
 from ledger.http.tokens import TokenStore
@@ -67,6 +68,7 @@ def _stop_with_supervisor() -> None:
 def build() -> FastAPI:
     """A worker's app (uvicorn's factory): its node opens here, closes at shutdown."""
     _stop_with_supervisor()
+    gc_pauses.install()  # a big live round must not pause every bet for 100 ms
     anchor = None if os.environ.get(ANCHOR_ENV, "1") != "0" else 0
     ledger = open_ledger(
         os.environ.get(STORE_ENV) or None,
