@@ -6,6 +6,9 @@ unencrypted, a benchmark's). The load comes from `wrk` (Debian's package, C,
 not the bottleneck: 2 threads, 64 keep-alive connections), each request a new
 bet with an `Idempotency-Key` of its own, for --seconds a run:
 
+(g) the round growing: first, from an empty round, --slices consecutive
+    runs of --slice-seconds of the table's single bets: the last slice's
+    rate against the first's.                                 target >= 0.8x
 (r) the table's own role: bets/s placed with the table's `table-device` token
     against an operator's, the two alternating run by run on the same server
     and round (the order swapped every other run).           target >= 0.9x
@@ -23,7 +26,7 @@ than those plus the requests still in flight when wrk stopped.
 
     .venv/bin/python tools/bench_studio.py [--store sqlite|postgres|both]
         [--seconds 10] [--repeats 3] [--connections 64] [--batch 100]
-        [--batch-connections 8]
+        [--batch-connections 8] [--slices 10] [--slice-seconds 3]
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from load_http import Server, ledger
 NAME = "bench_studio"
 STAKE = 100
 TARGET_ROLE = 0.9  # issue 38: table-device >= 0.9x the operator's rate
+TARGET_GROWTH = 0.8  # issue 38: the last tenth's rate within 0.8x of the first's
 SERVE_WORKERS = 1  # `ledger serve`'s default
 
 # wrk's scripts: a new request id for every bet (run, thread, request, bet), the
@@ -184,6 +188,14 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
         for role in ("operator", "table-device")
         for p in ("p50", "p99")
     }
+    growth = bench.Comparison(
+        kind,
+        "single bets/s as the round grows, table-device",
+        "first slice",
+        "last slice",
+        "bets/s",
+        TARGET_GROWTH,
+    )
     signing = bench.Measure(kind, "Ed25519 signatures/s, one core", "1/s", None)
     batched = bench.Measure(kind, f"bets/s in batches of {args.batch}, table-device", "1/s", None)
     batched_per_sign = bench.Measure(
@@ -212,6 +224,34 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
             script = workdir / "bets.lua"
             script.write_text(WRK_SINGLE.replace("STAKE", str(STAKE)))
             path = f"/v1/rounds/{setup.round}/bets"
+            # The round growing from empty: the table's bets in consecutive
+            # slices; the last slice's rate against the first's.
+            slices = []
+            for index in range(args.slices):
+                bench.note(f"{kind}: the round growing, slice {index + 1}/{args.slices}")
+                slices.append(
+                    wrk(
+                        server.base,
+                        script,
+                        path,
+                        tokens["table-device"],
+                        setup.wallets,
+                        args.slice_seconds,
+                        args.connections,
+                    )
+                )
+                acknowledged += slices[-1]["requests"]
+                in_flight += args.connections
+            growth.add(slices[0]["bets_per_s"], slices[-1]["bets_per_s"])
+            growth.notes.append(
+                "slices (bets/s): " + ", ".join(f"{x['bets_per_s']:.0f}" for x in slices)
+            )
+            print(
+                "  the round growing: "
+                + ", ".join(f"{x['bets_per_s']:,.0f}" for x in slices)
+                + " bets/s",
+                file=sys.stderr,
+            )
             for repeat in range(args.repeats):
                 order = ["operator", "table-device"]
                 if repeat % 2:
@@ -279,6 +319,7 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
             )
         bench.note(f"{kind}: {acknowledged} acknowledged bets, the round holds {held}")
     comparisons.append(roles)
+    comparisons.append(growth)
     return [
         signing,
         *per_sign.values(),
@@ -293,6 +334,10 @@ def main() -> int:
     parser = bench.parser(__doc__.splitlines()[0], events=0, repeats=3, store="both")
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument(
+        "--slices", type=int, default=10, help="slices of the growing round (default 10)"
+    )
+    parser.add_argument("--slice-seconds", type=float, default=3.0)
     parser.add_argument("--batch", type=int, default=100, help="bets a batch (default 100)")
     parser.add_argument(
         "--batch-connections", type=int, default=8, help="batches in flight (default 8)"
