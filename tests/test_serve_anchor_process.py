@@ -17,7 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.keys import Role
+from ledger.crypto.keystore import KeyDirectory
 from ledger.node import open_node
+from ledger.store.checkpoint_lock import DEFAULT_DIRECTORY
 from tests import local_http
 from tests.conftest import PASSPHRASE
 from tests.ports import free_port
@@ -26,14 +30,15 @@ from tests.test_http_serve import call, token
 ANCHOR_MODULE = "ledger.http.anchor_process"
 
 
-def started(cwd: Path, store: str) -> tuple[subprocess.Popen[bytes], str]:
+def started(cwd: Path, store: str, log: Path | None = None) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
+    output = open(log, "wb") if log else subprocess.DEVNULL  # noqa: SIM115
     process = subprocess.Popen(
         [sys.executable, "-m", "ledger.cli.main", "--store", store, "serve", "--port", str(port)],
         cwd=cwd,
         env={**os.environ, "LEDGER_PASSPHRASE": PASSPHRASE.decode()},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=output,
+        stderr=output,
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
@@ -108,6 +113,23 @@ def test_serve_anchors_from_a_process_of_its_own(tmp_path: Path, store_url: str)
     assert size == events  # what was left at the stop was anchored
 
 
+def test_a_server_stopped_as_soon_as_it_wrote_still_anchors_what_it_wrote(
+    tmp_path: Path, store_url: str
+) -> None:
+    """Stopped within a second of starting, while the anchor process may still be
+    starting: the stop waits for it to be ready, and it anchors what is left."""
+    cashier = token(tmp_path, "cashier")
+    server, base = started(tmp_path, store_url)
+    try:
+        write_some(base, cashier, 1)
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+    assert server.returncode == 0
+    events, size = anchored(tmp_path, store_url)
+    assert events > 0 and size == events
+
+
 def test_the_anchor_process_ends_with_a_killed_server(tmp_path: Path, store_url: str) -> None:
     token(tmp_path, "cashier")
     server, _ = started(tmp_path, store_url)
@@ -132,3 +154,42 @@ def test_with_anchoring_off_there_is_no_anchor_process(
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=60)
+
+
+def test_an_anchor_that_refuses_to_sign_is_said_and_serve_exits_with_it(tmp_path: Path) -> None:
+    """The lock holds a checkpoint the store contradicts (the store forked from
+    what was published): the anchor process says so and stops; the server goes
+    on serving, and when it stops it says the log was not anchored, exit 1."""
+    store = f"sqlite:///{tmp_path}/ledger.db"
+    cashier = token(tmp_path, "cashier")
+    server, base = started(tmp_path, store)
+    try:
+        write_some(base, cashier, 2)
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+    (cell,) = [p for p in (tmp_path / "keys" / DEFAULT_DIRECTORY).iterdir() if "." not in p.name]
+    honest = Checkpoint.from_note(cell.read_text())
+    signer = KeyDirectory(tmp_path / "keys").signer(Role.CHECKPOINT, PASSPHRASE)
+    forged = Checkpoint.sign(
+        origin=honest.origin, size=honest.size, root=bytes(32), signer=signer, now=honest.issued_at
+    )
+    cell.write_text(forged.to_note())
+    server, base = started(tmp_path, store, tmp_path / "serve.log")
+    try:
+        (anchor,) = anchor_children(server.pid)
+        write_some(base, cashier, 1)
+        deadline = time.monotonic() + 20
+        while alive(anchor):
+            assert time.monotonic() < deadline, "the anchor process signed on, or hung"
+            time.sleep(0.1)
+        write_some(base, cashier, 1)  # still serving
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
+    said = (tmp_path / "serve.log").read_text()
+    assert server.returncode == 1, said
+    assert "anchoring stopped: refusing to sign a checkpoint" in said
+    assert "the log was not anchored after the anchor process stopped (exit 1)" in said
+    assert "Traceback" not in said
+    assert anchored(tmp_path, store)[1] == honest.size  # nothing signed past it

@@ -116,8 +116,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             log_level=args.log_level,
         )
     finally:
-        if anchor is not None:
-            anchor_process.stop(anchor)
+        ended = anchor_process.stop(anchor) if anchor is not None else 0
+    if ended > 0:  # it said why when it stopped (its "anchoring stopped: ..." line)
+        print(
+            f"ledger: the log was not anchored after the anchor process stopped (exit {ended})",
+            file=sys.stderr,
+        )
+        return ended
     return 0
 
 

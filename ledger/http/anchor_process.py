@@ -32,17 +32,25 @@ log = logging.getLogger("ledger.anchor")
 POLL_SECONDS = 0.25  # well within the default anchor window (1 s)
 
 
+READY = b"anchoring\n"  # said once its stop signals are its own
+
+
 def start(env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """The anchor process for the serving process that calls this."""
     return subprocess.Popen(
         [sys.executable, "-m", "ledger.http.anchor_process", str(os.getpid())],
         env=env,
         stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
     )
 
 
 def stop(process: subprocess.Popen[bytes], timeout: float = 60) -> int:
-    """Ask it to anchor what is left and end; its exit code."""
+    """Ask it to anchor what is left and end; its exit code. A server stopped
+    within a second of starting waits for the process to be ready first: a
+    stop signal before that would end it without its last anchoring."""
+    assert process.stdout is not None
+    process.stdout.readline()  # READY, or nothing once it ended
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
@@ -76,6 +84,8 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, ask_to_stop)
     signal.signal(signal.SIGINT, ask_to_stop)
+    sys.stdout.buffer.write(READY)
+    sys.stdout.flush()
     settings = AnchorSettings.resolve(None, None)
     poll = min(POLL_SECONDS, settings.seconds / 2) if settings.seconds else POLL_SECONDS
     node = open_ledger(
