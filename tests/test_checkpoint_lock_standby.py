@@ -15,13 +15,16 @@ import pytest
 from ledger.cli.main import main
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keystore import KeyDirectory
-from ledger.node import Node, open_node
+from ledger.node import Node, open_node, origin
 from ledger.store.checkpoint_lock import DEFAULT_DIRECTORY
 from ledger.store.checkpointer import CheckpointRefusedError
+from ledger.store.witnessing import WITNESSES_ENV
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
 from tests.pg_cluster import Cluster, cluster_root
+from tests.test_witness_submission import log_witness
 from tests.verdict import verdict
+from tests.witness_support import ServedWitness
 
 
 def record(node: Node, events: int) -> None:
@@ -60,6 +63,8 @@ def test_a_promoted_standby_that_missed_the_newest_checkpoint_signs_nothing(
         standby.start()
 
         node = opened(primary.url(), keys)
+        witness = ServedWitness(log_witness(node, root)).__enter__()
+        monkeypatch.setenv(WITNESSES_ENV, witness.setting)
         try:
             record(node, 10)
             node.checkpointer().catch_up()
@@ -67,8 +72,11 @@ def test_a_promoted_standby_that_missed_the_newest_checkpoint_signs_nothing(
             standby.stop()  # it misses everything from here on
             record(node, 6)
             node.checkpointer().catch_up()
+            assert node.witnesses is not None
+            node.witnesses.close(wait=10)
         finally:
             node.close()
+        assert witness.witness.state.known(origin()).size == 16  # published and witnessed
         (cell,) = [p for p in (keys.path / DEFAULT_DIRECTORY).iterdir() if "." not in p.name]
         note = cell.read_text()
         published = Checkpoint.from_note(note)
@@ -106,4 +114,9 @@ def test_a_promoted_standby_that_missed_the_newest_checkpoint_signs_nothing(
         out = capsys.readouterr()
         found = verdict(code, out.out, out.err)
         assert code == 1 and "the first 16 events of the log do not hash to its root" in found
+        # The witness agrees: it still holds the published checkpoint, and was
+        # never shown another (no split view to refuse).
+        witness.__exit__()
+        assert witness.witness.state.known(origin()).size == 16
+        assert witness.witness.state.refusals() == []
         assert cell.read_text() == note
