@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _benchlib as bench
 from bench_burst import Setup
-from bench_studio import STAKE, WRK_BATCH, placed_bets
+from bench_studio import STAKE, WRK_BATCH, placed_bets, wrk_command, wrk_figures
 from load_http import Server, ledger
 
 NAME = "bench_nodes"
@@ -68,42 +68,16 @@ def postgres_cpu() -> float:
     return total
 
 
-def wrk_batches(base: str, script: Path, path: str, token: str, wallets: list[str], args: Any,
-                connections: int) -> subprocess.Popen[str]:  # fmt: skip
-    run = f"n{time.monotonic_ns()}"
+def wrk_batches(
+    base: str, script: Path, path: str, token: str, wallets: list[str], args: Any, conns: int
+) -> subprocess.Popen[str]:
+    """wrk against one node, running while the others' run."""
     return subprocess.Popen(
-        [
-            "wrk",
-            "-t1",
-            f"-c{connections}",
-            f"-d{args.seconds:g}s",
-            "--timeout",
-            "30s",
-            "-s",
-            str(script),
-            base,
-            "--",
-            run,
-            token,
-            path,
-            ",".join(wallets),
-        ],
+        wrk_command(base, script, path, token, wallets, args.seconds, conns, threads=1),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
-
-
-def parse_wrk(output: str) -> dict[str, Any]:
-    import json
-
-    line = next((x for x in output.splitlines() if x.startswith("WRK ")), None)
-    if line is None:
-        raise SystemExit(f"wrk printed no result: {output[-500:]}")
-    found: dict[str, Any] = json.loads(line[4:])
-    if found["non_2xx"] or found["socket_errors"]:
-        raise SystemExit(f"wrk saw errors: {found}")
-    return found
 
 
 def one_run(nodes: int, args: Any) -> dict[str, float]:
@@ -144,7 +118,10 @@ def one_run(nodes: int, args: Any) -> dict[str, float]:
                 )
                 for s in servers
             ]
-            results = [parse_wrk(load.communicate()[0]) for load in loads]
+            outputs = [load.communicate()[0] for load in loads]
+            results = [
+                wrk_figures(load.returncode, out) for load, out in zip(loads, outputs, strict=True)
+            ]
             elapsed = time.monotonic() - started
             after = sum(cpu_seconds(p) for p in pids) + postgres_cpu()
         finally:

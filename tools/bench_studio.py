@@ -129,39 +129,46 @@ def signing_rate(seconds: float = 1.0) -> float:
     return count / elapsed
 
 
-def wrk(
-    base: str, script: Path, path: str, token: str, wallets: list[str], seconds: float, conns: int
-) -> dict[str, Any]:
+def wrk_command(
+    base: str,
+    script: Path,
+    path: str,
+    token: str,
+    wallets: list[str],
+    seconds: float,
+    conns: int,
+    threads: int = 2,
+) -> list[str]:
+    """wrk's command line for one of this file's scripts (a run id of its own)."""
     run = uuid.uuid4().hex[:12]
-    done = subprocess.run(
-        [
-            "wrk",
-            "-t2",
-            f"-c{conns}",
-            f"-d{seconds:g}s",
-            "--timeout",
-            "30s",
-            "-s",
-            str(script),
-            base,
-            "--",
-            run,
-            token,
-            path,
-            ",".join(wallets),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=seconds + 120,
-    )
-    line = next((x for x in done.stdout.splitlines() if x.startswith("WRK ")), None)
-    if done.returncode != 0 or line is None:
-        raise SystemExit(f"wrk failed ({done.returncode}): {done.stdout}{done.stderr}")
+    return [
+        *("wrk", f"-t{threads}", f"-c{conns}", f"-d{seconds:g}s", "--timeout", "30s"),
+        *("-s", str(script), base, "--", run, token, path, ",".join(wallets)),
+    ]
+
+
+def wrk_figures(returncode: int, output: str) -> dict[str, Any]:
+    """The figures a script's `done()` printed (bets/s added); any failure stops the run."""
+    line = next((x for x in output.splitlines() if x.startswith("WRK ")), None)
+    if returncode != 0 or line is None:
+        raise SystemExit(f"wrk failed ({returncode}): {output}")
     figures: dict[str, Any] = json.loads(line[4:])
     if figures["non_2xx"] or figures["socket_errors"]:
         raise SystemExit(f"wrk saw failures: {figures}")
     figures["bets_per_s"] = figures["requests"] / (figures["duration_us"] / 1e6)
     return figures
+
+
+def wrk(
+    base: str, script: Path, path: str, token: str, wallets: list[str], seconds: float, conns: int
+) -> dict[str, Any]:
+    done = subprocess.run(
+        wrk_command(base, script, path, token, wallets, seconds, conns),
+        capture_output=True,
+        text=True,
+        timeout=seconds + 120,
+    )
+    return wrk_figures(done.returncode, done.stdout + done.stderr)
 
 
 def placed_bets(workdir: Path, url: str, round_id: str) -> int:
