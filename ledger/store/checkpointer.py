@@ -157,6 +157,7 @@ class Checkpointer:
         # Where the newest signed checkpoint is kept out of the store's reach
         # (None: the store alone; a test or a read-only tool).
         self.lock = lock
+        self._first: tuple[int, bytes] | None = None  # the log's first event, once read
         # The first catch_up counts every event up to the resume point; later
         # ones only those since the point this process last checked.
         self._verified: _Verified | None = None
@@ -310,6 +311,8 @@ class Checkpointer:
             if not self.lock.swap(self.origin, genesis, None, anchor.to_note()):
                 raise _Moved()
             return genesis, anchor.to_note(), anchor
+        if anchor is not None and note == anchor.to_note():
+            return genesis, note, anchor  # the usual case: checked as the resume point
         kept = Checkpoint.from_note(note)
         assert self.keyring is not None
         kept.verify(self.keyring, origin=self.origin)
@@ -331,6 +334,8 @@ class Checkpointer:
         and payload are `verify`'s to check, as for every event already under a
         checkpoint: one edited in the header names another log, which
         `_prove_first` refuses."""
+        if self._first is not None:
+            return self._first  # the lock's cell for it stays the reference
         first = self.tables.rows_after(0, 1, cursor)
         if not first:
             if anchor is not None:
@@ -340,7 +345,8 @@ class Checkpointer:
         if not isinstance(state, bytes | bytearray | memoryview):
             raise VerificationError(f"event {notification_id} is malformed: nothing was signed")
         envelope = open_envelope(bytes(state), stream=stream_of(originator_id), version=version)
-        return notification_id, envelope.entry_hash
+        self._first = (notification_id, envelope.entry_hash)
+        return self._first
 
     def _prove_first(
         self, cursor: Cursor, first_id: int, genesis: bytes, anchor: Checkpoint
