@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -50,6 +52,19 @@ def started(cwd: Path, store: str, log: Path | None = None) -> tuple[subprocess.
             pass
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.2)
+
+
+@contextmanager
+def serving(
+    cwd: Path, store: str, log: Path | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`ledger serve` running, stopped with Ctrl-C (SIGINT) at the end."""
+    server, base = started(cwd, store, log)
+    try:
+        yield server, base
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
 
 
 def anchor_children(parent: int) -> list[int]:
@@ -96,8 +111,7 @@ def write_some(base: str, cashier: str, count: int) -> None:
 
 def test_serve_anchors_from_a_process_of_its_own(tmp_path: Path, store_url: str) -> None:
     cashier = token(tmp_path, "cashier")
-    server, base = started(tmp_path, store_url)
-    try:
+    with serving(tmp_path, store_url) as (server, base):
         (anchor,) = anchor_children(server.pid)
         write_some(base, cashier, 5)
         deadline = time.monotonic() + 10
@@ -105,9 +119,6 @@ def test_serve_anchors_from_a_process_of_its_own(tmp_path: Path, store_url: str)
             assert time.monotonic() < deadline, f"not anchored within 10 s: {found}"
             time.sleep(0.2)
         write_some(base, cashier, 3)
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
     assert not alive(anchor), "the anchor process outlived the server"
     events, size = anchored(tmp_path, store_url)
     assert size == events  # what was left at the stop was anchored
@@ -119,12 +130,8 @@ def test_a_server_stopped_as_soon_as_it_wrote_still_anchors_what_it_wrote(
     """Stopped within a second of starting, while the anchor process may still be
     starting: the stop waits for it to be ready, and it anchors what is left."""
     cashier = token(tmp_path, "cashier")
-    server, base = started(tmp_path, store_url)
-    try:
+    with serving(tmp_path, store_url) as (server, base):
         write_some(base, cashier, 1)
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
     assert server.returncode == 0
     events, size = anchored(tmp_path, store_url)
     assert events > 0 and size == events
@@ -148,12 +155,8 @@ def test_with_anchoring_off_there_is_no_anchor_process(
     monkeypatch.setenv("LEDGER_ANCHOR_SECONDS", "0")
     monkeypatch.setenv("LEDGER_ANCHOR_EVENTS", "0")
     token(tmp_path, "cashier")
-    server, _ = started(tmp_path, f"sqlite:///{tmp_path}/ledger.db")
-    try:
+    with serving(tmp_path, f"sqlite:///{tmp_path}/ledger.db") as (server, _):
         assert anchor_children(server.pid) == []
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
 
 
 def test_an_anchor_that_refuses_to_sign_is_said_and_serve_exits_with_it(tmp_path: Path) -> None:
@@ -162,12 +165,8 @@ def test_an_anchor_that_refuses_to_sign_is_said_and_serve_exits_with_it(tmp_path
     on serving, and when it stops it says the log was not anchored, exit 1."""
     store = f"sqlite:///{tmp_path}/ledger.db"
     cashier = token(tmp_path, "cashier")
-    server, base = started(tmp_path, store)
-    try:
+    with serving(tmp_path, store) as (server, base):
         write_some(base, cashier, 2)
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
     (cell,) = [p for p in (tmp_path / "keys" / DEFAULT_DIRECTORY).iterdir() if "." not in p.name]
     honest = Checkpoint.from_note(cell.read_text())
     signer = KeyDirectory(tmp_path / "keys").signer(Role.CHECKPOINT, PASSPHRASE)
@@ -175,8 +174,7 @@ def test_an_anchor_that_refuses_to_sign_is_said_and_serve_exits_with_it(tmp_path
         origin=honest.origin, size=honest.size, root=bytes(32), signer=signer, now=honest.issued_at
     )
     cell.write_text(forged.to_note())
-    server, base = started(tmp_path, store, tmp_path / "serve.log")
-    try:
+    with serving(tmp_path, store, tmp_path / "serve.log") as (server, base):
         (anchor,) = anchor_children(server.pid)
         write_some(base, cashier, 1)
         deadline = time.monotonic() + 20
@@ -184,9 +182,6 @@ def test_an_anchor_that_refuses_to_sign_is_said_and_serve_exits_with_it(tmp_path
             assert time.monotonic() < deadline, "the anchor process signed on, or hung"
             time.sleep(0.1)
         write_some(base, cashier, 1)  # still serving
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=60)
     said = (tmp_path / "serve.log").read_text()
     assert server.returncode == 1, said
     assert "anchoring stopped: refusing to sign a checkpoint" in said
