@@ -23,6 +23,7 @@ from eventsourcing.domain import Aggregate
 
 from ledger.casino import accounts, corrections, rounds, seeds, tables
 from ledger.casino.bet_batches import MAX_BETS, BetOutcome, BetRequest, outcome, refused
+from ledger.casino.bet_channel import BetChannel
 from ledger.casino.context import Context
 from ledger.casino.fact_to_sign import FactRecorder, OperatorCommand, operator_body
 from ledger.casino.legality import offered_moves, step_of
@@ -58,6 +59,18 @@ class Casino:
         self.context = Context(app, games)
         self.runner = CommandRunner(app, batch, max_attempts=max_attempts)
         self._round_tables: OrderedDict[str, str] = OrderedDict()
+        self._bets_to: BetChannel | None = None
+
+    def send_bets_to(self, path: str) -> None:
+        """Place bets through the node's writer process listening on the Unix
+        socket `path` (`ledger serve`'s, `ledger.http.writer_process`); every
+        other command stays here. Raises OSError when it cannot be reached."""
+        self._bets_to = BetChannel(path, self._submit_bets_here)
+
+    def stop_sending_bets(self) -> None:
+        """Place bets here from now on (a serving worker shutting down hangs up)."""
+        if self._bets_to is not None:
+            self._bets_to.close()
 
     @property
     def steps(self) -> StepCache:
@@ -213,6 +226,14 @@ class Casino:
         """`place_bet`, answered through a future once its batch commits: for a
         caller that must not block on it (the HTTP API's betting window awaits
         it with `asyncio.wrap_future`)."""
+        if self._bets_to is not None:
+            request = BetRequest(request_id, str(account_id), bet, stake)
+            return self._bets_to.submit(str(round_id), [request])[0]
+        return self._submit_bet_here(request_id, round_id, account_id, bet, stake)
+
+    def _submit_bet_here(
+        self, request_id: str, round_id: str, account_id: str, bet: dict[str, Any], stake: int
+    ) -> Future[str]:
         args = {
             "round_id": str(round_id),
             "account_id": str(account_id),
@@ -221,6 +242,18 @@ class Casino:
         }
         body = tables.place_bet(self.context, request_id, round_id, account_id, bet, stake)
         return self.runner.submit("place_bet", request_id, args, body)
+
+    def _submit_bets_here(self, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
+        answers: list[Future[str]] = []
+        for request in bets:
+            try:
+                answer = self._submit_bet_here(
+                    request.request_id, round_id, request.account_id, request.bet, request.stake
+                )
+            except LedgerError as error:  # e.g. a request id out of bounds
+                answer = refused(error)
+            answers.append(answer)
+        return answers
 
     def place_bets(self, *, round_id: str, bets: Sequence[BetRequest]) -> list[BetOutcome]:
         """Place up to `MAX_BETS` bets on one round, each on its own (see
@@ -235,20 +268,9 @@ class Casino:
         if not 0 < len(bets) <= MAX_BETS:
             raise InvalidCommandError(f"a batch holds 1..{MAX_BETS} bets, not {len(bets)}")
         self.table_of_round(round_id)  # no such round: the batch is refused whole
-        answers: list[Future[str]] = []
-        for request in bets:
-            try:
-                answer = self.submit_bet(
-                    request_id=request.request_id,
-                    round_id=round_id,
-                    account_id=request.account_id,
-                    bet=request.bet,
-                    stake=request.stake,
-                )
-            except LedgerError as error:  # e.g. a request id out of bounds
-                answer = refused(error)
-            answers.append(answer)
-        return answers
+        if self._bets_to is not None:
+            return self._bets_to.submit(str(round_id), bets)
+        return self._submit_bets_here(str(round_id), bets)
 
     def withdraw_bet(self, *, request_id: str, round_id: str, account_id: str, bet_id: str) -> None:
         args = {"round_id": str(round_id), "account_id": str(account_id), "bet_id": bet_id}

@@ -9,15 +9,19 @@ import json
 import os
 import socket
 import sys
+import tempfile
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from ledger.cli.args import int_range
 from ledger.domain.api_roles import ApiRole
 from ledger.errors import ConfigError, NotFoundError
 from ledger.inputs import existing_directory, output_file
+
+if TYPE_CHECKING:
+    from ledger.http.side_process import SideProcess
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
@@ -76,8 +80,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.environ["LEDGER_KEYS"] = str(directory.path)
     os.environ[asgi.RNG_ENV] = str(rng_dir)
     if args.workers > 1:
-        # Several writers: checkpoint in one process of its own (`ledger checkpoint --follow`).
-        os.environ[asgi.ANCHOR_ENV] = "0"
         os.environ[asgi.SUPERVISOR_ENV] = str(os.getpid())  # they stop when this process does
     # Open the ledger once here, so a wrong passphrase, a missing key, an unusable
     # store or a broken plugin is one line (exit 2) before any worker starts.
@@ -101,22 +103,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
         flush=True,
     )
     anchor = None
-    if writable and args.workers == 1 and _anchors_apart():
+    if writable and _anchors_apart():
         from ledger.http import anchor_process
 
-        os.environ[asgi.ANCHOR_ENV] = "0"  # the worker does not: the process below does
+        os.environ[asgi.ANCHOR_ENV] = "0"  # no worker does: the process below does
         anchor = anchor_process.start()
-    try:
-        uvicorn.run(
-            "ledger.http.asgi:build",
-            factory=True,
-            host=args.host,
-            port=args.port,
-            workers=args.workers,
-            log_level=args.log_level,
-        )
-    finally:
-        ended = anchor_process.stop(anchor) if anchor is not None else 0
+    with tempfile.TemporaryDirectory(prefix="ledger-serve-") as sockets:
+        writer = _start_writer(Path(sockets)) if writable else None
+        try:
+            uvicorn.run(
+                "ledger.http.asgi:build",
+                factory=True,
+                host=args.host,
+                port=args.port,
+                workers=args.workers,
+                log_level=args.log_level,
+            )
+        finally:
+            if writer is not None:
+                writer.stop()
+            ended = anchor.stop() if anchor is not None else 0
     if ended > 0:  # it said why when it stopped (its "anchoring stopped: ..." line)
         print(
             f"ledger: the log was not anchored after the anchor process stopped (exit {ended})",
@@ -126,9 +132,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _start_writer(directory: Path) -> SideProcess | None:
+    """The node's writer process (`ledger.http.writer_process`), its socket named
+    to the workers; None (the workers place bets themselves) when it did not start."""
+    from ledger.http import asgi, writer_process
+
+    path = directory / "writer.sock"
+    writer = writer_process.start(path)
+    if not writer.wait_ready():
+        print("ledger: the writer process did not start: the workers place bets", file=sys.stderr)
+        writer.stop()
+        return None
+    os.environ[asgi.WRITER_ENV] = str(path)
+    return writer
+
+
 def _anchors_apart() -> bool:
-    """With anchoring on, the one worker's anchor runs in a process of its own
-    (`ledger.http.anchor_process`: a second core under a burst)."""
+    """With anchoring on, the node anchors from a process of its own
+    (`ledger.http.anchor_process`: one checkpointer for every worker, off the
+    serving processes' GILs)."""
     from ledger.http import asgi
     from ledger.store.anchor import AnchorSettings
 

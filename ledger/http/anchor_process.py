@@ -17,16 +17,12 @@ finishes the checkpoint under way and anchors what is left before it exits.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
-import signal
-import subprocess
 import sys
-import threading
-from typing import Any
 
 from ledger.errors import LedgerError
+from ledger.http.side_process import SideProcess, end_with, say_ready, stop_signals
 
 log = logging.getLogger("ledger.anchor")
 POLL_SECONDS = 0.25  # well within the default anchor window (1 s)
@@ -35,39 +31,9 @@ POLL_SECONDS = 0.25  # well within the default anchor window (1 s)
 READY = b"anchoring\n"  # said once its stop signals are its own
 
 
-def start(env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def start(env: dict[str, str] | None = None) -> SideProcess:
     """The anchor process for the serving process that calls this."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "ledger.http.anchor_process", str(os.getpid())],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-    )
-
-
-def stop(process: subprocess.Popen[bytes], timeout: float = 60) -> int:
-    """Ask it to anchor what is left and end; its exit code. A server stopped
-    within a second of starting waits for the process to be ready first: a
-    stop signal before that would end it without its last anchoring."""
-    assert process.stdout is not None
-    process.stdout.readline()  # READY, or nothing once it ended
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    return process.returncode
-
-
-def _end_with(parent: int) -> None:
-    """Linux: SIGTERM when the serving process dies (kill -9 included)."""
-    if sys.platform.startswith("linux"):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-    if os.getppid() != parent:  # it died before the request took effect
-        raise SystemExit(0)
+    return SideProcess("ledger.http.anchor_process", env=env)
 
 
 def main(argv: list[str]) -> int:
@@ -75,17 +41,10 @@ def main(argv: list[str]) -> int:
     from ledger.http.asgi import passphrase
     from ledger.store.anchor import AnchorSettings
 
-    _end_with(int(argv[0]))
+    end_with(int(argv[0]))
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
-    stopped = threading.Event()
-
-    def ask_to_stop(*_: Any) -> None:
-        stopped.set()
-
-    signal.signal(signal.SIGTERM, ask_to_stop)
-    signal.signal(signal.SIGINT, ask_to_stop)
-    sys.stdout.buffer.write(READY)
-    sys.stdout.flush()
+    stopped = stop_signals()
+    say_ready(READY)
     settings = AnchorSettings.resolve(None, None)
     poll = min(POLL_SECONDS, settings.seconds / 2) if settings.seconds else POLL_SECONDS
     node = open_ledger(

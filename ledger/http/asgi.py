@@ -5,6 +5,7 @@ seeds directory) and closes it when uvicorn shuts the worker down."""
 from __future__ import annotations
 
 import ctypes
+import logging
 import os
 import signal
 import sys
@@ -23,11 +24,13 @@ from ledger.node import PASSPHRASE_ENV, keys_dir
 from ledger.rng.server import default_rng_dir as rng_dir_beside
 from ledger.store.config import STORE_ENV
 
+log = logging.getLogger("ledger.serve")
 RNG_ENV = "LEDGER_RNG_DIR"
 TILES_ENV = "LEDGER_SERVE_TILES"  # a tiles directory to serve at /tlog/ (`serve --tiles`)
 ANCHOR_ENV = "LEDGER_SERVE_ANCHOR"  # "0": this worker never checkpoints (several workers)
 SUPERVISOR_ENV = "LEDGER_SERVE_SUPERVISOR"  # the pid of `ledger serve --workers N`, N > 1
 READ_ONLY_ENV = "LEDGER_SERVE_READ_ONLY"  # "1": no signing key (`ledger serve --read-only`)
+WRITER_ENV = "LEDGER_SERVE_WRITER"  # the writer process's socket: bets are placed there
 
 __all__ = [
     "ANCHOR_ENV",
@@ -36,6 +39,7 @@ __all__ = [
     "STORE_ENV",
     "SUPERVISOR_ENV",
     "TILES_ENV",
+    "WRITER_ENV",
     "build",
     "default_rng_dir",
     "passphrase",
@@ -81,6 +85,12 @@ def build() -> FastAPI:
     node = ledger.node
     rng = SharedRngServer(Path(os.environ.get(RNG_ENV) or default_rng_dir()))
     service = Service(node.app, ledger.games, rng, TokenStore(node.keys.path))
+    writer = os.environ.get(WRITER_ENV)
+    if writer:
+        try:
+            service.casino.send_bets_to(writer)
+        except OSError as exc:  # it stopped: this worker places its bets itself
+            log.warning("the writer process cannot be reached (%s): bets are placed here", exc)
     tiles = os.environ.get(TILES_ENV)
     app = create_app(service, tiles=Path(tiles) if tiles else None)
 
@@ -89,6 +99,7 @@ def build() -> FastAPI:
         try:
             yield
         finally:
+            service.casino.stop_sending_bets()  # the writer process sees this worker hang up
             node.close()
 
     app.router.lifespan_context = lifespan

@@ -1,0 +1,225 @@
+"""Bets handed to the node's writer process over a local socket.
+
+`ledger serve` parses HTTP in its worker processes and places bets in one
+writer process of its own (`ledger.http.writer_process`): a bet's domain
+work and sealing then have a core's GIL to themselves, and the parsing, the
+authentication and the JSON of thousands of requests a second run on the
+other core. This module is both ends of the wire between them:
+
+- a message is one line of JSON, ``[n, round_id, [[request_id, account_id,
+  bet, stake], ...]]`` (a single bet is a batch of one), answered by
+  ``[n, [[bet_id, null] | [null, [error_name, message]], ...]]`` once the
+  commit holding the bets is durable;
+- `BetChannel` (a worker's end) sends them and answers each bet's future;
+- `serve_connection` (the writer's end) places them with its own
+  `Casino.submit_bet` and writes each answer back.
+
+Nothing about a bet changes on the way: the writer runs the same command
+with the same request id, in its batches, and answers only after the commit.
+When the writer cannot be reached, or the line to it breaks, a worker places
+the bets itself (`local`): a bet sent before the break and perhaps committed
+by the writer is recognised by its request id, so it is placed once and
+answered with its first result (what the request id is for).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import json
+import logging
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from eventsourcing.persistence import OperationalError
+
+from ledger import errors
+from ledger.casino.bet_batches import BetRequest, refused
+from ledger.errors import LedgerError
+
+log = logging.getLogger("ledger.bets")
+
+# A worker's own way to place a batch of bets on a round (its Casino's runner).
+PlaceHere = Callable[[str, Sequence[BetRequest]], list["Future[str]"]]
+STORE_FAILED = "store"  # an answer's error name for a failure that is not the ledger's
+SOCKET_BUFFER = 4 << 20  # a burst of batches never blocks a worker's event loop on a send
+
+
+def encode_error(error: BaseException) -> list[str]:
+    """An error as the wire carries it: the ledger's by its class name, any other
+    (the store failed) as `STORE_FAILED`."""
+    if isinstance(error, LedgerError):
+        return [type(error).__name__, str(error)]
+    return [STORE_FAILED, str(error)]
+
+
+def decode_error(name: str, message: str) -> BaseException:
+    """The error `encode_error` sent, raised again in the worker as the route
+    expects it: the same ledger error class and text, or a store failure."""
+    if name == STORE_FAILED:
+        return OperationalError(message)
+    found = getattr(errors, name, None)
+    if isinstance(found, type) and issubclass(found, LedgerError):
+        try:
+            return found(message)
+        except TypeError:  # a class with other arguments: never a bet's refusal
+            pass
+    return LedgerError(message)
+
+
+class BetChannel:
+    """A worker's line to the writer process (thread-safe; one per worker)."""
+
+    def __init__(self, path: str, local: PlaceHere) -> None:
+        self._local = local
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[str, Sequence[BetRequest], list[Future[str]]]] = {}
+        self._numbers = itertools.count()
+        self._socket: socket.socket | None = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+        self._socket.connect(path)
+        self._reader = threading.Thread(
+            target=self._read, args=(self._socket,), name="ledger-bets-reader", daemon=True
+        )
+        self._reader.start()
+
+    @property
+    def connected(self) -> bool:
+        return self._socket is not None
+
+    def submit(self, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
+        """Each bet's future, answered once the writer's commit holding it is durable."""
+        answers: list[Future[str]] = [Future() for _ in bets]
+        try:
+            line = _message(round_id, bets)
+        except (TypeError, ValueError):  # not JSON (the Python API's caller): refused here
+            return self._local(round_id, bets)
+        with self._lock:
+            if self._socket is None:
+                return self._local(round_id, bets)
+            number = next(self._numbers)
+            line = b"[%d" % number + line[2:]  # the number, without encoding twice
+            self._pending[number] = (round_id, bets, answers)
+            try:
+                self._socket.sendall(line)
+            except OSError as exc:
+                self._break(exc)
+        return answers
+
+    def close(self) -> None:
+        """Hang up: bets from now on (and any unanswered) are placed here."""
+        with self._lock:
+            if self._socket is not None:
+                with contextlib.suppress(OSError):
+                    self._socket.shutdown(socket.SHUT_RDWR)  # wakes the reader
+                self._socket.close()
+                self._socket = None
+
+    def _read(self, line_to_writer: socket.socket) -> None:
+        reason: BaseException | None = None
+        try:
+            for line in line_to_writer.makefile("rb"):
+                number, answers = json.loads(line)
+                with self._lock:
+                    _, _, futures = self._pending.pop(number)
+                for future, (bet_id, error) in zip(futures, answers, strict=True):
+                    if error is None:
+                        future.set_result(bet_id)
+                    else:
+                        future.set_exception(decode_error(*error))
+        except (OSError, ValueError, KeyError) as exc:
+            reason = exc
+        with self._lock:
+            self._break(reason)
+
+    def _break(self, reason: BaseException | None) -> None:
+        """The line is gone (the lock held): what was sent and not answered is
+        placed here, by request id, and so is everything after."""
+        if self._socket is not None:
+            log.warning("the writer process cannot be reached (%s): bets are placed here", reason)
+            self._socket.close()
+            self._socket = None
+        pending, self._pending = self._pending, {}
+        for round_id, bets, futures in pending.values():
+            for future, again in zip(futures, self._local(round_id, bets), strict=True):
+                again.add_done_callback(_copy_to(future))
+
+
+def _message(round_id: str, bets: Sequence[BetRequest]) -> bytes:
+    """A message numbered 0 (`submit` puts its number in)."""
+    wire = [[b.request_id, b.account_id, b.bet, b.stake] for b in bets]
+    return json.dumps([0, round_id, wire], allow_nan=False).encode() + b"\n"
+
+
+def _copy_to(target: Future[str]) -> Callable[[Future[str]], None]:
+    def copy(done: Future[str]) -> None:
+        error = done.exception()
+        if error is None:
+            target.set_result(done.result())
+        else:
+            target.set_exception(error)
+
+    return copy
+
+
+# The writer's end.
+
+Place = Callable[..., "Future[str]"]  # Casino.submit_bet
+
+
+def serve_connection(connection: socket.socket, place: Place) -> None:
+    """Place the bets one worker sends until it hangs up; answer each message
+    once all its bets are answered (the thread that answers the last one, the
+    writer's, sends it)."""
+    sending = threading.Lock()
+
+    def send(number: int, futures: list[Future[str]]) -> None:
+        answers: list[list[Any]] = []
+        for future in futures:
+            error = future.exception()
+            answers.append([None, encode_error(error)] if error else [future.result(), None])
+        line = json.dumps([number, answers]).encode() + b"\n"
+        # A worker gone places what it did not hear about itself.
+        with sending, contextlib.suppress(OSError):
+            connection.sendall(line)
+
+    with connection, connection.makefile("rb") as lines:
+        for line in lines:
+            number, round_id, bets = json.loads(line)
+            futures: list[Future[str]] = []
+            for request_id, account_id, bet, stake in bets:
+                try:
+                    futures.append(
+                        place(
+                            request_id=request_id,
+                            round_id=round_id,
+                            account_id=account_id,
+                            bet=bet,
+                            stake=stake,
+                        )
+                    )
+                except LedgerError as error:
+                    futures.append(refused(error))
+            _when_all(futures, functools.partial(send, number, futures))
+
+
+def _when_all(futures: list[Future[str]], then: Callable[[], None]) -> None:
+    if not futures:
+        then()
+        return
+    left = [len(futures)]
+    counting = threading.Lock()
+
+    def one_done(_: Future[str]) -> None:
+        with counting:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            then()
+
+    for future in futures:
+        future.add_done_callback(one_done)

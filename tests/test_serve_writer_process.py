@@ -1,0 +1,245 @@
+"""`ledger serve` places bets in a writer process of its own (issue 38, item 4:
+request parsing in the workers, one writer), on both stores: the bets go
+there and come back with the route's own answers; several workers feed the
+one writer and the anchor process anchors for all of them; `kill -9` of the
+writer in the middle of a burst loses and doubles nothing (the workers place
+the bets themselves, by request id); it ends with a killed server."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ledger.node import open_node
+from tests.casino_support import notifications
+from tests.test_http_serve import LIMITS, call, ledger, token
+from tests.test_serve_anchor_process import alive, anchored
+from tests.test_serve_kill import Server
+
+WRITER_MODULE = b"ledger.http.writer_process"
+
+
+def writer_of(server: Server) -> int:
+    """The writer process `ledger serve` started (its child)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            continue
+        if ppid == server.process.pid and WRITER_MODULE in command:
+            return int(entry.name)
+    raise AssertionError("no writer process")
+
+
+@contextmanager
+def table_round(
+    tmp_path: Path, store_url: str, workers: int = 1, wallets: int = 8
+) -> Iterator[tuple[Server, str, str, list[str]]]:
+    """A server, an operator's token, an open RNG round and funded wallets."""
+    cashier, operator = token(tmp_path, "cashier"), token(tmp_path, "operator")
+    server = Server(tmp_path, store_url, workers)
+    try:
+        funded = []
+        for n in range(wallets):
+            made = call(server.base, "POST", "/v1/accounts", cashier,
+                        {"owner": f"p{n}", "currency": "EUR"}, f"a{n}")  # fmt: skip
+            wallet = made.json()["account_id"]
+            call(server.base, "POST", f"/v1/accounts/{wallet}/deposits", cashier,
+                 {"amount": 10**8}, f"d{n}")  # fmt: skip
+            funded.append(wallet)
+        table = call(server.base, "POST", "/v1/tables", operator,
+                     {"name": "Live", "variant": "taixiu", "kind": "rng", "currency": "EUR",
+                      "limits": LIMITS}, "t").json()["table_id"]  # fmt: skip
+        call(server.base, "POST", f"/v1/tables/{table}/seeds", operator, None, "s")
+        round_id = call(server.base, "POST", "/v1/rounds", operator,
+                        {"table_id": table, "dealer": "D"}, "r").json()["round_id"]  # fmt: skip
+        yield server, operator, round_id, funded
+    finally:
+        if server.process.poll() is None:
+            server.stop()
+
+
+def bet(base: str, operator: str, round_id: str, body: dict[str, Any], key: str) -> httpx.Response:
+    return call(base, "POST", f"/v1/rounds/{round_id}/bets", operator, body, key)
+
+
+def round_bets(tmp_path: Path, store_url: str) -> Counter[str]:
+    """Request id -> bets placed with it, from the log."""
+    node = open_node(store_url, str(tmp_path / "keys"), writable=False)
+    try:
+        requests: Counter[str] = Counter()
+        for notification in notifications(node.app):
+            if notification.topic.endswith("Round.BetPlaced"):
+                event: Any = node.app.mapper.to_domain_event(notification)
+                requests[event.request_id] += 1
+        return requests
+    finally:
+        node.close()
+
+
+def test_bets_wait_for_the_writer_process_and_answer_as_the_route(
+    tmp_path: Path, store_url: str
+) -> None:
+    """A bet stopped with its writer (SIGSTOP) is not answered until it goes on:
+    bets are placed there. Its answers are the route's: a bet, a retry's first
+    result, a batch, and each refusal with its error and status."""
+    with table_round(tmp_path, store_url) as (server, operator, round_id, wallets):
+        writer = writer_of(server)
+        body = {"account_id": wallets[0], "bet": {"bet": "big"}, "stake": 10}
+        os.kill(writer, signal.SIGSTOP)
+        answered: list[httpx.Response] = []
+        waiting = threading.Thread(
+            target=lambda: answered.append(bet(server.base, operator, round_id, body, "b1"))
+        )
+        waiting.start()
+        waiting.join(timeout=1.5)
+        assert not answered, "a bet was answered while the writer process was stopped"
+        os.kill(writer, signal.SIGCONT)
+        waiting.join(timeout=30)
+        (first,) = answered
+        assert first.status_code == 201, first.text
+        again = bet(server.base, operator, round_id, body, "b1")
+        assert again.status_code == 201 and again.json() == first.json()
+        reused = bet(server.base, operator, round_id, {**body, "stake": 11}, "b1")
+        assert reused.status_code == 409 and reused.json()["error"] == "RequestIdReusedError"
+        over = bet(server.base, operator, round_id, {**body, "stake": 10**9}, "b2")
+        assert over.status_code == 400 and over.json()["error"] == "InvalidCommandError"
+        unknown = bet(server.base, operator, round_id, {**body, "bet": {"bet": "huge"}}, "b3")
+        assert unknown.status_code == 400 and "huge" in unknown.json()["detail"]
+        nobody = bet(server.base, operator, round_id,
+                     {**body, "account_id": str(uuid.uuid4())}, "b4")  # fmt: skip
+        assert nobody.status_code == 404 and nobody.json()["error"] == "NotFoundError"
+        batch = call(server.base, "POST", f"/v1/rounds/{round_id}/bets/batch", operator, {
+            "bets": [
+                {"request_id": "c1", **body},
+                {"request_id": "c2", **body, "stake": 10**9},
+                {"request_id": "b1", **body},
+            ]})  # fmt: skip
+        assert batch.status_code == 200, batch.text
+        c1, c2, b1 = batch.json()["bets"]
+        assert c1["bet_id"] and c1["error"] is None
+        assert c2["bet_id"] is None and c2["error"] == "InvalidCommandError"
+        assert c2["status"] == 400 and "limits" in c2["detail"]
+        assert b1["bet_id"] == first.json()["bet_id"]
+        assert alive(writer)
+    assert round_bets(tmp_path, store_url) == Counter({"b1": 1, "c1": 1})
+
+
+def test_two_workers_feed_one_writer_and_are_anchored(tmp_path: Path, store_url: str) -> None:
+    """Two HTTP workers, one round: their bets all go to the one writer (no
+    conflicts to retry), and the anchor process anchors the log for both."""
+    with table_round(tmp_path, store_url, workers=2) as (server, operator, round_id, wallets):
+        writer_of(server)
+        keys = [f"k{n}" for n in range(60)]
+        refused: list[str] = []
+
+        def place(part: list[str]) -> None:
+            for n, key in enumerate(part):
+                body = {"account_id": wallets[n % len(wallets)], "bet": {"bet": "big"}, "stake": 20}
+                placed = bet(server.base, operator, round_id, body, key)
+                if placed.status_code != 201:
+                    refused.append(placed.text)
+
+        threads = [threading.Thread(target=place, args=(keys[n::4],)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not refused, refused[:3]
+        deadline = time.monotonic() + 20
+        while True:
+            events, size = anchored(tmp_path, store_url)
+            if size == events:
+                break
+            assert time.monotonic() < deadline, f"{events} events, anchored to {size}"
+            time.sleep(0.2)
+    assert round_bets(tmp_path, store_url) == Counter({key: 1 for key in keys})
+
+
+def test_kill_9_of_the_writer_mid_burst_loses_and_doubles_nothing(
+    tmp_path: Path, store_url: str
+) -> None:
+    """The workers place the bets the writer took and never answered (the ones
+    it committed are found by request id) and every bet after: every request
+    is answered 201, a retry of each gets its first bet, and the round holds
+    one bet per request id. Verify passes."""
+    with table_round(tmp_path, store_url) as (server, operator, round_id, wallets):
+        writer = writer_of(server)
+        acked: dict[str, str] = {}
+        bodies: dict[str, dict[str, Any]] = {}
+        failures: list[str] = []
+        lock = threading.Lock()
+        stop = threading.Event()
+
+        def client(n: int) -> None:
+            with httpx.Client(base_url=server.base, timeout=60) as http:
+                while not stop.is_set():
+                    key = str(uuid.uuid4())
+                    body = {"account_id": wallets[n], "bet": {"bet": "big"}, "stake": 10}
+                    answer = http.post(
+                        f"/v1/rounds/{round_id}/bets",
+                        json=body,
+                        headers={"Authorization": f"Bearer {operator}", "Idempotency-Key": key},
+                    )
+                    with lock:
+                        bodies[key] = body
+                        if answer.status_code == 201:
+                            acked[key] = answer.json()["bet_id"]
+                        else:
+                            failures.append(answer.text)
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(len(wallets))]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 60
+        while len(acked) < 200 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(writer, signal.SIGKILL)
+        before = len(acked)
+        while len(acked) < before + 200 and time.monotonic() < deadline + 60:
+            time.sleep(0.01)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        assert not failures, failures[:3]
+        assert len(acked) >= before + 200, "no bets were placed after the writer died"
+        for key in list(acked)[:: max(1, len(acked) // 100)] + list(acked)[-20:]:
+            again = bet(server.base, operator, round_id, bodies[key], key)
+            assert again.status_code == 201 and again.json()["bet_id"] == acked[key]
+    assert round_bets(tmp_path, store_url) == Counter({key: 1 for key in acked})
+    checkpointed = ledger(tmp_path, "--store", store_url, "checkpoint")
+    assert checkpointed.returncode == 0, checkpointed.stderr
+    verified = ledger(tmp_path, "--store", store_url, "verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+
+
+def test_the_writer_process_ends_with_a_killed_server(tmp_path: Path) -> None:
+    token(tmp_path, "cashier")
+    server = Server(tmp_path, f"sqlite:///{tmp_path}/ledger.db", 1)
+    writer = writer_of(server)
+    server.process.kill()  # the server alone, not its session
+    server.process.wait()
+    deadline = time.monotonic() + 10
+    while alive(writer):
+        assert time.monotonic() < deadline, "the writer process outlived a killed server"
+        time.sleep(0.1)
+    server.log.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_stray_progress(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LEDGER_PROGRESS_INTERVAL", "off")
