@@ -130,8 +130,8 @@ def test_a_settlement_is_one_atomic_save(node: Node, monkeypatch: pytest.MonkeyP
     inserts: list[int] = []
     real_save, real_insert = node.app.record_events, node.app.recorder.insert_events
 
-    def save(events: Any) -> list[Recording[Any]]:
-        recordings = real_save(events)
+    def save(events: Any, **kwargs: Any) -> list[Recording[Any]]:
+        recordings = real_save(events, **kwargs)
         saves.append(recordings)
         return recordings
 
@@ -200,11 +200,11 @@ def test_a_settlement_conflicting_on_one_wallet_records_none_of_it(
     attempts: list[str] = []
     real_save = node.app.record_events
 
-    def save(events: Any) -> list[Recording[Any]]:
+    def save(events: Any, **kwargs: Any) -> list[Recording[Any]]:
         if not attempts:  # another node pays into carol's wallet under our feet
             Casino(other.app, VARIANTS).deposit(request_id="late", account_id=carol, amount=7)
         try:
-            recordings = real_save(events)
+            recordings = real_save(events, **kwargs)
         except IntegrityError:
             # Only carol's stream conflicted, yet nothing of the settlement is there.
             written = [get_topic(type(e)) for _, e in domain_events(node.app, before)]

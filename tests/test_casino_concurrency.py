@@ -54,10 +54,10 @@ def bettor(
     conflicts = 0
     real_save = node.app.record_events
 
-    def save(events: Any) -> Any:
+    def save(events: Any, **kwargs: Any) -> Any:
         nonlocal conflicts
         try:
-            return real_save(events)
+            return real_save(events, **kwargs)
         except IntegrityError:
             conflicts += 1
             raise

@@ -786,6 +786,7 @@ class Life:
     outcome: dict[str, Any] | None = None  # API 1: the outcome recorded
     status: str = "open"  # open, over or voided
     faults: int = 0
+    requests: set[str] = field(default_factory=set)  # the request ids that placed its bets
 
     @property
     def where_paid(self) -> tuple[str, str, str]:
@@ -994,6 +995,8 @@ class ContentAudit:
         ]
         if name == "BetPlaced":
             check(bet_id not in life.bets and stake > 0, f"{where}: a bet placed twice")
+            check(payload["request_id"] not in life.requests, f"{where}: a request placed twice")
+            life.requests.add(payload["request_id"])
             life.game.check_bet(payload["bet"], life.bets)
             life.bets[bet_id] = (account, payload["bet"], stake)
         else:
@@ -1920,6 +1923,20 @@ def test_the_independent_verifier_catches_a_lying_node(
         payload["operator"]["signature"] = forger.fact(payload["operator"]["key_id"], fact)
         return [i]
 
+    def request_twice(records: list[dict[str, Any]]) -> list[int]:
+        """A bet's request id given to the round's next bet: a retry placed twice."""
+        i = first(records, lambda r: r["type"] == "Round.BetPlaced")
+        j = first(
+            records,
+            lambda r: (
+                r["type"] == "Round.BetPlaced"
+                and r["stream"] == records[i]["stream"]
+                and r is not records[i]
+            ),
+        )
+        records[j]["payload"]["request_id"] = records[i]["payload"]["request_id"]
+        return [j]
+
     control = copied(every["whole"], tmp_path / "control")
     forger.rewrite(control, nothing)
     assert verify_bundle(control).contents.settlements > 30  # the forgery itself holds
@@ -1940,6 +1957,7 @@ def test_the_independent_verifier_catches_a_lying_node(
         (payout("xidach"), r"returned \d+, the rules pay \d+"),
         (seed, "not what the seed (throws|deals)"),
         (revoked_earlier, "dealer-device key dealer-device-2: signed by a revoked key"),
+        (request_twice, "a request placed twice"),
     ]
     for number, (edit, message) in enumerate(cases):
         forged = copied(every["whole"], tmp_path / f"forged-{number}")

@@ -174,10 +174,10 @@ def test_an_answer_comes_only_after_its_batch_is_committed(node: Node, monkeypat
     entered, release = threading.Event(), threading.Event()
     real = node.app.record_events
 
-    def slow_commit(events: Any) -> Any:
+    def slow_commit(events: Any, **kwargs: Any) -> Any:
         entered.set()
         release.wait(60)
-        return real(events)
+        return real(events, **kwargs)
 
     monkeypatch.setattr(node.app, "record_events", slow_commit)
     answer = casino.submit_bet(
@@ -209,16 +209,16 @@ def test_a_batch_conflicting_with_another_node_is_applied_again(
         # batch too: both were applied from the same state, so one must lose.
         both_applied = threading.Barrier(2)
 
-        def counting(real: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def counting(real: Callable[..., Any]) -> Callable[..., Any]:
             first = True
 
-            def record(events: Any) -> Any:
+            def record(events: Any, **kwargs: Any) -> Any:
                 nonlocal conflicts, first
                 if first:
                     first = False
                     both_applied.wait(60)
                 try:
-                    return real(events)
+                    return real(events, **kwargs)
                 except IntegrityError:
                     conflicts += 1
                     raise

@@ -1,7 +1,7 @@
 """`kill -9` of `ledger serve` in the middle of a betting burst, then a restart
 (issue 17), on both stores (SQLite with one worker, PostgreSQL with two): every
 acknowledged bet is in the log exactly once, nothing is half-written (each bet
-with its debit and its request record, or nothing of it), every request sent
+with its debit and its request's index row, or nothing of it), every request sent
 again after the restart gets its first result or is placed once, and verify
 passes."""
 
@@ -135,11 +135,13 @@ def test_a_burst_survives_kill_9_of_the_server(tmp_path: Path, store_url: str) -
         topics: Counter[str] = Counter()
         for notification in notifications(node.app):
             topics[notification.topic.rsplit(":", 1)[-1]] += 1
+        indexed = node.app.tables.indexed_requests(list(sent))
     finally:
         node.close()
     bets = topics["Round.BetPlaced"]
     assert bets >= len(acked)
     assert topics["Account.Debited"] == bets  # a bet never lacks its stake's debit
+    assert len(indexed) == bets  # nor the index row a retry finds it by
     # Every request sent again after a restart: its first result, or placed once now.
     restarted = Server(tmp_path, store_url, workers)
     try:

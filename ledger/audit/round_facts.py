@@ -70,6 +70,7 @@ class RoundFacts:
     pins: dict[str, Any] = field(default_factory=dict)  # what Round.Opened pinned its game by
     status: str = BETTING
     bets: dict[str, BetView] = field(default_factory=dict)  # standing: placed, not withdrawn
+    requests: set[str] = field(default_factory=set)  # the request ids that placed its bets
     log: list[LogEntry] = field(default_factory=list)  # every entry the game replays
     outcome: Any = None  # the last outcome recorded (settlement API 1)
     faults: int = 0  # faulty throws and fault actions
@@ -102,6 +103,7 @@ class RoundFacts:
             "seed": self.seed,
             "status": self.status,
             "bets": self.bets,
+            "requests": sorted(self.requests),
             "log": self.log,
             "outcome": self.outcome,
             "faults": self.faults,
@@ -122,10 +124,11 @@ class RoundFacts:
     @classmethod
     def from_json(cls, data: dict[str, Any], game: LoadedGame | None) -> RoundFacts:
         facts = cls(
-            **{k: v for k, v in data.items() if k not in ("settled", "at")},
+            **{k: v for k, v in data.items() if k not in ("settled", "at", "requests")},
             game=game,
         )
         facts.settled = set(data["settled"])
+        facts.requests = set(data.get("requests", ()))  # (a state saved before they were kept)
         facts.at = {bet: (n, result) for bet, (n, result) in data["at"].items()}
         return facts
 
@@ -191,6 +194,7 @@ class RoundFold:
 
     def apply(self, facts: RoundFacts, topic: str, state: dict[str, Any]) -> None:
         if topic == BET:
+            facts.requests.add(state["request_id"])
             facts.bets[state["bet_id"]] = {
                 "account_id": state["account_id"],
                 "bet": state["bet"],

@@ -3,6 +3,8 @@ the order of its steps, who may void it, and its variant's fault policy
 (docs/rules.md §1.2, §1.4), read from the rules data of the variant version the
 round opened with, never from the variant's name.
 
+- A request places one bet: a request id on two bets of a round is a retry
+  placed twice (the request index lost the row that answers retries).
 - Bets are placed and withdrawn only while betting is open; an outcome or a
   faulty throw only once betting is closed; a settlement only on an outcome;
   a correction only of a settled round.
@@ -62,6 +64,13 @@ class RoundRulesAudit:
             )
 
         policy = _policy(facts.reopens_betting)
+        if topic == BET and state["request_id"] in facts.requests:
+            # A retry is answered with its first bet, never placed again: a
+            # second bet of one request is a request index that lost its row.
+            raise fail(
+                f"request {state['request_id']!r} placed a second bet ({state['bet_id']}): "
+                "a request is placed once"
+            )
         if topic in (BET, WITHDRAWN):
             if facts.after_fault and not facts.reopens_betting:
                 raise fail(

@@ -241,7 +241,7 @@ class Casino:
             "stake": stake,
         }
         body = tables.place_bet(self.context, request_id, round_id, account_id, bet, stake)
-        return self.runner.submit("place_bet", request_id, args, body)
+        return self.runner.submit("place_bet", request_id, args, body, recorded_in_event=True)
 
     def _submit_bets_here(self, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
         answers: list[Future[str]] = []

@@ -55,9 +55,10 @@ from ledger.errors import (
     ConflictError,
     InvalidCommandError,
     RequestIdReusedError,
+    VerificationError,
 )
 from ledger.store.application import LedgerApplication
-from ledger.store.recorders import Cursor
+from ledger.store.recorders import Cursor, RequestIndexRow
 from ledger.store.stream_ids import Kind, parse_id, require_aggregate
 
 A = TypeVar("A", bound=Aggregate)
@@ -101,11 +102,15 @@ def _env(
 
 
 class Work:
-    """What one command reads and changes: live aggregates, no copies."""
+    """What one command reads and changes: live aggregates, no copies; and the
+    request it runs for (a command whose own event records its request reads
+    `request_id` and `fingerprint` here)."""
 
-    def __init__(self, live: WorkingSet) -> None:
+    def __init__(self, live: WorkingSet, request_id: str = "", fingerprint: str = "") -> None:
         self._live = live
         self._handed: list[Aggregate] = []
+        self.request_id = request_id
+        self.fingerprint = fingerprint
 
     def get(self, cls: type[A], aggregate_id: UUID | str, kind: Kind) -> A:
         """The live aggregate `aggregate_id` names when it is a `kind` (else the
@@ -145,6 +150,9 @@ class _Command:
     body: Body
     answer: Future[Result] = field(default_factory=Future)
     dry: bool = False  # asked what it would do: run, answered, nothing kept
+    # Its own event records its request (request id and fingerprint, signed):
+    # the store gets an index row to that event, not a `Request` record.
+    recorded_in_event: bool = False
     done: bool = False
     followers: list[_Command] = field(default_factory=list)  # the same request, sent again
 
@@ -199,16 +207,28 @@ class CommandRunner:
         return self.submit(command, request_id, args, body, dry=dry).result()
 
     def submit(
-        self, command: str, request_id: str, args: dict[str, Any], body: Body, *, dry: bool = False
+        self,
+        command: str,
+        request_id: str,
+        args: dict[str, Any],
+        body: Body,
+        *,
+        dry: bool = False,
+        recorded_in_event: bool = False,
     ) -> Future[Result]:
-        """`run`, answered through a future (wrap it with `asyncio.wrap_future`)."""
+        """`run`, answered through a future (wrap it with `asyncio.wrap_future`).
+        `recorded_in_event`: `body` records the request in one of its events
+        (the `request_id` and `fingerprint` of its `Work`; its result is that
+        event's `bet_id`), and a retry is answered from that event."""
         if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID:
             raise InvalidCommandError(f"a request id is 1..{MAX_REQUEST_ID} characters")
         try:
             fingerprint = hashlib.sha256(canonical({"command": command, "args": args})).hexdigest()
         except CanonicalizationError as exc:  # e.g. an int past 2**53, NaN, bytes
             raise InvalidCommandError(f"{command}: arguments are not plain JSON: {exc}") from None
-        mine = _Command(command, request_id, fingerprint, body, dry=dry)
+        mine = _Command(
+            command, request_id, fingerprint, body, dry=dry, recorded_in_event=recorded_in_event
+        )
         with self._lock:
             self._queue.append(mine)
             if self._writer is None or not self._writer.is_alive():
@@ -289,7 +309,7 @@ class CommandRunner:
             return True
         except BaseException as exc:  # the store failed: nothing of it was committed
             self.live.clear()
-            for command in todo:
+            for command in todo or batch:  # (the lookup itself may have failed)
                 if not command.done:
                     command.fail(exc)
             if not isinstance(exc, Exception):
@@ -351,20 +371,52 @@ class CommandRunner:
                 continue
             first[command.request_id] = command
             todo.append(command)
+        if not todo:
+            return todo
+        indexed = self.app.tables.indexed_requests([c.request_id for c in todo], cursor)
         stored = self.app.tables.existing_streams(
-            [request_uuid(c.request_id) for c in todo], cursor
+            [request_uuid(c.request_id) for c in todo if c.request_id not in indexed], cursor
         )
-        if not stored:
+        if not stored and not indexed:
             return todo
         still: list[_Command] = []
         for command in todo:
-            if request_uuid(command.request_id) not in stored:
+            if command.request_id in indexed:
+                try:
+                    name, fingerprint, result = self._recorded_in_event(
+                        command.request_id, *indexed[command.request_id], cursor
+                    )
+                except VerificationError as exc:  # that request alone cannot be answered
+                    command.fail(exc)
+                    continue
+                self._answer_known(command, name, fingerprint, result)
+            elif request_uuid(command.request_id) in stored:
+                found: Aggregate = self.app.repository.get(request_uuid(command.request_id))
+                assert isinstance(found, Request)
+                self._answer_known(command, found.command, found.fingerprint, found.result)
+            else:
                 still.append(command)
-                continue
-            found: Aggregate = self.app.repository.get(request_uuid(command.request_id))
-            assert isinstance(found, Request)
-            self._answer_known(command, found.command, found.fingerprint, found.result)
         return still
+
+    def _recorded_in_event(
+        self, request_id: str, stream: UUID, version: int, cursor: Cursor
+    ) -> tuple[str, str, Result]:
+        """(command, fingerprint, result) of a request its own event records, read
+        from that event (its envelope and signature checked as every read is):
+        the index row only says where to look, and one that names an event not
+        recording this request is refused (someone edited the index)."""
+        row = self.app.tables.row_by_stream(str(stream), version, cursor)
+        event: Any = None if row is None else self.app.decode_row(row)
+        if (
+            event is None
+            or getattr(event, "request_id", None) != request_id
+            or not getattr(event, "fingerprint", None)
+        ):
+            raise VerificationError(
+                f"the request index names stream {stream} version {version} for request "
+                f"{request_id!r}, and no event there records it (the index was edited)"
+            )
+        return RECORDED_IN[type(event).__qualname__], event.fingerprint, event.bet_id
 
     def _answer_known(self, command: _Command, name: str, fingerprint: str, result: Result) -> None:
         if fingerprint != command.fingerprint:
@@ -380,26 +432,18 @@ class CommandRunner:
 
     def _apply(self, todo: list[_Command]) -> None:
         """Apply each command to the live aggregates, then commit them together."""
-        ready: list[tuple[_Command, Result, list[Any]]] = []
+        ready: list[_Ready] = []
         for command in todo:
             if command.dry:  # it answers from committed state: what came before it is saved
                 self._commit(ready)
-            work = Work(self.live)
+            work = Work(self.live, command.request_id, command.fingerprint)
             try:
                 result, changed = command.body(work)
-                record = None
-                if not command.dry:
-                    record = Request(
-                        request_id=command.request_id,
-                        command=command.command,
-                        fingerprint=command.fingerprint,
-                        result=result,
-                    )
             except Exception as exc:
                 self._forget(work, ready)
                 command.fail(exc)
                 continue
-            if record is None:  # a dry run: answered, its changes forgotten
+            if command.dry:  # answered, its changes forgotten
                 self._forget(work, ready)
                 command.succeed(result)
                 continue
@@ -407,11 +451,19 @@ class CommandRunner:
             for aggregate in changed:
                 events += aggregate.collect_events()
                 self.live.keep(aggregate)
-            events += record.collect_events()
-            ready.append((command, result, events))
+            index = _recording_event(command, events) if command.recorded_in_event else None
+            if index is None:
+                record = Request(
+                    request_id=command.request_id,
+                    command=command.command,
+                    fingerprint=command.fingerprint,
+                    result=result,
+                )
+                events += record.collect_events()
+            ready.append(_Ready(command, result, events, index))
         self._commit(ready)
 
-    def _forget(self, work: Work, ready: list[tuple[_Command, Result, list[Any]]]) -> None:
+    def _forget(self, work: Work, ready: list[_Ready]) -> None:
         """Undo what one command changed: commit the commands before it (they may
         have changed the same aggregates), then drop its aggregates."""
         dirty = work.dirty()
@@ -421,20 +473,47 @@ class CommandRunner:
                 aggregate.collect_events()
                 self.live.drop(aggregate.id)
 
-    def _commit(self, ready: list[tuple[_Command, Result, list[Any]]]) -> None:
+    def _commit(self, ready: list[_Ready]) -> None:
         if not ready:
             return
-        events = [event for _, _, of_command in ready for event in of_command]
-        recordings = self.app.record_events(events)
+        events = [event for one in ready for event in one.events]
+        index = [one.index for one in ready if one.index is not None]
+        recordings = self.app.record_events(events, requests=index)
         self.live.committed([r.notification.id for r in recordings])
         self.batches += 1
         self.commands += len(ready)
-        for command, result, _ in ready:
-            self._remember(command, result)
-            command.succeed(result)
+        for one in ready:
+            self._remember(one.command, one.result)
+            one.command.succeed(one.result)
         ready.clear()
 
     def _remember(self, command: _Command, result: Result) -> None:
         self._recent[command.request_id] = (command.command, command.fingerprint, result)
         if len(self._recent) > RECENT_REQUESTS:
             self._recent.popitem(last=False)
+
+
+# The commands whose own event records their request, by that event's type.
+RECORDED_IN = {"Round.BetPlaced": "place_bet"}
+
+
+@dataclass
+class _Ready:
+    """A command applied, waiting for its commit: its events, and the index row
+    to the event that records its request (None: a `Request` record among them)."""
+
+    command: _Command
+    result: Result
+    events: list[Any]
+    index: RequestIndexRow | None
+
+
+def _recording_event(command: _Command, events: list[Any]) -> RequestIndexRow | None:
+    """The index row to the event of `events` that records `command`'s request."""
+    for event in events:
+        if (
+            getattr(event, "fingerprint", None) == command.fingerprint
+            and getattr(event, "request_id", None) == command.request_id
+        ):
+            return (command.request_id, event.originator_id, event.originator_version)
+    return None

@@ -94,7 +94,9 @@ def place_bet(
         # Every check before anything changes: a refused bet leaves both as they were.
         amount = game_round.check_bet(bet_id, str(account.id), stake)
         account.check_debit(amount)
-        game_round.place_bet(bet_id, str(account.id), canonical_bet, amount, request_id)
+        game_round.place_bet(
+            bet_id, str(account.id), canonical_bet, amount, request_id, work.fingerprint
+        )
         account.debit(amount, game_round.id, f"stake {bet_id}")
         return bet_id, [game_round, account]
 

@@ -147,13 +147,23 @@ class Round(PlainCopy, Aggregate):
             state["code_hash"] = ""
 
     class BetPlaced(Aggregate.Event):
-        class_version: ClassVar[int] = 1
+        """A bet, and the request that placed it: `request_id` and `fingerprint`
+        (the hex SHA-256 of the request's canonical arguments) are its request's
+        record, so a retry is answered from this signed event (version 2; a
+        version 1 bet's request has a `Request.Completed` of its own)."""
+
+        class_version: ClassVar[int] = 2
         bet_id: str
         account_id: str
         bet: dict[str, Any]
         stake: int
         request_id: str
+        fingerprint: str | None
         postings: list[Posting]
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["fingerprint"] = None  # its request was recorded on its own
 
     class BetWithdrawn(Aggregate.Event):
         class_version: ClassVar[int] = 1
@@ -341,14 +351,20 @@ class Round(PlainCopy, Aggregate):
         return amount
 
     def place_bet(
-        self, bet_id: str, account_id: str, bet: dict[str, Any], stake: Any, request_id: str
+        self,
+        bet_id: str,
+        account_id: str,
+        bet: dict[str, Any],
+        stake: Any,
+        request_id: str,
+        fingerprint: str,
     ) -> int:
         amount = self.check_bet(bet_id, account_id, stake)
         postings = [
             posting(wallet(account_id), -amount, self.currency),
             posting(in_play(self.id), amount, self.currency),
         ]
-        self._bet_placed(bet_id, account_id, bet, amount, request_id, postings)
+        self._bet_placed(bet_id, account_id, bet, amount, request_id, fingerprint, postings)
         return amount
 
     @event(BetPlaced)
@@ -359,6 +375,7 @@ class Round(PlainCopy, Aggregate):
         bet: dict[str, Any],
         stake: int,
         request_id: str,
+        fingerprint: str | None,
         postings: list[Posting],
     ) -> None:
         self.bets[bet_id] = {"account_id": account_id, "bet": bet, "stake": stake}

@@ -71,8 +71,8 @@ class PendingTables(MerkleLogTables):
         found = self._mine_by_id.get(notification_id)
         return found if found is not None else super().row_by_id(notification_id, cursor)
 
-    def row_by_stream(self, stream: str, version: int) -> Row | None:
-        found = super().row_by_stream(stream, version)
+    def row_by_stream(self, stream: str, version: int, cursor: Cursor | None = None) -> Row | None:
+        found = super().row_by_stream(stream, version, cursor)
         return found if found is not None else self._mine_by_stream.get((stream, version))
 
     def last_row(self) -> Row | None:

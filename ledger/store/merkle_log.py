@@ -242,9 +242,29 @@ class MerkleLogTables:
         row = self._one(self._row_by_id, (notification_id,), cursor)
         return tuple(row) if row else None
 
-    def row_by_stream(self, stream: str, version: int) -> Row | None:
-        row = self._one(self._row_by_stream, (self._key(stream), version), None)
+    def row_by_stream(self, stream: str, version: int, cursor: Cursor | None = None) -> Row | None:
+        row = self._one(self._row_by_stream, (self._key(stream), version), cursor)
         return tuple(row) if row else None
+
+    def indexed_requests(
+        self, request_ids: list[str], cursor: Cursor | None = None
+    ) -> dict[str, tuple[UUID, int]]:
+        """Which of `request_ids` an event records, and where (stream, version):
+        the request index, one query however many (where to look, not what)."""
+        found: dict[str, tuple[UUID, int]] = {}
+        with self._reading(cursor) as c:
+            for start in range(0, len(request_ids), _KEYS_PER_QUERY):
+                part = request_ids[start : start + _KEYS_PER_QUERY]
+                marks = ", ".join(["%s"] * len(part))
+                c.execute(
+                    self.recorder.sql(
+                        "SELECT request_id, originator_id, originator_version FROM {requests} "
+                        f"WHERE request_id IN ({marks})"
+                    ),
+                    tuple(part),
+                )
+                found.update((r[0], (UUID(stream_of(r[1])), r[2])) for r in c.fetchall())
+        return found
 
     def last_row(self) -> Row | None:
         """The event with the highest notification id, if any."""

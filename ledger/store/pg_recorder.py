@@ -23,7 +23,16 @@ from eventsourcing.utils import retry
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composable, Identifier, Literal
 
-from ledger.store.recorders import CHECKPOINTS, COSIGNATURES, LEAVES, LEDGER_TABLES, NODES, Cursor
+from ledger.store.recorders import (
+    CHECKPOINTS,
+    COSIGNATURES,
+    LEAVES,
+    LEDGER_TABLES,
+    NODES,
+    REQUESTS,
+    Cursor,
+    RequestIndexRow,
+)
 
 _PG_REFUSE = """
 CREATE OR REPLACE FUNCTION {schema}.ledger_refuse_change() RETURNS trigger
@@ -70,8 +79,16 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
                 "CREATE TABLE IF NOT EXISTS {schema}.{t} (tree_size bigint NOT NULL, "
                 "witness text NOT NULL, note text NOT NULL, PRIMARY KEY (tree_size, witness))"
             ).format(schema=schema, t=Identifier(COSIGNATURES)),
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {schema}.{t} (request_id text PRIMARY KEY, "
+                "originator_id uuid NOT NULL, originator_version bigint NOT NULL)"
+            ).format(schema=schema, t=Identifier(REQUESTS)),
             SQL(_PG_REFUSE).format(schema=schema),
         ]
+        self.insert_requests_statement = SQL(
+            "INSERT INTO {schema}.{t} (request_id, originator_id, originator_version) "
+            "VALUES (%s, %s, %s)"
+        ).format(schema=schema, t=Identifier(REQUESTS))
         for table in (events_table_name, *LEDGER_TABLES):
             self.sql_create_statements += [
                 SQL(
@@ -88,14 +105,19 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(
-        self, stored_events: Sequence[StoredEvent], **kwargs: Any
+        self,
+        stored_events: Sequence[StoredEvent],
+        *,
+        requests: Sequence[RequestIndexRow] = (),
+        **kwargs: Any,
     ) -> Sequence[int] | None:
         """What eventsourcing's insert does, and as it does it: in one pipelined
         transaction, lock the table (so notification ids commit in their order),
         NOTIFY the channel its subscribers listen on, insert the rows and return
         their ids. The rows go as plain parameters of one `executemany`: the
         library's own insert builds a composite value of each row in Python for
-        an `unnest` and costs about twice as much a batch."""
+        an `unnest` and costs about twice as much a batch. The requests' index
+        rows go in the same transaction (a request id indexed twice conflicts)."""
         if not stored_events:
             return None
         rows = [(e.originator_id, e.originator_version, e.topic, e.state) for e in stored_events]
@@ -116,6 +138,9 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
                                 ids += [row["notification_id"] for row in curs.fetchall()]
                             if not curs.nextset():
                                 break
+                        if requests:  # after the ids are read: these return no rows
+                            curs.executemany(self.insert_requests_statement, list(requests))
+                            pipeline.sync()  # a request id indexed twice raises here
                     except (
                         Exception
                     ) as exc:  # raised once the pipeline is closed, as the library does
@@ -168,5 +193,6 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
             nodes=SQL("{}.{}").format(schema, Identifier(NODES)),
             checkpoints=SQL("{}.{}").format(schema, Identifier(CHECKPOINTS)),
             cosignatures=SQL("{}.{}").format(schema, Identifier(COSIGNATURES)),
+            requests=SQL("{}.{}").format(schema, Identifier(REQUESTS)),
             id=SQL("notification_id"),
         )

@@ -12,19 +12,26 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Protocol
+from uuid import UUID
 
+from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
 LEAVES = "ledger_merkle_leaves"
 NODES = "ledger_merkle_nodes"
 CHECKPOINTS = "ledger_checkpoints"
 COSIGNATURES = "ledger_cosignatures"  # witnesses' cosigned checkpoints (ledger.store.witnessing)
-LEDGER_TABLES = (LEAVES, NODES, CHECKPOINTS, COSIGNATURES)
+# Each request id whose own event records it (a bet), to that event: where a
+# retry finds its first result. An index, not a record: the signed event is
+# the record, and a row that names the wrong event is refused when read.
+REQUESTS = "ledger_request_index"
+LEDGER_TABLES = (LEAVES, NODES, CHECKPOINTS, COSIGNATURES, REQUESTS)
 
 # A raw event row: (notification id, stream id, version, topic, stored bytes).
 Row = tuple[int, str, int, str, bytes]
 LeafRow = tuple[int, int, bytes]  # (leaf index, notification id, leaf hash)
 NodeRow = tuple[int, int, bytes]  # (level >= 1, index at that level, hash)
+RequestIndexRow = tuple[str, UUID, int]  # (request id, stream, version of the event recording it)
 
 
 class Cursor(Protocol):
@@ -55,6 +62,8 @@ def _sqlite_schema(events: str) -> list[str]:
         "root BLOB NOT NULL, note TEXT NOT NULL)",
         f"CREATE TABLE IF NOT EXISTS {COSIGNATURES} (tree_size INTEGER NOT NULL, "
         "witness TEXT NOT NULL, note TEXT NOT NULL, PRIMARY KEY (tree_size, witness))",
+        f"CREATE TABLE IF NOT EXISTS {REQUESTS} (request_id TEXT PRIMARY KEY, "
+        "originator_id TEXT NOT NULL, originator_version INTEGER NOT NULL) WITHOUT ROWID",
     ]
     for table in (events, *LEDGER_TABLES):
         for operation in ("UPDATE", "DELETE"):
@@ -77,6 +86,25 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
 
     def construct_create_table_statements(self) -> list[str]:
         return super().construct_create_table_statements() + _sqlite_schema(self.events_table_name)
+
+    def _insert_events(
+        self,
+        c: Any,
+        stored_events: Sequence[StoredEvent],
+        *,
+        requests: Sequence[RequestIndexRow] = (),
+        **kwargs: Any,
+    ) -> Sequence[int] | None:
+        """The events, and in the same transaction their requests' index rows (a
+        request id indexed twice conflicts: `IntegrityError`, as a stream does)."""
+        ids = super()._insert_events(c, stored_events, **kwargs)
+        if requests:
+            c.executemany(
+                f"INSERT INTO {REQUESTS} (request_id, originator_id, originator_version) "
+                "VALUES (?, ?, ?)",
+                [(request, stream.hex, version) for request, stream, version in requests],
+            )
+        return ids
 
     @contextmanager
     def read(self) -> Iterator[Cursor]:
@@ -102,6 +130,7 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             nodes=NODES,
             checkpoints=CHECKPOINTS,
             cosignatures=COSIGNATURES,
+            requests=REQUESTS,
             id="rowid",
         ).replace("%s", "?")
 
