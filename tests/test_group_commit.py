@@ -106,8 +106,9 @@ def test_a_refused_command_spoils_nothing_in_its_batch(node: Node) -> None:
     assert "more than the available balance" in str(refused[5])
     assert "no account" in str(refused[9])
     assert "outside the table's limits" in str(refused[13])
-    # Three events for each accepted bet (bet, debit, request), nothing for the rest.
-    assert event_count(node.app) - before == 3 * (PLAYERS - 3)
+    # Two events for each accepted bet (the bet with its request, the debit), nothing
+    # for the rest.
+    assert event_count(node.app) - before == 2 * (PLAYERS - 3)
 
 
 def test_a_command_failing_half_way_leaves_nothing_and_the_batch_commits(node: Node) -> None:

@@ -87,24 +87,38 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
     def construct_create_table_statements(self) -> list[str]:
         return super().construct_create_table_statements() + _sqlite_schema(self.events_table_name)
 
-    def _insert_events(
+    def insert_events(
         self,
-        c: Any,
         stored_events: Sequence[StoredEvent],
         *,
         requests: Sequence[RequestIndexRow] = (),
         **kwargs: Any,
     ) -> Sequence[int] | None:
-        """The events, and in the same transaction their requests' index rows (a
+        """eventsourcing's insert (one transaction, each row's id as it is
+        inserted), with the requests' index rows in the same transaction (a
         request id indexed twice conflicts: `IntegrityError`, as a stream does)."""
-        ids = super()._insert_events(c, stored_events, **kwargs)
-        if requests:
+        if not requests:
+            return super().insert_events(stored_events, **kwargs)
+        with self.datastore.transaction(commit=True) as c:
+            ids = []
+            for event in stored_events:
+                stream = event.originator_id
+                c.execute(
+                    self.insert_events_statement,
+                    (
+                        stream.hex if isinstance(stream, UUID) else stream,
+                        event.originator_version,
+                        event.topic,
+                        event.state,
+                    ),
+                )
+                ids.append(c.lastrowid)
             c.executemany(
                 f"INSERT INTO {REQUESTS} (request_id, originator_id, originator_version) "
                 "VALUES (?, ?, ?)",
                 [(request, stream.hex, version) for request, stream, version in requests],
             )
-        return ids
+            return ids
 
     @contextmanager
     def read(self) -> Iterator[Cursor]:
