@@ -240,6 +240,33 @@ def test_the_writer_process_ends_with_a_killed_server(tmp_path: Path) -> None:
     server.log.close()
 
 
+def test_a_volley_of_stop_signals_neither_hangs_nor_drops_the_writer_process(
+    tmp_path: Path,
+) -> None:
+    """The parent's death, Ctrl-C and the server's own SIGTERM can arrive at
+    once. (A writer once hung in a benchmark: its handler, interrupted by the
+    next signal, took a `threading.Event`'s lock twice; the handlers now take
+    no lock. A volley does not reliably provoke that race: this holds what it
+    can.) Asked to stop, the writer serves its connected worker until it
+    hangs up (Ctrl-C reaches every process of the server), then ends with
+    the server."""
+    store = f"sqlite:///{tmp_path}/ledger.db"
+    with table_round(tmp_path, store) as (server, operator, round_id, wallets):
+        writer = writer_of(server)
+        for n in range(200):
+            os.kill(writer, signal.SIGINT if n % 2 else signal.SIGTERM)
+        body = {"account_id": wallets[0], "bet": {"bet": "big"}, "stake": 10}
+        placed = bet(server.base, operator, round_id, body, "after-the-volley")
+        assert placed.status_code == 201, placed.text
+        assert alive(writer)
+        server.stop()
+        deadline = time.monotonic() + 15
+        while alive(writer):
+            assert time.monotonic() < deadline, "the writer process outlived its server"
+            time.sleep(0.1)
+    assert round_bets(tmp_path, store) == Counter({"after-the-volley": 1})
+
+
 @pytest.fixture(autouse=True)
 def _no_stray_progress(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEDGER_PROGRESS_INTERVAL", "off")

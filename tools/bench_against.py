@@ -68,9 +68,16 @@ def ratios_of(data: dict[str, Any]) -> dict[str, float]:
     """'store: metric' -> that run's median ratio, each the higher the better.
     bench_burst's results name theirs per store (bets/s against the single-row
     commit rate), bench_mirror's its lag and its baseline's (the source's own
-    unanchored tail: baseline over lag)."""
+    unanchored tail: baseline over lag); a script's measures in "x" are
+    ratios against a limit of the same run."""
     if "comparisons" in data:
-        return {f"{c['store']}: {c['metric']}": c["ratio_median"] for c in data["comparisons"]}
+        found = {f"{c['store']}: {c['metric']}": c["ratio_median"] for c in data["comparisons"]}
+        # A measure in "x" is a ratio against a limit measured in the same run
+        # (bench_studio's bets/s over one core's signing rate): higher is better.
+        for m in data.get("measures", []):
+            if m["unit"] == "x" and m["median"] is not None:
+                found[f"{m['store']}: {m['metric']}"] = m["median"]
+        return found
     ratios = {}
     for store, found in data["stores"].items():
         median = found["median"]

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from typing import Any
 
 
@@ -57,9 +56,25 @@ def end_with(parent: int) -> None:
         raise SystemExit(0)
 
 
-def stop_signals() -> threading.Event:
-    """Set on SIGTERM or SIGINT (from now on, in this process)."""
-    stopped = threading.Event()
+class StopFlag:
+    """Set by a stop signal. A plain attribute, not a `threading.Event`: a
+    handler that takes a lock deadlocks when a second signal (the parent's
+    death, Ctrl-C and the server's SIGTERM often come together) interrupts
+    the first handler while it holds that lock."""
+
+    def __init__(self) -> None:
+        self._set = False
+
+    def set(self) -> None:
+        self._set = True
+
+    def is_set(self) -> bool:
+        return self._set
+
+
+def stop_signals() -> StopFlag:
+    """Set on SIGTERM or SIGINT (from now on, in this process); poll it."""
+    stopped = StopFlag()
 
     def ask_to_stop(*_: Any) -> None:
         stopped.set()
