@@ -5,13 +5,15 @@ Every write needs an `Idempotency-Key` header, which becomes the Python API's
 request id: a retry gets the first result (and the same status) back and
 records nothing; the same key with another command or other arguments is
 refused (409), because the Python API keeps a SHA-256 of each request's
-canonical command and arguments with its result.
+canonical command and arguments with its result (a bet, in its own event).
 
 The handlers are plain functions, which the server runs on its worker threads:
 concurrent requests reach the Python API together, whose command runner
 applies them in order and saves them in shared commits (group commit); each
-response is sent once its command's commit is durable. Only the event
-stream's generator runs on the event loop.
+response is sent once its command's commit is durable. Bets are awaited on
+the event loop instead, and under `ledger serve` placed by the node's writer
+process, which every worker hands them to. The event stream's generator runs
+on the event loop too.
 """
 
 # The docstring above is the API's description in the OpenAPI document.
