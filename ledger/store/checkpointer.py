@@ -203,7 +203,7 @@ class Checkpointer:
         # new rows) is done on a read snapshot, without the store's write lock:
         # on SQLite that lock is the writers' too, and holding it while hashing
         # stalled every commit behind the checkpointer.
-        with self.tables.recorder.read() as cursor:
+        with self.tables.recorder.snapshot() as cursor:  # one state, every statement
             plan = self._plan(cursor)
         if plan is None:
             return None, 0

@@ -167,6 +167,15 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
             yield conn.cursor(row_factory=tuple_row, binary=True)
 
     @contextmanager
+    def snapshot(self) -> Iterator[Cursor]:
+        """A read transaction whose statements all see one state of the store:
+        REPEATABLE READ (a plain transaction is READ COMMITTED, each statement
+        seeing what committed just before it)."""
+        with self.datastore.get_connection() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            yield conn.cursor(row_factory=tuple_row, binary=True)
+
+    @contextmanager
     def write(self) -> Iterator[Cursor]:
         with self.datastore.get_connection() as conn, conn.transaction():
             yield conn.cursor(row_factory=tuple_row)

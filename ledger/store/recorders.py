@@ -127,6 +127,13 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             yield cursor
 
     @contextmanager
+    def snapshot(self) -> Iterator[Cursor]:
+        """A read transaction whose statements all see one state of the store
+        (SQLite's read transactions do: WAL mode keeps the snapshot)."""
+        with self.read() as cursor:
+            yield cursor
+
+    @contextmanager
     def write(self) -> Iterator[Cursor]:
         with self.datastore.transaction(commit=True) as cursor:
             yield cursor
