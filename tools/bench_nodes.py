@@ -50,6 +50,26 @@ def cpu_seconds(pid: int, children: bool = False) -> float:
     return used / TICKS
 
 
+def with_descendants(pids: list[int]) -> list[int]:
+    """`pids` and every live process below them (a node's writer process)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            parents[int(entry.name)] = int(stat[1])
+    found, todo = set(pids), list(pids)
+    while todo:
+        parent = todo.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                found.add(child)
+                todo.append(child)
+    return sorted(found)
+
+
 def postgres_cpu() -> float:
     """Every process of the PostgreSQL server user, the postmaster's reaped
     backends included."""
@@ -109,7 +129,8 @@ def one_run(nodes: int, args: Any) -> dict[str, float]:
                 WRK_BATCH.replace("STAKE", str(STAKE)).replace("BATCH", str(args.batch))
             )
             path = f"/v1/rounds/{setup.round}/bets/batch"
-            pids = [s.process.pid for s in servers] + [follower.pid]
+            # Each node with its writer process (`ledger serve` places bets there).
+            pids = [*with_descendants([s.process.pid for s in servers]), follower.pid]
             before = sum(cpu_seconds(p) for p in pids) + postgres_cpu()
             started = time.monotonic()
             loads = [
