@@ -69,26 +69,31 @@ class Server:
         self.log.close()
 
 
+def funded_round(base: str, cashier: str, operator: str, wallets: int) -> tuple[str, list[str]]:
+    """An open RNG Tài Xỉu round and `wallets` funded wallets, over HTTP."""
+    funded = []
+    for n in range(wallets):
+        made = call(base, "POST", "/v1/accounts", cashier,
+                    {"owner": f"p{n}", "currency": "EUR"}, f"a{n}")  # fmt: skip
+        wallet = made.json()["account_id"]
+        call(base, "POST", f"/v1/accounts/{wallet}/deposits", cashier,
+             {"amount": 10**8}, f"d{n}")  # fmt: skip
+        funded.append(wallet)
+    table = call(base, "POST", "/v1/tables", operator,
+                 {"name": "Live", "variant": "taixiu", "kind": "rng", "currency": "EUR",
+                  "limits": LIMITS}, "t").json()["table_id"]  # fmt: skip
+    call(base, "POST", f"/v1/tables/{table}/seeds", operator, None, "s")
+    round_id = call(base, "POST", "/v1/rounds", operator,
+                    {"table_id": table, "dealer": "D"}, "r").json()["round_id"]  # fmt: skip
+    return round_id, funded
+
+
 def test_a_burst_survives_kill_9_of_the_server(tmp_path: Path, store_url: str) -> None:
     workers = 1 if store_url.startswith("sqlite") else 2
     cashier, operator = token(tmp_path, "cashier"), token(tmp_path, "operator")
     server = Server(tmp_path, store_url, workers)
     try:
-        wallets = []
-        for n in range(WALLETS):
-            made = call(server.base, "POST", "/v1/accounts", cashier,
-                        {"owner": f"p{n}", "currency": "EUR"}, f"a{n}")  # fmt: skip
-            wallet = made.json()["account_id"]
-            call(server.base, "POST", f"/v1/accounts/{wallet}/deposits", cashier,
-                 {"amount": 10**8}, f"d{n}")  # fmt: skip
-            wallets.append(wallet)
-        table = call(server.base, "POST", "/v1/tables", operator,
-                     {"name": "Live", "variant": "taixiu", "kind": "rng", "currency": "EUR",
-                      "limits": LIMITS},
-                     "t").json()["table_id"]  # fmt: skip
-        call(server.base, "POST", f"/v1/tables/{table}/seeds", operator, None, "s")
-        round_id = call(server.base, "POST", "/v1/rounds", operator,
-                        {"table_id": table, "dealer": "D"}, "r").json()["round_id"]  # fmt: skip
+        round_id, wallets = funded_round(server.base, cashier, operator, WALLETS)
     except BaseException:
         server.stop()
         raise

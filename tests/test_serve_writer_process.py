@@ -23,9 +23,9 @@ import pytest
 
 from ledger.node import open_node
 from tests.casino_support import notifications
-from tests.test_http_serve import LIMITS, call, ledger, token
+from tests.test_http_serve import call, ledger, token
 from tests.test_serve_anchor_process import alive, anchored
-from tests.test_serve_kill import Server
+from tests.test_serve_kill import Server, funded_round
 
 WRITER_MODULE = b"ledger.http.writer_process"
 
@@ -53,20 +53,7 @@ def table_round(
     cashier, operator = token(tmp_path, "cashier"), token(tmp_path, "operator")
     server = Server(tmp_path, store_url, workers)
     try:
-        funded = []
-        for n in range(wallets):
-            made = call(server.base, "POST", "/v1/accounts", cashier,
-                        {"owner": f"p{n}", "currency": "EUR"}, f"a{n}")  # fmt: skip
-            wallet = made.json()["account_id"]
-            call(server.base, "POST", f"/v1/accounts/{wallet}/deposits", cashier,
-                 {"amount": 10**8}, f"d{n}")  # fmt: skip
-            funded.append(wallet)
-        table = call(server.base, "POST", "/v1/tables", operator,
-                     {"name": "Live", "variant": "taixiu", "kind": "rng", "currency": "EUR",
-                      "limits": LIMITS}, "t").json()["table_id"]  # fmt: skip
-        call(server.base, "POST", f"/v1/tables/{table}/seeds", operator, None, "s")
-        round_id = call(server.base, "POST", "/v1/rounds", operator,
-                        {"table_id": table, "dealer": "D"}, "r").json()["round_id"]  # fmt: skip
+        round_id, funded = funded_round(server.base, cashier, operator, wallets)
         yield server, operator, round_id, funded
     finally:
         if server.process.poll() is None:
