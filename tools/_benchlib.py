@@ -566,3 +566,38 @@ def peak_kb(stdout: str) -> int | None:
     """The peak RSS (kB) a `LEDGER_WITH_PEAK` run printed, None if it printed none."""
     line = next((x for x in stdout.splitlines() if x.startswith("BENCH-HWM ")), None)
     return None if line is None else int(json.loads(line.split(" ", 1)[1])["hwm_kb"])
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int, children: bool = False) -> float:
+    """User + system CPU of a process (and of its reaped children), 0 if gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    used = int(fields[11]) + int(fields[12])  # utime, stime
+    if children:
+        used += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return used / TICKS
+
+
+def with_descendants(pids: list[int]) -> list[int]:
+    """`pids` and every live process below them (a node's writer process)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            parents[int(entry.name)] = int(stat[1])
+    found, todo = set(pids), list(pids)
+    while todo:
+        parent = todo.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                found.add(child)
+                todo.append(child)
+    return sorted(found)

@@ -29,45 +29,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _benchlib as bench
+from _benchlib import cpu_seconds, with_descendants
 from bench_burst import Setup
 from bench_studio import STAKE, WRK_BATCH, placed_bets, wrk_command, wrk_figures
 from load_http import Server, ledger
 
 NAME = "bench_nodes"
 TARGET = 1.15  # CPU-seconds a bet, 2 nodes / 1 node, at most (held as 1 node / 2 >= 1/1.15)
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int, children: bool = False) -> float:
-    """User + system CPU of a process (and of its reaped children), 0 if gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    used = int(fields[11]) + int(fields[12])  # utime, stime
-    if children:
-        used += int(fields[13]) + int(fields[14])  # cutime, cstime
-    return used / TICKS
-
-
-def with_descendants(pids: list[int]) -> list[int]:
-    """`pids` and every live process below them (a node's writer process)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            parents[int(entry.name)] = int(stat[1])
-    found, todo = set(pids), list(pids)
-    while todo:
-        parent = todo.pop()
-        for child, its_parent in parents.items():
-            if its_parent == parent and child not in found:
-                found.add(child)
-                todo.append(child)
-    return sorted(found)
 
 
 def postgres_cpu() -> float:

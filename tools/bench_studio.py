@@ -19,6 +19,9 @@ bet with an `Idempotency-Key` of its own, for --seconds a run:
 (b) batches: --batch bets a request on POST /v1/rounds/{id}/bets/batch, each
     with its own request id, from the table's device over --batch-connections
     connections: bets/s, as a ratio of the signing rate, and a batch's p99.
+(c) the cores the node kept busy meanwhile (the CPU time of `ledger serve`
+    and every process below it, its writer and anchor processes included,
+    over the run's time): whether a burst uses both cores.
 
 Afterwards every acknowledged bet (wrk's 2xx answers) must be in the round's
 log: the round holds at least as many bets as were acknowledged, and no more
@@ -171,6 +174,22 @@ def wrk(
     return wrk_figures(done.returncode, done.stdout + done.stderr)
 
 
+def node_cpu(server: Server) -> tuple[list[int], float]:
+    """The server's processes (it, its workers, its writer and anchor
+    processes) and the CPU-seconds they have used so far."""
+    pids = bench.with_descendants([server.process.pid])
+    return pids, sum(bench.cpu_seconds(p) for p in pids)
+
+
+def with_cores(server: Server, run: Any) -> tuple[dict[str, Any], float]:
+    """`run()`'s figures and the cores the node's processes kept busy meanwhile."""
+    pids, before = node_cpu(server)
+    started = time.monotonic()
+    figures: dict[str, Any] = run()
+    elapsed = time.monotonic() - started
+    return figures, (sum(bench.cpu_seconds(p) for p in pids) - before) / elapsed
+
+
 def placed_bets(workdir: Path, url: str, round_id: str) -> int:
     """The bets the round's log holds."""
     from ledger.casino import open_ledger
@@ -209,6 +228,10 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
         kind, f"bets/s in batches of {args.batch} / one core's Ed25519 signing rate", "x", None
     )
     batch_p99 = bench.Measure(kind, f"p99 latency of a batch of {args.batch}", "ms", None)
+    cores = {
+        what: bench.Measure(kind, f"cores the node kept busy, {what}", "cores", None)
+        for what in ("single bets, table-device", f"batches of {args.batch}")
+    }
     with bench.temp_dir("ledger-studio-") as workdir, bench.fresh_store(kind, workdir) as url:
         bench.make_keys(workdir)
         tokens = {
@@ -266,15 +289,20 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
                 found: dict[str, dict[str, Any]] = {}
                 for role in order:
                     bench.note(f"{kind}: run {repeat + 1}/{args.repeats}, {role}")
-                    found[role] = wrk(
-                        server.base,
-                        script,
-                        path,
-                        tokens[role],
-                        setup.wallets,
-                        args.seconds,
-                        args.connections,
+                    found[role], busy = with_cores(
+                        server,
+                        lambda role=role: wrk(
+                            server.base,
+                            script,
+                            path,
+                            tokens[role],
+                            setup.wallets,
+                            args.seconds,
+                            args.connections,
+                        ),
                     )
+                    if role == "table-device":
+                        cores["single bets, table-device"].runs.append(busy)
                     acknowledged += found[role]["requests"]
                     in_flight += args.connections
                 rate = signing_rate()
@@ -295,15 +323,19 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
             batches.write_text(batch_script)
             for repeat in range(args.repeats):
                 bench.note(f"{kind}: batches of {args.batch}, run {repeat + 1}/{args.repeats}")
-                figures = wrk(
-                    server.base,
-                    batches,
-                    f"{path}/batch",
-                    tokens["table-device"],
-                    setup.wallets,
-                    args.seconds,
-                    args.batch_connections,
+                figures, busy = with_cores(
+                    server,
+                    lambda: wrk(
+                        server.base,
+                        batches,
+                        f"{path}/batch",
+                        tokens["table-device"],
+                        setup.wallets,
+                        args.seconds,
+                        args.batch_connections,
+                    ),
                 )
+                cores[f"batches of {args.batch}"].runs.append(busy)
                 acknowledged += figures["requests"] * args.batch
                 in_flight += args.batch_connections * args.batch
                 rate = signing_rate()
@@ -334,6 +366,7 @@ def run_store(kind: str, args: Any, comparisons: list[bench.Comparison]) -> list
         batched,
         batched_per_sign,
         batch_p99,
+        *cores.values(),
     ]
 
 
