@@ -256,27 +256,6 @@ sys.exit(code)
 """
 
 
-def _descendants(root: int) -> set[int]:
-    parents: dict[int, int] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    tree, frontier = {root}, [root]
-    while frontier:
-        parent = frontier.pop()
-        for pid, ppid in parents.items():
-            if ppid == parent and pid not in tree:
-                tree.add(pid)
-                frontier.append(pid)
-    return tree
-
-
 def _memory_kb(pid: int) -> tuple[int, int]:
     """(VmRSS, VmHWM) of one process, 0s if it is gone."""
     rss = hwm = 0
@@ -311,7 +290,7 @@ def verify_memory(url: str, keys: bench.Keys, n: int, workers: int) -> dict[str,
     def sample() -> None:
         while not done.wait(0.02):
             total = 0
-            for pid in _descendants(child.pid):
+            for pid in bench.with_descendants([child.pid]):
                 rss, high = _memory_kb(pid)
                 total += rss
                 if pid != child.pid and high:

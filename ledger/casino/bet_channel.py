@@ -94,15 +94,14 @@ class BetChannel:
     def submit(self, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
         """Each bet's future, answered once the writer's commit holding it is durable."""
         answers: list[Future[str]] = [Future() for _ in bets]
+        number = next(self._numbers)  # (answers come back by number, in any order)
         try:
-            line = _message(round_id, bets)
+            line = _message(number, round_id, bets)
         except (TypeError, ValueError):  # not JSON (the Python API's caller): refused here
             return self._local(round_id, bets)
         with self._lock:
             if self._socket is None:
                 return self._local(round_id, bets)
-            number = next(self._numbers)
-            line = b"[%d" % number + line[2:]  # the number, without encoding twice
             self._pending[number] = (round_id, bets, answers)
             try:
                 self._socket.sendall(line)
@@ -149,10 +148,9 @@ class BetChannel:
                 again.add_done_callback(_copy_to(future))
 
 
-def _message(round_id: str, bets: Sequence[BetRequest]) -> bytes:
-    """A message numbered 0 (`submit` puts its number in)."""
+def _message(number: int, round_id: str, bets: Sequence[BetRequest]) -> bytes:
     wire = [[b.request_id, b.account_id, b.bet, b.stake] for b in bets]
-    return json.dumps([0, round_id, wire], allow_nan=False).encode() + b"\n"
+    return json.dumps([number, round_id, wire], allow_nan=False).encode() + b"\n"
 
 
 def _copy_to(target: Future[str]) -> Callable[[Future[str]], None]:
