@@ -314,6 +314,10 @@ class SharedSchema:
         return int(count), int(top or 0)
 
     def positions(self) -> dict[str, int]:
+        """Each projection's position; none before the follower has made its table
+        (the test polls from the moment the follower is started)."""
+        if self.rows("SELECT to_regclass('{schema}.proj_tracking')")[0][0] is None:
+            return {}
         return dict(self.rows("SELECT projection, last_id FROM {schema}.proj_tracking"))
 
 
