@@ -67,12 +67,20 @@ class Writer:
         self.listener.close()
 
 
-def placed_there(request_id: str, round_id: str, account_id: str, bet: Any, stake: int) -> Any:
-    if stake <= 0:
-        raise InvalidCommandError(f"a stake is a positive amount, not {stake}")
-    answer: Future[str] = Future()
-    answer.set_result(f"there:{round_id}:{request_id}:{account_id}:{bet['bet']}:{stake}")
-    return answer
+def placed_there(round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
+    answers: list[Future[str]] = []
+    for b in bets:
+        if b.stake <= 0:
+            answers.append(
+                refused(InvalidCommandError(f"a stake is a positive amount, not {b.stake}"))
+            )
+            continue
+        answer: Future[str] = Future()
+        answer.set_result(
+            f"there:{round_id}:{b.request_id}:{b.account_id}:{b.bet['bet']}:{b.stake}"
+        )
+        answers.append(answer)
+    return answers
 
 
 def placed_here(round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
@@ -91,7 +99,7 @@ def socket_path(tmp_path: Path) -> Iterator[Path]:
 
 def test_bets_and_refusals_come_back_in_order(socket_path: Path) -> None:
     Writer(socket_path, placed_there)
-    channel = BetChannel(str(socket_path), placed_here)
+    channel = BetChannel.to_writer_process(str(socket_path), placed_here)
     bets = [
         BetRequest("r1", "a1", {"bet": "big"}, 5),
         BetRequest("r2", "a2", {"bet": "small"}, 0),
@@ -111,7 +119,7 @@ def test_a_bet_that_is_not_json_is_placed_here(socket_path: Path) -> None:
     """(The Python API's caller may hand any object: the worker's own runner
     refuses it in its words.)"""
     Writer(socket_path, placed_there)
-    channel = BetChannel(str(socket_path), placed_here)
+    channel = BetChannel.to_writer_process(str(socket_path), placed_here)
     (answer,) = channel.submit("R", [BetRequest("r1", "a1", {"bet": object()}, 5)])
     assert answer.result(5) == "here:R:r1"
     (nan,) = channel.submit("R", [BetRequest("r2", "a1", {"bet": float("nan")}, 5)])
@@ -125,13 +133,13 @@ def test_a_broken_line_hands_unanswered_bets_to_the_worker(socket_path: Path) ->
     taken = threading.Event()
     release = threading.Event()
 
-    def slow(**bet: Any) -> Future[str]:
+    def slow(round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
         taken.set()
         release.wait(5)
-        return placed_there(**bet)
+        return placed_there(round_id, bets)
 
     writer = Writer(socket_path, slow)
-    channel = BetChannel(str(socket_path), placed_here)
+    channel = BetChannel.to_writer_process(str(socket_path), placed_here)
     (waiting,) = channel.submit("R", [BetRequest("r1", "a1", {"bet": "big"}, 5)])
     assert taken.wait(5)
     writer.hang_up()
@@ -143,11 +151,11 @@ def test_a_broken_line_hands_unanswered_bets_to_the_worker(socket_path: Path) ->
 
 
 def test_a_refusal_before_the_runner_is_answered_as_one(socket_path: Path) -> None:
-    def refuses(**_: Any) -> Future[str]:
-        return refused(InvalidCommandError("a request id is 1..200 characters"))
+    def refuses(_: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
+        return [refused(InvalidCommandError("a request id is 1..200 characters")) for _ in bets]
 
     Writer(socket_path, refuses)
-    channel = BetChannel(str(socket_path), placed_here)
+    channel = BetChannel.to_writer_process(str(socket_path), placed_here)
     (answer,) = channel.submit("R", [BetRequest("", "a1", {"bet": "big"}, 5)])
     with pytest.raises(InvalidCommandError, match=r"1\.\.200"):
         answer.result(5)

@@ -56,6 +56,20 @@ def postgres_cpu() -> float:
     return total
 
 
+KINDS = ("http", "writer", "checkpointer", "postgres")
+
+
+def process_kind(pid: int, checkpointer: int) -> str:
+    """What a node's process does, for the breakdown of a bet's CPU."""
+    if pid == checkpointer:
+        return "checkpointer"
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return "http"
+    return "writer" if b"writer_process" in command else "http"
+
+
 def wrk_batches(
     base: str, script: Path, path: str, token: str, wallets: list[str], args: Any, conns: int
 ) -> subprocess.Popen[str]:
@@ -99,7 +113,10 @@ def one_run(nodes: int, args: Any) -> dict[str, float]:
             path = f"/v1/rounds/{setup.round}/bets/batch"
             # Each node with its writer process (`ledger serve` places bets there).
             pids = [*with_descendants([s.process.pid for s in servers]), follower.pid]
-            before = sum(cpu_seconds(p) for p in pids) + postgres_cpu()
+            kinds = {p: process_kind(p, follower.pid) for p in pids}
+            before_each = {p: cpu_seconds(p) for p in pids}
+            before_pg = postgres_cpu()
+            before = sum(before_each.values()) + before_pg
             started = time.monotonic()
             loads = [
                 wrk_batches(
@@ -112,7 +129,9 @@ def one_run(nodes: int, args: Any) -> dict[str, float]:
                 wrk_figures(load.returncode, out) for load, out in zip(loads, outputs, strict=True)
             ]
             elapsed = time.monotonic() - started
-            after = sum(cpu_seconds(p) for p in pids) + postgres_cpu()
+            after_each = {p: cpu_seconds(p) for p in pids}
+            after_pg = postgres_cpu()
+            after = sum(after_each.values()) + after_pg
         finally:
             for server in servers:
                 server.stop()
@@ -123,7 +142,12 @@ def one_run(nodes: int, args: Any) -> dict[str, float]:
         in_flight = args.connections * args.batch
         if not acknowledged <= held <= acknowledged + in_flight:
             raise SystemExit(f"{acknowledged} bets acknowledged, the round holds {held}")
+    shares = {kind: 0.0 for kind in KINDS}
+    for pid, kind in kinds.items():
+        shares[kind] += after_each[pid] - before_each[pid]
+    shares["postgres"] = after_pg - before_pg
     return {
+        **{f"us_{kind}": used / acknowledged * 1e6 for kind, used in shares.items()},
         "bets_per_s": acknowledged / elapsed,
         "cpu_s": after - before,
         "cpu_us_per_bet": (after - before) / acknowledged * 1e6,
@@ -159,7 +183,9 @@ def main() -> int:
             print(
                 f"  {nodes} node(s): {found[nodes]['bets_per_s']:,.0f} bets/s, "
                 f"{found[nodes]['cpu_us_per_bet']:,.0f} µs CPU a bet, "
-                f"{found[nodes]['cores_busy']:.2f} cores busy",
+                f"{found[nodes]['cores_busy']:.2f} cores busy ("
+                + ", ".join(f"{k} {found[nodes]['us_' + k]:,.0f}" for k in KINDS)
+                + " µs)",
                 file=sys.stderr,
             )
         cost.add(found[2]["cpu_us_per_bet"], found[1]["cpu_us_per_bet"])

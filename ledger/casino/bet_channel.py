@@ -12,7 +12,11 @@ other core. This module is both ends of the wire between them:
   commit holding the bets is durable;
 - `BetChannel` (a worker's end) sends them and answers each bet's future;
 - `serve_connection` (the writer's end) places them with its own
-  `Casino.submit_bet` and writes each answer back.
+  `Casino.submit_bets_here` and writes each answer back.
+
+The same wire, each line tagged (`ledger.casino.peer_link`), carries a
+round's bets from one node's writer to the writer of the node that
+sequences the round (`ledger.casino.round_routes`).
 
 Nothing about a bet changes on the way: the writer runs the same command
 with the same request id, in its batches, and answers only after the commit.
@@ -38,7 +42,8 @@ from typing import Any
 from eventsourcing.persistence import OperationalError
 
 from ledger import errors
-from ledger.casino.bet_batches import BetRequest, refused
+from ledger.casino.bet_batches import BetRequest
+from ledger.casino.peer_link import PLAIN, Framing
 from ledger.errors import LedgerError
 
 log = logging.getLogger("ledger.bets")
@@ -72,20 +77,34 @@ def decode_error(name: str, message: str) -> BaseException:
 
 
 class BetChannel:
-    """A worker's line to the writer process (thread-safe; one per worker)."""
+    """A line to a writer (thread-safe): a worker's to its node's writer process,
+    or a writer's to the writer of another node."""
 
-    def __init__(self, path: str, local: PlaceHere) -> None:
+    def __init__(
+        self, connection: socket.socket, local: PlaceHere, framing: Framing = PLAIN
+    ) -> None:
         self._local = local
+        self._framing = framing
         self._lock = threading.Lock()
         self._pending: dict[int, tuple[str, Sequence[BetRequest], list[Future[str]]]] = {}
         self._numbers = itertools.count()
-        self._socket: socket.socket | None = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
-        self._socket.connect(path)
+        connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
+        self._socket: socket.socket | None = connection
         self._reader = threading.Thread(
-            target=self._read, args=(self._socket,), name="ledger-bets-reader", daemon=True
+            target=self._read, args=(connection,), name="ledger-bets-reader", daemon=True
         )
         self._reader.start()
+
+    @classmethod
+    def to_writer_process(cls, path: str, local: PlaceHere) -> BetChannel:
+        """The line to the node's writer process listening on the Unix socket `path`."""
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(path)
+        except OSError:
+            connection.close()
+            raise
+        return cls(connection, local)
 
     @property
     def connected(self) -> bool:
@@ -96,7 +115,7 @@ class BetChannel:
         answers: list[Future[str]] = [Future() for _ in bets]
         number = next(self._numbers)  # (answers come back by number, in any order)
         try:
-            line = _message(number, round_id, bets)
+            payload = _message(number, round_id, bets)
         except (TypeError, ValueError):  # not JSON (the Python API's caller): refused here
             return self._local(round_id, bets)
         with self._lock:
@@ -104,7 +123,7 @@ class BetChannel:
                 return self._local(round_id, bets)
             self._pending[number] = (round_id, bets, answers)
             try:
-                self._socket.sendall(line)
+                self._socket.sendall(self._framing.seal(payload))
             except OSError as exc:
                 self._break(exc)
         return answers
@@ -122,7 +141,7 @@ class BetChannel:
         reason: BaseException | None = None
         try:
             for line in line_to_writer.makefile("rb"):
-                number, answers = json.loads(line)
+                number, answers = json.loads(self._framing.open(line))
                 with self._lock:
                     _, _, futures = self._pending.pop(number)
                 for future, (bet_id, error) in zip(futures, answers, strict=True):
@@ -139,7 +158,8 @@ class BetChannel:
         """The line is gone (the lock held): what was sent and not answered is
         placed here, by request id, and so is everything after."""
         if self._socket is not None:
-            log.warning("the writer process cannot be reached (%s): bets are placed here", reason)
+            why = reason or "it hung up"
+            log.warning("the writer cannot be reached (%s): bets are placed here", why)
             self._socket.close()
             self._socket = None
         pending, self._pending = self._pending, {}
@@ -150,7 +170,7 @@ class BetChannel:
 
 def _message(number: int, round_id: str, bets: Sequence[BetRequest]) -> bytes:
     wire = [[b.request_id, b.account_id, b.bet, b.stake] for b in bets]
-    return json.dumps([number, round_id, wire], allow_nan=False).encode() + b"\n"
+    return json.dumps([number, round_id, wire], allow_nan=False).encode()
 
 
 def _copy_to(target: Future[str]) -> Callable[[Future[str]], None]:
@@ -166,11 +186,9 @@ def _copy_to(target: Future[str]) -> Callable[[Future[str]], None]:
 
 # The writer's end.
 
-Place = Callable[..., "Future[str]"]  # Casino.submit_bet
 
-
-def serve_connection(connection: socket.socket, place: Place) -> None:
-    """Place the bets one worker sends until it hangs up; answer each message
+def serve_connection(connection: socket.socket, place: PlaceHere, framing: Framing = PLAIN) -> None:
+    """Place the bets one sender sends until it hangs up; answer each message
     once all its bets are answered (the thread that answers the last one, the
     writer's, sends it)."""
     sending = threading.Lock()
@@ -180,29 +198,20 @@ def serve_connection(connection: socket.socket, place: Place) -> None:
         for future in futures:
             error = future.exception()
             answers.append([None, encode_error(error)] if error else [future.result(), None])
-        line = json.dumps([number, answers]).encode() + b"\n"
-        # A worker gone places what it did not hear about itself.
+        payload = json.dumps([number, answers]).encode()
+        # A sender gone places what it did not hear about itself.
         with sending, contextlib.suppress(OSError):
-            connection.sendall(line)
+            connection.sendall(framing.seal(payload))
 
     with connection, connection.makefile("rb") as lines:
-        for line in lines:
-            number, round_id, bets = json.loads(line)
-            futures: list[Future[str]] = []
-            for request_id, account_id, bet, stake in bets:
-                try:
-                    futures.append(
-                        place(
-                            request_id=request_id,
-                            round_id=round_id,
-                            account_id=account_id,
-                            bet=bet,
-                            stake=stake,
-                        )
-                    )
-                except LedgerError as error:
-                    futures.append(refused(error))
-            _when_all(futures, functools.partial(send, number, futures))
+        try:
+            for line in lines:
+                number, round_id, wire = json.loads(framing.open(line))
+                bets = [BetRequest(r, a, bet, stake) for r, a, bet, stake in wire]
+                futures = place(round_id, bets)
+                _when_all(futures, functools.partial(send, number, futures))
+        except (OSError, ValueError) as exc:  # a broken or forged line: hang up
+            log.warning("a line of bets was dropped: %s", exc)
 
 
 def _when_all(futures: list[Future[str]], then: Callable[[], None]) -> None:

@@ -65,7 +65,7 @@ class Casino:
         """Place bets through the node's writer process listening on the Unix
         socket `path` (`ledger serve`'s, `ledger.http.writer_process`); every
         other command stays here. Raises OSError when it cannot be reached."""
-        self._bets_to = BetChannel(path, self._submit_bets_here)
+        self._bets_to = BetChannel.to_writer_process(path, self.submit_bets_here)
 
     def stop_sending_bets(self) -> None:
         """Place bets here from now on (a serving worker shutting down hangs up)."""
@@ -243,7 +243,9 @@ class Casino:
         body = tables.place_bet(self.context, request_id, round_id, account_id, bet, stake)
         return self.runner.submit("place_bet", request_id, args, body, recorded_in_event=True)
 
-    def _submit_bets_here(self, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
+    def submit_bets_here(self, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
+        """Each bet placed by this process's runner (the writer's own placing; a
+        bet it refuses at once holds its error)."""
         answers: list[Future[str]] = []
         for request in bets:
             try:
@@ -270,7 +272,7 @@ class Casino:
         self.table_of_round(round_id)  # no such round: the batch is refused whole
         if self._bets_to is not None:
             return self._bets_to.submit(str(round_id), bets)
-        return self._submit_bets_here(str(round_id), bets)
+        return self.submit_bets_here(str(round_id), bets)
 
     def withdraw_bet(self, *, request_id: str, round_id: str, account_id: str, bet_id: str) -> None:
         args = {"round_id": str(round_id), "account_id": str(account_id), "bet_id": bet_id}

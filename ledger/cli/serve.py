@@ -59,6 +59,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ[asgi.TILES_ENV] = str(tiles.resolve())
     check_listen(args.host, args.port)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made
+    peers = peers_address(args.peers, store_url(args.store))
     writable = not args.read_only
     if writable and not directory.has_node_keys():
         refuse_new_keys_beside_events(args.store, directory)
@@ -108,6 +109,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         os.environ[asgi.ANCHOR_ENV] = "0"  # no worker does: the process below does
         anchor = anchor_process.start()
+    os.environ[asgi.PEERS_ENV] = peers
     with tempfile.TemporaryDirectory(prefix="ledger-serve-") as sockets:
         writer = _start_writer(Path(sockets)) if writable else None
         try:
@@ -145,6 +147,27 @@ def _start_writer(directory: Path) -> SideProcess | None:
         return None
     os.environ[asgi.WRITER_ENV] = str(path)
     return writer
+
+
+def peers_address(given: str, url: str) -> str:
+    """Where the writer takes other nodes' bets (`--peers`): on a PostgreSQL
+    store by default a free port of the loopback interface (nodes on one
+    machine); "off" on SQLite, whose nodes share one machine's file."""
+    postgres = url.partition(":")[0] in ("postgresql", "postgres")
+    if given == "auto":
+        return "127.0.0.1:0" if postgres else "off"
+    if given == "off":
+        return given
+    if not postgres:
+        raise ConfigError("--peers: nodes hand each other bets on a PostgreSQL store only")
+    host, _, port = given.rpartition(":")
+    if not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"--peers {given!r}: give HOST:PORT (the address other nodes reach)")
+    if host.strip("[]") in ("0.0.0.0", "::"):
+        raise ConfigError(
+            f"--peers {given!r}: give the address other nodes reach this one at, not a wildcard"
+        )
+    return given
 
 
 def _anchors_apart() -> bool:
@@ -247,6 +270,13 @@ def add_serve_commands(commands: Any) -> None:
     serve.add_argument("--rng-dir", help="where RNG seeds are kept (default: <keys>/../rng-seeds)")
     serve.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
+    serve.add_argument(
+        "--peers",
+        default="auto",
+        metavar="HOST:PORT",
+        help="where this node's writer takes the bets other nodes on the PostgreSQL store "
+        "hand it (default: a free loopback port; 'off': none)",
     )
     serve.add_argument("--unencrypted", action="store_true", help="the keys have no passphrase")
     serve.add_argument(

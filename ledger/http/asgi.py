@@ -31,9 +31,11 @@ ANCHOR_ENV = "LEDGER_SERVE_ANCHOR"  # "0": this worker never checkpoints (severa
 SUPERVISOR_ENV = "LEDGER_SERVE_SUPERVISOR"  # the pid of `ledger serve --workers N`, N > 1
 READ_ONLY_ENV = "LEDGER_SERVE_READ_ONLY"  # "1": no signing key (`ledger serve --read-only`)
 WRITER_ENV = "LEDGER_SERVE_WRITER"  # the writer process's socket: bets are placed there
+PEERS_ENV = "LEDGER_SERVE_PEERS"  # host:port the writer takes other nodes' bets on ("off": none)
 
 __all__ = [
     "ANCHOR_ENV",
+    "PEERS_ENV",
     "READ_ONLY_ENV",
     "RNG_ENV",
     "STORE_ENV",
