@@ -17,8 +17,10 @@ import pytest
 from ledger.casino import peer_link
 from ledger.casino.bet_batches import BetRequest
 from ledger.casino.bet_channel import BetChannel, PlaceHere, serve_connection
+from ledger.cli.serve import peers_address
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.roles import Role
+from ledger.errors import ConfigError
 from tests.conftest import PASSPHRASE
 
 
@@ -167,3 +169,36 @@ def test_a_forged_line_drops_the_link_and_the_bets_are_placed_by_the_sender(
     assert answer.result(5) == "here:R:r1"
     assert not channel.connected
     writer.close()
+
+
+PG = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+@pytest.mark.parametrize(
+    ("given", "url", "expected"),
+    [
+        ("auto", PG, "127.0.0.1:0"),
+        ("auto", "sqlite:///ledger.db", "off"),
+        ("off", PG, "off"),
+        ("10.0.0.5:7400", PG, "10.0.0.5:7400"),
+        ("[fd00::5]:7400", PG, "[fd00::5]:7400"),
+    ],
+)
+def test_serve_peers_address(given: str, url: str, expected: str) -> None:
+    assert peers_address(given, url) == expected
+
+
+@pytest.mark.parametrize(
+    ("given", "url", "said"),
+    [
+        ("10.0.0.5:7400", "sqlite:///ledger.db", "PostgreSQL store only"),
+        ("0.0.0.0:7400", PG, "not a wildcard"),
+        ("[::]:7400", PG, "not a wildcard"),
+        ("node-b", PG, "give HOST:PORT"),
+        ("node-b:http", PG, "give HOST:PORT"),
+        ("node-b:70000", PG, "give HOST:PORT"),
+    ],
+)
+def test_serve_refuses_a_peers_address_it_cannot_use(given: str, url: str, said: str) -> None:
+    with pytest.raises(ConfigError, match=said):
+        peers_address(given, url)
