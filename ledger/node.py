@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from ledger.store.checkpoint_lock import LOCK_ENV, open_lock
 from ledger.store.checkpointer import DEFAULT_ORIGIN, Checkpointer
 from ledger.store.config import describe, store_url
 from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row, stream_of
+from ledger.store.sealed_rows import SealedRowsReceiver, SealedRowsSender
 from ledger.store.sealing import SealingMapper
 from ledger.store.witnessing import (
     DEADLINE_SECONDS,
@@ -56,6 +58,8 @@ class Node:
     passphrase: bytes | None
     anchor: Anchor | None = field(default=None)
     witnesses: WitnessSubmitter | None = field(default=None)
+    # What the node's other processes sealed (`ledger serve`'s anchor process).
+    sealed_elsewhere: SealedRowsReceiver | None = field(default=None)
 
     def checkpointer(self, batch_size: int = 1000) -> Checkpointer:
         """A checkpointer for this store (refused when the store is not this node's)."""
@@ -113,12 +117,24 @@ class Node:
     def _sealed_entry(self, state: bytes, stream: str, version: int, topic: str) -> bytes | None:
         mapper = self.app.mapper
         if isinstance(mapper, SealingMapper):
-            return mapper.sealed_entry_hash(state, stream, version, topic)
+            known = mapper.sealed_entry_hash(state, stream, version, topic)
+            if known is not None:
+                return known
+        if self.sealed_elsewhere is not None:  # by the node's other processes
+            key = hashlib.sha256(state).digest()
+            return self.sealed_elsewhere.entry_hash(key, stream, version, topic)
         return None
 
     def _signed_here(self, entry_hash: bytes) -> bytes | None:
         mapper = self.app.mapper
         return mapper.signed_here(entry_hash) if isinstance(mapper, SealingMapper) else None
+
+    def tell_sealed_rows_to(self, path: str) -> None:
+        """Tell the node's anchor process (listening on the Unix socket `path`)
+        of every row this process seals (`ledger.store.sealed_rows`)."""
+        mapper = self.app.mapper
+        if isinstance(mapper, SealingMapper):
+            mapper.on_sealed = SealedRowsSender(path).send
 
     def close(self) -> None:
         """Anchor what this node wrote (raising if it could not), then close the store."""

@@ -103,14 +103,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
-    anchor = None
-    if writable and _anchors_apart():
-        from ledger.http import anchor_process
-
-        os.environ[asgi.ANCHOR_ENV] = "0"  # no worker does: the process below does
-        anchor = anchor_process.start()
     os.environ[asgi.PEERS_ENV] = peers
-    with tempfile.TemporaryDirectory(prefix="ledger-serve-") as sockets:
+    with tempfile.TemporaryDirectory(prefix="ledger-serve-") as sockets:  # mode 0700
+        anchor = None
+        if writable and _anchors_apart():
+            from ledger.http import anchor_process
+
+            os.environ[asgi.ANCHOR_ENV] = "0"  # no worker does: the process below does
+            # The rows the writer and the workers seal are told to it there.
+            os.environ[anchor_process.SEALED_ENV] = str(Path(sockets) / "sealed.sock")
+            anchor = anchor_process.start()
         writer = _start_writer(Path(sockets)) if writable else None
         try:
             uvicorn.run(

@@ -20,14 +20,17 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from pathlib import Path
 
 from ledger.errors import LedgerError
 from ledger.http.side_process import SideProcess, end_with, say_ready, stop_signals
+from ledger.store.sealed_rows import SealedRowsReceiver
 
 log = logging.getLogger("ledger.anchor")
 POLL_SECONDS = 0.25  # well within the default anchor window (1 s)
 
 
+SEALED_ENV = "LEDGER_SERVE_SEALED"  # the Unix socket the node's processes tell sealed rows to
 READY = b"anchoring\n"  # said once its stop signals are its own
 
 
@@ -55,6 +58,9 @@ def main(argv: list[str]) -> int:
         anchor_events=0,
         writable=False,
     ).node
+    told = os.environ.get(SEALED_ENV)
+    if told:  # the rows the node's other processes seal, so as not to verify them again
+        node.sealed_elsewhere = SealedRowsReceiver(Path(told))
     try:
         checkpointer = node.checkpointer()
         checkpointer.follow(poll_seconds=poll, stop=stopped.is_set)
@@ -63,6 +69,8 @@ def main(argv: list[str]) -> int:
         log.error("anchoring stopped: %s", exc)
         return exc.exit_code
     finally:
+        if node.sealed_elsewhere is not None:
+            node.sealed_elsewhere.close()
         node.close()
     return 0
 

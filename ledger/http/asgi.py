@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from ledger.casino.opened import open_ledger
 from ledger.http import gc_pauses
+from ledger.http.anchor_process import SEALED_ENV
 from ledger.http.app import Service, create_app
 from ledger.http.rng import SharedRngServer
 from ledger.http.tokens import TokenStore
@@ -85,6 +86,9 @@ def build() -> FastAPI:
         writable=os.environ.get(READ_ONLY_ENV) != "1",
     )
     node = ledger.node
+    told = os.environ.get(SEALED_ENV)
+    if told:  # (the anchor process's socket: it need not verify what this worker seals)
+        node.tell_sealed_rows_to(told)
     rng = SharedRngServer(Path(os.environ.get(RNG_ENV) or default_rng_dir()))
     service = Service(node.app, ledger.games, rng, TokenStore(node.keys.path))
     writer = os.environ.get(WRITER_ENV)

@@ -54,6 +54,7 @@ def start(path: Path, env: dict[str, str] | None = None) -> SideProcess:
 def main(argv: list[str]) -> int:
     from ledger.casino.opened import open_ledger
     from ledger.http import gc_pauses
+    from ledger.http.anchor_process import SEALED_ENV
     from ledger.http.asgi import ANCHOR_ENV, PEERS_ENV, passphrase
 
     end_with(int(argv[0]))
@@ -69,6 +70,9 @@ def main(argv: list[str]) -> int:
         anchor_seconds=anchor,
         anchor_events=anchor,
     )
+    told = os.environ.get(SEALED_ENV)
+    if told:
+        ledger.node.tell_sealed_rows_to(told)
     workers = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     path.unlink(missing_ok=True)
     workers.bind(str(path))

@@ -40,6 +40,7 @@ from ledger.crypto.merkle import hash_leaf
 from ledger.crypto.signing import Signer
 from ledger.errors import VerificationError
 from ledger.store.merkle_log import stream_of
+from ledger.store.sealed_rows import SealedRow
 
 PrevHash = Callable[[UUID | str, int], bytes]
 SEALED_HERE_CACHE = 100_000
@@ -73,6 +74,9 @@ class SealingMapper(Mapper[UUID]):
         # one of them without parsing its envelope again.
         self._sealed_rows: OrderedDict[bytes, tuple[bytes, str, int, str]] = OrderedDict()
         self._signing: ThreadPoolExecutor | None = None  # a second signer thread, when worth it
+        # Told of every batch's rows as they are sealed (`ledger serve`'s
+        # processes tell its anchor process: `ledger.store.sealed_rows`).
+        self.on_sealed: Callable[[list[SealedRow]], None] | None = None
 
     def seal_events(
         self, domain_events: Sequence[DomainEventProtocol[UUID]], prev_hash: PrevHash
@@ -112,12 +116,17 @@ class SealingMapper(Mapper[UUID]):
             made.append((plain, header, entry_hash))
         signatures = self._sign_all(signer, [ENVELOPE_DOMAIN + h for _, h, _ in made])
         stored_events = []
+        sealed: list[SealedRow] = []
         for (plain, header, entry_hash), signature in zip(made, signatures, strict=True):
             state = assemble(header, signature, plain.state)
             version = plain.originator_version
             self._remember_sealed(entry_hash, state, len(plain.state))
-            self._remember_row(state, entry_hash, plain.originator_id, version, plain.topic)
+            sealed.append(
+                self._remember_row(state, entry_hash, plain.originator_id, version, plain.topic)
+            )
             stored_events.append(StoredEvent(plain.originator_id, version, plain.topic, state))
+        if self.on_sealed is not None:
+            self.on_sealed(sealed)
         return stored_events, heads
 
     def _sign_all(self, signer: Signer, messages: list[bytes]) -> list[bytes]:
@@ -137,11 +146,13 @@ class SealingMapper(Mapper[UUID]):
 
     def _remember_row(
         self, state: bytes, entry_hash: bytes, stream: UUID | str, version: int, topic: str
-    ) -> None:
+    ) -> SealedRow:
         key = hashlib.sha256(state).digest()
-        self._sealed_rows[key] = (entry_hash, stream_of(stream), version, topic)
+        name = stream_of(stream)
+        self._sealed_rows[key] = (entry_hash, name, version, topic)
         if len(self._sealed_rows) > SEALED_HERE_CACHE:
             self._sealed_rows.popitem(last=False)
+        return key, entry_hash, name, version, topic
 
     def sealed_entry_hash(
         self, state: bytes, stream: str, version: int, topic: str
