@@ -5,6 +5,7 @@ unanswered hands them (and every bet after) to the worker's own runner."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from collections.abc import Iterator, Sequence
@@ -159,3 +160,36 @@ def test_a_refusal_before_the_runner_is_answered_as_one(socket_path: Path) -> No
     (answer,) = channel.submit("R", [BetRequest("", "a1", {"bet": "big"}, 5)])
     with pytest.raises(InvalidCommandError, match=r"1\.\.200"):
         answer.result(5)
+
+
+def test_bets_submitted_in_one_turn_of_an_event_loop_leave_in_one_line(
+    socket_path: Path,
+) -> None:
+    """(An HTTP worker's requests parsed in one turn of its loop: the writer
+    reads and answers one message a round for them, not one a bet.)"""
+    messages: list[tuple[str, list[str]]] = []
+
+    def recorded(round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
+        messages.append((round_id, [b.request_id for b in bets]))
+        return placed_there(round_id, bets)
+
+    Writer(socket_path, recorded)
+    channel = BetChannel.to_writer_process(str(socket_path), placed_here)
+
+    async def one_turn() -> list[str]:
+        futures = [
+            future
+            for n in range(5)
+            for future in channel.submit("R" if n % 2 == 0 else "S", [
+                BetRequest(f"r{n}", "a", {"bet": "big"}, 5)
+            ])
+        ]  # fmt: skip
+        return [await asyncio.wrap_future(f) for f in futures]
+
+    answers = asyncio.run(one_turn())
+    assert answers == [f"there:{'R' if n % 2 == 0 else 'S'}:r{n}:a:big:5" for n in range(5)]
+    assert sorted(messages) == [("R", ["r0", "r2", "r4"]), ("S", ["r1", "r3"])]
+    (alone,) = channel.submit("R", [BetRequest("r9", "a", {"bet": "big"}, 5)])  # no loop
+    assert alone.result(5) == "there:R:r9:a:big:5"
+    assert messages[-1] == ("R", ["r9"])
+    channel.close()

@@ -28,6 +28,7 @@ answered with its first result (what the request id is for).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import itertools
@@ -88,6 +89,10 @@ class BetChannel:
         self._lock = threading.Lock()
         self._pending: dict[int, tuple[str, Sequence[BetRequest], list[Future[str]]]] = {}
         self._numbers = itertools.count()
+        # Bets waiting for the end of the caller's event loop turn, by round:
+        # (their JSON, the bets, their futures).
+        self._outbox: dict[str, tuple[list[str], list[BetRequest], list[Future[str]]]] = {}
+        self._flush_scheduled = False
         connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
         self._socket: socket.socket | None = connection
         self._reader = threading.Thread(
@@ -111,22 +116,62 @@ class BetChannel:
         return self._socket is not None
 
     def submit(self, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
-        """Each bet's future, answered once the writer's commit holding it is durable."""
+        """Each bet's future, answered once the writer's commit holding it is durable.
+
+        Called from a running event loop (an HTTP worker's), the bets wait for
+        the end of the loop's turn: every bet submitted meanwhile for the round
+        leaves in the same line, so the writer reads, places and answers one
+        message for them instead of one each. Called from a plain thread, they
+        leave at once."""
         answers: list[Future[str]] = [Future() for _ in bets]
-        number = next(self._numbers)  # (answers come back by number, in any order)
         try:
-            payload = _message(number, round_id, bets)
+            wire = [[b.request_id, b.account_id, b.bet, b.stake] for b in bets]
+            fragment = json.dumps(wire, allow_nan=False)[1:-1]
         except (TypeError, ValueError):  # not JSON (the Python API's caller): refused here
             return self._local(round_id, bets)
+        loop = _running_loop()
         with self._lock:
             if self._socket is None:
                 return self._local(round_id, bets)
-            self._pending[number] = (round_id, bets, answers)
-            try:
-                self._socket.sendall(self._framing.seal(payload))
-            except OSError as exc:
-                self._break(exc)
+            waiting = self._outbox.setdefault(round_id, ([], [], []))
+            waiting[0].append(fragment)
+            waiting[1].extend(bets)
+            waiting[2].extend(answers)
+            if loop is None:
+                self._send_outbox()
+            elif not self._flush_scheduled:
+                self._flush_scheduled = True
+                loop.call_soon(self._flush)
         return answers
+
+    def _flush(self) -> None:
+        with self._lock:
+            self._flush_scheduled = False
+            self._send_outbox()
+
+    def _send_outbox(self) -> None:
+        """Send what waits, a line a round (the lock held)."""
+        outbox, self._outbox = self._outbox, {}
+        if self._socket is None:  # the line broke meanwhile
+            for round_id, (_, bets, futures) in outbox.items():
+                self._place_here_instead(round_id, bets, futures)
+            return
+        lines = []
+        for round_id, (fragments, bets, futures) in outbox.items():
+            number = next(self._numbers)  # (answers come back by number, in any order)
+            self._pending[number] = (round_id, bets, futures)
+            payload = f"[{number},{json.dumps(round_id)},[{','.join(fragments)}]]".encode()
+            lines.append(self._framing.seal(payload))
+        try:
+            self._socket.sendall(b"".join(lines))
+        except OSError as exc:
+            self._break(exc)
+
+    def _place_here_instead(
+        self, round_id: str, bets: Sequence[BetRequest], futures: list[Future[str]]
+    ) -> None:
+        for future, again in zip(futures, self._local(round_id, bets), strict=True):
+            again.add_done_callback(_copy_to(future))
 
     def close(self) -> None:
         """Hang up: bets from now on (and any unanswered) are placed here."""
@@ -164,13 +209,17 @@ class BetChannel:
             self._socket = None
         pending, self._pending = self._pending, {}
         for round_id, bets, futures in pending.values():
-            for future, again in zip(futures, self._local(round_id, bets), strict=True):
-                again.add_done_callback(_copy_to(future))
+            self._place_here_instead(round_id, bets, futures)
+        outbox, self._outbox = self._outbox, {}
+        for round_id, (_, bets, futures) in outbox.items():
+            self._place_here_instead(round_id, bets, futures)
 
 
-def _message(number: int, round_id: str, bets: Sequence[BetRequest]) -> bytes:
-    wire = [[b.request_id, b.account_id, b.bet, b.stake] for b in bets]
-    return json.dumps([number, round_id, wire], allow_nan=False).encode()
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _copy_to(target: Future[str]) -> Callable[[Future[str]], None]:
