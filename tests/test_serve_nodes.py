@@ -16,7 +16,6 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import httpx
 import psycopg
@@ -24,9 +23,15 @@ import pytest
 
 from ledger.casino.round_routes import ROUTE_SECONDS
 from tests.conftest import PG_DSN, new_store
-from tests.test_http_serve import call, ledger, token
+from tests.test_http_serve import call, token
 from tests.test_serve_kill import Server, funded_round
-from tests.test_serve_writer_process import bet, round_bets, writer_of
+from tests.test_serve_writer_process import (
+    BetBurst,
+    bet,
+    checkpointed_and_verified,
+    round_bets,
+    writer_of,
+)
 
 pytestmark = pytest.mark.postgres
 
@@ -156,64 +161,28 @@ def test_kill_9_of_the_round_s_writer_loses_and_doubles_nothing(tmp_path: Path) 
     with two_nodes(tmp_path) as (url, a, b, operator, round_id, wallets):
         writer_a = writer_of(a)
         sequenced_by_a = round_writer(url, round_id)
-        acked: dict[str, str] = {"on-a": ""}
-        bodies: dict[str, dict[str, Any]] = {}
-        failures: list[str] = []
-        lock = threading.Lock()
-        stop = threading.Event()
-
-        def client(n: int) -> None:
-            with httpx.Client(base_url=b.base, timeout=60) as http:
-                while not stop.is_set():
-                    key = str(uuid.uuid4())
-                    body = {"account_id": wallets[n], "bet": {"bet": "big"}, "stake": 10}
-                    answer = http.post(
-                        f"/v1/rounds/{round_id}/bets",
-                        json=body,
-                        headers={"Authorization": f"Bearer {operator}", "Idempotency-Key": key},
-                    )
-                    with lock:
-                        bodies[key] = body
-                        if answer.status_code == 201:
-                            acked[key] = answer.json()["bet_id"]
-                        else:
-                            failures.append(answer.text)
-
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(len(wallets))]
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + 60
-        while len(acked) < 150 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        burst = BetBurst(b.base, operator, round_id, wallets)
+        burst.wait_for(150)
         os.kill(writer_a, signal.SIGKILL)
-        before = len(acked)
-        while len(acked) < before + 150 and time.monotonic() < deadline + 60:
-            time.sleep(0.01)
-        stop.set()
-        for thread in threads:
-            thread.join()
-        assert not failures, failures[:3]
-        assert len(acked) >= before + 150, "no bets were placed after the round's writer died"
+        before = len(burst.acked)
+        burst.wait_for(before + 150)
+        burst.stop()
+        assert len(burst.acked) >= before + 150, "no bets were placed after the round's writer died"
         # B claims the round once PostgreSQL has ended A's session and B's
         # route is asked again (within ROUTE_SECONDS of a bet).
         claimed_by = time.monotonic() + 3 * ROUTE_SECONDS
         while round_writer(url, round_id) in ("", sequenced_by_a):
             assert time.monotonic() < claimed_by, "nobody claimed the round after its writer died"
             key = str(uuid.uuid4())
-            bodies[key] = {"account_id": wallets[0], "bet": {"bet": "big"}, "stake": 10}
-            placed = bet(b.base, operator, round_id, bodies[key], key)
+            burst.bodies[key] = {"account_id": wallets[0], "bet": {"bet": "big"}, "stake": 10}
+            placed = bet(b.base, operator, round_id, burst.bodies[key], key)
             assert placed.status_code == 201, placed.text
-            acked[key] = placed.json()["bet_id"]
+            burst.acked[key] = placed.json()["bet_id"]
             time.sleep(0.5)
-        for key in [k for k in acked if k in bodies][:: max(1, len(acked) // 60)]:
-            again = bet(b.base, operator, round_id, bodies[key], key)
-            assert again.status_code == 201 and again.json()["bet_id"] == acked[key]
+        burst.check_retries(b.base)
         stop_nodes(a, b)
-        assert round_bets(tmp_path, url) == Counter({key: 1 for key in acked})
-        checkpointed = ledger(tmp_path, "--store", url, "checkpoint")
-        assert checkpointed.returncode == 0, checkpointed.stderr
-        verified = ledger(tmp_path, "--store", url, "verify")
-        assert verified.returncode == 0, verified.stdout + verified.stderr
+        assert round_bets(tmp_path, url) == Counter({"on-a": 1, **dict.fromkeys(burst.acked, 1)})
+        checkpointed_and_verified(tmp_path, url)
 
 
 @pytest.fixture(autouse=True)

@@ -166,48 +166,73 @@ def test_kill_9_of_the_writer_mid_burst_loses_and_doubles_nothing(
     one bet per request id. Verify passes."""
     with table_round(tmp_path, store_url) as (server, operator, round_id, wallets):
         writer = writer_of(server)
-        acked: dict[str, str] = {}
-        bodies: dict[str, dict[str, Any]] = {}
-        failures: list[str] = []
-        lock = threading.Lock()
-        stop = threading.Event()
-
-        def client(n: int) -> None:
-            with httpx.Client(base_url=server.base, timeout=60) as http:
-                while not stop.is_set():
-                    key = str(uuid.uuid4())
-                    body = {"account_id": wallets[n], "bet": {"bet": "big"}, "stake": 10}
-                    answer = http.post(
-                        f"/v1/rounds/{round_id}/bets",
-                        json=body,
-                        headers={"Authorization": f"Bearer {operator}", "Idempotency-Key": key},
-                    )
-                    with lock:
-                        bodies[key] = body
-                        if answer.status_code == 201:
-                            acked[key] = answer.json()["bet_id"]
-                        else:
-                            failures.append(answer.text)
-
-        threads = [threading.Thread(target=client, args=(n,)) for n in range(len(wallets))]
-        for thread in threads:
-            thread.start()
-        deadline = time.monotonic() + 60
-        while len(acked) < 200 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        burst = BetBurst(server.base, operator, round_id, wallets)
+        burst.wait_for(200)
         os.kill(writer, signal.SIGKILL)
-        before = len(acked)
-        while len(acked) < before + 200 and time.monotonic() < deadline + 60:
+        before = len(burst.acked)
+        burst.wait_for(before + 200)
+        burst.stop()
+        assert len(burst.acked) >= before + 200, "no bets were placed after the writer died"
+        burst.check_retries(server.base)
+    assert round_bets(tmp_path, store_url) == Counter({key: 1 for key in burst.acked})
+    checkpointed_and_verified(tmp_path, store_url)
+
+
+class BetBurst:
+    """A client a wallet betting on a round through `base` until stopped, each
+    bet with a new request id: what was acknowledged (request id -> bet id)
+    and what was refused."""
+
+    def __init__(self, base: str, operator: str, round_id: str, wallets: list[str]) -> None:
+        self.operator, self.round_id = operator, round_id
+        self.acked: dict[str, str] = {}
+        self.bodies: dict[str, dict[str, Any]] = {}
+        self.failures: list[str] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._client, args=(base, wallet)) for wallet in wallets
+        ]
+        for thread in self._threads:
+            thread.start()
+        self._deadline = time.monotonic() + 120
+
+    def _client(self, base: str, wallet: str) -> None:
+        with httpx.Client(base_url=base, timeout=60) as http:
+            while not self._stop.is_set():
+                key = str(uuid.uuid4())
+                body = {"account_id": wallet, "bet": {"bet": "big"}, "stake": 10}
+                answer = http.post(
+                    f"/v1/rounds/{self.round_id}/bets",
+                    json=body,
+                    headers={"Authorization": f"Bearer {self.operator}", "Idempotency-Key": key},
+                )
+                with self._lock:
+                    self.bodies[key] = body
+                    if answer.status_code == 201:
+                        self.acked[key] = answer.json()["bet_id"]
+                    else:
+                        self.failures.append(answer.text)
+
+    def wait_for(self, acknowledged: int) -> None:
+        while len(self.acked) < acknowledged and time.monotonic() < self._deadline:
             time.sleep(0.01)
-        stop.set()
-        for thread in threads:
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
             thread.join()
-        assert not failures, failures[:3]
-        assert len(acked) >= before + 200, "no bets were placed after the writer died"
-        for key in list(acked)[:: max(1, len(acked) // 100)] + list(acked)[-20:]:
-            again = bet(server.base, operator, round_id, bodies[key], key)
-            assert again.status_code == 201 and again.json()["bet_id"] == acked[key]
-    assert round_bets(tmp_path, store_url) == Counter({key: 1 for key in acked})
+        assert not self.failures, self.failures[:3]
+
+    def check_retries(self, base: str) -> None:
+        """A retry of a sample of the bets (the last ones included) gets its first bet."""
+        keys = list(self.acked)
+        for key in keys[:: max(1, len(keys) // 60)] + keys[-20:]:
+            again = bet(base, self.operator, self.round_id, self.bodies[key], key)
+            assert again.status_code == 201 and again.json()["bet_id"] == self.acked[key]
+
+
+def checkpointed_and_verified(tmp_path: Path, store_url: str) -> None:
     checkpointed = ledger(tmp_path, "--store", store_url, "checkpoint")
     assert checkpointed.returncode == 0, checkpointed.stderr
     verified = ledger(tmp_path, "--store", store_url, "verify")
