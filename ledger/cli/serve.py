@@ -108,10 +108,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         anchor = None
         if writable and _anchors_apart():
             from ledger.http import anchor_process
+            from ledger.store.sealed_rows import SEALED_ENV
 
             os.environ[asgi.ANCHOR_ENV] = "0"  # no worker does: the process below does
             # The rows the writer and the workers seal are told to it there.
-            os.environ[anchor_process.SEALED_ENV] = str(Path(sockets) / "sealed.sock")
+            os.environ[SEALED_ENV] = str(Path(sockets) / "sealed.sock")
             anchor = anchor_process.start()
         writer = _start_writer(Path(sockets)) if writable else None
         try:

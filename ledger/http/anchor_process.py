@@ -24,13 +24,12 @@ from pathlib import Path
 
 from ledger.errors import LedgerError
 from ledger.http.side_process import SideProcess, end_with, say_ready, stop_signals
-from ledger.store.sealed_rows import SealedRowsReceiver
+from ledger.store.sealed_rows import SEALED_ENV, SealedRowsReceiver
 
 log = logging.getLogger("ledger.anchor")
 POLL_SECONDS = 0.25  # well within the default anchor window (1 s)
 
 
-SEALED_ENV = "LEDGER_SERVE_SEALED"  # the Unix socket the node's processes tell sealed rows to
 READY = b"anchoring\n"  # said once its stop signals are its own
 
 

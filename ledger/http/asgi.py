@@ -17,13 +17,13 @@ from fastapi import FastAPI
 
 from ledger.casino.opened import open_ledger
 from ledger.http import gc_pauses
-from ledger.http.anchor_process import SEALED_ENV
 from ledger.http.app import Service, create_app
 from ledger.http.rng import SharedRngServer
 from ledger.http.tokens import TokenStore
 from ledger.node import PASSPHRASE_ENV, keys_dir
 from ledger.rng.server import default_rng_dir as rng_dir_beside
 from ledger.store.config import STORE_ENV
+from ledger.store.sealed_rows import SEALED_ENV
 
 log = logging.getLogger("ledger.serve")
 RNG_ENV = "LEDGER_RNG_DIR"

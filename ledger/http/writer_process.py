@@ -54,8 +54,8 @@ def start(path: Path, env: dict[str, str] | None = None) -> SideProcess:
 def main(argv: list[str]) -> int:
     from ledger.casino.opened import open_ledger
     from ledger.http import gc_pauses
-    from ledger.http.anchor_process import SEALED_ENV
     from ledger.http.asgi import ANCHOR_ENV, PEERS_ENV, passphrase
+    from ledger.store.sealed_rows import SEALED_ENV
 
     end_with(int(argv[0]))
     path = Path(argv[1])

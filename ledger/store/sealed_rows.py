@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 log = logging.getLogger("ledger.anchor")
+SEALED_ENV = "LEDGER_SERVE_SEALED"  # the Unix socket `ledger serve`'s anchor process listens on
 # (SHA-256 of the stored bytes, entry hash, stream, version, type)
 SealedRow = tuple[bytes, bytes, str, int, str]
 _HEAD = struct.Struct(">32s32sqHH")
