@@ -53,12 +53,17 @@ def start(path: Path, env: dict[str, str] | None = None) -> SideProcess:
 
 def main(argv: list[str]) -> int:
     from ledger.casino.opened import open_ledger
+    from ledger.casino.runner import WAIT_ENV
     from ledger.http import gc_pauses
     from ledger.http.asgi import ANCHOR_ENV, PEERS_ENV, passphrase
     from ledger.store.sealed_rows import SEALED_ENV
 
     end_with(int(argv[0]))
     path = Path(argv[1])
+    # Bets reach this process already grouped (a line a turn of a worker's event
+    # loop): waiting for more before a commit only delays it (single bets: about
+    # a tenth fewer a second with the 1 ms of the Python API's default).
+    os.environ.setdefault(WAIT_ENV, "0")
     logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s")
     stopped = stop_signals()
     gc_pauses.install()  # the live round is held here
