@@ -17,7 +17,14 @@ import pytest
 from eventsourcing.persistence import OperationalError
 
 from ledger.casino.bet_batches import BetRequest, refused
-from ledger.casino.bet_channel import BetChannel, decode_error, encode_error, serve_connection
+from ledger.casino.bet_channel import (
+    GROUPED_BELOW,
+    LINE_BETS,
+    BetChannel,
+    decode_error,
+    encode_error,
+    serve_connection,
+)
 from ledger.errors import (
     ConflictError,
     InvalidCommandError,
@@ -192,4 +199,33 @@ def test_bets_submitted_in_one_turn_of_an_event_loop_leave_in_one_line(
     (alone,) = channel.submit("R", [BetRequest("r9", "a", {"bet": "big"}, 5)])  # no loop
     assert alone.result(5) == "there:R:r9:a:big:5"
     assert messages[-1] == ("R", ["r9"])
+    channel.close()
+
+
+def test_a_batch_leaves_alone_and_a_grouped_line_is_bounded(socket_path: Path) -> None:
+    """A line is answered when its last bet commits: a batch must not wait for
+    another's, so it is never grouped; nor does a grouped line grow past
+    `LINE_BETS`."""
+    messages: list[list[str]] = []
+
+    def recorded(round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
+        messages.append([b.request_id for b in bets])
+        return placed_there(round_id, bets)
+
+    Writer(socket_path, recorded)
+    channel = BetChannel.to_writer_process(str(socket_path), placed_here)
+
+    def bets(prefix: str, count: int) -> list[BetRequest]:
+        return [BetRequest(f"{prefix}{n}", "a", {"bet": "big"}, 5) for n in range(count)]
+
+    async def one_turn() -> int:
+        futures = channel.submit("R", bets("one-", 1))
+        futures += channel.submit("R", bets("batch-", GROUPED_BELOW))
+        for n in range(LINE_BETS + 1):
+            futures += channel.submit("R", bets(f"single{n}-", 1))
+        return len([await asyncio.wrap_future(f) for f in futures])
+
+    assert asyncio.run(one_turn()) == 1 + GROUPED_BELOW + LINE_BETS + 1
+    assert [len(m) for m in messages] == [GROUPED_BELOW, LINE_BETS, 2]
+    assert messages[0][0] == "batch-0" and messages[1][0] == "one-0"
     channel.close()

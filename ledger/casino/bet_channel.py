@@ -49,10 +49,14 @@ from ledger.errors import LedgerError
 
 log = logging.getLogger("ledger.bets")
 
+# Bets waiting to leave in one line for a round: their JSON, the bets, their futures.
+Waiting = tuple[list[str], list[BetRequest], list["Future[str]"]]
 # A worker's own way to place a batch of bets on a round (its Casino's runner).
 PlaceHere = Callable[[str, Sequence[BetRequest]], list["Future[str]"]]
 STORE_FAILED = "store"  # an answer's error name for a failure that is not the ledger's
 SOCKET_BUFFER = 4 << 20  # a burst of batches never blocks a worker's event loop on a send
+GROUPED_BELOW = 16  # bets submitted together from which they leave in a line of their own
+LINE_BETS = 128  # grouped bets in one line, at most (a commit takes up to 256 commands)
 
 
 def encode_error(error: BaseException) -> list[str]:
@@ -91,7 +95,7 @@ class BetChannel:
         self._numbers = itertools.count()
         # Bets waiting for the end of the caller's event loop turn, by round:
         # (their JSON, the bets, their futures).
-        self._outbox: dict[str, tuple[list[str], list[BetRequest], list[Future[str]]]] = {}
+        self._outbox: dict[str, Waiting] = {}
         self._flush_scheduled = False
         connection.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SOCKET_BUFFER)
         self._socket: socket.socket | None = connection
@@ -118,27 +122,32 @@ class BetChannel:
     def submit(self, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
         """Each bet's future, answered once the writer's commit holding it is durable.
 
-        Called from a running event loop (an HTTP worker's), the bets wait for
-        the end of the loop's turn: every bet submitted meanwhile for the round
-        leaves in the same line, so the writer reads, places and answers one
-        message for them instead of one each. Called from a plain thread, they
-        leave at once."""
+        Called from a running event loop (an HTTP worker's), a few bets wait
+        for the end of the loop's turn: the few submitted meanwhile for the
+        round leave in the same line (up to `LINE_BETS`), so the writer reads,
+        places and answers one message for them instead of one each. A batch
+        (`GROUPED_BELOW` bets or more) leaves alone at once: a line is answered
+        when its last bet commits, and a batch must not wait for another's.
+        Called from a plain thread, bets leave at once."""
         answers: list[Future[str]] = [Future() for _ in bets]
         try:
             wire = [[b.request_id, b.account_id, b.bet, b.stake] for b in bets]
             fragment = json.dumps(wire, allow_nan=False)[1:-1]
         except (TypeError, ValueError):  # not JSON (the Python API's caller): refused here
             return self._local(round_id, bets)
-        loop = _running_loop()
+        loop = _running_loop() if len(bets) < GROUPED_BELOW else None
         with self._lock:
             if self._socket is None:
                 return self._local(round_id, bets)
+            if loop is None:
+                self._send({round_id: ([fragment], list(bets), answers)})
+                return answers
             waiting = self._outbox.setdefault(round_id, ([], [], []))
             waiting[0].append(fragment)
             waiting[1].extend(bets)
             waiting[2].extend(answers)
-            if loop is None:
-                self._send_outbox()
+            if len(waiting[1]) >= LINE_BETS:
+                self._send({round_id: self._outbox.pop(round_id)})
             elif not self._flush_scheduled:
                 self._flush_scheduled = True
                 loop.call_soon(self._flush)
@@ -147,23 +156,25 @@ class BetChannel:
     def _flush(self) -> None:
         with self._lock:
             self._flush_scheduled = False
-            self._send_outbox()
+            outbox, self._outbox = self._outbox, {}
+            self._send(outbox)
 
-    def _send_outbox(self) -> None:
-        """Send what waits, a line a round (the lock held)."""
-        outbox, self._outbox = self._outbox, {}
+    def _send(
+        self, lines: dict[str, tuple[list[str], list[BetRequest], list[Future[str]]]]
+    ) -> None:
+        """Send a line a round (the lock held)."""
         if self._socket is None:  # the line broke meanwhile
-            for round_id, (_, bets, futures) in outbox.items():
+            for round_id, (_, bets, futures) in lines.items():
                 self._place_here_instead(round_id, bets, futures)
             return
-        lines = []
-        for round_id, (fragments, bets, futures) in outbox.items():
+        sealed = []
+        for round_id, (fragments, bets, futures) in lines.items():
             number = next(self._numbers)  # (answers come back by number, in any order)
             self._pending[number] = (round_id, bets, futures)
             payload = f"[{number},{json.dumps(round_id)},[{','.join(fragments)}]]".encode()
-            lines.append(self._framing.seal(payload))
+            sealed.append(self._framing.seal(payload))
         try:
-            self._socket.sendall(b"".join(lines))
+            self._socket.sendall(b"".join(sealed))
         except OSError as exc:
             self._break(exc)
 
