@@ -21,6 +21,7 @@ from ledger.casino.bet_channel import (
     GROUPED_BELOW,
     LINE_BETS,
     BetChannel,
+    PlaceHere,
     decode_error,
     encode_error,
     serve_connection,
@@ -91,13 +92,21 @@ def placed_there(round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]
     return answers
 
 
-def placed_here(round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
-    answers: list[Future[str]] = []
-    for bet in bets:
-        answer: Future[str] = Future()
-        answer.set_result(f"here:{round_id}:{bet.request_id}")
-        answers.append(answer)
-    return answers
+def placing(where: str) -> PlaceHere:
+    """A runner that answers each bet at once with `where`, its round and request id."""
+
+    def place(round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
+        answers: list[Future[str]] = []
+        for bet in bets:
+            answer: Future[str] = Future()
+            answer.set_result(f"{where}:{round_id}:{bet.request_id}")
+            answers.append(answer)
+        return answers
+
+    return place
+
+
+placed_here = placing("here")
 
 
 @pytest.fixture

@@ -8,20 +8,19 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
 
 from ledger.casino import peer_link
 from ledger.casino.bet_batches import BetRequest
-from ledger.casino.bet_channel import BetChannel, PlaceHere, serve_connection
+from ledger.casino.bet_channel import BetChannel, serve_connection
 from ledger.cli.serve import peers_address
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.roles import Role
 from ledger.errors import ConfigError
 from tests.conftest import PASSPHRASE
+from tests.test_bet_channel import placing
 
 
 def secret_of(directory: Path) -> bytes:
@@ -37,18 +36,6 @@ def secrets(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, bytes]:
         secret_of(tmp_path_factory.mktemp("ours") / "keys"),
         secret_of(tmp_path_factory.mktemp("theirs") / "keys"),
     )
-
-
-def placing(where: str) -> PlaceHere:
-    def place(round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
-        answers: list[Future[str]] = []
-        for bet in bets:
-            answer: Future[str] = Future()
-            answer.set_result(f"{where}:{round_id}:{bet.request_id}")
-            answers.append(answer)
-        return answers
-
-    return place
 
 
 class PeerWriter:

@@ -64,6 +64,27 @@ def bet(base: str, operator: str, round_id: str, body: dict[str, Any], key: str)
     return call(base, "POST", f"/v1/rounds/{round_id}/bets", operator, body, key)
 
 
+def placed_while_stopped(
+    writer: int, base: str, operator: str, round_id: str, body: dict[str, Any], key: str
+) -> httpx.Response:
+    """A bet sent to `base` while the writer process `writer` is stopped
+    (SIGSTOP): not answered until it goes on (SIGCONT), then placed (201)."""
+    os.kill(writer, signal.SIGSTOP)
+    answered: list[httpx.Response] = []
+    waiting = threading.Thread(
+        target=lambda: answered.append(bet(base, operator, round_id, body, key))
+    )
+    waiting.start()
+    waiting.join(timeout=1.5)
+    stopped_answered = bool(answered)
+    os.kill(writer, signal.SIGCONT)
+    waiting.join(timeout=30)
+    assert not stopped_answered, "a bet was answered while its writer was stopped"
+    (first,) = answered
+    assert first.status_code == 201, first.text
+    return first
+
+
 def round_bets(tmp_path: Path, store_url: str) -> Counter[str]:
     """Request id -> bets placed with it, from the log."""
     node = open_node(store_url, str(tmp_path / "keys"), writable=False)
@@ -87,18 +108,7 @@ def test_bets_wait_for_the_writer_process_and_answer_as_the_route(
     with table_round(tmp_path, store_url) as (server, operator, round_id, wallets):
         writer = writer_of(server)
         body = {"account_id": wallets[0], "bet": {"bet": "big"}, "stake": 10}
-        os.kill(writer, signal.SIGSTOP)
-        answered: list[httpx.Response] = []
-        waiting = threading.Thread(
-            target=lambda: answered.append(bet(server.base, operator, round_id, body, "b1"))
-        )
-        waiting.start()
-        waiting.join(timeout=1.5)
-        assert not answered, "a bet was answered while the writer process was stopped"
-        os.kill(writer, signal.SIGCONT)
-        waiting.join(timeout=30)
-        (first,) = answered
-        assert first.status_code == 201, first.text
+        first = placed_while_stopped(writer, server.base, operator, round_id, body, "b1")
         again = bet(server.base, operator, round_id, body, "b1")
         assert again.status_code == 201 and again.json() == first.json()
         reused = bet(server.base, operator, round_id, {**body, "stake": 11}, "b1")
