@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from dataclasses import dataclass, field
@@ -58,8 +57,6 @@ class Node:
     passphrase: bytes | None
     anchor: Anchor | None = field(default=None)
     witnesses: WitnessSubmitter | None = field(default=None)
-    # What the node's other processes sealed (`ledger serve`'s anchor process).
-    sealed_elsewhere: SealedRowsReceiver | None = field(default=None)
 
     def checkpointer(self, batch_size: int = 1000) -> Checkpointer:
         """A checkpointer for this store (refused when the store is not this node's)."""
@@ -117,17 +114,20 @@ class Node:
     def _sealed_entry(self, state: bytes, stream: str, version: int, topic: str) -> bytes | None:
         mapper = self.app.mapper
         if isinstance(mapper, SealingMapper):
-            known = mapper.sealed_entry_hash(state, stream, version, topic)
-            if known is not None:
-                return known
-        if self.sealed_elsewhere is not None:  # by the node's other processes
-            key = hashlib.sha256(state).digest()
-            return self.sealed_elsewhere.entry_hash(key, stream, version, topic)
+            return mapper.sealed_entry_hash(state, stream, version, topic)
         return None
 
     def _signed_here(self, entry_hash: bytes) -> bytes | None:
         mapper = self.app.mapper
         return mapper.signed_here(entry_hash) if isinstance(mapper, SealingMapper) else None
+
+    def listen_for_sealed_rows(self, path: Path) -> SealedRowsReceiver:
+        """Take what the node's other processes say they sealed (on the Unix
+        socket `path`) as sealed here: the checkpointer checks those rows as
+        they were made (`ledger serve`'s anchor process)."""
+        mapper = self.app.mapper
+        assert isinstance(mapper, SealingMapper)
+        return SealedRowsReceiver(path, mapper.remember_rows)
 
     def tell_sealed_rows_to(self, path: str) -> None:
         """Tell the node's anchor process (listening on the Unix socket `path`)

@@ -5,6 +5,7 @@ stores."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 import uuid
@@ -19,11 +20,11 @@ from ledger.crypto.keystore import KeyDirectory
 from ledger.node import Node, open_node
 from ledger.store.sealed_rows import (
     DATAGRAM_BYTES,
-    SealedRowsReceiver,
     SealedRowsSender,
     pack,
     unpack,
 )
+from ledger.store.sealing import SealingMapper
 from tests.casino_support import casino_on, event_count
 from tests.conftest import PASSPHRASE
 
@@ -37,20 +38,24 @@ def test_rows_cross_in_datagrams_of_bounded_size() -> None:
     assert [row for datagram in datagrams for row in unpack(datagram)] == rows
 
 
-def test_a_row_is_taken_only_at_the_place_it_was_sealed_for(tmp_path: Path) -> None:
-    receiver = SealedRowsReceiver(tmp_path / "sealed.sock")
-    key, entry, stream = os.urandom(32), os.urandom(32), str(uuid.uuid4())
+def test_a_row_is_taken_only_at_the_place_it_was_sealed_for(
+    writer_and_anchor: tuple[Node, Node], tmp_path: Path
+) -> None:
+    _, anchor = writer_and_anchor
+    mapper = anchor.app.mapper
+    assert isinstance(mapper, SealingMapper)
+    state, entry, stream = os.urandom(200), os.urandom(32), str(uuid.uuid4())
+    key = hashlib.sha256(state).digest()
     SealedRowsSender(str(tmp_path / "sealed.sock")).send([(key, entry, stream, 3, TOPIC)])
     deadline = time.monotonic() + 5
-    while receiver.entry_hash(key, stream, 3, TOPIC) is None:
+    while mapper.sealed_entry_hash(state, stream, 3, TOPIC) is None:
         assert time.monotonic() < deadline, "the row never arrived"
         time.sleep(0.01)
-    assert receiver.entry_hash(key, stream, 3, TOPIC) == entry
-    assert receiver.entry_hash(key, stream, 4, TOPIC) is None  # another version
-    assert receiver.entry_hash(key, str(uuid.uuid4()), 3, TOPIC) is None  # another stream
-    assert receiver.entry_hash(key, stream, 3, "Round.Voided") is None  # another type
-    assert receiver.entry_hash(os.urandom(32), stream, 3, TOPIC) is None  # other bytes
-    receiver.close()
+    assert mapper.sealed_entry_hash(state, stream, 3, TOPIC) == entry
+    assert mapper.sealed_entry_hash(state, stream, 4, TOPIC) is None  # another version
+    assert mapper.sealed_entry_hash(state, str(uuid.uuid4()), 3, TOPIC) is None  # another stream
+    assert mapper.sealed_entry_hash(state, stream, 3, "Round.Voided") is None  # another type
+    assert mapper.sealed_entry_hash(state + b"x", stream, 3, TOPIC) is None  # other bytes
 
 
 def test_nobody_listening_costs_the_sender_nothing(tmp_path: Path) -> None:
@@ -68,11 +73,11 @@ def writer_and_anchor(
         store_url, str(keys.path), passphrase=PASSPHRASE, anchor_seconds=0, anchor_events=0
     )
     anchor = open_node(store_url, str(keys.path), passphrase=PASSPHRASE, writable=False)
-    anchor.sealed_elsewhere = SealedRowsReceiver(tmp_path / "sealed.sock")
+    listening = anchor.listen_for_sealed_rows(tmp_path / "sealed.sock")
     try:
         yield writer, anchor
     finally:
-        anchor.sealed_elsewhere.close()
+        listening.close()
         anchor.close()
         writer.close()
 

@@ -159,9 +159,7 @@ class BetChannel:
             outbox, self._outbox = self._outbox, {}
             self._send(outbox)
 
-    def _send(
-        self, lines: dict[str, tuple[list[str], list[BetRequest], list[Future[str]]]]
-    ) -> None:
+    def _send(self, lines: dict[str, Waiting]) -> None:
         """Send a line a round (the lock held)."""
         if self._socket is None:  # the line broke meanwhile
             for round_id, (_, bets, futures) in lines.items():

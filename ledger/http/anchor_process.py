@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ledger.errors import LedgerError
 from ledger.http.side_process import SideProcess, end_with, say_ready, stop_signals
-from ledger.store.sealed_rows import SEALED_ENV, SealedRowsReceiver
+from ledger.store.sealed_rows import SEALED_ENV
 
 log = logging.getLogger("ledger.anchor")
 POLL_SECONDS = 0.25  # well within the default anchor window (1 s)
@@ -58,8 +58,8 @@ def main(argv: list[str]) -> int:
         writable=False,
     ).node
     told = os.environ.get(SEALED_ENV)
-    if told:  # the rows the node's other processes seal, so as not to verify them again
-        node.sealed_elsewhere = SealedRowsReceiver(Path(told))
+    # The rows the node's other processes seal, so as not to verify them again.
+    listening = node.listen_for_sealed_rows(Path(told)) if told else None
     try:
         checkpointer = node.checkpointer()
         checkpointer.follow(poll_seconds=poll, stop=stopped.is_set)
@@ -68,8 +68,8 @@ def main(argv: list[str]) -> int:
         log.error("anchoring stopped: %s", exc)
         return exc.exit_code
     finally:
-        if node.sealed_elsewhere is not None:
-            node.sealed_elsewhere.close()
+        if listening is not None:
+            listening.close()
         node.close()
     return 0
 

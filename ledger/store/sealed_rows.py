@@ -12,8 +12,9 @@ So the processes that seal tell the anchor process what they sealed: for
 each row, the SHA-256 of its stored bytes, its entry hash, stream, version
 and type, in datagrams on a Unix socket in the server's private directory
 (mode 0700: only the serving user, who can read these processes' memory
-anyway, can send there). The anchor takes a row byte-identical to one it
-was told of as checked, as the sealing process itself would; any other row
+anyway, can send there). The anchor's mapper remembers them as rows it
+sealed itself, so a row byte-identical to one it was told of is checked as
+the sealing process itself would; any other row
 is checked in full. The telling is best-effort: a datagram that cannot be
 sent at once is dropped, and its rows are verified instead.
 """
@@ -25,8 +26,7 @@ import os
 import socket
 import struct
 import threading
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 log = logging.getLogger("ledger.anchor")
@@ -35,7 +35,6 @@ SEALED_ENV = "LEDGER_SERVE_SEALED"  # the Unix socket `ledger serve`'s anchor pr
 SealedRow = tuple[bytes, bytes, str, int, str]
 _HEAD = struct.Struct(">32s32sqHH")
 DATAGRAM_BYTES = 60_000  # under the kernel's default maximum for a Unix datagram
-REMEMBERED = 200_000  # rows kept (the anchor checkpoints them within a second or two)
 
 
 def pack(rows: Sequence[SealedRow]) -> list[bytes]:
@@ -85,15 +84,15 @@ class SealedRowsSender:
 
 
 class SealedRowsReceiver:
-    """The anchor process's end: what the node's processes sealed lately."""
+    """The anchor process's end: hands each datagram's rows to `remember`
+    (its mapper's memory of sealed rows, `SealingMapper.remember_rows`)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, remember: Callable[[list[SealedRow]], None]) -> None:
         path.unlink(missing_ok=True)
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._socket.bind(str(path))
         os.chmod(path, 0o600)
-        self._rows: OrderedDict[bytes, tuple[bytes, str, int, str]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._remember = remember
         threading.Thread(target=self._receive, name="ledger-sealed-rows", daemon=True).start()
 
     def _receive(self) -> None:
@@ -107,20 +106,7 @@ class SealedRowsReceiver:
             except (struct.error, UnicodeDecodeError):
                 log.warning("a malformed datagram of sealed rows was ignored")
                 continue
-            with self._lock:
-                for key, entry_hash, stream, version, topic in rows:
-                    self._rows[key] = (entry_hash, stream, version, topic)
-                while len(self._rows) > REMEMBERED:
-                    self._rows.popitem(last=False)
-
-    def entry_hash(self, key: bytes, stream: str, version: int, topic: str) -> bytes | None:
-        """The entry hash of a row whose stored bytes hash to `key`, when a
-        sealing process said it sealed exactly that row; None otherwise."""
-        with self._lock:
-            found = self._rows.get(key)
-        if found is None or found[1:] != (stream, version, topic):
-            return None
-        return found[0]
+            self._remember(rows)
 
     def close(self) -> None:
         self._socket.close()

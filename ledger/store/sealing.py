@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from uuid import UUID
@@ -147,12 +147,18 @@ class SealingMapper(Mapper[UUID]):
     def _remember_row(
         self, state: bytes, entry_hash: bytes, stream: UUID | str, version: int, topic: str
     ) -> SealedRow:
-        key = hashlib.sha256(state).digest()
-        name = stream_of(stream)
-        self._sealed_rows[key] = (entry_hash, name, version, topic)
-        if len(self._sealed_rows) > SEALED_HERE_CACHE:
+        row = (hashlib.sha256(state).digest(), entry_hash, stream_of(stream), version, topic)
+        self.remember_rows((row,))
+        return row
+
+    def remember_rows(self, rows: Iterable[SealedRow]) -> None:
+        """Take `rows` as sealed here: what this process sealed, or (`ledger
+        serve`'s anchor process) what the node's other processes told it they
+        sealed (`ledger.store.sealed_rows`)."""
+        for key, entry_hash, stream, version, topic in rows:
+            self._sealed_rows[key] = (entry_hash, stream, version, topic)
+        while len(self._sealed_rows) > SEALED_HERE_CACHE:
             self._sealed_rows.popitem(last=False)
-        return key, entry_hash, name, version, topic
 
     def sealed_entry_hash(
         self, state: bytes, stream: str, version: int, topic: str
