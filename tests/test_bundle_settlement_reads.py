@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.audit.chunks import ChunkResult, ChunkSpec, Problem
 from ledger.audit.findings import Findings, Step
+from ledger.audit.log.chunks import ChunkResult, ChunkSpec, Problem
 from ledger.audit.verify import _chunk_events
 from ledger.cli.main import main
 from ledger.crypto.envelope import SignerCheck

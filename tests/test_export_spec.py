@@ -326,7 +326,7 @@ def test_an_unwritten_type_validates_as_the_ledger_would_write_it() -> None:
     ledger's own mapper and the export format make it."""
     from eventsourcing.persistence import Mapper
 
-    from ledger.audit.log_events import ledger_transcoder
+    from ledger.audit.log.log_events import ledger_transcoder
     from ledger.export.records import decode_payload
 
     event = Round.BettingReopened(

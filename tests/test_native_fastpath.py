@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.audit.checkpoints import load_checkpoints
-from ledger.audit.chunks import ChunkResult, ChunkSpec, verify_batches, verify_rows
-from ledger.audit.key_times import checkpoint_times
+from ledger.audit.log.checkpoints import load_checkpoints
+from ledger.audit.log.chunks import ChunkResult, ChunkSpec, verify_batches, verify_rows
+from ledger.audit.log.key_times import checkpoint_times
 from ledger.audit.verify import Level, plan_chunks
 from ledger.crypto import canonical
 from ledger.crypto.envelope import SignerCheck

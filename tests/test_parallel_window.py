@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ledger.audit.chunks import ChunkSpec
-from ledger.audit.parallel import AHEAD_PER_PROCESS, WorkerPlan, run_chunks
+from ledger.audit.log.chunks import ChunkSpec
+from ledger.audit.log.parallel import AHEAD_PER_PROCESS, WorkerPlan, run_chunks
 
 
 def _no_init() -> None:

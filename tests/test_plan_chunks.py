@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from ledger.audit import store_plan, verify
-from ledger.audit.chunks import ChunkSpec
-from ledger.audit.log_source import StoreLog
-from ledger.audit.store_plan import TAIL_CHUNKS, TAIL_PARTS
+from ledger.audit import verify
+from ledger.audit.log import store_plan
+from ledger.audit.log.chunks import ChunkSpec
+from ledger.audit.log.log_source import StoreLog
+from ledger.audit.log.store_plan import TAIL_CHUNKS, TAIL_PARTS
 from ledger.errors import VerificationError
 from ledger.node import Node
 from ledger.store.merkle_log import stream_of

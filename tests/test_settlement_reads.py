@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from ledger.audit.chunks import verify_chunk_with
 from ledger.audit.findings import Findings, Step
-from ledger.audit.log_events import events_of_rows, verified_events
-from ledger.audit.log_source import StoreLog
+from ledger.audit.log.chunks import verify_chunk_with
+from ledger.audit.log.log_events import events_of_rows, verified_events
+from ledger.audit.log.log_source import StoreLog
 from ledger.audit.verify import Level, _chunk_events, plan_chunks
 from ledger.cli.main import main
 from ledger.crypto.envelope import SignerCheck

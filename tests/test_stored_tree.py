@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ledger.audit.findings import Findings, Step
-from ledger.audit.log_source import StoreLog
+from ledger.audit.log.log_source import StoreLog
 from ledger.audit.verify import Level, VerificationReport, verify_log, verify_store
 from ledger.audit.verify_state import VerifyState
 from ledger.errors import FindingKind

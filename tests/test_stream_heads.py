@@ -1,4 +1,4 @@
-"""Verify's stream heads in bounded memory (`ledger.audit.stream_heads`): the
+"""Verify's stream heads in bounded memory (`ledger.audit.log.stream_heads`): the
 recently written ones in memory, the rest in a scratch file; a chain break
 whose predecessor's head went to disk is still found, on both stores."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import ledger.audit.stream_heads as stream_heads
+import ledger.audit.log.stream_heads as stream_heads
 from ledger.audit.findings import Findings, Step
-from ledger.audit.stream_heads import StreamHeads
+from ledger.audit.log.stream_heads import StreamHeads
 from ledger.audit.verify import Level, verify_store
 from ledger.node import Node
 from tests.attacker import Attacker

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.audit.settlement import SettlementAudit
+from ledger.audit.games.settlement import SettlementAudit
 from ledger.audit.verify import Level, verify_log, verify_store
 from ledger.crypto.keys import Keyring
 from ledger.export.bundle_log import BundleLog

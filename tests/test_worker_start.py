@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from ledger.audit import log_source, parallel
-from ledger.audit.chunks import ChunkSpec
-from ledger.audit.parallel import WorkerPlan, run_chunks
+from ledger.audit.log import log_source, parallel
+from ledger.audit.log.chunks import ChunkSpec
+from ledger.audit.log.parallel import WorkerPlan, run_chunks
 from ledger.node import Node
 
 
@@ -66,8 +66,8 @@ def test_workers_started_either_way_run_every_chunk(
 # the modules of the first `prepare`, so this suite's process may have one already.
 FORK_SERVER_SCRIPT = """
 import json, os, sys, threading
-from ledger.audit import parallel
-from ledger.audit.chunks import ChunkSpec
+from ledger.audit.log import parallel
+from ledger.audit.log.chunks import ChunkSpec
 from tests.test_worker_start import _imported_at_init, _ran_by_with_parent
 
 stop = threading.Event()

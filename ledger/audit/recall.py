@@ -10,7 +10,7 @@ What is shown is re-derived as it is read, and trusts nothing stored:
   stream's hash chain followed from the genesis; an event that fails is
   reported as such and its content never shown;
 - the verified events go through verify's own checks, restricted to this
-  round (`ledger.audit.settlement`): the money (every movement balances,
+  round (`ledger.audit.games.settlement`): the money (every movement balances,
   payouts post what the results say, operators' signatures), the sources
   (dealer device reports' signatures, RNG draws recomputed from the round's
   committed seed once it is revealed), the round's life and fault policy,
@@ -33,10 +33,10 @@ from uuid import UUID
 
 from eventsourcing.utils import get_topic
 
-from ledger.audit.checkpoints import valid_checkpoints
-from ledger.audit.key_times import Coverage, SignedWhen, checkpoint_times
-from ledger.audit.revocations import earliest, log_revocations, merged
-from ledger.audit.settlement import SettlementAudit
+from ledger.audit.games.settlement import SettlementAudit
+from ledger.audit.log.checkpoints import valid_checkpoints
+from ledger.audit.log.key_times import Coverage, SignedWhen, checkpoint_times
+from ledger.audit.log.revocations import earliest, log_revocations, merged
 from ledger.audit.significant import plain
 from ledger.crypto.envelope import GENESIS_HASH, Envelope, SignerCheck, check_row, open_envelope
 from ledger.crypto.keys import Keyring, from_micros

@@ -8,7 +8,7 @@ Levels:
 - ``signatures``: all of that plus every envelope's Ed25519 signature.
 - ``settlement``: all of that plus everything the events say, re-derived
   (money, outcome sources, round rules and fault policies, payouts: see
-  `ledger.audit.settlement`); a round that cannot be re-derived (its variant
+  `ledger.audit.games.settlement`); a round that cannot be re-derived (its variant
   is not installed, or is blocked) fails with `CannotReDeriveError`, never an OK.
 
 The log is cut into chunks of 2^k leaves; each chunk is verified on its own
@@ -28,32 +28,32 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Concatenate, ParamSpec
 
-from ledger.audit.checkpoints import (
+from ledger.audit.findings import Finding, Findings, Step
+from ledger.audit.games.round_archive import RoundArchive
+from ledger.audit.games.round_games import installed_games
+from ledger.audit.games.settlement import SETTLEMENT_STEPS, SettlementAudit, SettlementCounts
+from ledger.audit.level import Level as Level  # where the rest of the ledger imports it from
+from ledger.audit.log.checkpoints import (
     kept_mismatch,
     load_checkpoints,
     unanchored_note,
 )
-from ledger.audit.chunks import (
+from ledger.audit.log.chunks import (
     ChunkResult,
     ChunkSpec,
     Problem,
     link_problem,
     no_cycle_collection,
 )
-from ledger.audit.findings import Finding, Findings, Step
-from ledger.audit.key_times import Coverage, checkpoint_times
-from ledger.audit.level import Level as Level  # where the rest of the ledger imports it from
-from ledger.audit.log_events import Event
-from ledger.audit.log_source import LogSource, StoreLog
-from ledger.audit.parallel import prepare as prepare_workers
-from ledger.audit.parallel import run_chunks
-from ledger.audit.revocations import check_revokers, earliest, log_revocations, merged
-from ledger.audit.round_archive import RoundArchive
-from ledger.audit.round_games import installed_games
-from ledger.audit.settlement import SETTLEMENT_STEPS, SettlementAudit, SettlementCounts
-from ledger.audit.stored_tree import Mismatches, compare_nodes
-from ledger.audit.stream_heads import StreamHeads
-from ledger.audit.verifications import RecordedRun, recorded_runs
+from ledger.audit.log.key_times import Coverage, checkpoint_times
+from ledger.audit.log.log_events import Event
+from ledger.audit.log.log_source import LogSource, StoreLog
+from ledger.audit.log.parallel import prepare as prepare_workers
+from ledger.audit.log.parallel import run_chunks
+from ledger.audit.log.revocations import check_revokers, earliest, log_revocations, merged
+from ledger.audit.log.stored_tree import Mismatches, compare_nodes
+from ledger.audit.log.stream_heads import StreamHeads
+from ledger.audit.log.verifications import RecordedRun, recorded_runs
 from ledger.audit.verify_state import SavedChunk, VerifyState
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck, now_micros
@@ -465,7 +465,7 @@ def verify_log(
     merge = _Merge(found, claimed, expected_roots, trusted, log, resume, tree_to)
     signer_check = SignerCheck(keyring)
     audit: SettlementAudit | None = None
-    if level is Level.SETTLEMENT:  # 8-11: what the events say (ledger.audit.settlement)
+    if level is Level.SETTLEMENT:  # 8-11: what the events say (ledger.audit.games.settlement)
         audit = SettlementAudit(
             keyring, installed_games() if games is None else games, coverage, found
         )

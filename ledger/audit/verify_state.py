@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ledger.audit.round_archive import RoundArchive
+from ledger.audit.games.round_archive import RoundArchive
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError

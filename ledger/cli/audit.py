@@ -284,8 +284,8 @@ def _start_worker_server(url: str) -> None:
     it imports what they need while this process imports the verifier and
     opens the store (whose pool's threads rule out a plain fork)."""
     if url.startswith(("postgresql:", "postgres:")):
-        from ledger.audit.chunks import worker_modules
-        from ledger.audit.parallel import prepare
+        from ledger.audit.log.chunks import worker_modules
+        from ledger.audit.log.parallel import prepare
 
         prepare(worker_modules(url), threads_coming=True)
 

@@ -27,17 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from ledger.audit.checkpoints import check_not_rolled_back
-from ledger.audit.chunks import (
+from ledger.audit.log.checkpoints import check_not_rolled_back
+from ledger.audit.log.chunks import (
     ChunkResult,
     ChunkSpec,
     Problem,
     no_cycle_collection,
     verify_rows,
 )
-from ledger.audit.log_events import Event, ledger_transcoder
-from ledger.audit.log_source import chunk_spec
-from ledger.audit.parallel import WorkerPlan
+from ledger.audit.log.log_events import Event, ledger_transcoder
+from ledger.audit.log.log_source import chunk_spec
+from ledger.audit.log.parallel import WorkerPlan
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import (
     ENVELOPE_PREFIX,

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ledger.audit.findings import Step
-from ledger.audit.key_times import Coverage, SignedWhen, checkpoint_times
-from ledger.audit.log_events import ledger_transcoder
-from ledger.audit.round_games import games_from_rules
-from ledger.audit.settlement import SettlementAudit
+from ledger.audit.games.round_games import games_from_rules
+from ledger.audit.games.settlement import SettlementAudit
+from ledger.audit.log.key_times import Coverage, SignedWhen, checkpoint_times
+from ledger.audit.log.log_events import ledger_transcoder
 from ledger.audit.verify import Level, VerificationReport, verify_log
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import (

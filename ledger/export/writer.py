@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ledger.audit.checkpoints import valid_checkpoints
-from ledger.audit.key_times import Coverage, checkpoint_times
+from ledger.audit.log.checkpoints import valid_checkpoints
+from ledger.audit.log.key_times import Coverage, checkpoint_times
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import Subtree, consistency_proof, inclusion_proof

@@ -38,9 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from uuid import UUID
 
-from ledger.audit.checkpoints import valid_checkpoints
 from ledger.audit.findings import Finding, Findings, Step
-from ledger.audit.log_source import StoreLog
+from ledger.audit.log.checkpoints import valid_checkpoints
+from ledger.audit.log.log_source import StoreLog
 from ledger.audit.verify import (
     CHUNK_LEAVES,
     Level,

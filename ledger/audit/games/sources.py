@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.utils import get_topic
 
-from ledger.audit.key_times import SignedWhen
+from ledger.audit.log.key_times import SignedWhen
 from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.asked_by import by_problem
@@ -47,7 +47,7 @@ from ledger.rng.deck import shuffled_deck
 from ledger.rng.dice import commitment, throw
 
 if TYPE_CHECKING:
-    from ledger.audit.round_facts import RoundFacts
+    from ledger.audit.games.round_facts import RoundFacts
 
 _TABLE_OPENED = get_topic(GameTable.Opened)
 _COMMITTED = get_topic(GameTable.SeedCommitted)
@@ -191,7 +191,7 @@ class SourceAudit:
                     where=where,
                 )
             if state.get("step") is not None:
-                from ledger.audit.round_facts import corrected_dealt
+                from ledger.audit.games.round_facts import corrected_dealt
 
                 dealt = corrected_dealt(facts, state)
                 if len(set(dealt)) != len(dealt):

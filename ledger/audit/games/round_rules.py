@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.audit.round_facts import (
+from ledger.audit.games.round_facts import (
     ACTION,
     BET,
     CLOSED_BETTING,

@@ -7,7 +7,7 @@ decoded events cost more to send between processes than to decode).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from eventsourcing.persistence import (
@@ -20,7 +20,7 @@ from eventsourcing.persistence import (
 
 from ledger.crypto.envelope import ENVELOPE_PREFIX, MAGIC, SIGNED_AT_OFFSET, open_envelope
 from ledger.errors import VerificationError
-from ledger.store.merkle_log import stream_of
+from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
 
 # (log position, stream, version, topic, payload, signing time µs or None for v1) of one event.
@@ -81,3 +81,24 @@ def verified_events(
         signed_at = int(state[at : state.index(b",", at)])
         yield position, stream, version, topic, payload, signed_at
         position += 1
+
+
+READ_BATCH = 5000  # rows a query when reading the whole log in order
+
+
+def events(
+    tables: MerkleLogTables,
+    transcoder: Transcoder,
+    progress: Callable[[int], None] | None,
+    start: tuple[int, int] = (0, 0),
+) -> Iterator[Event]:
+    """Every event of a store from `start` (log position, the row id before it),
+    in log order. A row that cannot be read as an event is passed over (its
+    envelope check already made it a finding)."""
+    position, after = start
+    while rows := tables.rows_after(after, READ_BATCH):
+        if progress:
+            progress(len(rows))
+        yield from events_of_rows(rows, position, transcoder)
+        position += len(rows)
+        after = rows[-1][0]

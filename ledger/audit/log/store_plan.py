@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
-from ledger.audit.chunks import Problem
+from ledger.audit.log.chunks import Problem
 from ledger.store.merkle_log import MerkleLogTables
 
 TAIL_CHUNKS = 2  # whole chunks at the end of a plan, cut into TAIL_PARTS each

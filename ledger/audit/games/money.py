@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from eventsourcing.utils import get_topic
 
-from ledger.audit.key_times import SignedWhen
-from ledger.audit.postings import expected_settlement_postings, expected_void_postings
+from ledger.audit.games.postings import expected_settlement_postings, expected_void_postings
+from ledger.audit.log.key_times import SignedWhen
 
 if TYPE_CHECKING:
-    from ledger.audit.round_facts import RoundFacts
+    from ledger.audit.games.round_facts import RoundFacts
 from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.account import PLAYER, Account
@@ -53,7 +53,7 @@ _CORRECTED = get_topic(Round.Corrected)
 class MoneyAudit:
     """Follows the log in order; `finish` checks what needs the whole log. A
     round's house account, currency and postings in force are its facts
-    (`ledger.audit.round_facts`), folded once for every check."""
+    (`ledger.audit.games.round_facts`), folded once for every check."""
 
     def __init__(self, keyring: Keyring) -> None:
         self.keyring = keyring

@@ -15,8 +15,8 @@ import itertools
 from collections.abc import Callable
 from datetime import datetime
 
-from ledger.audit.chunks import Problem
-from ledger.audit.log_rows import LogRows
+from ledger.audit.log.chunks import Problem
+from ledger.audit.log.log_rows import LogRows
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import consistency_proof, consistency_ranges, verify_consistency

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 from eventsourcing.persistence import Transcoder
 
-from ledger.audit.checkpoints import check_not_rolled_back, check_proofs
-from ledger.audit.chunks import (
+from ledger.audit.log.checkpoints import check_not_rolled_back, check_proofs
+from ledger.audit.log.chunks import (
     ChunkResult,
     ChunkSpec,
     Problem,
@@ -25,12 +25,11 @@ from ledger.audit.chunks import (
     verify_chunk_with,
     worker_modules,
 )
-from ledger.audit.locate import first_difference, first_removed
-from ledger.audit.log_events import Event, events_of_rows, verified_events
-from ledger.audit.log_rows import LogRows
-from ledger.audit.parallel import WorkerPlan
-from ledger.audit.settlement import events
-from ledger.audit.store_plan import Cutting
+from ledger.audit.log.locate import first_difference, first_removed
+from ledger.audit.log.log_events import Event, events, events_of_rows, verified_events
+from ledger.audit.log.log_rows import LogRows
+from ledger.audit.log.parallel import WorkerPlan
+from ledger.audit.log.store_plan import Cutting
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
 from ledger.errors import VerificationError

@@ -17,7 +17,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from ledger.audit.postings import expected_settlement_postings
+from ledger.audit.games.postings import expected_settlement_postings
 from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, LogEntry, Round
 from ledger.errors import InvalidCommandError
 from ledger.games.api import BetView, RecordedAction, Step

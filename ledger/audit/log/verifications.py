@@ -17,8 +17,8 @@ from typing import Any
 
 from eventsourcing.persistence import Transcoder
 
-from ledger.audit.key_times import Coverage, SignedWhen
-from ledger.audit.log_rows import LogRows
+from ledger.audit.log.key_times import Coverage, SignedWhen
+from ledger.audit.log.log_rows import LogRows
 from ledger.crypto.actor import actor_signature, check_fact_signature
 from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_envelope, where
 from ledger.crypto.keys import Keyring, Role, from_micros

@@ -17,7 +17,7 @@ from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ledger.audit.stored_tree import (
+from ledger.audit.log.stored_tree import (
     Mismatches,
     TreeRows,
     compare_leaves,
@@ -566,8 +566,8 @@ _worker: tuple[MerkleLogTables, SignerCheck, object] | None = None
 
 def worker_modules(store: str) -> tuple[str, ...]:
     """What `init_worker` and `verify_chunk` import for the store at this URL
-    (a fork server imports them once for every worker: ledger.audit.parallel)."""
-    modules = ["ledger.audit.chunks", "ledger.store.application"]
+    (a fork server imports them once for every worker: ledger.audit.log.parallel)."""
+    modules = ["ledger.audit.log.chunks", "ledger.store.application"]
     if store.startswith(("postgresql:", "postgres:")):
         modules += [
             "psycopg",

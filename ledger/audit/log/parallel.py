@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from multiprocessing.sharedctypes import Synchronized
 from typing import Any
 
-from ledger.audit.chunks import ChunkResult, ChunkSpec
+from ledger.audit.log.chunks import ChunkResult, ChunkSpec
 
 _POLL_SECONDS = 1.0
 AHEAD_PER_PROCESS = 4  # chunks a process may verify ahead of the one the caller takes next

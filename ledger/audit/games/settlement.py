@@ -1,6 +1,6 @@
 """`verify --level settlement`: everything the events say, re-derived in one
 pass over the log (the envelopes were already verified). Each round's events
-are folded once into its facts (`ledger.audit.round_facts`), which four
+are folded once into its facts (`ledger.audit.games.round_facts`), which four
 numbered steps read:
 
 8. money (`money`): every movement balances, settlements, voids and
@@ -24,30 +24,24 @@ raised. A round no installed game can re-derive is a `not-checked` finding
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from eventsourcing.persistence import Transcoder
-
 from ledger.audit.findings import Finding, Findings, Step
-from ledger.audit.key_times import Coverage, SignedWhen
-from ledger.audit.log_events import Event, events_of_rows
-from ledger.audit.money import MoneyAudit
-from ledger.audit.resettle import Resettler
-from ledger.audit.round_archive import RoundArchive
-from ledger.audit.round_facts import OPENED, ROUND_TOPICS, RoundFacts, RoundFold
-from ledger.audit.round_games import RoundGames
-from ledger.audit.round_rules import RoundRulesAudit
-from ledger.audit.sources import SEED_REVEALED, Located, SourceAudit, in_play_at_reveal
+from ledger.audit.games.money import MoneyAudit
+from ledger.audit.games.resettle import Resettler
+from ledger.audit.games.round_archive import RoundArchive
+from ledger.audit.games.round_facts import OPENED, ROUND_TOPICS, RoundFacts, RoundFold
+from ledger.audit.games.round_games import RoundGames
+from ledger.audit.games.round_rules import RoundRulesAudit
+from ledger.audit.games.sources import SEED_REVEALED, Located, SourceAudit, in_play_at_reveal
+from ledger.audit.log.key_times import Coverage, SignedWhen
+from ledger.audit.log.log_events import Event
 from ledger.crypto.keys import Keyring
 from ledger.domain.round import SETTLED, VOIDED
 from ledger.errors import CannotReDeriveError, FindingKind, LedgerError, VerificationError
 from ledger.plugins.registry import LoadedGame
-from ledger.store.merkle_log import MerkleLogTables
-
-READ_BATCH = 5000
-
 
 #: The settlement level's steps, in the order they read each event.
 SETTLEMENT_STEPS = (Step.MONEY, Step.SOURCES, Step.RULES, Step.PAYOUTS)
@@ -72,24 +66,6 @@ class SettlementCounts:
     # (game, version played, version re-derived, rounds): re-derived by other code
     # than played them (same rules hash and API): information, not a failure.
     other_code: tuple[tuple[str, str, str, int], ...] = ()
-
-
-def events(
-    tables: MerkleLogTables,
-    transcoder: Transcoder,
-    progress: Callable[[int], None] | None,
-    start: tuple[int, int] = (0, 0),
-) -> Iterator[Event]:
-    """Every event of a store from `start` (log position, the row id before it),
-    in log order. A row that cannot be read as an event is passed over (its
-    envelope check already made it a finding)."""
-    position, after = start
-    while rows := tables.rows_after(after, READ_BATCH):
-        if progress:
-            progress(len(rows))
-        yield from events_of_rows(rows, position, transcoder)
-        position += len(rows)
-        after = rows[-1][0]
 
 
 def check_settlement(

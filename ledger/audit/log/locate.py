@@ -9,7 +9,7 @@ never make verification pass.
 
 from __future__ import annotations
 
-from ledger.audit.chunks import Problem
+from ledger.audit.log.chunks import Problem
 from ledger.crypto.envelope import open_envelope, where
 from ledger.errors import VerificationError
 from ledger.store.merkle_log import MerkleLogTables, stream_of
