@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ledger.audit.verify import Level, VerificationReport, verify_log, verify_store
+from ledger.audit.verify import Level, VerificationReport, VerifyOptions, verify_log, verify_store
 from ledger.crypto.keys import Keyring
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID
 from ledger.errors import VerificationError
@@ -59,9 +59,7 @@ def from_bundle(bundle: Path, keyring: Keyring, workers: int, chunk: int) -> Ver
     return verify_log(
         BundleLog(Bundle(bundle)),
         keyring,
-        level=Level.SETTLEMENT,
-        workers=workers,
-        chunk_leaves=chunk,
+        VerifyOptions(level=Level.SETTLEMENT, workers=workers, chunk_leaves=chunk),
     )
 
 
@@ -72,7 +70,7 @@ def test_a_bundle_in_many_chunks_re_derives_what_the_store_does(
     store, keyring, bundle = exported
     app = LedgerApplication(store, keyring=keyring, create=False)
     try:
-        expected = verify_store(app, keyring, level=Level.SETTLEMENT, workers=1)
+        expected = verify_store(app, keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1))
     finally:
         app.close()
     got = from_bundle(bundle, keyring, workers, chunk=16)

@@ -18,7 +18,7 @@ import pytest
 
 from ledger.audit.findings import Findings, Step
 from ledger.audit.log.chunks import ChunkResult, ChunkSpec, Problem
-from ledger.audit.verify import _chunk_events
+from ledger.audit.verify import chunk_events
 from ledger.cli.main import main
 from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
@@ -136,11 +136,11 @@ def test_lines_changed_after_their_chunk_was_verified_are_a_finding(bundle: Path
         log.chunk_events(spec, verified)
 
     found = Findings()
-    events = list(_chunk_events(log, verified, found))
+    events = list(chunk_events(log, verified, found))
     [finding] = list(found)
     assert finding.step is Step.ENVELOPES and finding.kind is FindingKind.ALTERED
     assert f"{EVENTS} lines {spec.first_leaf + 1} to {spec.last_id} changed" in finding.text
     assert events == before
     # Settled from the envelopes its worker verified, the chunk is what was verified.
     found = Findings()
-    assert list(_chunk_events(log, handed, found)) == before and not found
+    assert list(chunk_events(log, handed, found)) == before and not found

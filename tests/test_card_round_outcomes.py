@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ledger.audit.significant import iter_significant
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import VOIDED, Round
@@ -134,7 +134,9 @@ def test_an_operator_cannot_void_an_rng_card_round_after_the_deal(
         match=rf"round {round_id} \(xidach\): an operator voided the round after it drew its "
         r"outcome \(1 draws",
     ):
-        verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)
+        verify_store(
+            node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+        )
 
 
 def test_an_operator_may_void_a_card_round_before_its_first_card(
@@ -149,7 +151,7 @@ def test_an_operator_may_void_a_card_round_before_its_first_card(
         request_id="v", round_id=round_id, reason="dealer ill", operator=operator_signer(node)
     )
     assert [r["returned"] for r in returns] == [100]
-    verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)
+    verify_store(node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
 
 
 def physical_dealt(node: Node, casino: Casino) -> tuple[str, Any]:
@@ -199,7 +201,9 @@ def test_a_physical_misdeal_voids_only_through_the_devices_signed_fault(node: No
     assert result["void"] == "misdeal: card exposed" and result["over"]
     assert sorted(r["returned"] for r in result["settled"]) == [500, 1_000]  # every stake back
     assert casino.round(round_id).status == VOIDED
-    report = verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)
+    report = verify_store(
+        node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )
     assert report.device_reports == 3  # close, deal and the misdeal, signatures checked
     found = [
         (e.kind, e.stream)
@@ -243,4 +247,6 @@ def test_an_rng_draw_after_its_seed_was_revealed_fails_verify(
         match=rf"seed {seed_id} was revealed while round {round_id}, which deals from it, was "
         "still in play",
     ):
-        verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)
+        verify_store(
+            node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+        )

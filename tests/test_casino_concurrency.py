@@ -10,7 +10,7 @@ from typing import Any
 
 from eventsourcing.persistence import IntegrityError
 
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.domain.request import request_uuid
 from ledger.domain.round import Limits, Round
@@ -153,4 +153,6 @@ def test_two_processes_betting_from_one_wallet(node: Node, store_url: str) -> No
         assert indexed[request_id] == placed_by[request_id]
         assert not list(node.app.events.get(request_uuid(request_id)))
     # And the ledger the two writers made verifies, money included.
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, workers=1, games=VARIANTS)
+    verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1, games=VARIANTS)
+    )

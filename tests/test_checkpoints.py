@@ -10,7 +10,7 @@ import pytest
 
 from ledger.audit.findings import Findings
 from ledger.audit.proofs import consistency_from, inclusion_of, verify_inclusion_bundle
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_store
 from ledger.cli.main import main
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import open_envelope
@@ -139,10 +139,12 @@ def test_chunked_verify_matches_serial(node: Node, workers: int) -> None:
     for _ in range(5):
         record(node, 23)
     node.checkpointer(batch_size=7).catch_up()
-    report = verify_store(node.app, node.keyring, workers=workers, chunk_leaves=8)
+    report = verify_store(node.app, node.keyring, VerifyOptions(workers=workers, chunk_leaves=8))
     assert (report.events, report.streams, report.checkpoints) == (115, 5, 17)
     integrity = verify_store(
-        node.app, node.keyring, level=Level.INTEGRITY, workers=workers, chunk_leaves=16
+        node.app,
+        node.keyring,
+        VerifyOptions(level=Level.INTEGRITY, workers=workers, chunk_leaves=16),
     )
     assert integrity.events == 115
 
@@ -153,7 +155,7 @@ def test_chunked_verify_matches_serial(node: Node, workers: int) -> None:
     finally:
         attacker.close()
     with pytest.raises(VerificationError, match=f"stream {stream} version 9: event missing"):
-        verify_store(node.app, node.keyring, workers=workers, chunk_leaves=8)
+        verify_store(node.app, node.keyring, VerifyOptions(workers=workers, chunk_leaves=8))
 
 
 def test_cli_checkpoint_export_and_proofs(node: Node, tmp_path: Path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -187,7 +189,7 @@ def test_verify_checks_the_stored_tree_that_serves_proofs(node: Node) -> None:
     finally:
         attacker.close()
     found = Findings()
-    verify_store(node.app, node.keyring, findings=found)
+    verify_store(node.app, node.keyring, sinks=Sinks(findings=found))
     texts = [f.text for f in found.items]
     assert any("checkpoint of size 6: no valid consistency proof" in t for t in texts), texts
     assert any("Merkle node (level 2, index 0) does not hold the hash" in t for t in texts), texts

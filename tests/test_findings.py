@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 
 from ledger.audit.findings import Findings, Step
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.cli.main import main
 from ledger.crypto.envelope import open_envelope
@@ -140,7 +140,10 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
         attacker.close()
     findings = Findings()
     report = verify_store(
-        node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS, findings=findings
+        node.app,
+        node.keyring,
+        VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS),
+        sinks=Sinks(findings=findings),
     )
     by_round: dict[str | None, set[tuple[FindingKind, Step]]] = {}
     for finding in findings:
@@ -167,7 +170,7 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
     assert report.summary().startswith("FAILED: ")
     # Without a sink the first finding is raised, as it always was.
     with pytest.raises(VerificationError) as raised:
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
     assert str(raised.value) == str(findings.headline())
     # Settled chunk by chunk while workers verify the next ones: the same findings
     # as one process settling after every chunk (the same chunks); with one
@@ -178,11 +181,10 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
         verify_store(
             node.app,
             node.keyring,
-            level=Level.SETTLEMENT,
-            games=VARIANTS,
-            findings=found,
-            workers=workers,
-            chunk_leaves=leaves,
+            VerifyOptions(
+                level=Level.SETTLEMENT, games=VARIANTS, workers=workers, chunk_leaves=leaves
+            ),
+            sinks=Sinks(findings=found),
         )
     assert [f.to_json() for f in by_run[2, 4]] == [f.to_json() for f in by_run[1, 4]]
     for found in by_run.values():
@@ -248,7 +250,7 @@ def test_a_round_whose_game_is_missing_is_not_checked_unless_something_failed(
 ) -> None:
     rounds = _five_rounds(node)
     findings = Findings()
-    verify_store(node.app, node.keyring, games={}, findings=findings)
+    verify_store(node.app, node.keyring, VerifyOptions(games={}), sinks=Sinks(findings=findings))
     # No game installed: every round is not checked (its money and sources still are).
     assert {f.kind for f in findings} == {FindingKind.NOT_CHECKED}
     assert sorted(f.round_id for f in findings) == sorted(rounds)
@@ -259,7 +261,7 @@ def test_a_round_whose_game_is_missing_is_not_checked_unless_something_failed(
     finally:
         attacker.close()
     findings = Findings()
-    verify_store(node.app, node.keyring, games={}, findings=findings)
+    verify_store(node.app, node.keyring, VerifyOptions(games={}), sinks=Sinks(findings=findings))
     headline = findings.headline()
     assert isinstance(headline, VerificationError) and headline.exit_code == 1
     assert sum(f.kind is FindingKind.NOT_CHECKED for f in findings) == 4  # round 1: altered

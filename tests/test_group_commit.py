@@ -16,7 +16,7 @@ import pytest
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import BatchSettings, Casino
 from ledger.casino.runner import Work
 from ledger.crypto.envelope import SignerCheck
@@ -85,7 +85,7 @@ def test_concurrent_bets_share_commits_and_each_is_in_the_round_once(node: Node)
     placed = [e for _, e in domain_events(node.app) if isinstance(e, Round.BetPlaced)]
     assert sorted(e.bet_id for e in placed) == sorted(results)  # each once, none lost
     assert [casino.account(w).balance for w in wallets] == [9_990] * PLAYERS
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
 
 
 def test_a_refused_command_spoils_nothing_in_its_batch(node: Node) -> None:
@@ -143,7 +143,7 @@ def test_a_command_failing_half_way_leaves_nothing_and_the_batch_commits(node: N
     with pytest.raises(InvalidCommandError, match="refused after a change"):
         failing.result(60)
     assert casino.account(wallets[0]).balance == 10_000 - 20  # the 5 never arrived
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
 
 
 def test_a_retry_returns_the_first_result_in_the_same_batch_or_a_later_one(node: Node) -> None:
@@ -239,7 +239,9 @@ def test_a_batch_conflicting_with_another_node_is_applied_again(
     assert sorted(e.bet_id for e in placed) == sorted(results)
     assert [casino.account(w).balance for w in wallets] == [9_980] * PLAYERS
     assert conflicts > 0, "the two nodes never raced"
-    verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=VARIANTS)
+    verify_store(
+        node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+    )
 
 
 def test_a_bet_costs_the_same_whatever_its_round_holds(node: Node, monkeypatch: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ledger.audit.recall import recall_round
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino, attestation
 from ledger.cli.recall import render
 from ledger.errors import InvalidCommandError, RequestIdReusedError, VerificationError
@@ -97,7 +97,9 @@ def test_every_decision_over_http_names_the_session_that_asked(api: Api) -> None
         pytest.fail("no player stood in 30 rounds")
     api.ok(f"/v1/tables/{table}/seeds/retire")
 
-    report = verify_store(api.node.app, api.node.keyring, level=Level.SETTLEMENT, games=GAMES)
+    report = verify_store(
+        api.node.app, api.node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )
     assert report.settlement is not None and report.settlement.rng_cards_pending == 0
 
     recall = recall_round(api.node.app, api.node.keyring, GAMES, round_id)
@@ -216,9 +218,11 @@ def test_attack_a_malformed_by_is_caught_by_verify(
     monkeypatch.setattr(attestation, "attest", buggy)  # a buggy node: records what it is handed
     casino.act(request_id="c", round_id=round_id, actor="dealer", action="close_betting")
     monkeypatch.undo()
-    verify_store(node.app, node.keyring, level=Level.SIGNATURES)  # every envelope is fine
+    verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES)
+    )  # every envelope is fine
     with pytest.raises(VerificationError) as caught:
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
     message = str(caught.value)
     assert f"round {round_id}: close_betting: the command's source is malformed" in message
     assert problem in message

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ledger.audit.findings import Findings, Step
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_store
 from ledger.audit.verify_state import VerifyState
 from ledger.cli.mirror import follow_source
 from ledger.crypto.checkpoint import Checkpoint
@@ -65,8 +65,10 @@ def test_one_shot_catch_up_copies_the_sealed_rows_and_the_roots(
         assert mirror.sync().events == 0  # nothing new: nothing copied twice
         copy = mirror.app
         assert all_rows(copy) == all_rows(node.app)
-        report = verify_store(copy, node.keyring, level=Level.SETTLEMENT, workers=1)
-        theirs = verify_store(node.app, node.keyring, level=Level.SIGNATURES, workers=1)
+        report = verify_store(copy, node.keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1))
+        theirs = verify_store(
+            node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES, workers=1)
+        )
         assert report.root == theirs.root and report.checkpoint_root == theirs.checkpoint_root
         write_events(node, accounts=2)
         assert mirror.sync().events > 0
@@ -348,7 +350,7 @@ def test_a_catch_up_commits_checkpoint_by_checkpoint_and_resumes(
         done = m.sync()
         assert done.events == m.size == done.checkpoint == sizes[0]
         assert held_checkpoints(m.app) == sizes[:1]
-        report = verify_store(m.app, node.keyring, level=Level.SIGNATURES, workers=1)
+        report = verify_store(m.app, node.keyring, VerifyOptions(level=Level.SIGNATURES, workers=1))
         assert report.events == sizes[0] and report.unanchored is None
     # A batch that reaches two checkpoints on: both are written with their events.
     reach = sizes[2] - sizes[0]
@@ -521,14 +523,18 @@ def test_a_new_mirror_starts_after_a_node_key_was_revoked(
     write_events(node)
     with rotated_node(node, store_url) as renewed:
         write_events(renewed)  # sealed by the new key, under a checkpoint after the revocation
-        assert verify_store(renewed.app, renewed.keyring, level=Level.SIGNATURES, workers=1)
+        assert verify_store(
+            renewed.app, renewed.keyring, VerifyOptions(level=Level.SIGNATURES, workers=1)
+        )
         api = source_api(renewed, tmp_path)
         keyring = renewed.keys.keyring()  # what the casino gives the regulator now
         with opened_mirror(mirror_store, keyring, ClientSource(api), tmp_path / "m") as mirror:
             done = mirror.sync()
             assert done.size == renewed.app.tables.event_count()[0]
             assert all_rows(mirror.app) == all_rows(renewed.app)
-            copy = verify_store(mirror.app, keyring, level=Level.SIGNATURES, workers=1)
+            copy = verify_store(
+                mirror.app, keyring, VerifyOptions(level=Level.SIGNATURES, workers=1)
+            )
             assert copy.revocations == 1 and copy.findings.items == []
 
 
@@ -586,7 +592,9 @@ def test_a_merkle_row_changed_in_the_mirror_store_fails_the_next_pass(
         with pytest.raises(VerificationError, match="mirror store's own rows no longer verify"):
             mirror.sync()
         assert mirror.app.tables.event_count()[0] == held
-        report = verify_store(mirror.app, node.keyring, workers=1, findings=Findings())
+        report = verify_store(
+            mirror.app, node.keyring, VerifyOptions(workers=1), sinks=Sinks(findings=Findings())
+        )
         assert [f.step for f in report.findings.items] == [Step.MERKLE]
 
 

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino, attestation
 from ledger.domain.round import SETTLED
 from ledger.errors import InvalidCommandError, VerificationError
@@ -90,12 +90,16 @@ def test_rng_cards_settle_seat_by_seat_and_verify(node: Node, tmp_path: Any) -> 
     )
     assert event_count(node.app) == before
 
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )
     assert report.settlement is not None and report.resettled == 2
     assert (report.settlement.rng_cards, report.settlement.rng_cards_pending) == (0, 2)
     assert "NOT CHECKED: 2 RNG card draws whose seed is not revealed yet" in report.summary()
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )
     assert report.settlement is not None
     assert (report.settlement.rng_cards, report.settlement.rng_cards_pending) == (2, 0)
     assert "2 RNG card draws recomputed from their round's shuffled deck" in report.summary()
@@ -152,7 +156,9 @@ def test_device_cards_and_a_card_dealt_twice(node: Node) -> None:
     casino.act(request_id="s5", round_id=round_id, actor="seat:2", action="draw", source=two)
     assert casino.account(bob).balance == 10_000 + 300  # the king beats the 6
     assert casino.account(ann).balance == 10_000 + 1_000 - 500  # the 2 loses
-    verified = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+    verified = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )
     assert verified.device_reports == 3 and verified.resettled == 2
 
 
@@ -176,7 +182,9 @@ def test_a_physical_decision_after_the_close_needs_the_devices_report(node: Node
     casino.act(
         request_id="s3", round_id=round_id, actor="seat:2", action="surrender", source=report
     )
-    verified = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+    verified = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )
     assert verified.device_reports == 3
 
 
@@ -235,9 +243,9 @@ def test_attack_a_validly_signed_settlement_of_the_wrong_bets_or_amount(
         casino.act(request_id="a3", round_id=round_id, actor="seat:2", action="surrender")
     # Every event is sealed by the node and the money balances: only re-deriving
     # each partial settlement with the real rules catches it.
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=lying)
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=lying))
     with pytest.raises(VerificationError, match=caught):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
 
 
 def test_taixiu_through_act_pays_as_before(node: Node, tmp_path: Any) -> None:
@@ -280,7 +288,7 @@ def test_taixiu_through_act_pays_as_before(node: Node, tmp_path: Any) -> None:
     assert {r["bet_id"]: r["returned"] for r in done["settled"]} == expected
     assert casino.account(player).balance == 10_000 - 300 + sum(expected.values())
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+    report = verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))
     assert (report.rng_throws, report.resettled) == (1, 1)
 
 
@@ -314,7 +322,7 @@ def test_attack_a_node_dealing_cards_not_from_the_committed_deck(
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
     wrong = rf"round {round_id}: cards \[{dealt[0]}\] at deck positions \[0\]"
     with pytest.raises(VerificationError, match=wrong):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
 
 
 def test_attack_a_card_report_the_device_did_not_sign(
@@ -331,7 +339,7 @@ def test_attack_a_card_report_the_device_did_not_sign(
     altered = {**device.act(round_id, 1, "dealer", "deal", {}, [0]), "drawn": [51]}
     casino.act(request_id="d", round_id=round_id, actor="dealer", action="deal", source=altered)
     with pytest.raises(VerificationError, match="bad dealer-device signature"):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
 
 
 def test_taixiu_device_faults_through_act_follow_its_policy(node: Node) -> None:
@@ -370,6 +378,6 @@ def test_taixiu_device_faults_through_act_follow_its_policy(node: Node) -> None:
     assert done["void"] and done["over"]
     assert [r["returned"] for r in done["settled"]] == [700]
     assert casino.account(player).balance == 10_000
-    verified = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+    verified = verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))
     assert verified.device_reports == 2 and verified.settlement is not None
     assert verified.settlement.faults == 2

@@ -16,6 +16,7 @@ from ledger.audit.log import store_plan
 from ledger.audit.log.chunks import ChunkSpec
 from ledger.audit.log.log_source import StoreLog
 from ledger.audit.log.store_plan import TAIL_CHUNKS, TAIL_PARTS
+from ledger.audit.verify import VerifyOptions
 from ledger.errors import VerificationError
 from ledger.node import Node
 from ledger.store.merkle_log import stream_of
@@ -110,7 +111,7 @@ def test_a_run_that_stops_early_has_stopped_reading_the_log(
     monkeypatch.setattr(store_plan, "chunk_ends", slow)
     monkeypatch.setattr(verify, "load_checkpoints", failing)
     with pytest.raises(RuntimeError, match="could not be read"):
-        verify.verify_store(node.app, node.keys.keyring(), chunk_leaves=CHUNK)
+        verify.verify_store(node.app, node.keys.keyring(), VerifyOptions(chunk_leaves=CHUNK))
     assert len(finished) == 1  # the cut ran to its end before the error came back
 
 
@@ -178,4 +179,6 @@ def test_rows_removed_after_the_cut_are_reported_not_misplaced(
 
     monkeypatch.setattr(StoreLog, "plan", plan_then_remove)
     with pytest.raises(VerificationError, match="the log changed while it was read"):
-        verify.verify_store(node.app, node.keys.keyring(), chunk_leaves=CHUNK, workers=1)
+        verify.verify_store(
+            node.app, node.keys.keyring(), VerifyOptions(chunk_leaves=CHUNK, workers=1)
+        )

@@ -17,7 +17,7 @@ import pytest
 from eventsourcing.utils import get_topic
 
 from ledger.audit.level import Level
-from ledger.audit.verify import verify_store
+from ledger.audit.verify import VerifyOptions, verify_store
 from ledger.casino import Casino, open_ledger
 from ledger.crypto.keys import Role
 from ledger.crypto.keystore import KeyDirectory
@@ -77,7 +77,9 @@ def test_a_bet_is_its_requests_record(node: Node) -> None:
     # Every other command still has a request record of its own.
     casino.deposit(request_id="d1", account_id=alice, amount=5)
     assert node.app.tables.existing_streams([request_uuid("d1")]) == {request_uuid("d1")}
-    verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=VARIANTS)
+    verify_store(
+        node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+    )
 
 
 def test_a_deleted_index_row_lets_a_retry_in_twice_and_verify_finds_it(
@@ -95,7 +97,9 @@ def test_a_deleted_index_row_lets_a_retry_in_twice_and_verify_finds_it(
         VerificationError,
         match=rf"round {round_id} \(coin\): request 'b1' placed a second bet \({second}\)",
     ):
-        verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=VARIANTS)
+        verify_store(
+            node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+        )
 
 
 def test_an_index_row_naming_another_event_is_refused(node: Node, store_url: str) -> None:

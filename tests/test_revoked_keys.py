@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino, attestation
 from ledger.cli.main import main
 from ledger.crypto.actor import sign_fact
@@ -261,7 +261,7 @@ def test_facts_signed_before_the_revocation_under_a_checkpoint_stay_valid(
     node.checkpointer().catch_up()
     keyring = node.keys.keyring()
     assert {r.name for r in keyring if r.revoked_at is not None} == {"shaker", "ops"}
-    report = verify_store(node.app, keyring, level=Level.SETTLEMENT, games=GAMES)
+    report = verify_store(node.app, keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
     assert report.device_reports == 1 and report.settlement is not None
     assert report.settlement.resettled >= 1  # the throw settled, re-derived
 
@@ -349,7 +349,11 @@ def test_a_reopened_node_reads_what_its_revoked_old_key_signed(node: Node, store
         assert later.account(player).balance == 49_000  # signed by the revoked old key
         later.deposit(request_id="more", account_id=player, amount=1)  # signed by the new one
         reopened.checkpointer().catch_up()
-        verify_store(reopened.app, reopened.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)
+        verify_store(
+            reopened.app,
+            reopened.keys.keyring(),
+            VerifyOptions(level=Level.SETTLEMENT, games=GAMES),
+        )
     finally:
         reopened.close()
 

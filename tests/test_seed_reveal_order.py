@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from ledger.audit.findings import Findings, Step
-from ledger.audit.verify import Level, verify_log, verify_store
+from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_log, verify_store
 from ledger.casino import Casino
 from ledger.crypto.envelope import open_envelope, seal
 from ledger.crypto.keys import Role
@@ -147,7 +147,10 @@ def reveal_moved_into_the_round(node: Node, table: str, round_id: str) -> int:
 def store_findings(node: Node, workers: int, chunk: int) -> list[tuple[Any, ...]]:
     found = Findings()
     verify_store(
-        node.app, node.keyring, games=GAMES, workers=workers, chunk_leaves=chunk, findings=found
+        node.app,
+        node.keyring,
+        VerifyOptions(games=GAMES, workers=workers, chunk_leaves=chunk),
+        sinks=Sinks(findings=found),
     )
     return [(f.step, f.position, f.round_id) for f in found.items]
 
@@ -155,7 +158,12 @@ def store_findings(node: Node, workers: int, chunk: int) -> list[tuple[Any, ...]
 def bundle_findings(bundle: Path, node: Node, workers: int, chunk: int) -> list[tuple[Any, ...]]:
     found = Findings()
     log = BundleLog(Bundle(bundle))
-    verify_log(log, node.keyring, games=GAMES, workers=workers, chunk_leaves=chunk, findings=found)
+    verify_log(
+        log,
+        node.keyring,
+        VerifyOptions(games=GAMES, workers=workers, chunk_leaves=chunk),
+        sinks=Sinks(findings=found),
+    )
     return [(f.step, f.position, f.round_id) for f in found.items]
 
 
@@ -169,16 +177,18 @@ def test_a_seed_revealed_while_a_round_still_deals_from_it_fails_verify(
     seed_id = casino.retire_seed(request_id="retire", table_id=table, rng=rng)
     node.checkpointer().catch_up()
     keyring = node.keyring
-    verify_store(node.app, keyring, level=Level.SETTLEMENT, games=GAMES)  # honest: it passes
+    verify_store(
+        node.app, keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )  # honest: it passes
     at = reveal_moved_into_the_round(node, table, round_id)
     # Re-sealed cleanly: every envelope, chain and remaining checkpoint verifies.
-    verify_store(node.app, keyring, level=Level.SIGNATURES)
+    verify_store(node.app, keyring, VerifyOptions(level=Level.SIGNATURES))
     message = (
         rf"stream {table} version \d+ \(log position {at}\): seed {seed_id} was revealed "
         rf"while round {round_id}, which deals from it, was still in play"
     )
     with pytest.raises(VerificationError, match=message):
-        verify_store(node.app, keyring, level=Level.SETTLEMENT, games=GAMES)
+        verify_store(node.app, keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
     expected = [(Step.SOURCES, at, round_id)]  # once, at the reveal, naming the round
     for workers, chunk in ((1, 4096), (2, 8)):
         assert store_findings(node, workers, chunk) == expected

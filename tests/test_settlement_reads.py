@@ -18,7 +18,7 @@ from ledger.audit.findings import Findings, Step
 from ledger.audit.log.chunks import verify_chunk_with
 from ledger.audit.log.log_events import events_of_rows, verified_events
 from ledger.audit.log.log_source import StoreLog
-from ledger.audit.verify import Level, _chunk_events, plan_chunks
+from ledger.audit.verify import Level, chunk_events, plan_chunks
 from ledger.cli.main import main
 from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
@@ -88,7 +88,7 @@ def test_rows_changed_after_their_chunk_was_verified_are_a_finding(
         log.chunk_events(spec, verified)
 
     found = Findings()
-    events = list(_chunk_events(log, verified, found))
+    events = list(chunk_events(log, verified, found))
     [finding] = list(found)
     assert finding.step is Step.ENVELOPES and finding.kind is FindingKind.ALTERED
     last = spec.first_leaf + verified.rows - 1

@@ -18,7 +18,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from ledger.audit.record import failed_run, passed_run, record_run
 from ledger.audit.significant import SignificantEvent, iter_significant
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.cli.main import main
 from ledger.crypto.envelope import now_micros, open_envelope
@@ -100,7 +100,7 @@ def kinds(found: list[SignificantEvent]) -> list[str]:
 
 def test_each_significant_event_is_found_in_log_order(node: Node) -> None:
     ids = history(node)
-    report = verify_store(node.app, node.keys.keyring(), level=Level.SIGNATURES)
+    report = verify_store(node.app, node.keys.keyring(), VerifyOptions(level=Level.SIGNATURES))
     auditor = auditor_signer(node)
     record_run(node.app, passed_run(report, "fp", now_micros()), auditor)
 
@@ -184,12 +184,12 @@ def test_a_tampered_significant_event_stops_the_query(
 def test_a_recorded_run_is_verified_like_any_other_event(node: Node) -> None:
     history(node)
     keyring = node.keys.keyring
-    report = verify_store(node.app, keyring(), level=Level.SIGNATURES)
+    report = verify_store(node.app, keyring(), VerifyOptions(level=Level.SIGNATURES))
     assert report.recorded_runs == 0
     auditor = auditor_signer(node)
     record_run(node.app, passed_run(report, "fp", now_micros()), auditor)
     record_run(node.app, failed_run("settlement", 3, "it broke", "fp", now_micros()), auditor)
-    again = verify_store(node.app, keyring(), level=Level.INTEGRITY)
+    again = verify_store(node.app, keyring(), VerifyOptions(level=Level.INTEGRITY))
     assert again.recorded_runs == 2
     assert "2 recorded verification runs checked" in again.summary()
     trail: AuditTrail = node.app.repository.get(AUDIT_TRAIL_ID)
@@ -209,7 +209,7 @@ def forger(node: Node, role: Role) -> Signer:
 @pytest.mark.parametrize("who", ["operator", "ledger-node", "stranger"])
 def test_a_run_not_signed_by_an_auditor_key_fails_verify(node: Node, who: str) -> None:
     history(node)
-    report = verify_store(node.app, node.keys.keyring(), level=Level.SIGNATURES)
+    report = verify_store(node.app, node.keys.keyring(), VerifyOptions(level=Level.SIGNATURES))
     signer = (
         InMemorySigner(Ed25519PrivateKey.generate(), Role.AUDITOR)
         if who == "stranger"
@@ -220,14 +220,14 @@ def test_a_run_not_signed_by_an_auditor_key_fails_verify(node: Node, who: str) -
     expected = "not in the keyring" if who == "stranger" else f"{said} key, not auditor"
     for level in Level:
         with pytest.raises(VerificationError, match=rf"audit trail: .*{expected}"):
-            verify_store(node.app, node.keys.keyring(), level=level)
+            verify_store(node.app, node.keys.keyring(), VerifyOptions(level=level))
 
 
 @pytest.mark.parametrize("lie", ["root", "size", "edited"])
 def test_a_run_that_lies_about_the_log_fails_verify(node: Node, store_url: str, lie: str) -> None:
     history(node)
     auditor = auditor_signer(node)
-    report = verify_store(node.app, node.keys.keyring(), level=Level.SIGNATURES)
+    report = verify_store(node.app, node.keys.keyring(), VerifyOptions(level=Level.SIGNATURES))
     run = passed_run(report, "fp", now_micros())
     if lie == "root":  # a tree size the log has, with a root it never had
         run = {**run, "tree_size": report.events - 3, "root": "ab" * 32}
@@ -245,7 +245,7 @@ def test_a_run_that_lies_about_the_log_fails_verify(node: Node, store_url: str, 
         "edited": "payload bytes do not match",
     }[lie]
     with pytest.raises(VerificationError, match=message):
-        verify_store(node.app, node.keys.keyring(), level=Level.SIGNATURES)
+        verify_store(node.app, node.keys.keyring(), VerifyOptions(level=Level.SIGNATURES))
 
 
 def test_a_run_by_a_revoked_auditor_key_fails_verify(node: Node) -> None:
@@ -253,12 +253,12 @@ def test_a_run_by_a_revoked_auditor_key_fails_verify(node: Node) -> None:
     auditor = auditor_signer(node)
     operator = operator_signer(node, OPERATOR)
     revoke_key(node.app, node.keys, auditor.key_id, "left", operator, now_micros())
-    report = verify_store(node.app, node.keys.keyring(), level=Level.SIGNATURES)
+    report = verify_store(node.app, node.keys.keyring(), VerifyOptions(level=Level.SIGNATURES))
     record_run(node.app, passed_run(report, "fp", now_micros()), auditor)
     with pytest.raises(
         VerificationError, match=r"auditor key auditor-1: signed at .*, after its key was revoked"
     ):
-        verify_store(node.app, node.keys.keyring(), level=Level.SIGNATURES)
+        verify_store(node.app, node.keys.keyring(), VerifyOptions(level=Level.SIGNATURES))
 
 
 def test_the_device_key_reported_is_the_one_that_signed(node: Node) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.domain.money import in_play, wallet
 from ledger.domain.round import SETTLED, Round
@@ -108,7 +108,9 @@ def test_a_step_correction_reverses_every_later_settlement_and_verify_rederives_
         operator=operator_signer(node),
     )
     assert again == results and event_count(node.app) == before
-    report = verify_store(node.app, node.keys.keyring(), level=Level.SETTLEMENT, games=GAMES)
+    report = verify_store(
+        node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )
     assert report.resettled == 3  # two step settlements and the correction
 
 
@@ -221,6 +223,8 @@ def test_attack_a_correction_re_settled_by_a_lying_release(node: Node) -> None:
         operator=operator_signer(node),
     )
     keyring = node.keys.keyring()
-    verify_store(node.app, keyring, level=Level.SETTLEMENT, games=lying)  # signed, balanced
+    verify_store(
+        node.app, keyring, VerifyOptions(level=Level.SETTLEMENT, games=lying)
+    )  # signed, balanced
     with pytest.raises(VerificationError, match=r"returned (600|2000), the rules pay (300|1000)"):
-        verify_store(node.app, keyring, level=Level.SETTLEMENT, games=GAMES)
+        verify_store(node.app, keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))

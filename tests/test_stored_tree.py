@@ -14,7 +14,14 @@ import pytest
 
 from ledger.audit.findings import Findings, Step
 from ledger.audit.log.log_source import StoreLog
-from ledger.audit.verify import Level, VerificationReport, verify_log, verify_store
+from ledger.audit.verify import (
+    Level,
+    Sinks,
+    VerificationReport,
+    VerifyOptions,
+    verify_log,
+    verify_store,
+)
 from ledger.audit.verify_state import VerifyState
 from ledger.errors import FindingKind
 from ledger.node import Node
@@ -39,11 +46,8 @@ def verified(node: Node, level: Level = Level.SETTLEMENT, **options: object) -> 
     return verify_store(
         node.app,
         node.keyring,
-        level=level,
-        workers=1,
-        chunk_leaves=CHUNK,
-        findings=found,
-        **options,  # type: ignore[arg-type]
+        VerifyOptions(level=level, workers=1, chunk_leaves=CHUNK, **options),  # type: ignore[arg-type]
+        Sinks(findings=found),
     )
 
 
@@ -215,13 +219,15 @@ def test_a_run_told_not_to_re_read_keeps_the_digest_the_state_vouched_for(
     quick = verify_log(
         StoreLog(node.app),
         node.keyring,
-        level=Level.SIGNATURES,
-        workers=1,
-        chunk_leaves=CHUNK,
-        findings=Findings(),
-        resume=first.state,
-        save_state=True,
-        reread_tree=False,
+        VerifyOptions(
+            level=Level.SIGNATURES,
+            workers=1,
+            chunk_leaves=CHUNK,
+            resume=first.state,
+            save_state=True,
+            reread_tree=False,
+        ),
+        sinks=Sinks(findings=Findings()),
     )
     assert quick.findings.items == [] and quick.state is not None
     assert [c.tree_digest for c in quick.state.chunks[: len(first.state.chunks)]] == [

@@ -11,7 +11,7 @@ import pytest
 import ledger.audit.log.stream_heads as stream_heads
 from ledger.audit.findings import Findings, Step
 from ledger.audit.log.stream_heads import StreamHeads
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_store
 from ledger.node import Node
 from tests.attacker import Attacker
 from tests.test_tamper import record
@@ -40,7 +40,9 @@ def test_a_break_is_found_when_its_streams_head_was_on_disk(
     streams = record(node, tables=6)
     monkeypatch.setattr(stream_heads, "HOT_HEADS", 1)
     # Clean: every chunk's first event per stream links to a head, most from disk.
-    clean = verify_store(node.app, node.keys.keyring(), level=Level.INTEGRITY, chunk_leaves=8)
+    clean = verify_store(
+        node.app, node.keys.keyring(), VerifyOptions(level=Level.INTEGRITY, chunk_leaves=8)
+    )
     assert clean.streams == 6
     attacker = Attacker(node.app.store_url)
     try:
@@ -51,9 +53,8 @@ def test_a_break_is_found_when_its_streams_head_was_on_disk(
     verify_store(
         node.app,
         node.keys.keyring(),
-        level=Level.INTEGRITY,
-        chunk_leaves=8,
-        findings=findings,
+        VerifyOptions(level=Level.INTEGRITY, chunk_leaves=8),
+        sinks=Sinks(findings=findings),
     )
     named = f"stream {streams[0]} version 12"
     assert any(f.step is Step.CHAINS and named in f.text for f in findings), [

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.domain.game_table import GameTable
 from ledger.errors import InvalidCommandError, VerificationError
@@ -70,7 +70,9 @@ def test_an_rng_table_opens_rounds_only_on_a_seed(
     casino.retire_seed(request_id="retire", table_id=table_id, rng=rng)
     with pytest.raises(InvalidCommandError, match="TX is an RNG table with no seed in use"):
         casino.open_round(request_id="after", table_id=table_id, dealer="D")
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT)  # raises on a finding
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT)
+    )  # raises on a finding
     assert report.rng_throws == 1
 
 
@@ -118,7 +120,7 @@ def test_attack_a_node_that_opens_an_rng_tables_round_without_a_seed(
         VerificationError,
         match=rf"round {round_id} opened on RNG table {table_id} without a seed",
     ):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))
 
 
 def test_attack_a_node_that_commits_a_seed_on_a_physical_table(
@@ -131,4 +133,4 @@ def test_attack_a_node_that_commits_a_seed_on_a_physical_table(
         VerificationError,
         match=rf"table {table_id} was opened as a physical table, yet a seed was committed",
     ):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))

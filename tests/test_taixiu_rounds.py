@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.cli.main import main
 from ledger.domain.round import BETTING, CLOSED, SETTLED, VOIDED
@@ -74,7 +74,9 @@ def test_a_taixiu_round_pays_the_seed_paytable(node: Node, variants: Any) -> Non
     assert returned == sorted([2_000, 1_000, 0, 1_200, 1_500, 0])
     assert casino.account(an).balance == 100_000 - 1_600 + 3_000
     assert casino.account(binh).balance == 100_000 - 1_300 + 2_700
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=variants)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants)
+    )
     assert report.resettled == 1
 
 
@@ -117,7 +119,7 @@ def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, var
     assert second == {"faults": 2, "then": "voided"}
     assert casino.round(round_id).status == VOIDED
     assert [casino.account(a).balance for a in (an, binh)] == [100_000, 100_000]
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=variants)
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants))
 
 
 def test_sicbo_void_reopens_betting_and_voids_after_three_faults(node: Node, variants: Any) -> None:
@@ -278,7 +280,7 @@ def test_a_correction_reverses_and_resettles(node: Node, variants: Any) -> None:
     house = casino.account(casino.table(table).house_account)
     assert house.balance == 1_000 - 2_000  # now takes the small stake, pays the big win
     keyring = node.keys.keyring()  # with the operator key made after the node opened
-    report = verify_store(node.app, keyring, level=Level.SETTLEMENT, games=variants)
+    report = verify_store(node.app, keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants))
     assert report.resettled == 2  # the settlement and its correction, each re-derived
 
 
@@ -327,7 +329,7 @@ def faulty_round(node: Node, casino: Casino, variant: str, faults: int) -> tuple
 
 def policy_broken(node: Node, variants: Any, *needles: str) -> None:
     with pytest.raises(VerificationError) as caught:
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=variants)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants))
     for needle in needles:
         assert needle in str(caught.value), str(caught.value)
 
@@ -339,7 +341,9 @@ def test_verify_rederives_the_fault_policy(
     casino = Casino(node.app, variants)
     round_id, _ = faulty_round(node, casino, variant, faults)
     assert casino.round(round_id).status == VOIDED
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=variants)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants)
+    )
     assert report.settlement is not None
     assert (report.settlement.rounds, report.settlement.faults) == (1, faults)
     assert report.settlement.device_reports == faults
@@ -439,7 +443,7 @@ def test_the_policy_comes_from_the_rounds_rules_data_not_its_name(
         outcome={"dice": [4, 5, 6]},
         source=seen(node, casino, round_id, {"dice": [4, 5, 6]}),
     )
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=variants)
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants))
     policy_broken(
         node, lying, f"round {round_id} (taixiu): betting kept locked after a faulty throw"
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ledger.audit.games.settlement import SettlementAudit
-from ledger.audit.verify import Level, verify_log, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_log, verify_store
 from ledger.crypto.keys import Keyring
 from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle
@@ -55,10 +55,14 @@ def test_the_settlement_pass_runs_with_the_cyclic_collector_off(
     for workers in (1, 2):
         app = LedgerApplication(url, keyring=keyring, create=False)
         try:
-            verify_store(app, keyring, level=Level.SETTLEMENT, workers=workers)
+            verify_store(app, keyring, VerifyOptions(level=Level.SETTLEMENT, workers=workers))
         finally:
             app.close()
-        verify_log(BundleLog(Bundle(bundle)), keyring, level=Level.SETTLEMENT, workers=workers)
+        verify_log(
+            BundleLog(Bundle(bundle)),
+            keyring,
+            VerifyOptions(level=Level.SETTLEMENT, workers=workers),
+        )
     assert seen == {False}
     assert gc.isenabled()  # as it was before
 
@@ -69,7 +73,7 @@ def test_the_settlement_pass_runs_with_the_cyclic_collector_off(
 MEASURE = """
 import gc, json, sys
 from pathlib import Path
-from ledger.audit.verify import Level, verify_log, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_log, verify_store
 from ledger.crypto.keys import Keyring
 from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle
@@ -81,8 +85,9 @@ app = LedgerApplication(url, keyring=keyring, create=False)
 
 def run():
     if source == "store":
-        return verify_store(app, keyring, level=Level.SETTLEMENT, workers=1)
-    return verify_log(BundleLog(Bundle(Path(bundle))), keyring, level=Level.SETTLEMENT)
+        return verify_store(app, keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1))
+    log = BundleLog(Bundle(Path(bundle)))
+    return verify_log(log, keyring, VerifyOptions(level=Level.SETTLEMENT))
 
 run()  # the first run in a process imports and builds what it keeps (games, plugins)
 gc.collect()

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 import pytest
 
 import ledger.casino.rounds as rounds_module
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino, payouts
 from ledger.crypto.actor import ActorSignature, sign_fact
 from ledger.crypto.keys import Role
@@ -58,7 +58,9 @@ def play(node: Node, casino: Casino, face: str = "heads") -> tuple[str, str, str
 
 def test_settlement_level_rederives_the_money(node: Node) -> None:
     play(node, Casino(node.app, VARIANTS))
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+    )
     assert report.movements == 5  # two deposits, two bets, one settlement
     # The OK line says what was re-derived, in counts: nothing claimed unchecked.
     assert report.summary().splitlines()[8:12] == [
@@ -69,7 +71,7 @@ def test_settlement_level_rederives_the_money(node: Node) -> None:
         "   10 round rules: 1 rounds re-derived (step order, voids, fault policy: 0 faulty throws)",
         "   11 payouts: 1 settlements re-settled with their own variant and rules (2 bets)",
     ]
-    signatures = verify_store(node.app, node.keyring, level=Level.SIGNATURES)
+    signatures = verify_store(node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES))
     assert signatures.movements is None
     assert "   8 money: NOT CHECKED at level signatures" in signatures.summary()
     assert "money movements" not in signatures.summary()
@@ -90,11 +92,13 @@ def test_postings_that_disagree_with_the_results(
 
     monkeypatch.setattr(Round, "_settlement_postings", skimming)
     play(node, Casino(node.app, VARIANTS))
-    verify_store(node.app, node.keyring, level=Level.SIGNATURES)  # every signature is fine
+    verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES)
+    )  # every signature is fine
     with pytest.raises(
         VerificationError, match="postings differ from what the round's results say"
     ):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
 
 
 def test_a_wallet_credited_more_than_its_postings(
@@ -112,7 +116,7 @@ def test_a_wallet_credited_more_than_its_postings(
     monkeypatch.setattr(payouts, "pay", generous)
     alice, _, _ = play(node, Casino(node.app, VARIANTS))
     with pytest.raises(VerificationError, match=f"account {alice}: balance"):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
 
 
 def test_a_void_signed_with_a_key_that_is_not_an_operator(
@@ -138,12 +142,14 @@ def test_a_void_signed_with_a_key_that_is_not_an_operator(
         request_id="v2", round_id=round_id, reason="dice off the table", operator=operator
     )
     with pytest.raises(VerificationError, match="ledger-node key, not operator"):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
 
 
 def test_every_round_is_resettled_with_its_own_rules(node: Node) -> None:
     play(node, Casino(node.app, VARIANTS))
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+    )
     assert report.resettled == 1
     assert "1 settlements re-settled with their own variant and rules (2 bets)" in report.summary()
 
@@ -162,9 +168,9 @@ def test_a_payout_the_rules_do_not_pay_is_caught(node: Node) -> None:
     generous = coin_games("1.0", GenerousPlugin())  # same id and rules hash: a lie
     play(node, Casino(node.app, generous))
     # The money still balances: only re-settling with the real rules catches it.
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=generous)
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=generous))
     with pytest.raises(VerificationError, match=r"returned 900, the rules pay 600"):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
 
 
 def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> None:
@@ -178,14 +184,18 @@ def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> No
 
     _, _, round_id = play(node, Casino(node.app, VARIANTS))
     newer = coin_games("2.0")  # another release, the same rules: re-settles
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=newer)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=newer)
+    )
     assert report.resettled == 1
     # Said as information, once per round, not as a failure.
     assert (
         "information: 1 rounds re-derived by different code than played them, with the "
         "same rules hash and settlement API (coin 1.0 -> 2.0: 1)" in report.summary()
     )
-    same = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+    same = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+    )
     assert "different code" not in same.summary()
     with pytest.raises(
         CannotReDeriveError, match=rf"cannot re-settle round {round_id}: .*coin 1\.0"
@@ -193,8 +203,7 @@ def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> No
         verify_store(
             node.app,
             node.keyring,
-            level=Level.SETTLEMENT,
-            games=coin_games("2.0", NewRulesPlugin()),
+            VerifyOptions(level=Level.SETTLEMENT, games=coin_games("2.0", NewRulesPlugin())),
         )
     assert CannotReDeriveError.exit_code == 3
 
@@ -213,7 +222,7 @@ def test_a_deleted_wallet_stream_is_named(node: Node) -> None:
     finally:
         attacker.close()
     with pytest.raises(VerificationError) as caught:
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=VARIANTS)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
     message = str(caught.value)
     assert message.startswith(f"account {bob}: postings name account {bob} ("), message
     assert "but its stream is not in the log" in message

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ledger.audit.findings import Findings, Step
-from ledger.audit.verify import Level, VerificationReport, verify_store
+from ledger.audit.verify import Level, Sinks, VerificationReport, VerifyOptions, verify_store
 from ledger.audit.verify_state import STATE_FILE, VerifyState
 from ledger.casino import Casino
 from ledger.cli.main import main
@@ -65,13 +66,12 @@ class Table:
         return round_id
 
 
-def _verify(node: Node, **kwargs: object) -> VerificationReport:
+def _verify(node: Node, findings: Findings | None = None, **options: Any) -> VerificationReport:
     return verify_store(
         node.app,
         node.keys.keyring(),
-        level=Level.SETTLEMENT,
-        games=VARIANTS,
-        **kwargs,  # type: ignore[arg-type]
+        VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS, **options),
+        Sinks(findings=findings),
     )
 
 
@@ -211,10 +211,8 @@ def test_a_revocation_reaching_back_before_the_state_is_not_checked(
     verify_store(
         node.app,
         keyring,
-        level=Level.SETTLEMENT,
-        games=VARIANTS,
-        resume=state,
-        findings=findings,
+        VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS, resume=state),
+        sinks=Sinks(findings=findings),
     )
     assert [(f.kind, f.step) for f in findings] == [(FindingKind.NOT_CHECKED, Step.KEYS)]
     assert "verify in full" in findings.items[0].text

@@ -133,13 +133,17 @@ def test_the_ok_line_counts_the_processes_that_verified_chunks(
 ) -> None:
     # Imported here: the fork server script above imports this module, and
     # checks that its caller never imported the verifier.
-    from ledger.audit.verify import Level, verify_store
+    from ledger.audit.verify import Level, VerifyOptions, verify_store
     from tests.test_tamper import record
 
     record(node)
-    report = verify_store(node.app, node.keyring, level=Level.SIGNATURES, workers=2, chunk_leaves=4)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES, workers=2, chunk_leaves=4)
+    )
     # On 57 events the caller may verify every chunk before the worker has started.
     assert report.workers in (1, 2)
     monkeypatch.setattr(log_source, "init_worker", _die_before_the_first_chunk)
-    report = verify_store(node.app, node.keyring, level=Level.SIGNATURES, workers=2, chunk_leaves=4)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES, workers=2, chunk_leaves=4)
+    )
     assert report.workers == 1 and "(1 worker)" in report.summary()

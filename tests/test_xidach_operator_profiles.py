@@ -17,7 +17,7 @@ from ledger_xidach.game import XiDach
 from ledger_xidach.profile_files import PROFILES_ENV
 from ledger_xidach.rules import XiDachRules
 
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.cli.main import main
 from ledger.crypto.keystore import KeyDirectory
@@ -109,7 +109,9 @@ def test_a_round_under_it_settles_and_verify_resettles_it_with_the_same_profile(
     house = casino.account(casino.table(table).house_account).balance
     assert house == sum(stakes.values()) - sum(returned.values())  # money conserved
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=games)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=games)
+    )
     assert report.resettled >= 1 and "NOT CHECKED" not in report.summary()
 
     def verify() -> tuple[int, str, str]:

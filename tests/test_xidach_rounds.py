@@ -12,7 +12,7 @@ import pytest
 from ledger_xidach.game import XiDach
 from ledger_xidach.profile_files import PROFILES
 
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.domain.round import SETTLED
 from ledger.errors import InvalidCommandError, VerificationError
@@ -104,10 +104,14 @@ def test_rng_round_deals_the_committed_deck_and_verify_recomputes_it(
     house = casino.account(casino.table(table).house_account).balance
     assert house == sum(stakes.values()) - sum(returned.values())  # money conserved
 
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )
     assert report.settlement is not None and report.settlement.rng_cards_pending == draws
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )
     assert report.settlement is not None
     assert (report.settlement.rng_cards, report.settlement.rng_cards_pending) == (draws, 0)
     assert report.resettled == settling >= 1  # every settling step re-derived
@@ -197,7 +201,9 @@ def test_physical_round_every_card_and_decision_signed_and_illegal_moves_refused
     assert casino.account(players[1]).balance == FUNDS + 1_000
     assert casino.account(players[2]).balance == FUNDS + 500
 
-    report = verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES)
+    )
     assert report.device_reports == 9  # every card and every decision, signature checked
     assert report.resettled == 2  # the check and the stop, re-derived from the rules
 
@@ -264,8 +270,8 @@ def test_attack_a_signed_node_records_a_wrong_partial_settlement(node: Node) -> 
     )  # paid one stake too many (1 000 won + 1 000)
     # Every event is sealed by the node and money balances: only re-deriving the
     # partial settlement with the real rules catches it.
-    verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=lying)
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=lying))
     with pytest.raises(
         VerificationError, match=rf"round {round_id} at .*returned 3000, the rules pay 2000"
     ):
-        verify_store(node.app, node.keyring, level=Level.SETTLEMENT, games=GAMES)
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))

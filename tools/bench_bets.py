@@ -178,14 +178,18 @@ def raw_inserts(
 
 
 def verify_seconds(url: str, keys: bench.Keys) -> float:
-    from ledger.audit.verify import Level, verify_store
+    from ledger.audit.verify import Level, VerifyOptions, verify_store
     from ledger.plugins.manager import get_plugin_manager
     from ledger.store.application import LedgerApplication
 
     app = LedgerApplication(url, keyring=keys.keyring, create=False)
     try:
         started = time.perf_counter()
-        verify_store(app, keys.keyring, level=Level.SETTLEMENT, games=get_plugin_manager().games())
+        verify_store(
+            app,
+            keys.keyring,
+            VerifyOptions(level=Level.SETTLEMENT, games=get_plugin_manager().games()),
+        )
         return time.perf_counter() - started
     finally:
         app.close()

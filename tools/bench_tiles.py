@@ -43,12 +43,12 @@ def _app(url: str, keys: bench.Keys, *, signer: bool = False) -> Any:
 
 
 def _baseline(url: str, keys: bench.Keys, n: int) -> float:
-    from ledger.audit.verify import Level, verify_store
+    from ledger.audit.verify import Level, VerifyOptions, verify_store
 
     app = _app(url, keys)
     try:
         started = time.perf_counter()
-        report = verify_store(app, keys.keyring, level=Level.INTEGRITY, workers=1)
+        report = verify_store(app, keys.keyring, VerifyOptions(level=Level.INTEGRITY, workers=1))
         elapsed = time.perf_counter() - started
     finally:
         app.close()

@@ -106,14 +106,19 @@ def open_app(url: str, keys: bench.Keys) -> Any:
 
 
 def verify_rate(url: str, keys: bench.Keys, level: Any, n: int, workers: int) -> float:
-    from ledger.audit.verify import verify_store
+    from ledger.audit.verify import Sinks, VerifyOptions, verify_store
 
     app = open_app(url, keys)
     try:
         gc.collect()
         with bench.progress(f"verify {level.value}", n) as advance:
             started = time.perf_counter()
-            report = verify_store(app, keys.keyring, level=level, workers=workers, progress=advance)
+            report = verify_store(
+                app,
+                keys.keyring,
+                VerifyOptions(level=level, workers=workers),
+                sinks=Sinks(progress=advance),
+            )
             elapsed = time.perf_counter() - started
     finally:
         app.close()

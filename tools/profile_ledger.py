@@ -77,7 +77,7 @@ def profile_append(kind: str, n: int) -> None:
 def profile_verify(kind: str, n: int, level_names: str) -> None:
     from bench_verify import build, open_app
 
-    from ledger.audit.verify import CHUNK_LEAVES, Level, plan_chunks, verify_store
+    from ledger.audit.verify import CHUNK_LEAVES, Level, VerifyOptions, plan_chunks, verify_store
 
     with bench.temp_dir() as workdir, bench.fresh_store(kind, workdir) as url:
         keys = bench.make_keys(workdir)
@@ -94,7 +94,7 @@ def profile_verify(kind: str, n: int, level_names: str) -> None:
                 prof = cProfile.Profile()
                 started = time.perf_counter()
                 prof.enable()
-                verify_store(app, keys.keyring, level=level, workers=1)
+                verify_store(app, keys.keyring, VerifyOptions(level=level, workers=1))
                 prof.disable()
                 wall = time.perf_counter() - started
             finally:

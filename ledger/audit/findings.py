@@ -31,8 +31,9 @@ FINDINGS_SCHEMA = 1
 
 
 class Step(StrEnum):
-    """`verify_log`'s steps, in the order they run (7 while the workers do 4-6);
-    each finding names its step."""
+    """`ledger verify`'s checklist, in the order it runs (7 while the workers do
+    4-6; `ledger.audit.verify.CHECKLIST` names the code of each); each finding
+    names its step."""
 
     KEYS = "1 keys"  # the log's revocations and who signed them
     CHECKPOINTS = "2 checkpoints"  # every checkpoint's note, signature, key and time

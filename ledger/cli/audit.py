@@ -299,7 +299,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         _start_worker_server(store_url(args.store))
     from ledger.audit.findings import Findings
     from ledger.audit.record import failed_run, passed_run
-    from ledger.audit.verify import verify_store
+    from ledger.audit.verify import Sinks, VerifyOptions, verify_store
     from ledger.audit.verify_state import VerifyState
     from ledger.crypto.envelope import now_micros
     from ledger.node import check_expected_origin
@@ -346,15 +346,15 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 report = verify_store(
                     app,
                     keyring,
-                    level=level,
-                    trusted=trusted,
-                    workers=args.workers,
-                    progress=advance,
-                    on_total=set_total,
-                    games=games,
-                    findings=Findings(),
-                    resume=resume,
-                    save_state=state_dir is not None,
+                    VerifyOptions(
+                        level=level,
+                        trusted=trusted,
+                        workers=args.workers,
+                        games=games,
+                        resume=resume,
+                        save_state=state_dir is not None,
+                    ),
+                    sinks=Sinks(progress=advance, on_total=set_total, findings=Findings()),
                 )
             _report_findings(report, findings_out)
             if state_dir is not None and report.state is not None:

@@ -134,7 +134,7 @@ def _session(
     dice: Any,
 ) -> None:
     from ledger.audit.proofs import newest_checkpoint
-    from ledger.audit.verify import Level, verify_store
+    from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_store
     from ledger.projections import ProjectionRunner
     from ledger.simulation import run_session, summary_lines
 
@@ -177,10 +177,8 @@ def _session(
             report = verify_store(
                 node.app,
                 node.keyring,
-                level=Level.SETTLEMENT,
-                games=games,
-                progress=advance,
-                on_total=set_total,
+                VerifyOptions(level=Level.SETTLEMENT, games=games),
+                sinks=Sinks(progress=advance, on_total=set_total),
             )
         print(report.summary())
     finally:

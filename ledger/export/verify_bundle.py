@@ -31,7 +31,7 @@ from ledger.audit.games.round_games import games_from_rules
 from ledger.audit.games.settlement import SettlementAudit
 from ledger.audit.log.key_times import Coverage, SignedWhen, checkpoint_times
 from ledger.audit.log.log_events import ledger_transcoder
-from ledger.audit.verify import Level, VerificationReport, verify_log
+from ledger.audit.verify import Level, Sinks, VerificationReport, VerifyOptions, verify_log
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import (
     GENESIS_HASH,
@@ -118,11 +118,8 @@ def verify_bundle(
             report.store = verify_log(
                 BundleLog(bundle),
                 keyring,
-                level=level,
-                trusted=trusted,
-                workers=workers,
-                games=games,
-                progress=progress,
+                VerifyOptions(level=level, trusted=trusted, workers=workers, games=games),
+                sinks=Sinks(progress=progress),
             )
         except VerificationError as exc:
             message = str(exc)

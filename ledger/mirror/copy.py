@@ -44,7 +44,9 @@ from ledger.audit.log.log_source import StoreLog
 from ledger.audit.verify import (
     CHUNK_LEAVES,
     Level,
+    Sinks,
     VerificationReport,
+    VerifyOptions,
     verify_log,
 )
 from ledger.audit.verify_state import STATE_FILE, VerifyState
@@ -250,13 +252,15 @@ class Mirror:
         return verify_log(
             StoreLog(self.app, tables),
             self.keyring,
-            level=self.level,
-            workers=1,
-            games=self.games,
-            findings=found,
-            resume=resume,
-            save_state=save_state,
-            reread_tree=self._tree_due(),
+            VerifyOptions(
+                level=self.level,
+                workers=1,
+                games=self.games,
+                resume=resume,
+                save_state=save_state,
+                reread_tree=self._tree_due(),
+            ),
+            sinks=Sinks(findings=found),
         )
 
     def _tree_due(self) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ledger.audit.proofs import newest_checkpoint
 from ledger.audit.significant import SignificantEvent
-from ledger.audit.verify import Level, verify_store
+from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_store
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
 from ledger.errors import CannotCheckError, VerificationError
@@ -98,7 +98,9 @@ def run_verifier(
     """Run `ledger verify`'s checks now; a failure is a status, not an exception."""
     fingerprint = keyring.fingerprint()
     try:
-        report = verify_store(app, keyring, level=level, progress=progress, games=games)
+        report = verify_store(
+            app, keyring, VerifyOptions(level=level, games=games), sinks=Sinks(progress=progress)
+        )
     except VerificationError as exc:
         return Status("FAILED", [str(exc)], None, fingerprint, exc.exit_code)
     except CannotCheckError as exc:
