@@ -22,7 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.audit.log.checkpoints import load_checkpoints
-from ledger.audit.log.chunks import ChunkResult, ChunkSpec, verify_batches, verify_rows
+from ledger.audit.log.chunk_walk import verify_batches, verify_rows
+from ledger.audit.log.chunks import ChunkResult, ChunkSpec
 from ledger.audit.log.key_times import checkpoint_times
 from ledger.audit.verify import Level, plan_chunks
 from ledger.crypto import canonical

@@ -37,8 +37,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ledger.audit.log import chunks as chunks_module
-from ledger.audit.log.chunks import ChunkSpec, verify_rows
+from ledger.audit.log import chunk_walk as chunks_module
+from ledger.audit.log.chunk_walk import verify_rows
+from ledger.audit.log.chunks import ChunkSpec
 from ledger.crypto import canonical
 from ledger.crypto.canonical import ENVELOPE_DOMAIN
 from ledger.crypto.envelope import (

@@ -2,7 +2,7 @@
  * a Merkle tree level's parent hashes (`node_level`), and the walk that
  * tells plain JSON data from anything else (`plain_json`).
  *
- * `ledger.audit.chunks.verify_rows` checks each stored row by rebuilding its
+ * `ledger.audit.log.chunk_walk.verify_rows` checks each stored row by rebuilding its
  * expected canonical header and comparing bytes (docs/verify-performance.md).
  * In Python that loop costs several microseconds a row, more than reading
  * the row; this module runs the very same fast path for as many rows as pass

@@ -5,7 +5,7 @@ of offsets, 8 bytes an event) and the few lines of the key registry and the
 audit trail, which verification reads first. The log is then cut into chunks
 of lines that worker processes read, check line by line against their own
 envelope bytes (`reader.checked_event`), and verify exactly as a store's rows
-(`chunks.verify_rows`); what crosses chunks (each stream's currency, which
+(`chunk_walk.verify_rows`); what crosses chunks (each stream's currency, which
 game profiles rounds pinned, where the registry's lines are) is merged in log
 order here. The settlement level reads the lines once more, in order.
 
@@ -28,13 +28,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.audit.log.checkpoints import check_not_rolled_back
-from ledger.audit.log.chunks import (
-    ChunkResult,
-    ChunkSpec,
-    Problem,
-    no_cycle_collection,
-    verify_rows,
-)
+from ledger.audit.log.chunk_walk import verify_rows
+from ledger.audit.log.chunks import ChunkResult, ChunkSpec, Problem, no_cycle_collection
 from ledger.audit.log.log_events import Event, ledger_transcoder
 from ledger.audit.log.log_source import chunk_spec
 from ledger.audit.log.parallel import WorkerPlan
