@@ -12,7 +12,7 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from ledger.errors import ConfigError
+from ledger.plugins import ConfigError
 
 # Display order, with the bet-id prefixes each family covers.
 FAMILIES: Final[dict[str, tuple[str, ...]]] = {

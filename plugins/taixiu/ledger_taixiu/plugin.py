@@ -15,20 +15,20 @@ import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ledger.errors import InvalidCommandError
-from ledger.games.api import (
+from ledger.plugins import (
     BET_FAMILIES,
     EXACT_PAYTABLE,
     SETTLEMENT_API,
     SIMULATED_PLAY,
     BetView,
     Draw,
+    GameRegistry,
+    InvalidCommandError,
     RecordedAction,
     SimulatedRound,
     Step,
+    hookimpl,
 )
-from ledger.plugins import hookimpl
-from ledger.plugins.registry import GameRegistry
 from ledger_taixiu.families import FAULT_REASONS, MULTIPLIERS, by_family, family_of, pick_bet
 from ledger_taixiu.rules import (
     ALL_OUTCOMES,

@@ -21,7 +21,7 @@ from itertools import combinations, product
 from types import MappingProxyType
 from typing import Final, TypeGuard
 
-from ledger.errors import ConfigError, InvalidCommandError
+from ledger.plugins import ConfigError, InvalidCommandError
 
 Dice = tuple[int, int, int]
 # "Pays X:1" as the integer X; `single:N` pays by how many dice show N (1, 2, 3).

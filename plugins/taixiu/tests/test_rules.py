@@ -26,8 +26,7 @@ from ledger_taixiu.rules import (
     theoretical_return,
 )
 
-from ledger.crypto.canonical import canonical
-from ledger.errors import ConfigError, InvalidCommandError
+from ledger.plugins import ConfigError, InvalidCommandError, canonical
 
 # -- the independent table ------------------------------------------------------------------
 

@@ -14,8 +14,14 @@ import reprlib
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ledger.errors import InvalidCommandError
-from ledger.games.api import SETTLEMENT_API, SIMULATED_PLAY, BetView, RecordedAction, Step
+from ledger.plugins import (
+    SETTLEMENT_API,
+    SIMULATED_PLAY,
+    BetView,
+    InvalidCommandError,
+    RecordedAction,
+    Step,
+)
 from ledger_xidach.replays import Replays
 from ledger_xidach.rules import XiDachRules
 from ledger_xidach.simulated import STAKE_MULTIPLIERS, PlayedRound

@@ -7,9 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ledger.errors import ConfigError
-from ledger.plugins import hookimpl
-from ledger.plugins.registry import GameRegistry, rules_hash
+from ledger.plugins import ConfigError, GameRegistry, hookimpl, rules_hash
 from ledger_xidach.game import XiDach
 from ledger_xidach.profile_files import PROFILES, operator_profiles
 from ledger_xidach.rules import XiDachRules

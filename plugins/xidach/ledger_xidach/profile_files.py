@@ -25,7 +25,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, Final
 
-from ledger.errors import ConfigError
+from ledger.plugins import ConfigError
 from ledger_xidach.rules import OPTIONS, XiDachRules
 
 PROFILES_ENV: Final = "LEDGER_XIDACH_PROFILES"

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.games.api import BetView, RecordedAction
+from ledger.plugins import BetView, RecordedAction
 from ledger_xidach.table import Round
 
 KEPT = 64  # rounds in play at once, across every table this process settles or verifies

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ledger.errors import ConfigError
+from ledger.plugins import ConfigError
 
 ACE_RULES: Final = ("by-hand-size", "any", "one-or-ten")
 MAX_SEATS: Final = 9  # a table has 1..9 player seats (RULES §2)

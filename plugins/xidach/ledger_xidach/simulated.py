@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ledger.games.api import Draw
+from ledger.plugins import Draw
 from ledger_xidach.strategy import DealerStrategy, PlayerStrategy
 from ledger_xidach.table import DEALER, Round, seat_actor
 

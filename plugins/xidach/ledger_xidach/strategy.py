@@ -22,7 +22,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ledger.games.api import Draw
+from ledger.plugins import Draw
 from ledger_xidach.hands import compare, hand_class, score
 from ledger_xidach.rules import XiDachRules
 from ledger_xidach.table import DEALER, Round, seat_actor

@@ -39,8 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ledger.errors import InvalidCommandError
-from ledger.games.api import Draw
+from ledger.plugins import Draw, InvalidCommandError
 from ledger_xidach.hands import (
     NATURALS,
     QUAC,

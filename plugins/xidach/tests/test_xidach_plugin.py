@@ -11,11 +11,8 @@ from ledger_xidach.game import XiDach
 from ledger_xidach.profile_files import PROFILES, XIDACH
 from ledger_xidach.rules import XiDachRules
 
-from ledger.crypto.canonical import canonical
-from ledger.errors import ConfigError
-from ledger.games.api import SETTLEMENT_API
+from ledger.plugins import SETTLEMENT_API, ConfigError, canonical, rules_hash
 from ledger.plugins.manager import get_plugin_manager
-from ledger.plugins.registry import rules_hash
 
 
 class Collecting:

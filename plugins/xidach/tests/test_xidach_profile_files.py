@@ -30,10 +30,8 @@ from ledger_xidach.profile_files import (
 from ledger_xidach.rules import OPTIONS, XiDachRules
 
 from ledger.cli.main import main
-from ledger.errors import ConfigError, PluginError
-from ledger.plugins import hookimpl
+from ledger.plugins import ConfigError, GameRegistry, PluginError, hookimpl, rules_hash
 from ledger.plugins.manager import get_plugin_manager
-from ledger.plugins.registry import GameRegistry, rules_hash
 
 PLUGIN_DIR = Path(__file__).resolve().parent.parent
 # The rules hashes rounds already recorded pin: moving the profiles into files

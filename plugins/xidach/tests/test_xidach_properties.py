@@ -13,8 +13,7 @@ from ledger_xidach.rules import XiDachRules, paid
 from ledger_xidach.strategy import DealerStrategy, PlayerStrategy, play_round, replay
 from xidach_cards import act, bets
 
-from ledger.crypto.canonical import canonical
-from ledger.games.api import RecordedAction
+from ledger.plugins import RecordedAction, canonical
 
 PROFILES = [*games(), XiDach("nine-seats", XiDachRules(seats=9, ace_rule="one-or-ten"))]
 # Close, deal, at most four hits and a stand per seat, the dealer's draws and checks.

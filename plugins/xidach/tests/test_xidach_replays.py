@@ -15,8 +15,7 @@ from ledger_xidach.profile_files import XIDACH
 from ledger_xidach.replays import KEPT
 from xidach_cards import act, bets
 
-from ledger.errors import InvalidCommandError
-from ledger.games.api import BetView, RecordedAction, Step
+from ledger.plugins import BetView, InvalidCommandError, RecordedAction, Step
 
 
 def fresh(bets_: dict[str, BetView], actions: list[RecordedAction]) -> Step:

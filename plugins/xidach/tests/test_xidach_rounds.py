@@ -8,7 +8,7 @@ from ledger_xidach.profile_files import XIDACH, XIDACH_HOUSE
 from ledger_xidach.rules import XiDachRules
 from xidach_cards import Script, Shoe, act, bets, deal
 
-from ledger.errors import InvalidCommandError
+from ledger.plugins import InvalidCommandError
 
 GAME = XiDach("xidach", XIDACH)
 HOUSE = XiDach("xidach-house", XIDACH_HOUSE)

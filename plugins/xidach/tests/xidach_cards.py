@@ -7,7 +7,7 @@ from typing import Any
 
 from ledger_xidach.game import XiDach
 
-from ledger.games.api import BetView, RecordedAction, Step
+from ledger.plugins import BetView, RecordedAction, Step
 
 RANKS = {"A": 1, "J": 11, "Q": 12, "K": 13, **{str(n): n for n in range(2, 11)}}
 

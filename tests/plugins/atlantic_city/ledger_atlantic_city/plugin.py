@@ -5,8 +5,7 @@ from __future__ import annotations
 from ledger_taixiu.plugin import SICBO_VOID_FAULTS, DiceVariant
 from ledger_taixiu.rules import make_paytable
 
-from ledger.plugins import hookimpl
-from ledger.plugins.registry import GameRegistry
+from ledger.plugins import GameRegistry, hookimpl
 
 ATLANTIC_CITY = make_paytable(
     small_big=1,

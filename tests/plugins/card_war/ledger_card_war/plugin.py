@@ -18,18 +18,18 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ledger.errors import InvalidCommandError
-from ledger.games.api import (
+from ledger.plugins import (
     BET_FAMILIES,
     SETTLEMENT_API,
     SIMULATED_PLAY,
     BetView,
     Draw,
+    GameRegistry,
+    InvalidCommandError,
     RecordedAction,
     Step,
+    hookimpl,
 )
-from ledger.plugins import hookimpl
-from ledger.plugins.registry import GameRegistry
 
 ONE_CARD: Final[Draw] = {"kind": "cards", "count": 1}
 SEATS: Final = (1, 2, 3)
