@@ -21,6 +21,7 @@ from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle
 from ledger.store.application import LedgerApplication
 from tests.conftest import ledger_cli
+from tests.installed import installed_games
 from tests.reproducible import reproducible_session
 
 Records = list[dict[str, object]]
@@ -59,7 +60,9 @@ def from_bundle(bundle: Path, keyring: Keyring, workers: int, chunk: int) -> Ver
     return verify_log(
         BundleLog(Bundle(bundle)),
         keyring,
-        VerifyOptions(level=Level.SETTLEMENT, workers=workers, chunk_leaves=chunk),
+        VerifyOptions(
+            level=Level.SETTLEMENT, workers=workers, chunk_leaves=chunk, games=installed_games()
+        ),
     )
 
 
@@ -70,7 +73,9 @@ def test_a_bundle_in_many_chunks_re_derives_what_the_store_does(
     store, keyring, bundle = exported
     app = LedgerApplication(store, keyring=keyring, create=False)
     try:
-        expected = verify_store(app, keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1))
+        expected = verify_store(
+            app, keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1, games=installed_games())
+        )
     finally:
         app.close()
     got = from_bundle(bundle, keyring, workers, chunk=16)

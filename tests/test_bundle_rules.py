@@ -128,10 +128,10 @@ def test_rounds_under_a_profile_not_installed_re_settle_from_the_bundles_rules(
             f"built from the rules data in games.jsonl by {PLUGIN}"
         ) in out
         # The Python API says the same.
-        report = verify_bundle(bundle)
+        report = verify_bundle(bundle, plugins=get_plugin_manager())
         assert report.built == [line for line in out.splitlines() if "not installed here" in line]
     # With no game counted as installed, every round's game is built from the rules data.
-    report = verify_bundle(bundles["round"], games={})
+    report = verify_bundle(bundles["round"], games={}, plugins=get_plugin_manager())
     resettled = re.search(r"(\d+) settlements re-settled", report.summary())
     assert len(report.built) == 1 and resettled is not None and int(resettled[1]) >= 1
 

@@ -23,6 +23,7 @@ from ledger.store.merkle_log import stream_of
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
+from tests.installed import installed_games
 
 
 def record(node: Node, events: int) -> None:
@@ -139,7 +140,11 @@ def test_chunked_verify_matches_serial(node: Node, workers: int) -> None:
     for _ in range(5):
         record(node, 23)
     node.checkpointer(batch_size=7).catch_up()
-    report = verify_store(node.app, node.keyring, VerifyOptions(workers=workers, chunk_leaves=8))
+    report = verify_store(
+        node.app,
+        node.keyring,
+        VerifyOptions(workers=workers, chunk_leaves=8, games=installed_games()),
+    )
     assert (report.events, report.streams, report.checkpoints) == (115, 5, 17)
     integrity = verify_store(
         node.app,
@@ -155,7 +160,11 @@ def test_chunked_verify_matches_serial(node: Node, workers: int) -> None:
     finally:
         attacker.close()
     with pytest.raises(VerificationError, match=f"stream {stream} version 9: event missing"):
-        verify_store(node.app, node.keyring, VerifyOptions(workers=workers, chunk_leaves=8))
+        verify_store(
+            node.app,
+            node.keyring,
+            VerifyOptions(workers=workers, chunk_leaves=8, games=installed_games()),
+        )
 
 
 def test_cli_checkpoint_export_and_proofs(node: Node, tmp_path: Path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -22,6 +22,7 @@ from ledger.rng.dice import throw
 from ledger.rng.server import RngServer
 from tests.casino_support import dealer_device, event_count, operator_signer, seen
 from tests.conftest import PASSPHRASE
+from tests.installed import installed_games
 
 LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
 
@@ -56,10 +57,14 @@ def test_rng_throws_are_committed_recomputed_and_revealed(
         casino.retire_seed(request_id="early", table_id=table, rng=rng)  # a round in play
     outcome = casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     assert outcome == {"dice": list(throw(rng.seed(seed_id), round_id, 0))}
-    report = verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
+    )
     assert (report.rng_throws, report.rng_pending) == (0, 1)  # the seed is still secret
     assert casino.retire_seed(request_id="retire", table_id=table, rng=rng) == seed_id
-    report = verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
+    )
     assert (report.rng_throws, report.rng_pending) == (1, 0)
     assert "1 RNG throws recomputed from their round's committed seed" in report.summary()
     assert RngServer(tmp_path / "seeds").seed(seed_id) == rng.seed(seed_id)  # kept on disk
@@ -90,7 +95,9 @@ def test_a_node_that_lies_about_an_rng_throw_is_caught(
         VerificationError,
         match=rf"round {round_id}: RNG throw 0 is not what the round's committed seed",
     ):
-        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))
+        verify_store(
+            node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
+        )
 
 
 def test_rng_throws_cannot_be_reported(casino: Casino) -> None:
@@ -144,7 +151,11 @@ def test_device_reports_are_signed_by_the_device(node: Node, casino: Casino) -> 
         outcome={"dice": [1, 1, 2]},
         source=throw_report(device, round_id, 1, {"dice": [1, 1, 2]}),
     )
-    report = verify_store(node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT))
+    report = verify_store(
+        node.app,
+        node.keys.keyring(),
+        VerifyOptions(level=Level.SETTLEMENT, games=installed_games()),
+    )
     assert report.device_reports == 2
 
 
@@ -176,7 +187,11 @@ def rng_round(casino: Casino, rng: RngServer, bet: str = "big") -> tuple[str, st
 
 def verify_fails(node: Node, *needles: str) -> str:
     with pytest.raises(VerificationError) as caught:
-        verify_store(node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT))
+        verify_store(
+            node.app,
+            node.keys.keyring(),
+            VerifyOptions(level=Level.SETTLEMENT, games=installed_games()),
+        )
     for needle in needles:
         assert needle in str(caught.value), str(caught.value)
     return str(caught.value)
@@ -431,7 +446,9 @@ def test_unrevealed_rng_throws_are_said_not_checked(node: Node, casino: Casino) 
     rng = RngServer()
     _, _, round_id = rng_round(casino, rng)
     casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
-    summary = verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT)).summary()
+    summary = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
+    ).summary()
     assert "0 RNG throws recomputed" in summary
     assert "NOT CHECKED: 1 RNG throws whose seed is not revealed yet" in summary
 

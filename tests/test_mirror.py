@@ -33,6 +33,7 @@ from ledger.store.merkle_log import stream_of
 from tests.attacker import Attacker
 from tests.conftest import PASSPHRASE
 from tests.http_support import Api, all_games
+from tests.installed import installed_games
 from tests.mirror_support import ClientSource, mirror_url, opened_mirror, source_api, write_events
 
 
@@ -65,7 +66,11 @@ def test_one_shot_catch_up_copies_the_sealed_rows_and_the_roots(
         assert mirror.sync().events == 0  # nothing new: nothing copied twice
         copy = mirror.app
         assert all_rows(copy) == all_rows(node.app)
-        report = verify_store(copy, node.keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1))
+        report = verify_store(
+            copy,
+            node.keyring,
+            VerifyOptions(level=Level.SETTLEMENT, workers=1, games=installed_games()),
+        )
         theirs = verify_store(
             node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES, workers=1)
         )
@@ -593,7 +598,10 @@ def test_a_merkle_row_changed_in_the_mirror_store_fails_the_next_pass(
             mirror.sync()
         assert mirror.app.tables.event_count()[0] == held
         report = verify_store(
-            mirror.app, node.keyring, VerifyOptions(workers=1), sinks=Sinks(findings=Findings())
+            mirror.app,
+            node.keyring,
+            VerifyOptions(workers=1, games=installed_games()),
+            sinks=Sinks(findings=Findings()),
         )
         assert [f.step for f in report.findings.items] == [Step.MERKLE]
 

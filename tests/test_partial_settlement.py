@@ -23,6 +23,7 @@ from ledger.rng.dice import throw
 from ledger.rng.server import RngServer
 from tests.casino_support import dealer_device, event_count, table_of
 from tests.high_card import HighCard, HighCardPlugin, high_card_games, rank
+from tests.installed import installed_games
 
 LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
 GAMES = high_card_games()
@@ -288,7 +289,9 @@ def test_taixiu_through_act_pays_as_before(node: Node, tmp_path: Any) -> None:
     assert {r["bet_id"]: r["returned"] for r in done["settled"]} == expected
     assert casino.account(player).balance == 10_000 - 300 + sum(expected.values())
     casino.retire_seed(request_id="retire", table_id=table, rng=rng)
-    report = verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))
+    report = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
+    )
     assert (report.rng_throws, report.resettled) == (1, 1)
 
 
@@ -378,6 +381,8 @@ def test_taixiu_device_faults_through_act_follow_its_policy(node: Node) -> None:
     assert done["void"] and done["over"]
     assert [r["returned"] for r in done["settled"]] == [700]
     assert casino.account(player).balance == 10_000
-    verified = verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))
+    verified = verify_store(
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
+    )
     assert verified.device_reports == 2 and verified.settlement is not None
     assert verified.settlement.faults == 2

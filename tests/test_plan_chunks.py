@@ -22,6 +22,7 @@ from ledger.node import Node
 from ledger.store.merkle_log import stream_of
 from tests.attacker import Attacker
 from tests.demo_table import Table
+from tests.installed import installed_games
 
 CHUNK = 8
 
@@ -111,7 +112,11 @@ def test_a_run_that_stops_early_has_stopped_reading_the_log(
     monkeypatch.setattr(store_plan, "chunk_ends", slow)
     monkeypatch.setattr(verify, "load_checkpoints", failing)
     with pytest.raises(RuntimeError, match="could not be read"):
-        verify.verify_store(node.app, node.keys.keyring(), VerifyOptions(chunk_leaves=CHUNK))
+        verify.verify_store(
+            node.app,
+            node.keys.keyring(),
+            VerifyOptions(chunk_leaves=CHUNK, games=installed_games()),
+        )
     assert len(finished) == 1  # the cut ran to its end before the error came back
 
 
@@ -180,5 +185,7 @@ def test_rows_removed_after_the_cut_are_reported_not_misplaced(
     monkeypatch.setattr(StoreLog, "plan", plan_then_remove)
     with pytest.raises(VerificationError, match="the log changed while it was read"):
         verify.verify_store(
-            node.app, node.keys.keyring(), VerifyOptions(chunk_leaves=CHUNK, workers=1)
+            node.app,
+            node.keys.keyring(),
+            VerifyOptions(chunk_leaves=CHUNK, workers=1, games=installed_games()),
         )

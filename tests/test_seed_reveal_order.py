@@ -195,6 +195,6 @@ def test_a_seed_revealed_while_a_round_still_deals_from_it_fails_verify(
     bundle = tmp_path / "bundle"
     export_bundle(node.app, keyring, bundle, Selection(), GAMES)
     with pytest.raises(VerificationError, match=message):
-        verify_bundle(bundle, keyring=keyring, games=GAMES, workers=1)
+        verify_bundle(bundle, keyring=keyring, games=GAMES, workers=1, plugins=get_plugin_manager())
     for workers, chunk in ((1, 4096), (2, 8)):
         assert bundle_findings(bundle, node, workers, chunk) == expected

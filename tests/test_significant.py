@@ -32,6 +32,7 @@ from tests.attacker import Attacker
 from tests.casino_support import HEADS, LIMITS, dealer_device, operator_signer, seen, table_of
 from tests.coin_variant import coin_games
 from tests.conftest import PASSPHRASE
+from tests.installed import installed_games
 from tests.reproducible import reproducible_session
 from tests.test_casino import NewRulesPlugin
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line
@@ -220,7 +221,9 @@ def test_a_run_not_signed_by_an_auditor_key_fails_verify(node: Node, who: str) -
     expected = "not in the keyring" if who == "stranger" else f"{said} key, not auditor"
     for level in Level:
         with pytest.raises(VerificationError, match=rf"audit trail: .*{expected}"):
-            verify_store(node.app, node.keys.keyring(), VerifyOptions(level=level))
+            verify_store(
+                node.app, node.keys.keyring(), VerifyOptions(level=level, games=installed_games())
+            )
 
 
 @pytest.mark.parametrize("lie", ["root", "size", "edited"])

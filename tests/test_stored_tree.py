@@ -27,6 +27,7 @@ from ledger.errors import FindingKind
 from ledger.node import Node
 from tests.attacker import Attacker
 from tests.casino_support import casino_on
+from tests.installed import installed_games
 
 CHUNK = 4  # leaves per verification chunk: nodes above level 2 span chunks
 
@@ -46,7 +47,9 @@ def verified(node: Node, level: Level = Level.SETTLEMENT, **options: object) -> 
     return verify_store(
         node.app,
         node.keyring,
-        VerifyOptions(level=level, workers=1, chunk_leaves=CHUNK, **options),  # type: ignore[arg-type]
+        VerifyOptions(
+            level=level, workers=1, chunk_leaves=CHUNK, **options, games=installed_games()
+        ),  # type: ignore[arg-type]
         Sinks(findings=found),
     )
 

@@ -18,6 +18,7 @@ from ledger.plugins.manager import get_plugin_manager
 from ledger.rng.server import RngServer
 from tests.casino_support import event_count
 from tests.http_support import make_api
+from tests.installed import installed_games
 
 LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
 
@@ -71,7 +72,7 @@ def test_an_rng_table_opens_rounds_only_on_a_seed(
     with pytest.raises(InvalidCommandError, match="TX is an RNG table with no seed in use"):
         casino.open_round(request_id="after", table_id=table_id, dealer="D")
     report = verify_store(
-        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT)
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
     )  # raises on a finding
     assert report.rng_throws == 1
 
@@ -120,7 +121,9 @@ def test_attack_a_node_that_opens_an_rng_tables_round_without_a_seed(
         VerificationError,
         match=rf"round {round_id} opened on RNG table {table_id} without a seed",
     ):
-        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))
+        verify_store(
+            node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
+        )
 
 
 def test_attack_a_node_that_commits_a_seed_on_a_physical_table(
@@ -133,4 +136,6 @@ def test_attack_a_node_that_commits_a_seed_on_a_physical_table(
         VerificationError,
         match=rf"table {table_id} was opened as a physical table, yet a seed was committed",
     ):
-        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT))
+        verify_store(
+            node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
+        )

@@ -14,6 +14,7 @@ from ledger.audit.verify import CHECKLIST, Level, Verifier, VerifyOptions, verif
 from ledger.casino import Casino
 from ledger.node import Node
 from tests.coin_variant import VARIANTS
+from tests.installed import installed_games
 
 AUDITING = Path(__file__).resolve().parent.parent / "docs" / "auditing.md"
 ITEM = re.compile(r"^(\d+)\. \*\*(.+?)\*\* \(`(.+?)`\)", re.MULTILINE)
@@ -50,7 +51,11 @@ def test_run_calls_the_steps_in_the_checklist_s_order(
             _f(self, *args)  # type: ignore[operator]
 
         monkeypatch.setattr(Verifier, name, traced)
-    report = verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1))
+    report = verify_store(
+        node.app,
+        node.keyring,
+        VerifyOptions(level=Level.SETTLEMENT, workers=1, games=installed_games()),
+    )
     assert report.events > 0
     firsts = list(dict.fromkeys(called))  # each step's first call
     order = [code.__name__ for _, code in CHECKLIST[:7]]

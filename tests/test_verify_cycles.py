@@ -20,6 +20,7 @@ from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle
 from ledger.store.application import LedgerApplication
 from tests.conftest import ledger_cli
+from tests.installed import installed_games
 from tests.reproducible import reproducible_session
 
 # Objects that only the cyclic collector frees, left by one settlement pass.
@@ -55,13 +56,17 @@ def test_the_settlement_pass_runs_with_the_cyclic_collector_off(
     for workers in (1, 2):
         app = LedgerApplication(url, keyring=keyring, create=False)
         try:
-            verify_store(app, keyring, VerifyOptions(level=Level.SETTLEMENT, workers=workers))
+            verify_store(
+                app,
+                keyring,
+                VerifyOptions(level=Level.SETTLEMENT, workers=workers, games=installed_games()),
+            )
         finally:
             app.close()
         verify_log(
             BundleLog(Bundle(bundle)),
             keyring,
-            VerifyOptions(level=Level.SETTLEMENT, workers=workers),
+            VerifyOptions(level=Level.SETTLEMENT, workers=workers, games=installed_games()),
         )
     assert seen == {False}
     assert gc.isenabled()  # as it was before
@@ -78,16 +83,17 @@ from ledger.crypto.keys import Keyring
 from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle
 from ledger.store.application import LedgerApplication
+from tests.installed import installed_games
 
 source, url, keyring_path, bundle = sys.argv[1:]
 keyring = Keyring.from_json(Path(keyring_path).read_text())
 app = LedgerApplication(url, keyring=keyring, create=False)
 
 def run():
+    options = VerifyOptions(level=Level.SETTLEMENT, workers=1, games=installed_games())
     if source == "store":
-        return verify_store(app, keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1))
-    log = BundleLog(Bundle(Path(bundle)))
-    return verify_log(log, keyring, VerifyOptions(level=Level.SETTLEMENT))
+        return verify_store(app, keyring, options)
+    return verify_log(BundleLog(Bundle(Path(bundle))), keyring, options)
 
 run()  # the first run in a process imports and builds what it keeps (games, plugins)
 gc.collect()

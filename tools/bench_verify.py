@@ -107,6 +107,7 @@ def open_app(url: str, keys: bench.Keys) -> Any:
 
 def verify_rate(url: str, keys: bench.Keys, level: Any, n: int, workers: int) -> float:
     from ledger.audit.verify import Sinks, VerifyOptions, verify_store
+    from ledger.plugins.manager import get_plugin_manager
 
     app = open_app(url, keys)
     try:
@@ -116,7 +117,7 @@ def verify_rate(url: str, keys: bench.Keys, level: Any, n: int, workers: int) ->
             report = verify_store(
                 app,
                 keys.keyring,
-                VerifyOptions(level=level, workers=workers),
+                VerifyOptions(level=level, workers=workers, games=get_plugin_manager().games()),
                 sinks=Sinks(progress=advance),
             )
             elapsed = time.perf_counter() - started

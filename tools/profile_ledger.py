@@ -78,6 +78,7 @@ def profile_verify(kind: str, n: int, level_names: str) -> None:
     from bench_verify import build, open_app
 
     from ledger.audit.verify import CHUNK_LEAVES, Level, VerifyOptions, plan_chunks, verify_store
+    from ledger.plugins.manager import get_plugin_manager
 
     with bench.temp_dir() as workdir, bench.fresh_store(kind, workdir) as url:
         keys = bench.make_keys(workdir)
@@ -94,7 +95,11 @@ def profile_verify(kind: str, n: int, level_names: str) -> None:
                 prof = cProfile.Profile()
                 started = time.perf_counter()
                 prof.enable()
-                verify_store(app, keys.keyring, VerifyOptions(level=level, workers=1))
+                verify_store(
+                    app,
+                    keys.keyring,
+                    VerifyOptions(level=level, workers=1, games=get_plugin_manager().games()),
+                )
                 prof.disable()
                 wall = time.perf_counter() - started
             finally:

@@ -30,7 +30,6 @@ from typing import Any, Final
 from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.games.money import MoneyAudit
 from ledger.audit.games.resettle import Resettler
-from ledger.audit.games.round_games import installed_games
 from ledger.audit.games.round_rules import RoundRulesAudit
 from ledger.audit.games.settlement import SettlementAudit
 from ledger.audit.games.sources import SourceAudit
@@ -75,7 +74,8 @@ class VerifyOptions:
     trusted: Checkpoint | None = None  # the auditor's kept checkpoint
     workers: int | None = None  # processes verifying chunks (None: a core each)
     chunk_leaves: int = CHUNK_LEAVES  # a power of two
-    # At level settlement, the games rounds are re-derived by (None: the installed ones).
+    # At level settlement, the games rounds are re-derived by (the caller's: an
+    # opened ledger's `games`, or `Plugins.games()`; this layer loads no plugin).
     games: Mapping[str, LoadedGame] | None = None
     resume: VerifyState | None = None  # go on from a saved state (`verify --resume`)
     save_state: bool = False  # leave the next state in the report when nothing was found
@@ -111,6 +111,8 @@ class Verifier:
             )
         if options.chunk_leaves & (options.chunk_leaves - 1):
             raise ValueError("chunk size must be a power of two")
+        if options.level is Level.SETTLEMENT and options.games is None:
+            raise ValueError("level settlement re-derives every round: VerifyOptions(games=...)")
         self.log, self.keyring, self.options, self.sinks = log, keyring, options, sinks
         self.found = sinks.findings if sinks.findings is not None else Findings()
         self.workers = options.workers or os.cpu_count() or 1
@@ -336,9 +338,8 @@ class Verifier:
         if self.options.level is not Level.SETTLEMENT:
             return None
         games = self.options.games
-        audit = SettlementAudit(
-            self.keyring, installed_games() if games is None else games, self.coverage, self.found
-        )
+        assert games is not None  # (refused without them at level settlement)
+        audit = SettlementAudit(self.keyring, games, self.coverage, self.found)
         if self.options.resume is not None:
             audit.restore(*self.options.resume.saved_settlement())
         return audit

@@ -171,7 +171,7 @@ def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoin
 
     keyring = Keyring.load(Path(args.keyring)) if args.keyring else None
     policy = _witness_policy(args)
-    games = get_plugin_manager().games() if level is Level.SETTLEMENT else None
+    plugins = get_plugin_manager() if level is Level.SETTLEMENT else None
     # The count runs twice over the events: loaded (a whole-log bundle), then verified.
     with progress_bar("verifying bundle") as (advance, _):
         report = verify_bundle(
@@ -181,7 +181,7 @@ def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoin
             trusted=trusted,
             workers=args.workers,
             progress=advance,
-            games=games,
+            plugins=plugins,
         )
     witnessed = []
     if policy is not None:

@@ -48,7 +48,7 @@ from ledger.export.bundle_files import CONSISTENCY, GAMES, MANIFEST, PROOFS
 from ledger.export.bundle_log import BundleLog
 from ledger.export.reader import Bundle, parse_checkpoint
 from ledger.export.tlog_proofs import check_tlog_proofs, refuse_tlog_proofs
-from ledger.plugins.manager import Plugins, get_plugin_manager
+from ledger.plugins.manager import Plugins
 from ledger.plugins.registry import LoadedGame
 
 
@@ -90,16 +90,17 @@ def verify_bundle(
     """Verify the bundle in `directory`; raise the first `VerificationError`.
 
     `keyring` is the auditor's own (default: the bundle's keyring.json). At level
-    settlement, `games` are the games installed (default: `plugins`' games)
-    and `plugins` (default: the installed plugins) build the games of the rules
-    data in games.jsonl that none of them declares."""
+    settlement, `plugins` (the caller's: this layer loads none) build the games
+    of the rules data in games.jsonl that none of `games` (default: `plugins`'
+    games) declares."""
     bundle = Bundle(directory)
     source = "the auditor's own keyring" if keyring is not None else "the bundle's keyring.json"
     keyring = keyring if keyring is not None else bundle.keyring()
     profiles = bundle.games()  # the rules data of games.jsonl
     report = BundleReport(bundle.kind, source, games=len(profiles))
     if level is Level.SETTLEMENT:
-        plugins = plugins if plugins is not None else get_plugin_manager()
+        if plugins is None:
+            raise ValueError("level settlement re-derives every round: verify_bundle(plugins=...)")
         pinned = games_from_rules(
             plugins.games() if games is None else games,
             _rules_data(profiles),

@@ -21,13 +21,6 @@ from ledger.plugins.registry import LoadedGame, rules_hash
 REPLAYS = {1: {1, 2}, 2: {2}}
 
 
-def installed_games() -> Mapping[str, LoadedGame]:
-    """The games installed here (entry points, allow and block lists applied)."""
-    from ledger.plugins.manager import get_plugin_manager
-
-    return get_plugin_manager().games()
-
-
 class PinnedGames(Mapping[str, LoadedGame]):
     """The installed games by id and, beside them, games built from rules data
     by (game id, rules hash), for the pairs no installed game declares.
