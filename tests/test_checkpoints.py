@@ -189,7 +189,8 @@ def test_cli_checkpoint_export_and_proofs(node: Node, tmp_path: Path, capsys, mo
 def test_verify_checks_the_stored_tree_that_serves_proofs(node: Node) -> None:
     record(node, 20)
     node.checkpointer(batch_size=6).catch_up()
-    verify_store(node.app, node.keyring)
+    options = VerifyOptions(games=installed_games())
+    verify_store(node.app, node.keyring, options)
     attacker = Attacker(node.app.store_url)
     try:
         attacker.sql(
@@ -198,7 +199,7 @@ def test_verify_checks_the_stored_tree_that_serves_proofs(node: Node) -> None:
     finally:
         attacker.close()
     found = Findings()
-    verify_store(node.app, node.keyring, sinks=Sinks(findings=found))
+    verify_store(node.app, node.keyring, options, Sinks(findings=found))
     texts = [f.text for f in found.items]
     assert any("checkpoint of size 6: no valid consistency proof" in t for t in texts), texts
     assert any("Merkle node (level 2, index 0) does not hold the hash" in t for t in texts), texts

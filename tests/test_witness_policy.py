@@ -20,7 +20,6 @@ from ledger.crypto.keys import Role
 from ledger.crypto.note import SignatureLine, verifier_key
 from ledger.errors import VerificationError
 from ledger.node import Node
-from ledger.plugins.manager import get_plugin_manager
 from ledger.store.witnessing import WITNESSES_ENV
 from tests.conftest import PASSPHRASE
 from tests.test_witness_submission import log_witness
@@ -206,7 +205,7 @@ def test_the_bundle_carries_the_cosignatures(
 
     notes = [json.loads(x)["note"] for x in (bundle / "checkpoints.jsonl").read_text().splitlines()]
     assert any(f"\u2014 {served.witness.name} " in note for note in notes)
-    verify_bundle(bundle, plugins=get_plugin_manager())
+    verify_bundle(bundle)
     # A forged cosignature in the bundle.
     path = bundle / "checkpoints.jsonl"
     lines = path.read_text().splitlines()
