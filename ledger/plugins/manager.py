@@ -20,6 +20,10 @@ from ledger.errors import ConfigError, LedgerError, PluginError
 from ledger.plugins import ENTRY_POINT_GROUP, PROJECT_NAME, spec
 from ledger.plugins.registry import GameRegistry, LoadedGame, rules_hash
 
+#: Hooks under an earlier name, still called for plugins written for it (pluggy
+#: keeps an implementation of a name no spec declares): old name -> the hook.
+RENAMED_HOOKS = {"ledger_register_variants": "ledger_register_games"}
+
 ALLOW_ENV = "LEDGER_PLUGINS_ALLOW"  # comma-separated entry-point names: only these load
 BLOCK_ENV = "LEDGER_PLUGINS_BLOCK"  # comma-separated entry-point names: never load these
 
@@ -72,8 +76,9 @@ class Plugins:
                 info = self._plugin_info(name)
                 plugin = self._manager.get_plugin(name)
                 registry = GameRegistry(info.distribution, info.version, code_hash(plugin), found)
-                for hook in ("ledger_register_games", "ledger_register_variants"):
-                    self._call(name, hook, registry=registry)
+                for hook in ("ledger_register_games", *RENAMED_HOOKS):
+                    if hook == "ledger_register_games" or hasattr(self._manager.hook, hook):
+                        self._call(name, hook, registry=registry)
             self._games = found
         return self._games
 

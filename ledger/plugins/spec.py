@@ -26,12 +26,6 @@ def ledger_register_games(registry: GameRegistry) -> None:
 
 
 @hookspec
-def ledger_register_variants(registry: GameRegistry) -> None:
-    """The same hook under its first name, kept so plugins written for it still
-    load: the registry takes `Game` objects all the same."""
-
-
-@hookspec
 def ledger_game_from_rules(game_id: str, rules: Mapping[str, Any]) -> Game | None:
     """Build the game `game_id` plays under `rules`, if this plugin implements them.
 
