@@ -24,6 +24,8 @@ import jsonschema
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from ledger.audit.findings import Findings, Step
+from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_log
 from ledger.cli.main import main
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
@@ -31,6 +33,8 @@ from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.note import sign_note
 from ledger.crypto.signing import InMemorySigner
 from ledger.errors import VerificationError
+from ledger.export.partial_log import PartialBundleLog
+from ledger.export.reader import Bundle
 from ledger.export.records import event_line, event_record
 from tests.conftest import PASSPHRASE, new_store
 from tests.reproducible import reproducible_session
@@ -782,3 +786,30 @@ def test_checkpoints_with_unknown_signers_lines_verify_and_claims_of_the_log_key
         records[-1]["note"] = note + claim
         write_lines(whole / "checkpoints.jsonl", records)
         fails(capsys, whole, "a second signature line", "does not verify")
+
+
+def test_a_round_bundle_runs_verify_s_checklist_and_lists_every_finding(
+    one_round: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A partial bundle is a log source (issue 39, item 1): the same `Verifier`
+    steps run on it, so with a findings sink every finding is listed, each under
+    its step, where the bundle's own verifier once stopped at the first."""
+    records = read_lines(one_round / "events.jsonl")
+    envelope = bytearray(base64.b64decode(records[2]["envelope"]))
+    envelope[6 + int.from_bytes(envelope[4:6], "big")] ^= 1  # line 3: its signature
+    records[2]["envelope"] = base64.b64encode(bytes(envelope)).decode()
+    write_lines(one_round / "events.jsonl", records)
+    proofs = read_lines(one_round / "proofs.jsonl")
+    proofs[1]["proof"][0] = base64.b64encode(bytes(32)).decode()  # line 2: its inclusion proof
+    write_lines(one_round / "proofs.jsonl", proofs)
+    bundle = Bundle(one_round)
+    keyring = bundle.keyring()
+    found = Findings()
+    log = PartialBundleLog(bundle, keyring)
+    verify_log(log, keyring, VerifyOptions(level=Level.SIGNATURES), Sinks(findings=found))
+    listed = {(f.step, f.position) for f in found.items}
+    assert (Step.ENVELOPES, records[2]["position"]) in listed
+    assert (Step.MERKLE, records[1]["position"]) in listed
+    assert "events.jsonl line 3 " in next(f.text for f in found.items if f.step is Step.ENVELOPES)
+    # ...and `verify --bundle` names the first, as it always did.
+    fails(capsys, one_round, "events.jsonl line 2 ", "[Ii]nclusion|root")

@@ -52,6 +52,9 @@ class Step(StrEnum):
         return int(self.value.split()[0])
 
 
+#: The settlement level's steps, in the order they read each event.
+SETTLEMENT_STEPS: tuple[Step, ...] = (Step.MONEY, Step.SOURCES, Step.RULES, Step.PAYOUTS)
+
 #: Steps whose `altered` findings mean an event's bytes are not what was signed.
 _BYTE_STEPS = frozenset({Step.ENVELOPES, Step.CHAINS})
 

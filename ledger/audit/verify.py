@@ -39,7 +39,7 @@ from ledger.audit.log.chunks import ChunkResult, ChunkSpec, Problem, no_cycle_co
 from ledger.audit.log.key_times import Coverage, checkpoint_times
 from ledger.audit.log.log_events import Event
 from ledger.audit.log.log_source import LogSource, StoreLog
-from ledger.audit.log.merge import ChunkMerge, known_roots
+from ledger.audit.log.merge import ChunkMerge, Merge, known_roots
 from ledger.audit.log.parallel import prepare as prepare_workers
 from ledger.audit.log.parallel import run_chunks
 from ledger.audit.log.revocations import (
@@ -193,16 +193,16 @@ class Verifier:
         self.runs = recorded_runs(log.rows, log.transcoder, self.keyring, self.coverage, problems)
         self._add(Step.RUNS, problems)
 
-    def envelopes(self, merge: ChunkMerge, result: ChunkResult) -> None:
+    def envelopes(self, merge: Merge, result: ChunkResult) -> None:
         """Step 4: every row's envelope against the row, a signer valid at its
         signing time, its signature (not at level integrity), as a chunk found them."""
         merge.envelopes(result)
 
-    def chains(self, merge: ChunkMerge, result: ChunkResult) -> None:
+    def chains(self, merge: Merge, result: ChunkResult) -> None:
         """Step 5: every stream's versions and links, inside the chunk and across its edges."""
         merge.chains(result)
 
-    def merkle(self, merge: ChunkMerge, result: ChunkResult) -> None:
+    def merkle(self, merge: Merge, result: ChunkResult) -> None:
         """Step 6: the tree the events give, its root at every checkpoint, the kept
         checkpoint and recorded run sizes (the stored tree once all are merged)."""
         merge.merkle(result)
@@ -222,7 +222,7 @@ class Verifier:
 
     # -- how the log is read -------------------------------------------------
 
-    def _read_the_log(self) -> tuple[ChunkMerge, int, list[ChunkSpec]]:
+    def _read_the_log(self) -> tuple[Merge, int, list[ChunkSpec]]:
         """Steps 4-11 over the log in chunks: workers verify chunks (4-6 inside
         each), this process merges them in log order and, at level settlement,
         settles each merged chunk while the workers verify the next; step 7 runs
@@ -244,11 +244,13 @@ class Verifier:
         specs, tree_to = self._chunks_to_read(specs, start)
         if self.sinks.on_total:
             self.sinks.on_total(count)
-        report.workers = min(self.workers, max(1, len(specs)))
+        report.workers = min(self.workers, max(1, len(specs))) if log.parallel else 1
         # With several processes, workers verify the chunks while this one settles
         # each chunk once it is merged (its envelope findings known by then).
         pipelined = level is Level.SETTLEMENT and report.workers > 1
-        merge = ChunkMerge(self.found, claimed, expected_roots, trusted, log, resume, tree_to)
+        merge: Merge = log.merger(self.found) or ChunkMerge(
+            self.found, claimed, expected_roots, trusted, log, resume, tree_to
+        )
         audit = self._settlement_audit()
         proven = self._proofs_to_check()
         ran_in: set[int] = set()  # the processes that verified chunks, for the report
@@ -268,7 +270,7 @@ class Verifier:
         with no_cycle_collection():
             # closing: stops the workers even when the merge stops early; the heads'
             # scratch file goes.
-            with closing(results), closing(merge.heads):
+            with closing(results), closing(merge):
                 for result in results:
                     merge.record(result)
                     self.envelopes(merge, result)
@@ -339,7 +341,9 @@ class Verifier:
             return None
         games = self.options.games
         assert games is not None  # (refused without them at level settlement)
-        audit = SettlementAudit(self.keyring, games, self.coverage, self.found)
+        audit = SettlementAudit(
+            self.keyring, games, self.coverage, self.found, steps=self.log.settlement_steps
+        )
         if self.options.resume is not None:
             audit.restore(*self.options.resume.saved_settlement())
         return audit
@@ -371,12 +375,12 @@ class Verifier:
             self.found.add_error(step, exc, kind=FindingKind.ALTERED, position=exc.position)
 
     def _fill_report(
-        self, merge: ChunkMerge, count: int, specs: list[ChunkSpec], started_at: int
+        self, merge: Merge, count: int, specs: list[ChunkSpec], started_at: int
     ) -> None:
         report, checkpoints, options = self.report, self.checkpoints_read, self.options
         report.recorded_runs = len(self.runs)
         report.revocations = len(self._revocations)
-        report.root = merge.tree.root().hex()
+        report.root = merge.root()
         report.checkpoint_root = checkpoints[-1].root.hex() if checkpoints else None
         report.events = count
         report.streams = merge.streams()
@@ -388,6 +392,7 @@ class Verifier:
         if not (options.save_state and not self.found):
             report.rounds = None
             return
+        assert isinstance(merge, ChunkMerge)  # (a saved state is a store's: its log in order)
         report.state = VerifyState(
             level=options.level.value,
             size=count,

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from ledger.audit.findings import SETTLEMENT_STEPS, Findings
 from ledger.audit.log.checkpoints import check_not_rolled_back
+from ledger.audit.log.chunk_types import Merge
 from ledger.audit.log.chunk_walk import verify_rows
 from ledger.audit.log.chunks import ChunkResult, ChunkSpec, Problem, no_cycle_collection
 from ledger.audit.log.log_events import Event, ledger_transcoder
@@ -109,6 +111,8 @@ class BundleLog:
     """A `LogSource` over a whole-log bundle."""
 
     locates_roots = False  # no Merkle rows: a root says only that something differs
+    parallel = True
+    settlement_steps = SETTLEMENT_STEPS
 
     def __init__(self, bundle: Bundle, progress: Callable[[int], None] | None = None) -> None:
         self.bundle = bundle
@@ -221,6 +225,9 @@ class BundleLog:
         self._indexed_seen.update(facts.indexed)
         self._rewritten.update(facts.rewritten)
         return None
+
+    def merger(self, found: Findings) -> Merge | None:
+        return None  # the whole log, in order
 
     def finish_chunks(self) -> None:
         differ = self._indexed_seen ^ self._indexed_positions

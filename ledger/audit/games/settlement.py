@@ -28,6 +28,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ledger.audit.findings import SETTLEMENT_STEPS as SETTLEMENT_STEPS
 from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.games.money import MoneyAudit
 from ledger.audit.games.resettle import Resettler
@@ -42,9 +43,6 @@ from ledger.crypto.keys import Keyring
 from ledger.domain.round import SETTLED, VOIDED
 from ledger.errors import CannotReDeriveError, FindingKind, LedgerError, VerificationError
 from ledger.plugins.registry import LoadedGame
-
-#: The settlement level's steps, in the order they read each event.
-SETTLEMENT_STEPS = (Step.MONEY, Step.SOURCES, Step.RULES, Step.PAYOUTS)
 
 #: A payload missing a field or of the wrong shape: what reading it raises.
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError, IndexError)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ledger.audit.log.stored_tree import Mismatches
 from ledger.crypto.merkle import AlignedLeaves, CompactRange
@@ -40,6 +40,9 @@ class ChunkSpec:
     # read and digested again (False, when no row was stored under it since:
     # taken as the state found them, the saved digest kept).
     reread_tree: bool = True
+    # Leaves from a multiple of a power of two, a subtree of the log (False: a
+    # partial bundle's run of positions, whose events prove their inclusion).
+    aligned: bool = True
 
 
 class StreamGap(VerificationError):
@@ -101,3 +104,20 @@ class ChunkResult:
     @property
     def count(self) -> int:
         return self.leaves.size
+
+
+class Merge(Protocol):
+    """Steps 4 to 6 across a source's chunks, as `Verifier` calls them in log order."""
+
+    def record(self, result: ChunkResult) -> None: ...
+    def envelopes(self, result: ChunkResult) -> None: ...
+    def chains(self, result: ChunkResult) -> None: ...
+    def merkle(self, result: ChunkResult) -> None: ...
+    def finish(self, count: int, sizes: set[int]) -> None: ...
+    def check_stored_tree(self) -> None: ...
+    def streams(self) -> int: ...
+    def root(self) -> str:
+        """The log's root as the events give it (hex)."""
+        ...
+
+    def close(self) -> None: ...

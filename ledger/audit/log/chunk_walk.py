@@ -47,7 +47,7 @@ from ledger.crypto.envelope import (
     where,
 )
 from ledger.crypto.keys import NEVER
-from ledger.crypto.merkle import LEAF_PREFIX, AlignedLeaves
+from ledger.crypto.merkle import LEAF_PREFIX, AlignedLeaves, CompactRange
 from ledger.crypto.native import native
 from ledger.crypto.signing import sign_open_address, verify_signature
 from ledger.crypto.validity import Window, signing_problem, trusted_span
@@ -283,6 +283,13 @@ class ChunkWalk:
 
     def result(self, keep_tree: bool, use_native: bool) -> ChunkResult:
         spec = self.spec
+        if not spec.aligned:  # a run of a partial bundle: its leaves, not a subtree
+            leaves = CompactRange(spec.first_leaf)
+            for entry_hash in self.hashes:
+                leaves.append(entry_hash)
+            return ChunkResult(
+                spec, leaves, firsts=self.firsts, lasts=self.lasts, problems=self.problems
+            )
         tree = AlignedLeaves(spec.first_leaf, self.hashes, use_native=use_native)
         result = ChunkResult(
             spec, tree.compact_range(), firsts=self.firsts, lasts=self.lasts, problems=self.problems

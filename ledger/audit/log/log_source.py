@@ -14,7 +14,9 @@ from typing import Any, Protocol
 
 from eventsourcing.persistence import Transcoder
 
+from ledger.audit.findings import SETTLEMENT_STEPS, Findings, Step
 from ledger.audit.log.checkpoints import check_not_rolled_back, check_proofs
+from ledger.audit.log.chunk_types import Merge
 from ledger.audit.log.chunks import (
     ChunkResult,
     ChunkSpec,
@@ -41,6 +43,12 @@ class LogSource(Protocol):
     #: Whether `root_mismatch` names the event where the log departs (a store's
     #: Merkle rows can), or only that it does somewhere (a bundle's).
     locates_roots: bool
+    #: Whether its chunks are verified in worker processes (a small partial
+    #: bundle is read in the calling one).
+    parallel: bool
+    #: The settlement steps its events can show (a part of the log cannot show
+    #: a wallet's balance or a seed's draws).
+    settlement_steps: tuple[Step, ...]
 
     @property
     def rows(self) -> LogRows: ...
@@ -79,6 +87,11 @@ class LogSource(Protocol):
         """Checks across chunks the source itself needs (in log order)."""
         ...
 
+    def merger(self, found: Findings) -> Merge | None:
+        """How steps 4-6 join its chunks, when not as one log in order (a
+        partial bundle proves each event's inclusion instead); None: in order."""
+        ...
+
     def finish_chunks(self) -> None:
         """After every chunk merged: raise what the chunks together show."""
         ...
@@ -106,6 +119,8 @@ class StoreLog:
     """A store, read through its tables (and in workers, by its URL)."""
 
     locates_roots = True
+    parallel = True
+    settlement_steps = SETTLEMENT_STEPS
 
     def __init__(self, app: LedgerApplication, tables: MerkleLogTables | None = None) -> None:
         """`tables`: the store's own by default; a mirror passes its store's rows
@@ -159,6 +174,9 @@ class StoreLog:
         return worker_modules(self.app.store_url)
 
     def merge(self, result: ChunkResult) -> Problem | None:
+        return None
+
+    def merger(self, found: Findings) -> Merge | None:
         return None
 
     def finish_chunks(self) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.log.checkpoints import kept_mismatch
+from ledger.audit.log.chunk_types import Merge as Merge
 from ledger.audit.log.chunks import ChunkResult, Problem, link_problem
 from ledger.audit.log.log_source import LogSource, StoreLog
 from ledger.audit.log.stored_tree import Mismatches, compare_nodes
@@ -216,6 +217,12 @@ class ChunkMerge:
                 position, message = first
                 text = str(Problem(position, message).as_error())
                 self.found.add(Finding(FindingKind.ALTERED, Step.MERKLE, text, position))
+
+    def root(self) -> str:
+        return self.tree.root().hex()
+
+    def close(self) -> None:
+        self.heads.close()  # (its scratch file goes)
 
     def streams(self) -> int:
         """Streams in the log: a resumed run's state's and the new ones."""
