@@ -19,7 +19,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -240,68 +240,16 @@ def _export_into(
         raise ConfigError("no valid checkpoint in the store: run `ledger checkpoint` first")
     if on_total:
         on_total(log_size if selection.kind == "all" else 0)
-    currencies = _Currencies(tables)
-    rounds: dict[tuple[str, str], Mapping[str, Any]] = {}
-    count, first, last = 0, None, None
     subtree = tables.subtree_reader() if partial else None
-    # The first checkpoint covering each event, whose issue time its key is judged by.
-    coverage = Coverage(checkpoint_times(valid))
-    first_covering: set[int] = set()
-    # A round's tlog-proofs carry the checkpoint as witnesses cosigned it.
-    proof_note = CosignatureTable(tables).cosigned(checkpoint).to_note() if checkpoint else ""
-    with (
-        (directory / EVENTS).open("w", encoding="utf-8") as events,
-        (directory / PROOFS).open("w", encoding="utf-8") if partial else nullcontext() as proofs,
-    ):
-        pending: list[str] = []  # lines written a batch at a time
-        for position, row in _selected(tables, selection, log_size):
-            state = bytes(row[4])
-            version = row[2]
-            line = event_line(position, state, currencies.of(row[1], version, state))
-            if row[3].endswith(ROUND_OPENED_TOPIC):
-                payload = decode_payload(split_envelope(state)[3])
-                key = (str(payload.get("variant")), str(payload.get("rules_hash")))
-                rounds.setdefault(key, payload)
-            pending.append(line)
-            if proofs is not None and subtree is not None and checkpoint is not None:
-                if position >= checkpoint.size:
-                    raise ConfigError(
-                        f"log position {position} is not under the newest checkpoint (size "
-                        f"{checkpoint.size}): run `ledger checkpoint` first"
-                    )
-                path = inclusion_proof(position, checkpoint.size, subtree)
-                if selection.kind == "round":
-                    entry = split_envelope(state)[1]
-                    write_tlog_proof(directory, position, entry, path, proof_note)
-                first_covering.add(coverage.first_covering(position)[1] or checkpoint.size)
-                proofs.write(
-                    _dumps(
-                        {
-                            "position": position,
-                            "tree_size": checkpoint.size,
-                            "proof": [_b64(p) for p in path],
-                        }
-                    )
-                    + "\n"
-                )
-            count += 1
-            first = position if first is None else first
-            last = position
-            if count % 1000 == 0:
-                events.write("".join(pending))
-                pending.clear()
-                if progress:
-                    progress(1000)
-        events.write("".join(pending))
-    if progress:
-        progress(count % 1000)
+    proving = _Proving(tables, checkpoint, subtree, valid) if subtree and checkpoint else None
+    written = _write_events(tables, directory, selection, log_size, proving, progress)
     older: tuple[int, ...] = ()
-    if partial and subtree is not None and checkpoint is not None:
-        older = tuple(sorted(first_covering - {checkpoint.size}))
-        _write_consistency(directory / CONSISTENCY, older, checkpoint.size, subtree)
+    if proving is not None:
+        older = tuple(sorted(proving.first_covering - {proving.checkpoint.size}))
+        _write_consistency(directory / CONSISTENCY, older, proving.checkpoint.size, proving.subtree)
     checkpoints = _write_checkpoints(tables, directory / CHECKPOINTS)
     (directory / KEYRING).write_text(keyring.to_json(), encoding="utf-8")
-    games = _games_used(rounds, installed)
+    games = _games_used(written.rounds, installed)
     with (directory / GAMES).open("w", encoding="utf-8") as out:
         for game in games:
             out.write(_dumps(game) + "\n")
@@ -311,21 +259,111 @@ def _export_into(
         "origin": checkpoint.origin if checkpoint else None,
         "selection": selection.to_json(),
         "log_size": log_size,
-        "events": count,
-        "first_position": first,
-        "last_position": last,
+        "events": written.count,
+        "first_position": written.first,
+        "last_position": written.last,
         "proofs_against": checkpoint.size if partial and checkpoint else None,
         "exported_at": datetime.now(UTC).isoformat(),
     }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return ExportSummary(
         directory,
-        count,
+        written.count,
         checkpoints,
         len(games),
         checkpoint.size if partial and checkpoint else None,
         older,
     )
+
+
+@dataclass
+class _Written:
+    """What the events written say, for the manifest and the games file."""
+
+    count: int = 0
+    first: int | None = None
+    last: int | None = None
+    # (game, rules hash) -> the opening payload of a round played with them
+    rounds: dict[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+
+
+class _Proving:
+    """A partial bundle's proofs: each event's inclusion under the newest
+    checkpoint, and the first checkpoint covering each (whose issue time its
+    key is judged by, so the consistency proofs to those are written too)."""
+
+    def __init__(
+        self,
+        tables: MerkleLogTables,
+        checkpoint: Checkpoint,
+        subtree: Subtree,
+        valid: list[Checkpoint],
+    ) -> None:
+        self.checkpoint, self.subtree = checkpoint, subtree
+        self.coverage = Coverage(checkpoint_times(valid))
+        self.first_covering: set[int] = set()
+        # A round's tlog-proofs carry the checkpoint as witnesses cosigned it.
+        self.note = CosignatureTable(tables).cosigned(checkpoint).to_note()
+
+    def proof_line(self, directory: Path, position: int, state: bytes, round_kind: bool) -> str:
+        checkpoint = self.checkpoint
+        if position >= checkpoint.size:
+            raise ConfigError(
+                f"log position {position} is not under the newest checkpoint (size "
+                f"{checkpoint.size}): run `ledger checkpoint` first"
+            )
+        path = inclusion_proof(position, checkpoint.size, self.subtree)
+        if round_kind:
+            entry = split_envelope(state)[1]
+            write_tlog_proof(directory, position, entry, path, self.note)
+        self.first_covering.add(self.coverage.first_covering(position)[1] or checkpoint.size)
+        record = {
+            "position": position,
+            "tree_size": checkpoint.size,
+            "proof": [_b64(p) for p in path],
+        }
+        return _dumps(record) + "\n"
+
+
+def _write_events(
+    tables: MerkleLogTables,
+    directory: Path,
+    selection: Selection,
+    log_size: int,
+    proving: _Proving | None,
+    progress: Callable[[int], None] | None,
+) -> _Written:
+    """events.jsonl (and a partial bundle's proofs.jsonl), a thousand lines a write."""
+    written = _Written()
+    currencies = _Currencies(tables)
+    with (
+        (directory / EVENTS).open("w", encoding="utf-8") as events,
+        (directory / PROOFS).open("w", encoding="utf-8") if proving else nullcontext() as proofs,
+    ):
+        pending: list[str] = []  # lines written a batch at a time
+        for position, row in _selected(tables, selection, log_size):
+            state = bytes(row[4])
+            pending.append(event_line(position, state, currencies.of(row[1], row[2], state)))
+            if row[3].endswith(ROUND_OPENED_TOPIC):
+                payload = decode_payload(split_envelope(state)[3])
+                key = (str(payload.get("variant")), str(payload.get("rules_hash")))
+                written.rounds.setdefault(key, payload)
+            if proofs is not None and proving is not None:
+                proofs.write(
+                    proving.proof_line(directory, position, state, selection.kind == "round")
+                )
+            written.count += 1
+            written.first = position if written.first is None else written.first
+            written.last = position
+            if written.count % 1000 == 0:
+                events.write("".join(pending))
+                pending.clear()
+                if progress:
+                    progress(1000)
+        events.write("".join(pending))
+    if progress:
+        progress(written.count % 1000)
+    return written
 
 
 def _b64(data: bytes) -> str:
