@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import uuid_text
@@ -57,87 +58,128 @@ def _source(source: dict[str, Any]) -> str:
 
 def describe(event: RecalledEvent, currency: str) -> list[str]:
     """What the event says, in lines for a person (facts verified before this)."""
-    f = event.facts or {}
-    money = format_major
-    kind = event.kind
-    if kind == "Opened":
-        seed = f.get("dice_seed")  # the stored name of the round's committed seed id
-        limits = f.get("limits") or {}
-        return [
-            f"round opened: game {f.get('variant')} {f.get('variant_version')} "
-            f"(rules {str(f.get('rules_hash'))[:16]}, settlement API {f.get('settlement_api')}) "
-            f"at table {f.get('table_id')}, dealer {f.get('dealer')}",
-            (f"RNG table: randomness from committed seed {seed}" if seed else "physical table")
-            + f"; limits {money(limits.get('min_bet', 0), currency)}"
-            f"..{money(limits.get('max_bet', 0), currency)} {currency} a bet, "
-            f"{money(limits.get('max_round', 0), currency)} a player",
-        ]
-    if kind == "BetPlaced":
-        return [
-            f"bet {f.get('bet_id')}: account {f.get('account_id')} on {json.dumps(f.get('bet'))}, "
-            f"stake {money(f.get('stake', 0), currency)} {currency}",
-            *_postings(f, currency),
-        ]
-    if kind == "BetWithdrawn":
-        return [
-            f"bet {f.get('bet_id')} withdrawn by {f.get('account_id')}: "
-            f"{money(f.get('stake', 0), currency)} {currency} back",
-            *_postings(f, currency),
-        ]
-    if kind == "BettingClosed":
-        return ["betting closed"]
-    if kind == "BettingReopened":
-        return [f"betting reopened: {f.get('reason')}"]
-    if kind == "OutcomeRecorded":
-        return [f"outcome {json.dumps(f.get('outcome'))} from {_source(f.get('source') or {})}"]
-    if kind == "FaultRecorded":
-        return [
-            f"faulty draw #{f.get('faults')}: {f.get('reason')} "
-            f"(from {_source(f.get('source') or {})})"
-        ]
-    if kind == "ActionRecorded":
-        drawn = f" drew {f.get('drawn')}" if f.get("drawn") else ""
-        args = f" {json.dumps(f.get('args'))}" if f.get("args") else ""
-        flags = f"; flags {', '.join(f.get('flags') or [])}" if f.get("flags") else ""
-        # Who asked: a command's "node command" or "by token T (role R)"; an RNG draw's.
-        asked, source = event.asked, f.get("source") or {}
-        if asked is None:
-            came = _source(source)
-        elif source.get("kind") == "rng":
-            came = f"{_source(source)}, asked {asked}"
-        else:
-            came = f"a command {asked}" if asked.startswith("by ") else asked
-        return [
-            f"action #{f.get('step')}: {f.get('actor')} {f.get('action')}{args}{drawn} "
-            f"(from {came}){flags}",
-            f"game state after: {json.dumps(f.get('state'), sort_keys=True)}",
-        ]
-    if kind == "Settled":
-        at = f" by action #{f.get('step')}" if f.get("step") is not None else ""
-        over = " (round over)" if f.get("over") else ""
-        return [
-            f"settled{at}{over}: {_results(f.get('results') or [], currency)}",
-            *_postings(f, currency),
-        ]
-    if kind == "Corrected":
-        at = f" at action #{f.get('step')}" if f.get("step") is not None else ""
-        return [
-            f"CORRECTION{at} by an operator: {json.dumps(f.get('wrong_outcome'))} -> "
-            f"{json.dumps(f.get('right_outcome'))} ({f.get('reason')})",
-            f"reversed: {_results(f.get('reversed_results') or [], currency)}",
-            f"settled again: {_results(f.get('results') or [], currency)}",
-            *_postings(f, currency),
-        ]
-    if kind == "Voided":
-        who = "an operator" if f.get("operator") else "the game's rules"
-        return [
-            f"VOIDED by {who}: {f.get('reason')}; returned: "
-            f"{_results(f.get('returns') or [], currency)}",
-            *_postings(f, currency),
-        ]
-    if kind == "Resumed":
-        return [f"RESUMED by an operator: {f.get('reason')}"]
-    return [f"{kind}: {json.dumps(f, sort_keys=True)}"]
+    facts = event.facts or {}
+    said = _DESCRIBED.get(event.kind)
+    if said is None:
+        return [f"{event.kind}: {json.dumps(facts, sort_keys=True)}"]
+    return said(facts, currency, event)
+
+
+def _opened(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    seed = f.get("dice_seed")  # the stored name of the round's committed seed id
+    limits = f.get("limits") or {}
+    return [
+        f"round opened: game {f.get('variant')} {f.get('variant_version')} "
+        f"(rules {str(f.get('rules_hash'))[:16]}, settlement API {f.get('settlement_api')}) "
+        f"at table {f.get('table_id')}, dealer {f.get('dealer')}",
+        (f"RNG table: randomness from committed seed {seed}" if seed else "physical table")
+        + f"; limits {format_major(limits.get('min_bet', 0), currency)}"
+        f"..{format_major(limits.get('max_bet', 0), currency)} {currency} a bet, "
+        f"{format_major(limits.get('max_round', 0), currency)} a player",
+    ]
+
+
+def _bet_placed(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    return [
+        f"bet {f.get('bet_id')}: account {f.get('account_id')} on {json.dumps(f.get('bet'))}, "
+        f"stake {format_major(f.get('stake', 0), currency)} {currency}",
+        *_postings(f, currency),
+    ]
+
+
+def _bet_withdrawn(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    return [
+        f"bet {f.get('bet_id')} withdrawn by {f.get('account_id')}: "
+        f"{format_major(f.get('stake', 0), currency)} {currency} back",
+        *_postings(f, currency),
+    ]
+
+
+def _betting_closed(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    return ["betting closed"]
+
+
+def _betting_reopened(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    return [f"betting reopened: {f.get('reason')}"]
+
+
+def _outcome_recorded(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    return [f"outcome {json.dumps(f.get('outcome'))} from {_source(f.get('source') or {})}"]
+
+
+def _fault_recorded(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    return [
+        f"faulty draw #{f.get('faults')}: {f.get('reason')} (from {_source(f.get('source') or {})})"
+    ]
+
+
+def _action_recorded(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    drawn = f" drew {f.get('drawn')}" if f.get("drawn") else ""
+    args = f" {json.dumps(f.get('args'))}" if f.get("args") else ""
+    flags = f"; flags {', '.join(f.get('flags') or [])}" if f.get("flags") else ""
+    # Who asked: a command's "node command" or "by token T (role R)"; an RNG draw's.
+    asked, source = event.asked, f.get("source") or {}
+    if asked is None:
+        came = _source(source)
+    elif source.get("kind") == "rng":
+        came = f"{_source(source)}, asked {asked}"
+    else:
+        came = f"a command {asked}" if asked.startswith("by ") else asked
+    return [
+        f"action #{f.get('step')}: {f.get('actor')} {f.get('action')}{args}{drawn} "
+        f"(from {came}){flags}",
+        f"game state after: {json.dumps(f.get('state'), sort_keys=True)}",
+    ]
+
+
+def _settled(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    at = f" by action #{f.get('step')}" if f.get("step") is not None else ""
+    over = " (round over)" if f.get("over") else ""
+    return [
+        f"settled{at}{over}: {_results(f.get('results') or [], currency)}",
+        *_postings(f, currency),
+    ]
+
+
+def _corrected(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    at = f" at action #{f.get('step')}" if f.get("step") is not None else ""
+    return [
+        f"CORRECTION{at} by an operator: {json.dumps(f.get('wrong_outcome'))} -> "
+        f"{json.dumps(f.get('right_outcome'))} ({f.get('reason')})",
+        f"reversed: {_results(f.get('reversed_results') or [], currency)}",
+        f"settled again: {_results(f.get('results') or [], currency)}",
+        *_postings(f, currency),
+    ]
+
+
+def _voided(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    who = "an operator" if f.get("operator") else "the game's rules"
+    return [
+        f"VOIDED by {who}: {f.get('reason')}; returned: "
+        f"{_results(f.get('returns') or [], currency)}",
+        *_postings(f, currency),
+    ]
+
+
+def _resumed(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    return [f"RESUMED by an operator: {f.get('reason')}"]
+
+
+#: Each event kind's lines (any other kind: its facts as JSON).
+_DESCRIBED: dict[str, Callable[[dict[str, Any], str, RecalledEvent], list[str]]] = {
+    "Opened": _opened,
+    "BetPlaced": _bet_placed,
+    "BetWithdrawn": _bet_withdrawn,
+    "BettingClosed": _betting_closed,
+    "BettingReopened": _betting_reopened,
+    "OutcomeRecorded": _outcome_recorded,
+    "FaultRecorded": _fault_recorded,
+    "ActionRecorded": _action_recorded,
+    "Settled": _settled,
+    "Corrected": _corrected,
+    "Voided": _voided,
+    "Resumed": _resumed,
+}
 
 
 def render(recall: Recall) -> str:
