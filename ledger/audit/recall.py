@@ -317,33 +317,83 @@ def recall_round(
         if any(record.revoked_at is not None for record in keyring)
         else Coverage([])
     )
-    reader = _Reader(app, keyring)
-    checks = SettlementAudit(keyring, games, raise_unknown=False)
-    leaves = _leaves_of(tables, rows)
-    recall = Recall(round_id, None, [], [], list(NOT_CHECKED), [])
-    expected: bytes | None = GENESIS_HASH
-    reveals: list[tuple[str, str, dict[str, Any]]] = []  # fed last: a seed is revealed after use
-    verified = 0
-    checking = True
+    replay = _Replay(app, keyring, games, round_id, coverage, _leaves_of(tables, rows))
     for index, row in enumerate(rows):
+        replay.event(index, row)
+    replay.reveal()
+    _conclude(replay.recall, replay.checks, replay.verified, replay.checking)
+    return replay.recall
+
+
+class _Replay:
+    """A round's events, one by one: each opened and checked against the one
+    before it, shown, and held to the settlement checks until one fails (what
+    follows a failed check is shown, no longer checked)."""
+
+    def __init__(
+        self,
+        app: LedgerApplication,
+        keyring: Keyring,
+        games: Mapping[str, LoadedGame],
+        round_id: str,
+        coverage: Coverage,
+        leaves: dict[int, tuple[int, bytes]],
+    ) -> None:
+        self.tables, self.round_id, self.coverage, self.leaves = (
+            app.tables,
+            round_id,
+            coverage,
+            leaves,
+        )
+        self.reader = _Reader(app, keyring)
+        self.checks = SettlementAudit(keyring, games, raise_unknown=False)
+        self.recall = Recall(round_id, None, [], [], list(NOT_CHECKED), [])
+        self.expected: bytes | None = GENESIS_HASH
+        self.reveals: list[tuple[str, str, dict[str, Any]]] = []  # fed last: after use
+        self.verified = 0
+        self.checking = True
+
+    def event(self, index: int, row: Row) -> None:
+        recall = self.recall
         notification_id, _, version, topic, _ = row
-        kind = topic.rsplit(".", 1)[-1]
-        event = RecalledEvent(version, kind, None, None)
+        event = RecalledEvent(version, topic.rsplit(".", 1)[-1], None, None)
         recall.events.append(event)
         if version != index + 1:
             event.problem = f"version {index + 1} is missing from the round's stream"
             recall.problems.append(f"version {index + 1}: missing")
-            expected, checking = None, False
+            self.expected, self.checking = None, False
         try:
-            envelope, payload = reader.opened(row, expected)
+            envelope, payload = self.reader.opened(row, self.expected)
         except VerificationError as exc:
             event.problem = f"NOT SHOWN: {exc}"
             recall.problems.append(f"version {version}: {exc}")
-            expected, checking = _claimed_hash(row), False
-            continue
-        verified += 1
-        expected = envelope.entry_hash
-        event.position = _position(leaves, notification_id, envelope)
+            self.expected, self.checking = _claimed_hash(row), False
+            return
+        self.verified += 1
+        self.expected = envelope.entry_hash
+        self._shown(event, notification_id, envelope, payload)
+        if topic == OPENED:
+            recall.currency = str(payload.get("currency"))
+            # `dice_seed`: the stored name of the committed seed (dice or cards).
+            if self.checking and payload.get("dice_seed"):
+                self._seed(payload, notification_id)
+        if self.checking:
+            self._check(event, envelope, topic, payload)
+
+    def reveal(self) -> None:
+        """The seed's reveal, fed last: a seed is revealed after every draw from it."""
+        for table, seed_topic, seed_state in self.reveals if self.checking else []:
+            try:
+                self.checks.check(table, seed_topic, seed_state, f"table {table}", _UNKNOWN)
+            except VerificationError as exc:
+                self.recall.problems.append(str(exc))
+                self.checking = False
+
+    def _shown(
+        self, event: RecalledEvent, notification_id: int, envelope: Envelope, payload: Any
+    ) -> None:
+        reader, recall = self.reader, self.recall
+        event.position = _position(self.leaves, notification_id, envelope)
         event.signed_at = from_micros(envelope.signed_at) if envelope.signed_at else None
         event.keys = [reader.key(envelope.key_id, "envelope"), *_actor_keys(reader, payload)]
         event.facts = {
@@ -353,53 +403,41 @@ def recall_round(
         event.asked = describe_by(source) if isinstance(source, dict) else None
         if recall.currency is None and payload.get("postings"):
             recall.currency = str(payload["postings"][0].get("currency"))
-        if topic == OPENED:
-            recall.currency = str(payload.get("currency"))
-            # `dice_seed`: the stored name of the committed seed (dice or cards).
-            if checking and payload.get("dice_seed"):
-                seed_events, problem = _seed_events(
-                    reader,
-                    tables,
-                    stream_of(payload["table_id"]),
-                    str(payload["dice_seed"]),
-                    notification_id,
-                )
-                if problem:
-                    recall.problems.append(problem)
-                    checking = False
-                table = stream_of(payload["table_id"])
-                for seed_topic, seed_state in seed_events:
-                    if seed_topic == _COMMITTED:
-                        checks.check(table, seed_topic, seed_state, f"table {table}", _UNKNOWN)
-                    else:
-                        reveals.append((table, seed_topic, seed_state))
-        if checking:
-            try:
-                when = (
-                    coverage.when(event.position, envelope.signed_at)
-                    if event.position is not None
-                    else SignedWhen(-1 if envelope.signed_at is None else envelope.signed_at)
-                )
-                checks.check(
-                    round_id,
-                    topic,
-                    payload,
-                    f"version {version}",
-                    when,
-                    v1=envelope.signed_at is None,
-                )
-            except VerificationError as exc:
-                event.problem = f"CHECK FAILED: {exc}"
-                recall.problems.append(str(exc))
-                checking = False
-    for table, seed_topic, seed_state in reveals if checking else []:
+
+    def _seed(self, payload: Any, notification_id: int) -> None:
+        """The round's committed seed, from its table's events: committed now, revealed last."""
+        table = stream_of(payload["table_id"])
+        seed_events, problem = _seed_events(
+            self.reader, self.tables, table, str(payload["dice_seed"]), notification_id
+        )
+        if problem:
+            self.recall.problems.append(problem)
+            self.checking = False
+        for seed_topic, seed_state in seed_events:
+            if seed_topic == _COMMITTED:
+                self.checks.check(table, seed_topic, seed_state, f"table {table}", _UNKNOWN)
+            else:
+                self.reveals.append((table, seed_topic, seed_state))
+
+    def _check(self, event: RecalledEvent, envelope: Envelope, topic: str, payload: Any) -> None:
         try:
-            checks.check(table, seed_topic, seed_state, f"table {table}", _UNKNOWN)
+            when = (
+                self.coverage.when(event.position, envelope.signed_at)
+                if event.position is not None
+                else SignedWhen(-1 if envelope.signed_at is None else envelope.signed_at)
+            )
+            self.checks.check(
+                self.round_id,
+                topic,
+                payload,
+                f"version {event.version}",
+                when,
+                v1=envelope.signed_at is None,
+            )
         except VerificationError as exc:
-            recall.problems.append(str(exc))
-            checking = False
-    _conclude(recall, checks, verified, checking)
-    return recall
+            event.problem = f"CHECK FAILED: {exc}"
+            self.recall.problems.append(str(exc))
+            self.checking = False
 
 
 def _claimed_hash(row: Row) -> bytes | None:
