@@ -297,28 +297,13 @@ def _n(count: int, noun: str) -> str:
 def cmd_verify(args: argparse.Namespace) -> int:
     if args.bundle is None and (args.workers or os.cpu_count() or 1) > 1:
         _start_worker_server(store_url(args.store))
-    from ledger.audit.findings import Findings
     from ledger.audit.record import failed_run, passed_run
-    from ledger.audit.verify import Sinks, VerifyOptions, verify_store
-    from ledger.audit.verify_state import VerifyState
     from ledger.crypto.envelope import now_micros
-    from ledger.node import check_expected_origin
-    from ledger.plugins.manager import get_plugin_manager
-    from ledger.store.application import LedgerApplication
 
     level = Level.parse(args.level)
     trusted = _load_trusted(args.trusted)
     if args.bundle is not None:
-        if args.record:
-            raise ConfigError("--record appends to a store's log: it cannot verify a --bundle")
-        if args.resume or args.save_state:
-            raise ConfigError(
-                "--save-state and --resume go on along a store's log: a --bundle is verified whole"
-            )
-        if args.projections:
-            raise ConfigError(
-                "--projections checks a store's read models against its log: a --bundle has none"
-            )
+        _refuse_store_options(args)
         return cmd_verify_bundle(args, level, trusted)
     policy = _witness_policy(args)
     keyring, source = _verify_keyring(args)
@@ -326,39 +311,94 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if policy is not None:
         policy.check_keyring(keyring)
     auditor = _auditor(args)
-    findings_out = _findings_file(args)
-    state_dir = _state_dir(args)
-    if args.resume is not None:
-        existing_directory(args.resume, "--resume")
-    resume = VerifyState.load(Path(args.resume)) if args.resume else None
-    tree_size = 0
     witnessed = None
+    run = _StoreRun(args, level, trusted, keyring)
     try:
         if policy is not None and trusted is not None:  # before the log: it may be refused
             witnessed = _witnessed(policy, trusted, "the kept checkpoint")
+        report, projections = run.verify()
+    except (VerificationError, CannotCheckError) as exc:
+        # A verdict (or the lack of one): still one line, naming the keyring it rests on.
+        exc.args = (f"{exc} [keyring {fingerprint}]",)
+        if auditor is not None:
+            failed = failed_run(level.value, run.tree_size, str(exc), fingerprint, now_micros())
+            _record(args, auditor, failed)
+        raise
+    print(report.summary())
+    print(f"   trusted keyring {fingerprint} ({source})")
+    if witnessed is not None:
+        print(witnessed)
+    if run.state_dir is not None and report.state is not None:
+        print(
+            f"   state saved to {run.state_dir} (size {report.state.size}, root "
+            f"{report.state.root.hex()}): verify --resume {run.state_dir} checks only what follows"
+        )
+    if projections is not None:
+        print(projections.summary())
+    if auditor is not None:
+        _record(args, auditor, passed_run(report, fingerprint, now_micros()))
+    return 0
+
+
+def _refuse_store_options(args: argparse.Namespace) -> None:
+    """What only a store's verification takes, refused for a --bundle."""
+    if args.record:
+        raise ConfigError("--record appends to a store's log: it cannot verify a --bundle")
+    if args.resume or args.save_state:
+        raise ConfigError(
+            "--save-state and --resume go on along a store's log: a --bundle is verified whole"
+        )
+    if args.projections:
+        raise ConfigError(
+            "--projections checks a store's read models against its log: a --bundle has none"
+        )
+
+
+class _StoreRun:
+    """`verify` on a store: its options read (bad ones refused before the log is),
+    then the run, its findings written, its state saved, the read models checked."""
+
+    def __init__(
+        self, args: argparse.Namespace, level: Level, trusted: Checkpoint | None, keyring: Keyring
+    ) -> None:
+        from ledger.audit.verify_state import VerifyState
+
+        self.args, self.level, self.trusted, self.keyring = args, level, trusted, keyring
+        self.findings_out = _findings_file(args)
+        self.state_dir = _state_dir(args)
+        if args.resume is not None:
+            existing_directory(args.resume, "--resume")
+        self.resume = VerifyState.load(Path(args.resume)) if args.resume else None
+        self.tree_size = 0
+
+    def verify(self) -> tuple[VerificationReport, Any]:
+        from ledger.audit.findings import Findings
+        from ledger.audit.verify import Sinks, VerifyOptions, verify_store
+        from ledger.node import check_expected_origin
+        from ledger.plugins.manager import get_plugin_manager
+        from ledger.store.application import LedgerApplication
+
+        args, level = self.args, self.level
         games = get_plugin_manager().games() if level is Level.SETTLEMENT else None
+        options = VerifyOptions(
+            level=level,
+            trusted=self.trusted,
+            workers=args.workers,
+            games=games,
+            resume=self.resume,
+            save_state=self.state_dir is not None,
+        )
         # Read-only, and no keys directory needed: only the public keyring is trusted.
-        app = LedgerApplication(store_url(args.store), keyring=keyring, create=False)
+        app = LedgerApplication(store_url(args.store), keyring=self.keyring, create=False)
         try:
             check_expected_origin(app.tables)
-            tree_size = app.tables.event_count()[0]
+            self.tree_size = app.tables.event_count()[0]
             with progress_bar("verifying") as (advance, set_total):
-                report = verify_store(
-                    app,
-                    keyring,
-                    VerifyOptions(
-                        level=level,
-                        trusted=trusted,
-                        workers=args.workers,
-                        games=games,
-                        resume=resume,
-                        save_state=state_dir is not None,
-                    ),
-                    sinks=Sinks(progress=advance, on_total=set_total, findings=Findings()),
-                )
-            _report_findings(report, findings_out)
-            if state_dir is not None and report.state is not None:
-                report.state.save(state_dir, report.rounds)
+                sinks = Sinks(progress=advance, on_total=set_total, findings=Findings())
+                report = verify_store(app, self.keyring, options, sinks)
+            _report_findings(report, self.findings_out)
+            if self.state_dir is not None and report.state is not None:
+                report.state.save(self.state_dir, report.rounds)
             projections = None
             if args.projections:  # only once the events themselves are verified
                 from ledger.audit.projections import verify_projections
@@ -366,30 +406,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
                 projections = verify_projections(app)
         finally:
             app.close()
-    except (VerificationError, CannotCheckError) as exc:
-        # A verdict (or the lack of one): still one line, naming the keyring it rests on.
-        exc.args = (f"{exc} [keyring {fingerprint}]",)
-        if auditor is not None:
-            _record(
-                args,
-                auditor,
-                failed_run(level.value, tree_size, str(exc), fingerprint, now_micros()),
-            )
-        raise
-    print(report.summary())
-    print(f"   trusted keyring {fingerprint} ({source})")
-    if witnessed is not None:
-        print(witnessed)
-    if state_dir is not None and report.state is not None:
-        print(
-            f"   state saved to {state_dir} (size {report.state.size}, root "
-            f"{report.state.root.hex()}): verify --resume {state_dir} checks only what follows"
-        )
-    if projections is not None:
-        print(projections.summary())
-    if auditor is not None:
-        _record(args, auditor, passed_run(report, fingerprint, now_micros()))
-    return 0
+        return report, projections
 
 
 def cmd_proof(args: argparse.Namespace) -> int:
