@@ -445,6 +445,22 @@ def add_audit_commands(commands: Any) -> None:
     )
     checkpoint.set_defaults(handler=cmd_checkpoint)
 
+    _add_verify(commands)
+
+    proof = commands.add_parser("proof", help="inclusion or consistency proofs").add_subparsers(
+        dest="kind", required=True
+    )
+    inclusion = proof.add_parser("inclusion", help="prove an event is in the log")
+    inclusion.add_argument("stream", type=uuid_text, help="the stream (aggregate) id")
+    inclusion.add_argument("version", type=int_range(1, MAX_INT64), help="the event's version")
+    inclusion.set_defaults(handler=cmd_proof)
+    consistency = proof.add_parser("consistency", help="prove the log only grew since a checkpoint")
+    consistency.add_argument("--since", required=True, metavar="FILE")
+    consistency.set_defaults(handler=cmd_proof)
+
+
+def _add_verify(commands: Any) -> None:
+    """`ledger verify` and its options."""
     verify = commands.add_parser("verify", help="verify the whole store")
     verify.add_argument(
         "--level", default=Level.SETTLEMENT.value, help="integrity | signatures | settlement"
@@ -501,14 +517,3 @@ def add_audit_commands(commands: Any) -> None:
         "the events after it checked in full; the next state is saved there again",
     )
     verify.set_defaults(handler=cmd_verify)
-
-    proof = commands.add_parser("proof", help="inclusion or consistency proofs").add_subparsers(
-        dest="kind", required=True
-    )
-    inclusion = proof.add_parser("inclusion", help="prove an event is in the log")
-    inclusion.add_argument("stream", type=uuid_text, help="the stream (aggregate) id")
-    inclusion.add_argument("version", type=int_range(1, MAX_INT64), help="the event's version")
-    inclusion.set_defaults(handler=cmd_proof)
-    consistency = proof.add_parser("consistency", help="prove the log only grew since a checkpoint")
-    consistency.add_argument("--since", required=True, metavar="FILE")
-    consistency.set_defaults(handler=cmd_proof)
