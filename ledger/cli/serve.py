@@ -21,6 +21,7 @@ from ledger.errors import ConfigError, NotFoundError
 from ledger.inputs import existing_directory, output_file
 
 if TYPE_CHECKING:
+    from ledger.crypto.keystore import KeyDirectory
     from ledger.http.side_process import SideProcess
 
 
@@ -37,12 +38,40 @@ def cmd_openapi(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
+    """Check everything a worker will need (one line, exit 2, before any starts),
+    hand it on in the environment, then run the workers beside the node's writer
+    and anchor processes."""
+    from ledger.http.tokens import TokenStore
 
+    directory = _prepare(args)
+    if not TokenStore(directory.path).list():
+        print(
+            "no API tokens yet: create one with `ledger tokens create --role ROLE`",
+            file=sys.stderr,
+        )
+    print(
+        f"serving the ledger API on http://{args.host}:{args.port}/v1 "
+        f"({args.workers} worker{'s' * (args.workers != 1)}; OpenAPI at /openapi.json)",
+        file=sys.stderr,
+        flush=True,
+    )
+    ended = _run(args, writable=not args.read_only)
+    if ended > 0:  # it said why when it stopped (its "anchoring stopped: ..." line)
+        print(
+            f"ledger: the log was not anchored after the anchor process stopped (exit {ended})",
+            file=sys.stderr,
+        )
+        return ended
+    return 0
+
+
+def _prepare(args: argparse.Namespace) -> KeyDirectory:
+    """The settings checked and handed to the workers in the environment; the
+    ledger opened once here, so a wrong passphrase, a missing key, an unusable
+    store or a broken plugin is one line before any worker starts."""
     from ledger.casino import open_ledger
     from ledger.cli.passphrase import read_passphrase
     from ledger.http import asgi
-    from ledger.http.tokens import TokenStore
     from ledger.node import PASSPHRASE_ENV, keys_dir, refuse_new_keys_beside_events
     from ledger.store.application import probe_store
     from ledger.store.config import store_url
@@ -59,16 +88,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         os.environ[asgi.TILES_ENV] = str(tiles.resolve())
     check_listen(args.host, args.port)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made
-    peers = peers_address(args.peers, store_url(args.store))
+    os.environ[asgi.PEERS_ENV] = peers_address(args.peers, store_url(args.store))
     writable = not args.read_only
     if writable and not directory.has_node_keys():
         refuse_new_keys_beside_events(args.store, directory)
     if writable and not args.unencrypted and asgi.passphrase() is None:
         # Every worker needs the ledger-node key: read the passphrase once, hand it on.
         os.environ[PASSPHRASE_ENV] = read_passphrase(confirm=not directory.has_node_keys()).decode()
-    if (
-        writable and not directory.has_node_keys()
-    ):  # one command on a new machine, as `simulate` does
+    if writable and not directory.has_node_keys():  # one command on a new machine, as simulate
         for record in directory.create_node_keys(asgi.passphrase()):
             print(f"created {record.role.value} key {record.name} in {directory.path}")
     if not writable:
@@ -82,8 +109,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     os.environ[asgi.RNG_ENV] = str(rng_dir)
     if args.workers > 1:
         os.environ[asgi.SUPERVISOR_ENV] = str(os.getpid())  # they stop when this process does
-    # Open the ledger once here, so a wrong passphrase, a missing key, an unusable
-    # store or a broken plugin is one line (exit 2) before any worker starts.
     with open_ledger(
         args.store,
         str(directory.path),
@@ -92,18 +117,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
         writable=writable,
     ) as ledger:
         ledger.games  # noqa: B018 (loading them is the check)
-    if not TokenStore(directory.path).list():
-        print(
-            "no API tokens yet: create one with `ledger tokens create --role ROLE`",
-            file=sys.stderr,
-        )
-    print(
-        f"serving the ledger API on http://{args.host}:{args.port}/v1 "
-        f"({args.workers} worker{'s' * (args.workers != 1)}; OpenAPI at /openapi.json)",
-        file=sys.stderr,
-        flush=True,
-    )
-    os.environ[asgi.PEERS_ENV] = peers
+    return directory
+
+
+def _run(args: argparse.Namespace, *, writable: bool) -> int:
+    """uvicorn's workers beside the writer and anchor processes, all stopped
+    together; the anchor process's exit code (0 when none ran or it ended well)."""
+    import uvicorn
+
+    from ledger.http import asgi
+
     with tempfile.TemporaryDirectory(prefix="ledger-serve-") as sockets:  # mode 0700
         anchor = None
         if writable and _anchors_apart():
@@ -128,13 +151,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             if writer is not None:
                 writer.stop()
             ended = anchor.stop() if anchor is not None else 0
-    if ended > 0:  # it said why when it stopped (its "anchoring stopped: ..." line)
-        print(
-            f"ledger: the log was not anchored after the anchor process stopped (exit {ended})",
-            file=sys.stderr,
-        )
-        return ended
-    return 0
+    return ended
 
 
 def _start_writer(directory: Path) -> SideProcess | None:
