@@ -21,12 +21,13 @@ from uuid import UUID, uuid4
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 
-from ledger.casino import accounts, corrections, rounds, seeds, tables
+from ledger.casino import accounts, corrections, migrate, rounds, seeds, tables
 from ledger.casino.bet_batches import MAX_BETS, BetOutcome, BetRequest, outcome, refused
 from ledger.casino.bet_channel import BetChannel
 from ledger.casino.context import Context
 from ledger.casino.fact_to_sign import FactRecorder, OperatorCommand, operator_body
 from ledger.casino.legality import offered_moves, step_of
+from ledger.casino.migrate import Migration
 from ledger.casino.runner import A, BatchSettings, CommandRunner
 from ledger.crypto.signing import Signer
 from ledger.domain.account import PLAYER, Account
@@ -435,3 +436,30 @@ class Casino:
         args = {"round_id": str(round_id), "reason": reason}
         body = rounds.resume_round(self.context, round_id, reason, operator)
         self.runner.run("resume_round", request_id, args, body)
+
+    # Upgrading.
+    def rounds_to_migrate(self) -> list[Migration]:
+        """Every round still open under settlement API 1 (release 0.2 and before),
+        with what `migrate` does to it: settle it on its recorded outcome, or void
+        it (every stake back) when it has none. Refused, with nothing to migrate
+        yet, when a decided round's game is not installed to settle it."""
+        return migrate.plan(self.context, migrate.open_api_1_rounds(self.app))
+
+    def migrate(
+        self,
+        *,
+        reason: str = migrate.REASON,
+        operator: Signer | None = None,
+        request_id: str | None = None,
+    ) -> list[Migration]:
+        """End every round still open under settlement API 1 (`rounds_to_migrate`)
+        in one commit, the voids signed by `operator` with `reason`; what was
+        done. Nothing open: nothing recorded, an empty list. Any refusal (no
+        operator key for a void) records nothing."""
+        found = self.rounds_to_migrate()
+        if not found:
+            return []
+        args = {"rounds": [m.round_id for m in found], "reason": reason}
+        body = migrate.finish(self.context, found, reason, operator)
+        done = self.runner.run("migrate", request_id or migrate.request_id(found), args, body)
+        return migrate.from_json(done)

@@ -1,0 +1,110 @@
+"""Rounds as release 0.2 and before recorded them (settlement API 1), written
+into a store today: the events of that write path, through the round's own
+event classes (`Aggregate.trigger_event`), since the write path of one
+generation records none of them any more.
+
+A round of settlement API 1 pins `settlement_api` 1 when it opens, closes
+betting with `Round.BettingClosed`, takes its outcome as `Round.OutcomeRecorded`
+(a dealer device's signed throw report at a physical table, the committed
+seed's dice at an RNG one) or faulty throws as `Round.FaultRecorded`, and was
+settled by a command of its own, every bet at once (`Round.Settled`, step
+None). These helpers stop where a store upgraded with rounds still open would:
+betting open, betting closed, faulty throws, or an outcome recorded and not
+settled (`ledger migrate` finishes them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import uuid4
+
+from ledger.casino import Casino
+from ledger.domain.round import Round
+from ledger.node import Node
+from ledger.rng.server import RngServer
+from tests.casino_support import dealer_device
+
+
+@dataclass
+class Api1Round:
+    """One round of settlement API 1 being written, event by event."""
+
+    node: Node
+    casino: Casino
+    round: Round
+    bets: dict[str, tuple[str, int]] = field(default_factory=dict)  # bet -> (wallet, stake)
+
+    @property
+    def id(self) -> str:
+        return str(self.round.id)
+
+    def bet(self, account_id: str, bet: dict[str, Any], stake: int) -> str:
+        """A bet (in its game's canonical form) and the stake out of its wallet,
+        in one save."""
+        wallet = self.casino.account(account_id)
+        bet = self.casino.variant(self.round.variant).validate_bet(bet, {})
+        bet_id = str(uuid4())
+        request_id = f"api-1-bet-{bet_id}"
+        self.round.place_bet(bet_id, account_id, bet, stake, request_id, None)  # type: ignore[arg-type]
+        wallet.debit(stake, self.round.id, f"stake {bet_id}")
+        self.node.app.save(self.round, wallet)
+        self.bets[bet_id] = (account_id, stake)
+        return bet_id
+
+    def close_betting(self) -> Api1Round:
+        self.round.trigger_event(Round.BettingClosed)
+        self.node.app.save(self.round)
+        return self
+
+    def outcome(self, outcome: dict[str, Any]) -> Api1Round:
+        """A physical round's outcome, in its dealer device's signed throw report."""
+        report = dealer_device(self.node).throw(self.id, self.round.draws, outcome)
+        self.round.trigger_event(Round.OutcomeRecorded, outcome=outcome, source=report)
+        self.node.app.save(self.round)
+        return self
+
+    def thrown(self, rng: RngServer) -> Api1Round:
+        """An RNG round's dice, from its committed seed (as API 1 threw them)."""
+        assert self.round.seed_id is not None
+        counter = self.round.draws
+        dice = list(rng.throw(self.round.seed_id, self.id, counter))
+        source = {"kind": "rng", "seed_id": self.round.seed_id, "counter": counter}
+        self.round.trigger_event(Round.OutcomeRecorded, outcome={"dice": dice}, source=source)
+        self.node.app.save(self.round)
+        return self
+
+    def fault(self, reason: str) -> Api1Round:
+        """A faulty physical throw, in its dealer device's signed report."""
+        report = dealer_device(self.node).fault(self.id, self.round.draws, reason)
+        faults = self.round.faults + 1
+        self.round.trigger_event(Round.FaultRecorded, reason=reason, source=report, faults=faults)
+        self.node.app.save(self.round)
+        return self
+
+
+def api_1_round(node: Node, casino: Casino, table_id: str, dealer: str = "D0") -> Api1Round:
+    """A round opened at `table_id` under settlement API 1, its game's rules
+    pinned as the installed game declares them (release 0.2's plugin declared
+    the same rules under API 1)."""
+    table = casino.table(table_id)
+    game = casino.variant(table.variant)
+    game_round = Round(
+        table_id=table.id,
+        variant=game.id,
+        variant_version="0.2",
+        rules_hash=game.rules_hash,
+        currency=table.currency,
+        limits=table.limits,
+        house_account=table.house_account,
+        dealer=dealer,
+        dice_seed=table.active_seed,
+        settlement_api=1,
+        code_hash="",
+    )
+    if table.active_seed is None:
+        node.app.save(game_round)
+    else:  # an RNG table counts its rounds in play
+        table.round_opened()
+        node.app.save(game_round, table)
+    return Api1Round(node, casino, game_round)
