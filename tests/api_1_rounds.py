@@ -8,19 +8,25 @@ betting with `Round.BettingClosed`, takes its outcome as `Round.OutcomeRecorded`
 (a dealer device's signed throw report at a physical table, the committed
 seed's dice at an RNG one) or faulty throws as `Round.FaultRecorded`, and was
 settled by a command of its own, every bet at once (`Round.Settled`, step
-None). These helpers stop where a store upgraded with rounds still open would:
-betting open, betting closed, faulty throws, or an outcome recorded and not
-settled (`ledger migrate` finishes them).
+None) with the request's record. These helpers write them all, and stop
+where a store upgraded with rounds still open would: betting open, betting
+closed, faulty throws, or an outcome recorded and not settled (`ledger
+migrate` finishes them).
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import uuid4
 
 from ledger.casino import Casino
-from ledger.domain.round import Round
+from ledger.casino.legality import step_of
+from ledger.crypto.canonical import canonical
+from ledger.domain.account import Account
+from ledger.domain.request import Request
+from ledger.domain.round import BetResult, Round
 from ledger.node import Node
 from ledger.rng.server import RngServer
 from tests.casino_support import dealer_device
@@ -73,6 +79,36 @@ class Api1Round:
         self.round.trigger_event(Round.OutcomeRecorded, outcome={"dice": dice}, source=source)
         self.node.app.save(self.round)
         return self
+
+    def settle(self, request_id: str) -> list[BetResult]:
+        """The decided round settled by API 1's own command, as `Casino.settle`
+        answered request `request_id` then: every bet at once on the outcome,
+        each wallet paid its return and the house the rest, with the request's
+        record (a retry of it gets this answer back)."""
+        context = self.casino.context
+        returns = step_of(context, context.variant_of(self.round), self.round)["settle"]
+        results = self.round.settle_on_outcome(returns)
+        changed: dict[str, Account] = {}
+        for result in results:
+            if result["returned"]:
+                wallet = changed.get(result["account_id"]) or self.casino.account(
+                    result["account_id"]
+                )
+                wallet.credit(result["returned"], self.round.id, f"return {result['bet_id']}")
+                changed[result["account_id"]] = wallet
+        house_net = sum(r["stake"] - r["returned"] for r in results)
+        house = self.casino.account(self.round.house_account)
+        if house_net > 0:
+            house.credit(house_net, self.round.id, "round return")
+        elif house_net < 0:
+            house.debit(-house_net, self.round.id, "round return")
+        args = {"round_id": self.id}
+        fingerprint = hashlib.sha256(canonical({"command": "settle", "args": args})).hexdigest()
+        record = Request(
+            request_id=request_id, command="settle", fingerprint=fingerprint, result=results
+        )
+        self.node.app.save(self.round, *changed.values(), house, record)
+        return results
 
     def fault(self, reason: str) -> Api1Round:
         """A faulty physical throw, in its dealer device's signed report."""

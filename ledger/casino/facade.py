@@ -6,8 +6,9 @@ applied in order with the commands arriving with it, on the live aggregates
 of the node's working set, refused before anything is recorded, and saved
 with the request's record in one commit shared with the others. The modules
 beside this one each hold one job: accounts, tables and bets, seeds, round
-play (settlement API 2, and API 1 behind its adapter), corrections, payouts,
-who may state an outcome, batches of bets.
+play (settlement API 2: one generation; a round still open under API 1 is
+refused until `migrate` ends it), corrections, payouts, who may state an
+outcome, batches of bets, the migration.
 """
 
 from __future__ import annotations
@@ -129,8 +130,8 @@ class Casino:
 
     def moves(self, round_id: UUID | str) -> dict[str, list[str]]:
         """Who may do what next in a round, from its game's step (`act` takes one);
-        empty once it is over, and for a round of settlement API 1, whose
-        commands are fixed (`close_betting`, `record_outcome`, `settle`)."""
+        empty once it is over, and for a round of settlement API 1, which takes
+        no move (`migrate` ends one still open)."""
         game_round = self.round(round_id)
         if game_round.settlement_api < 2:
             return {}
@@ -296,9 +297,9 @@ class Casino:
         """A physical table's outcome, as its dealer device reported it: `source`
         is the device's signed report (`ledger.devices.throw_report`) of this
         outcome as the round's next throw. An RNG round refuses it: its dice
-        come only from `throw_dice`. A settlement-API-2 round records it as the
-        game's next action (`Round.ActionRecorded`, the report kept as its
-        source) and settles in the same commit what that step settles."""
+        come only from `throw_dice`. The round records it as the game's next
+        action (`Round.ActionRecorded`, the report kept as its source) and
+        settles in the same commit what that step settles."""
         args = {"round_id": str(round_id), "outcome": outcome, "source": source}
         body = rounds.record_outcome(self.context, round_id, outcome, source)
         self.runner.run("record_outcome", request_id, args, body)
@@ -315,8 +316,8 @@ class Casino:
         return str(self.runner.run("retire_seed", request_id, {"table_id": str(table_id)}, body))
 
     def throw_dice(self, *, request_id: str, round_id: str, rng: RngServer) -> dict[str, Any]:
-        """Throw from the round's committed seed and record the outcome; on a
-        settlement-API-2 round, as the game's action, settling what it settles."""
+        """Throw from the round's committed seed and record the outcome, as the
+        game's action, settling what it settles."""
         body = rounds.throw_dice(self.context, round_id, rng)
         return dict(self.runner.run("throw_dice", request_id, {"round_id": str(round_id)}, body))
 
@@ -333,10 +334,11 @@ class Casino:
         return dict(self.runner.run("record_fault", request_id, args, body))
 
     def settle(self, *, request_id: str, round_id: str) -> list[BetResult]:
-        """Settle a settlement-API-1 round on its outcome. A round already
-        settled is refused ("round R is already settled"), and so is every
-        settlement-API-2 round, whose throw or action settled what it settles
-        (its results: `Casino.round(R).results`); nothing is recorded."""
+        """Nothing is left for it to settle: a round's draw or action settles what
+        its game settles (its results: `Casino.round(R).results`). A round
+        already settled is refused ("round R is already settled"), and so is
+        one not yet over; nothing is recorded. (Settlement API 1 settled a
+        decided round with it; `migrate` settles one left open.)"""
         body = rounds.settle(self.context, round_id)
         return list(self.runner.run("settle", request_id, {"round_id": str(round_id)}, body))
 

@@ -158,7 +158,7 @@ def finish(
                 continue
             migration = _plan_one(context, game_round)
             if migration.action == SETTLE:
-                results = game_round.settle(_returns(context, game_round))
+                results = game_round.settle_on_outcome(_returns(context, game_round))
             else:
                 signed = _signed_void(context, game_round, reason, operator)
                 results = game_round.void(reason, signed)

@@ -1,5 +1,5 @@
-"""A round's play, voids and resumes (each a command body): a settlement-API-2
-round through `play`, an older one through the `legacy` adapter."""
+"""A round's play, voids and resumes (each a command body), every play through
+`play` (settlement API 2: the one generation the write path has)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from eventsourcing.domain import Aggregate
 
-from ledger.casino import attestation, legacy, payouts
+from ledger.casino import attestation, payouts
 from ledger.casino.context import Context
 from ledger.casino.legality import legal_actor, offers, step_of
 from ledger.casino.play import chosen, fault_reported, play, reported, wrapped
@@ -27,9 +27,7 @@ Done = tuple[Any, list[Aggregate]]
 def close_betting(context: Context, round_id: str) -> Body:
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
-        if game_round.settlement_api >= 2:
-            return None, play(context, work, game_round, wrapped(context, CLOSE_BETTING, None))[1]
-        return legacy.close_betting(context, game_round)
+        return None, play(context, work, game_round, wrapped(context, CLOSE_BETTING, None))[1]
 
     return body
 
@@ -39,9 +37,7 @@ def record_outcome(
 ) -> Body:
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
-        if game_round.settlement_api >= 2:
-            return None, play(context, work, game_round, reported(context, outcome, source))[1]
-        return legacy.record_outcome(context, game_round, outcome, source)
+        return None, play(context, work, game_round, reported(context, outcome, source))[1]
 
     return body
 
@@ -59,11 +55,9 @@ def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
             raise InvalidCommandError(
                 f"round {game_round.id}: the game draws no dice now ({offers(step)})"
             )
-        if game_round.settlement_api >= 2:  # the throw settles what the game says
-            assert move is not None
-            played, changed = play(context, work, game_round, wrapped(context, move[1], rng))
-            return {draw["kind"]: played["drawn"]}, changed
-        return legacy.throw_dice(context, game_round, draw, rng)
+        assert move is not None  # the throw settles what the game says
+        played, changed = play(context, work, game_round, wrapped(context, move[1], rng))
+        return {draw["kind"]: played["drawn"]}, changed
 
     return body
 
@@ -74,8 +68,6 @@ def record_fault(context: Context, round_id: str, reason: str, source: dict[str,
         variant = context.variant_of(game_round)
         actor = legal_actor(context, variant, game_round, FAULT)
         reason_args = variant.validate_args(actor, FAULT, {"reason": reason})
-        if game_round.settlement_api < 2:
-            return legacy.record_fault(context, work, game_round, reason, reason_args, source)
         played, changed = play(
             context, work, game_round, fault_reported(context, reason_args, source)
         )
@@ -96,16 +88,14 @@ def record_fault(context: Context, round_id: str, reason: str, source: dict[str,
 def settle(context: Context, round_id: str) -> Body:
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
-        if game_round.settlement_api >= 2:
-            # Its game's steps settle it as they are played (a throw, an action):
-            # there is never anything left for this command to settle.
-            if game_round.status == SETTLED:
-                raise InvalidCommandError(f"round {game_round.id} is already settled")
-            raise InvalidCommandError(
-                f"round {game_round.id} has no outcome to settle on (it is {game_round.status}): "
-                "its game settles it as it is played"
-            )
-        return legacy.settle(context, work, game_round)
+        # Its game's steps settle it as they are played (a draw, an action):
+        # there is never anything left for this command to settle.
+        if game_round.status == SETTLED:
+            raise InvalidCommandError(f"round {game_round.id} is already settled")
+        raise InvalidCommandError(
+            f"round {game_round.id} has no outcome to settle on (it is {game_round.status}): "
+            "its game settles it as it is played"
+        )
 
     return body
 
@@ -122,8 +112,6 @@ def act(
 ) -> Body:
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
-        if game_round.settlement_api < 2:
-            return legacy.act(context, work, game_round, actor, action, args, source, rng)
         choose = chosen(context, actor, action, args, source, rng, asked_by)
         return play(context, work, game_round, choose)
 

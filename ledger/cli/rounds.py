@@ -83,10 +83,9 @@ def cmd_round_play(args: argparse.Namespace) -> int:
         if args.action == "throw":
             thrown = casino.throw_dice(request_id=request_id, round_id=args.round, rng=rng)  # type: ignore[arg-type]
             print(f"threw {thrown.get('dice', thrown)} for round {args.round}")
-            thrown_round = casino.round(args.round)
-            if thrown_round.settlement_api >= 2:  # the throw settled what its game settles
-                _print_settled(args.round, thrown_round.results)
-                return 0
+            # The throw settled what its game settles.
+            _print_settled(args.round, casino.round(args.round).results)
+            return 0
         elif args.action == "act":  # a game of actions settles what each step settles
             done = casino.act(
                 request_id=request_id,
