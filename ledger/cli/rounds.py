@@ -126,9 +126,9 @@ def add_round_actions(rounds: argparse.ArgumentParser) -> None:
     keeps its own --open listing)."""
     actions: Any = rounds.add_subparsers(dest="action", metavar="{void,resume,throw,act,settle}")
     for action, text in (
-        ("throw", "throw an RNG dice round's dice from its table's seed, and settle"),
+        ("throw", "an alias of act: an RNG dice round's dice from its table's seed (it settles)"),
         ("act", "record one of the game's moves in a round (RNG cards drawn for it)"),
-        ("settle", "settle a round whose outcome is recorded"),
+        ("settle", "an alias kept: nothing is left to settle (a draw or action settles)"),
     ):
         parser = actions.add_parser(action, help=text)
         parser.add_argument("round", type=uuid_text, help="the round id (see `ledger rounds`)")
