@@ -7,7 +7,6 @@ play it)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, ClassVar
 
 from ledger.errors import InvalidCommandError
@@ -100,29 +99,3 @@ def coin_games(version: str = "1.0", plugin: Any = None) -> dict[str, LoadedGame
 
 VARIANTS = coin_games()
 CoinToss = CoinDefinition
-
-
-class ReleaseCoin(CoinDefinition):
-    """The coin as a release of settlement API 1 played it (release 0.2 of the
-    core): its rounds close, take their outcome, then are settled by a command
-    of their own, `settle` (an API-2 round is settled by its outcome)."""
-
-    id = "coin-api-1"
-
-
-class ReleaseCoinPlugin:
-    @hookimpl
-    def ledger_register_games(self, registry: GameRegistry) -> None:
-        registry.add(ReleaseCoin())
-
-
-def api_1_coin_games() -> dict[str, LoadedGame]:
-    """`coin-api-1` as the core loaded it then: its rounds open with settlement
-    API 1 (today's registry refuses a plugin declaring it, so it is loaded as
-    API 2, then marked as the old release was)."""
-    extra = [("coin-api-1", ReleaseCoinPlugin(), "0.2")]
-    games = get_plugin_manager(load_entry_points=False, extra=extra).games()
-    return {game_id: replace(game, settlement_api=1) for game_id, game in games.items()}
-
-
-API_1_VARIANTS = api_1_coin_games()

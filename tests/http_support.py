@@ -21,14 +21,13 @@ from ledger.plugins.manager import get_plugin_manager
 from ledger.rng.server import RngServer
 from tests.asgi_client import InThreadClient
 from tests.casino_support import event_count
-from tests.coin_variant import API_1_VARIANTS as COIN_API_1
 from tests.coin_variant import VARIANTS as COIN
 
 LIMITS = {"min_bet": 10, "max_bet": 5_000, "max_round": 100_000}
 
 
 def all_games() -> dict[str, Any]:
-    return {**get_plugin_manager().games(), **COIN, **COIN_API_1}
+    return {**get_plugin_manager().games(), **COIN}
 
 
 @dataclass

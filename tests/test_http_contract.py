@@ -189,7 +189,7 @@ def succeeds(api: Api, method: str, template: str, call: Call, token: str) -> No
     Idempotency-Key to a restarted server (no result in memory), with the same bytes."""
     service = api.service
     restarted = Service(service.app, service.games, service.rng, service.tokens)
-    headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": str(uuid.uuid4())}
+    headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": call.key or str(uuid.uuid4())}
     first, again = (
         client.request(method, call.path, json=call.body, params=call.params, headers=headers)
         for client in (api.client, TestClient(create_app(restarted)))

@@ -15,7 +15,7 @@ import pytest
 
 from ledger.http.app import openapi_document
 from ledger.node import Node
-from tests.casino_support import dealer_device
+from tests.api_1_rounds import api_1_round
 from tests.http_support import Api, make_api
 from tests.test_http_contract import check
 from tests.test_http_roles import SCENARIOS, Call, coin_round, toss
@@ -128,29 +128,28 @@ def test_an_id_of_another_kind_in_a_body_is_404_naming_it(api: Api) -> None:
 
 
 def test_a_settled_round_is_not_settled_again(api: Api) -> None:
-    """An API-1 round settles once (its retry: the first answer); an API-2
-    round was settled by the toss that decided it: both refuse another
-    settlement (400, a refused command) and record nothing."""
-    _, legacy, _ = coin_round(api, variant="coin-api-1", closed=True)
-    report = dealer_device(api.node).throw(legacy, 0, {"face": "heads"})
-    api.ok(f"/v1/rounds/{legacy}/outcome", {"outcome": {"face": "heads"}, "source": report})
-    settle = f"/v1/rounds/{legacy}/settle"
-    first = api.post(settle, key="settle-once")
-    assert first.status_code == 200 and len(first.json()["results"]) == 1
+    """A round was settled by the toss that decided it, and a round of
+    settlement API 1 by `migrate`: both refuse another settlement (400, a
+    refused command) and record nothing."""
     _, tossed, _ = coin_round(api)
     api.ok(f"/v1/rounds/{tossed}/close-betting")
     api.ok(f"/v1/rounds/{tossed}/act", toss(api, tossed, "heads"))
+    casino = api.service.casino
+    old = api_1_round(api.node, casino, api.table())
+    old.bet(api.wallet(), {"on": "heads"}, 100)
+    old.close_betting().outcome({"face": "heads"})
+    (migrated,) = casino.migrate()  # decided: settled on its outcome, no operator key
+    assert migrated.action == "settle" and migrated.returned == 200
     before = api.events()
-    retry = api.post(settle, key="settle-once")
-    assert (retry.status_code, retry.content) == (first.status_code, first.content)
-    for round_id in (legacy, tossed):
-        again = api.post(f"/v1/rounds/{round_id}/settle")
-        assert again.status_code == 400, again.text
-        check(again, "POST", "/v1/rounds/{round_id}/settle")
-        assert again.json() == {
-            "detail": f"round {round_id} is already settled",
-            "error": "InvalidCommandError",
-        }
+    for round_id in (old.id, tossed):
+        for _ in range(2):  # a retry with another key: refused again
+            again = api.post(f"/v1/rounds/{round_id}/settle")
+            assert again.status_code == 400, again.text
+            check(again, "POST", "/v1/rounds/{round_id}/settle")
+            assert again.json() == {
+                "detail": f"round {round_id} is already settled",
+                "error": "InvalidCommandError",
+            }
     assert api.events() == before
 
 

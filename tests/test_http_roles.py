@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 from ledger.http.app import openapi_document
 from ledger.http.tokens import ApiRole
 from ledger.node import Node
+from tests.api_1_rounds import api_1_round
 from tests.casino_support import dealer_device, operator_signer
 from tests.http_support import Api, make_api, served_routes
 
@@ -29,6 +30,7 @@ class Call:
     body: Any = None
     params: dict[str, Any] = dataclasses.field(default_factory=dict)
     table: str | None = None  # the table whose device may make this call
+    key: str | None = None  # the Idempotency-Key it must carry (None: a fresh one)
 
 
 def coin_round(
@@ -167,12 +169,15 @@ def _act(api: Api) -> Call:
 
 
 def _settle(api: Api) -> Call:
-    """Only a round of settlement API 1 is left to settle once decided (an
-    API-2 round is settled by the action that decides it)."""
-    table, round_id, _ = coin_round(api, variant="coin-api-1", closed=True)
-    report = dealer_device(api.node).throw(round_id, 0, {"face": "heads"})
-    api.ok(f"/v1/rounds/{round_id}/outcome", {"outcome": {"face": "heads"}, "source": report})
-    return Call(f"/v1/rounds/{round_id}/settle", table=table)
+    """Nothing is left for `/settle` to settle (a round's draw or action settles
+    what its game settles): its success now is a retry of a settlement
+    answered before the upgrade, a round of settlement API 1 settled by it."""
+    table = api.table()
+    old = api_1_round(api.node, api.service.casino, table)
+    old.bet(api.wallet(1_000), {"on": "heads"}, 100)
+    key = f"settled-by-release-0.2-{uuid.uuid4()}"
+    old.close_betting().outcome({"face": "heads"}).settle(key)
+    return Call(f"/v1/rounds/{old.id}/settle", table=table, key=key)
 
 
 def _void_or_resume(command: str) -> Callable[[Api], Call]:
@@ -317,7 +322,7 @@ ROUTES = {
 
 
 def send(api: Api, method: str, call: Call, token: str | None) -> Any:
-    headers = {"Idempotency-Key": f"k-{datetime.now(UTC).timestamp()}-{id(call)}"}
+    headers = {"Idempotency-Key": call.key or f"k-{datetime.now(UTC).timestamp()}-{id(call)}"}
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
     return api.client.request(

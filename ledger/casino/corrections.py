@@ -30,37 +30,20 @@ Done = tuple[list[BetResult], list[Aggregate]]
 def correct(
     context: Context, round_id: str, outcome: dict[str, Any], reason: str, operator: Signer
 ) -> Body:
-    """A settled round's outcome corrected (its last action, on an API-2 round)."""
+    """A settled round's outcome corrected: `correct_step` of its last action,
+    the right result given as an outcome ({kind: drawn}, or the arguments of a
+    move that draws nothing)."""
 
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
+        _check_correctable(game_round)
         variant = context.variant_of(game_round)
-        if game_round.actions:  # played action by action: correct its last action
-            number = game_round.actions - 1
-            at = game_round.action_entry(number)
-            _, before_step = replay(variant, bets_of(game_round), game_round.log[:at])
-            right_action = outcome_action_of(variant, game_round, before_step, outcome)
-            right = stored_outcome(before_step, right_action)
-            return _correction(context, work, variant, game_round, number, right, reason, operator)
-        if game_round.status != SETTLED:
-            raise InvalidCommandError(
-                f"only a settled round can be corrected ({game_round.status})"
-            )
-        # The right outcome replaces the wrong one as the round's last action.
-        bets = bets_of(game_round)
-        actions, _ = replay(variant, bets, game_round.log[:-1])
-        before_step = variant.step(bets, actions)
+        number = game_round.actions - 1
+        at = game_round.action_entry(number)
+        _, before_step = replay(variant, bets_of(game_round), game_round.log[:at])
         right_action = outcome_action_of(variant, game_round, before_step, outcome)
         right = stored_outcome(before_step, right_action)
-        returns = variant.step(bets, [*actions, right_action])["settle"]
-        before = {r["bet_id"]: r["returned"] for r in game_round.results}
-        fact = correction_fact(game_round.id, game_round.outcome or {}, right, reason)
-        signed = sign_fact(attestation.check_operator(context, operator), fact, Role.OPERATOR)
-        results = game_round.correct(right, returns, reason, {**signed})
-        return results, [
-            game_round,
-            *payouts.pay(work, game_round, _deltas(results, before), "correction"),
-        ]
+        return _correction(context, work, variant, game_round, number, right, reason, operator)
 
     return body
 
@@ -78,6 +61,23 @@ def correct_step(
         )
 
     return body
+
+
+def _check_correctable(game_round: Round) -> None:
+    """A settled round of a physical table, played action by action."""
+    if game_round.is_rng:
+        raise InvalidCommandError(
+            f"round {game_round.id} is on an RNG table: an RNG result is computed, never "
+            "corrected (void the round if the RNG malfunctioned)"
+        )
+    if game_round.status != SETTLED:
+        raise InvalidCommandError(f"only a settled round can be corrected ({game_round.status})")
+    if game_round.settlement_api < 2:
+        raise InvalidCommandError(
+            f"round {game_round.id} was settled under settlement API 1 (release 0.2 and "
+            "before), which this release reads and re-settles but no longer writes: its "
+            "result is not corrected here"
+        )
 
 
 def _deltas(results: list[BetResult], before: dict[str, int]) -> list[BetResult]:
@@ -107,13 +107,7 @@ def _correction(
 ) -> Done:
     """`right` is what action `step` drew (`as_drawn`), else its outcome as
     rounds store it ({kind: drawn}, or a move's arguments)."""
-    if game_round.is_rng:
-        raise InvalidCommandError(
-            f"round {game_round.id} is on an RNG table: an RNG result is computed, never "
-            "corrected (void the round if the RNG malfunctioned)"
-        )
-    if game_round.status != SETTLED:
-        raise InvalidCommandError(f"only a settled round can be corrected ({game_round.status})")
+    _check_correctable(game_round)
     wrong, fixed, returns = _rederive(variant, game_round, step, right, as_drawn)
     fact = correction_fact(game_round.id, wrong, fixed, reason, step)
     signed = sign_fact(attestation.check_operator(context, operator), fact, Role.OPERATOR)

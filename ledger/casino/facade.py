@@ -6,8 +6,9 @@ applied in order with the commands arriving with it, on the live aggregates
 of the node's working set, refused before anything is recorded, and saved
 with the request's record in one commit shared with the others. The modules
 beside this one each hold one job: accounts, tables and bets, seeds, round
-play (settlement API 2, and API 1 behind its adapter), corrections, payouts,
-who may state an outcome, batches of bets.
+play (settlement API 2: one generation; a round still open under API 1 is
+refused until `migrate` ends it), corrections, payouts, who may state an
+outcome, batches of bets, the migration.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from uuid import UUID, uuid4
 from eventsourcing.application import AggregateNotFoundError
 from eventsourcing.domain import Aggregate
 
-from ledger.casino import accounts, corrections, rounds, seeds, tables
+from ledger.casino import accounts, aliases, corrections, migrate, rounds, seeds, tables
 from ledger.casino.bet_batches import MAX_BETS, BetOutcome, BetRequest, outcome, refused
 from ledger.casino.bet_channel import BetChannel
 from ledger.casino.context import Context
 from ledger.casino.fact_to_sign import FactRecorder, OperatorCommand, operator_body
 from ledger.casino.legality import offered_moves, step_of
+from ledger.casino.migrate import Migration
 from ledger.casino.runner import A, BatchSettings, CommandRunner
 from ledger.crypto.signing import Signer
 from ledger.domain.account import PLAYER, Account
@@ -128,8 +130,8 @@ class Casino:
 
     def moves(self, round_id: UUID | str) -> dict[str, list[str]]:
         """Who may do what next in a round, from its game's step (`act` takes one);
-        empty once it is over, and for a round of settlement API 1, whose
-        commands are fixed (`close_betting`, `record_outcome`, `settle`)."""
+        empty once it is over, and for a round of settlement API 1, which takes
+        no move (`migrate` ends one still open)."""
         game_round = self.round(round_id)
         if game_round.settlement_api < 2:
             return {}
@@ -279,29 +281,7 @@ class Casino:
         body = tables.withdraw_bet(self.context, request_id, round_id, account_id, bet_id)
         self.runner.run("withdraw_bet", request_id, args, body)
 
-    # Play.
-    def close_betting(self, *, request_id: str, round_id: str) -> None:
-        body = rounds.close_betting(self.context, round_id)
-        self.runner.run("close_betting", request_id, {"round_id": str(round_id)}, body)
-
-    def record_outcome(
-        self,
-        *,
-        request_id: str,
-        round_id: str,
-        outcome: dict[str, Any],
-        source: dict[str, Any],
-    ) -> None:
-        """A physical table's outcome, as its dealer device reported it: `source`
-        is the device's signed report (`ledger.devices.throw_report`) of this
-        outcome as the round's next throw. An RNG round refuses it: its dice
-        come only from `throw_dice`. A settlement-API-2 round records it as the
-        game's next action (`Round.ActionRecorded`, the report kept as its
-        source) and settles in the same commit what that step settles."""
-        args = {"round_id": str(round_id), "outcome": outcome, "source": source}
-        body = rounds.record_outcome(self.context, round_id, outcome, source)
-        self.runner.run("record_outcome", request_id, args, body)
-
+    # Seeds.
     def commit_seed(self, *, request_id: str, table_id: str, rng: RngServer) -> str:
         """Commit the table to a new secret seed (its SHA-256, in a signed event)
         before any round throws from it."""
@@ -313,32 +293,7 @@ class Casino:
         body = seeds.retire_seed(table_id, rng)
         return str(self.runner.run("retire_seed", request_id, {"table_id": str(table_id)}, body))
 
-    def throw_dice(self, *, request_id: str, round_id: str, rng: RngServer) -> dict[str, Any]:
-        """Throw from the round's committed seed and record the outcome; on a
-        settlement-API-2 round, as the game's action, settling what it settles."""
-        body = rounds.throw_dice(self.context, round_id, rng)
-        return dict(self.runner.run("throw_dice", request_id, {"round_id": str(round_id)}, body))
-
-    def record_fault(
-        self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
-    ) -> dict[str, Any]:
-        """A faulty throw at a physical table, as its dealer device reported it
-        (`ledger.devices.fault_report`; an RNG throw is never faulty), then what
-        the variant's fault policy says: throw again with bets locked, reopen
-        betting, or void the round after too many (every stake returned), all
-        in one commit."""
-        args = {"round_id": str(round_id), "reason": reason, "source": source}
-        body = rounds.record_fault(self.context, round_id, reason, source)
-        return dict(self.runner.run("record_fault", request_id, args, body))
-
-    def settle(self, *, request_id: str, round_id: str) -> list[BetResult]:
-        """Settle a settlement-API-1 round on its outcome. A round already
-        settled is refused ("round R is already settled"), and so is every
-        settlement-API-2 round, whose throw or action settled what it settles
-        (its results: `Casino.round(R).results`); nothing is recorded."""
-        body = rounds.settle(self.context, round_id)
-        return list(self.runner.run("settle", request_id, {"round_id": str(round_id)}, body))
-
+    # Play: `act`, the one play command.
     def act(
         self,
         *,
@@ -381,6 +336,61 @@ class Casino:
         result = self.runner.run("act", request_id, fingerprint_args, body)
         return dict(result) if isinstance(result, dict) else result
 
+    # Older names: aliases of `act`, in one place (`ledger.casino.aliases`).
+    def close_betting(self, *, request_id: str, round_id: str) -> None:
+        """An alias of `act`: the `close_betting` move, by the actor the game lets
+        close betting (`ledger.casino.aliases`)."""
+        body = aliases.close_betting(self.context, round_id)
+        self.runner.run("close_betting", request_id, {"round_id": str(round_id)}, body)
+
+    def throw_dice(self, *, request_id: str, round_id: str, rng: RngServer) -> dict[str, Any]:
+        """An alias of `act`: the move that draws dice next, from the round's
+        committed seed, settling what it settles; answers {"dice": drawn}."""
+        body = aliases.throw_dice(self.context, round_id, rng)
+        return dict(self.runner.run("throw_dice", request_id, {"round_id": str(round_id)}, body))
+
+    def record_outcome(
+        self,
+        *,
+        request_id: str,
+        round_id: str,
+        outcome: dict[str, Any],
+        source: dict[str, Any],
+    ) -> None:
+        """An alias of `act`: a physical table's outcome, as its dealer device
+        reported it: `source` is the device's signed report
+        (`ledger.devices.throw_report`) of this outcome as the round's next
+        throw. An RNG round refuses it: its dice come only from its seed. The
+        round records it as the game's next action (`Round.ActionRecorded`, the
+        report kept as its source) and settles in the same commit what that
+        step settles."""
+        args = {"round_id": str(round_id), "outcome": outcome, "source": source}
+        body = aliases.record_outcome(self.context, round_id, outcome, source)
+        self.runner.run("record_outcome", request_id, args, body)
+
+    def record_fault(
+        self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
+    ) -> dict[str, Any]:
+        """An alias of `act` (its `fault` move): a faulty throw at a physical
+        table, as its dealer device reported it
+        (`ledger.devices.fault_report`; an RNG throw is never faulty), then what
+        the variant's fault policy says: throw again with bets locked, reopen
+        betting, or void the round after too many (every stake returned), all
+        in one commit."""
+        args = {"round_id": str(round_id), "reason": reason, "source": source}
+        body = aliases.record_fault(self.context, round_id, reason, source)
+        return dict(self.runner.run("record_fault", request_id, args, body))
+
+    def settle(self, *, request_id: str, round_id: str) -> list[BetResult]:
+        """An alias kept for callers of settlement API 1, with nothing left to
+        settle: a round's draw or action settles what
+        its game settles (its results: `Casino.round(R).results`). A round
+        already settled is refused ("round R is already settled"), and so is
+        one not yet over; nothing is recorded. (Settlement API 1 settled a
+        decided round with it; `migrate` settles one left open.)"""
+        body = aliases.settle(self.context, round_id)
+        return list(self.runner.run("settle", request_id, {"round_id": str(round_id)}, body))
+
     # Operators.
     def correct(
         self,
@@ -391,11 +401,13 @@ class Casino:
         reason: str,
         operator: Signer,
     ) -> list[BetResult]:
-        """An operator corrects a settled round's outcome (signed with an operator
-        key): the settlement is reversed with compensating postings and the round
-        settled again, every wallet and the house adjusted, in one commit. A
-        wallet that can no longer cover what it must give back stops the
-        correction."""
+        """An alias of `correct_step` of the round's last action (`ledger.casino.
+        aliases`), the right result given as an outcome ({kind: drawn}, or the
+        arguments of a move that draws nothing): an operator corrects a settled
+        round's outcome (signed with an operator key): the settlement is
+        reversed with compensating postings and the round settled again, every
+        wallet and the house adjusted, in one commit. A wallet that can no
+        longer cover what it must give back stops the correction."""
         args = {"round_id": str(round_id), "outcome": outcome, "reason": reason}
         body = corrections.correct(self.context, round_id, outcome, reason, operator)
         return list(self.runner.run("correct", request_id, args, body))
@@ -435,3 +447,30 @@ class Casino:
         args = {"round_id": str(round_id), "reason": reason}
         body = rounds.resume_round(self.context, round_id, reason, operator)
         self.runner.run("resume_round", request_id, args, body)
+
+    # Upgrading.
+    def rounds_to_migrate(self) -> list[Migration]:
+        """Every round still open under settlement API 1 (release 0.2 and before),
+        with what `migrate` does to it: settle it on its recorded outcome, or void
+        it (every stake back) when it has none. Refused, with nothing to migrate
+        yet, when a decided round's game is not installed to settle it."""
+        return migrate.plan(self.context, migrate.open_api_1_rounds(self.app))
+
+    def migrate(
+        self,
+        *,
+        reason: str = migrate.REASON,
+        operator: Signer | None = None,
+        request_id: str | None = None,
+    ) -> list[Migration]:
+        """End every round still open under settlement API 1 (`rounds_to_migrate`)
+        in one commit, the voids signed by `operator` with `reason`; what was
+        done. Nothing open: nothing recorded, an empty list. Any refusal (no
+        operator key for a void) records nothing."""
+        found = self.rounds_to_migrate()
+        if not found:
+            return []
+        args = {"rounds": [m.round_id for m in found], "reason": reason}
+        body = migrate.finish(self.context, found, reason, operator)
+        done = self.runner.run("migrate", request_id or migrate.request_id(found), args, body)
+        return migrate.from_json(done)

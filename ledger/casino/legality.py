@@ -90,17 +90,6 @@ def outcome_action_of(
     return found
 
 
-def canonical_outcome(
-    context: Context, variant: LoadedGame, game_round: Round, outcome: Any
-) -> dict[str, Any]:
-    """The outcome in canonical form, once the game accepts it as its next move."""
-    bets = bets_of(game_round)
-    actions, step = context.steps.replay(variant, game_round.id, bets, game_round.log)
-    action = outcome_action_of(variant, game_round, step, outcome)
-    variant.step(bets, [*actions, action])  # the game's own refusal of bad randomness
-    return stored_outcome(step, action)
-
-
 def stored_outcome(step: Step, action: RecordedAction) -> dict[str, Any]:
     """An outcome as rounds store it: {kind: drawn} for randomness, else its args."""
     move = outcome_move(step)

@@ -1,8 +1,10 @@
 """Settlement API 2: a round played action by action, as the game offers them.
 
-Each command picks one action (`Chooser`: legal, attested), records it as
-`Round.ActionRecorded` with the game's step after it, and settles in the same
-commit whatever bets that step settles, or voids the round.
+Each command picks one action (`Chooser`: legal, attested; `act` names it,
+`chosen`, and each older play command picks it as `ledger.casino.aliases`
+translates it), records it as `Round.ActionRecorded` with the game's step
+after it, and settles in the same commit whatever bets that step settles, or
+voids the round.
 """
 
 from __future__ import annotations
@@ -14,18 +16,10 @@ from eventsourcing.domain import Aggregate
 
 from ledger.casino import attestation, payouts
 from ledger.casino.context import Context, bets_of
-from ledger.casino.legality import (
-    offered_moves,
-    offers,
-    outcome_action_of,
-    refusal,
-    stored_outcome,
-)
+from ledger.casino.legality import offered_moves, refusal
 from ledger.casino.runner import Work
-from ledger.domain.round import BetResult, Round, fault_fact, throw_fact
-from ledger.errors import InvalidCommandError
+from ledger.domain.round import BetResult, Round
 from ledger.games.api import RecordedAction, Step
-from ledger.games.replay import FAULT, actor_for
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
 
@@ -101,74 +95,5 @@ def chosen(
         )
         done: RecordedAction = {"actor": actor, "action": action, "args": given, "drawn": drawn}
         return done, attested
-
-    return choose
-
-
-def wrapped(context: Context, action: str, rng: RngServer | None) -> Chooser:
-    """The one move named `action` the game offers now, attested as `act` would."""
-
-    def choose(
-        variant: LoadedGame, game_round: Round, step: Step, number: int
-    ) -> tuple[RecordedAction, dict[str, Any]]:
-        actor = actor_for(step, action)
-        if actor is None:
-            raise InvalidCommandError(
-                f"round {game_round.id} ({game_round.variant}): nobody may {action} now "
-                f"({offers(step)})"
-            )
-        given = variant.validate_args(actor, action, {})
-        draw = step["moves"][actor][action]
-        drawn, attested = attestation.attest(
-            context,
-            game_round,
-            number,
-            actor,
-            action,
-            given,
-            draw,
-            None,
-            rng,
-            betting_open=step["betting"],
-        )
-        return {"actor": actor, "action": action, "args": given, "drawn": drawn}, attested
-
-    return choose
-
-
-def reported(context: Context, outcome: Any, source: dict[str, Any]) -> Chooser:
-    """An outcome a dealer device signed as the round's next throw (`throw_fact`)."""
-
-    def choose(
-        variant: LoadedGame, game_round: Round, step: Step, number: int
-    ) -> tuple[RecordedAction, dict[str, Any]]:
-        done = outcome_action_of(variant, game_round, step, outcome)
-        checked = stored_outcome(step, done)
-        attestation.check_source(
-            context, game_round, source, throw_fact(game_round.id, game_round.draws, checked)
-        )
-        return done, attestation.signed_as(source, "throw", step, done)
-
-    return choose
-
-
-def fault_reported(
-    context: Context, reason_args: dict[str, Any], source: dict[str, Any]
-) -> Chooser:
-    """A faulty throw a dealer device signed (`fault_fact`)."""
-
-    def choose(
-        variant: LoadedGame, game_round: Round, step: Step, number: int
-    ) -> tuple[RecordedAction, dict[str, Any]]:
-        actor = actor_for(step, FAULT)
-        assert actor is not None  # checked by the caller
-        attestation.check_source(
-            context,
-            game_round,
-            source,
-            fault_fact(game_round.id, game_round.draws, reason_args["reason"]),
-        )
-        done: RecordedAction = {"actor": actor, "action": FAULT, "args": reason_args, "drawn": []}
-        return done, attestation.signed_as(source, "fault", step, done)
 
     return choose

@@ -129,7 +129,18 @@ class Work:
         return self.get(Account, account_id, Kind.ACCOUNT)
 
     def round(self, round_id: UUID | str) -> Round:
-        return self.get(Round, round_id, Kind.ROUND)
+        """The live round, for a command to change: one still open under
+        settlement API 1 (release 0.2 and before) is refused until `ledger
+        migrate` ended it (`ledger.casino.migrate`, which alone reads it with
+        `get`): the write path has one generation."""
+        game_round = self.get(Round, round_id, Kind.ROUND)
+        if game_round.settlement_api < 2 and game_round.is_open:
+            raise InvalidCommandError(
+                f"round {game_round.id} is still open under settlement API 1 (release 0.2 and "
+                "before), which this release no longer plays: run `ledger migrate` first "
+                "(it settles the round on its recorded outcome, or voids it)"
+            )
+        return game_round
 
     def table(self, table_id: UUID | str) -> GameTable:
         return self.get(GameTable, table_id, Kind.TABLE)

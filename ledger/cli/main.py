@@ -27,6 +27,7 @@ from ledger.cli.events import add_events_command
 from ledger.cli.export import add_export_command
 from ledger.cli.games import add_game_commands
 from ledger.cli.keys import add_key_commands
+from ledger.cli.migrate import add_migrate_command
 from ledger.cli.mirror import add_mirror_command
 from ledger.cli.output import flush_before_exit, tolerate_closed_pipes
 from ledger.cli.projections import add_projection_commands
@@ -68,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_command(commands)
     add_serve_commands(commands)
     add_seed_commands(commands)
+    add_migrate_command(commands)
     add_witness_commands(commands)
     _anywhere(parser, ("--store", "--keys"))
     return parser

@@ -83,10 +83,9 @@ def cmd_round_play(args: argparse.Namespace) -> int:
         if args.action == "throw":
             thrown = casino.throw_dice(request_id=request_id, round_id=args.round, rng=rng)  # type: ignore[arg-type]
             print(f"threw {thrown.get('dice', thrown)} for round {args.round}")
-            thrown_round = casino.round(args.round)
-            if thrown_round.settlement_api >= 2:  # the throw settled what its game settles
-                _print_settled(args.round, thrown_round.results)
-                return 0
+            # The throw settled what its game settles.
+            _print_settled(args.round, casino.round(args.round).results)
+            return 0
         elif args.action == "act":  # a game of actions settles what each step settles
             done = casino.act(
                 request_id=request_id,
@@ -127,9 +126,9 @@ def add_round_actions(rounds: argparse.ArgumentParser) -> None:
     keeps its own --open listing)."""
     actions: Any = rounds.add_subparsers(dest="action", metavar="{void,resume,throw,act,settle}")
     for action, text in (
-        ("throw", "throw an RNG dice round's dice from its table's seed, and settle"),
+        ("throw", "an alias of act: an RNG dice round's dice from its table's seed (it settles)"),
         ("act", "record one of the game's moves in a round (RNG cards drawn for it)"),
-        ("settle", "settle a round whose outcome is recorded"),
+        ("settle", "an alias kept: nothing is left to settle (a draw or action settles)"),
     ):
         parser = actions.add_parser(action, help=text)
         parser.add_argument("round", type=uuid_text, help="the round id (see `ledger rounds`)")

@@ -403,17 +403,6 @@ class Round(PlainCopy, Aggregate):
         record = self.bets.pop(bet_id)
         self.staked[account_id] -= record["stake"]
 
-    # The game.
-    def close_betting(self) -> None:
-        if self.status != BETTING:
-            raise InvalidCommandError(f"round {self.id} is not taking bets (it is {self.status})")
-        self._betting_closed()
-
-    @event(BettingClosed)
-    def _betting_closed(self) -> None:
-        self.log.append({"close_betting": True})
-        self.status = CLOSED
-
     # Who may state an outcome (docs/rules.md §1.4): an RNG round's dice come only
     # from its committed seed, in throw order; a physical round's only from a
     # dealer device's report (its signature is checked by the casino, which
@@ -448,16 +437,13 @@ class Round(PlainCopy, Aggregate):
                 f"dealer device's signed report (a source of kind 'device'), not from {given}"
             )
 
-    def check_awaiting_throw(self, what: str = "an outcome") -> None:
-        if self.status != CLOSED:
-            raise InvalidCommandError(
-                f"round {self.id} is not awaiting {what} (it is {self.status})"
-            )
-
-    def record_outcome(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
-        self.check_awaiting_throw()
-        self.check_source(source, "an outcome")
-        self._outcome_recorded(outcome, source)
+    # Settlement API 1's events (release 0.2 and before), read and never written
+    # again: each applies what it recorded (ledger migrate settles a round left
+    # decided under it with `settle_on_outcome`).
+    @event(BettingClosed)
+    def _betting_closed(self) -> None:
+        self.log.append({"close_betting": True})
+        self.status = CLOSED
 
     @event(OutcomeRecorded)
     def _outcome_recorded(self, outcome: dict[str, Any], source: dict[str, Any]) -> None:
@@ -466,25 +452,11 @@ class Round(PlainCopy, Aggregate):
         self.outcome = outcome
         self.status = DECIDED
 
-    def record_fault(self, reason: str, source: dict[str, Any]) -> int:
-        """A faulty throw; returns how many this round has had."""
-        self.check_awaiting_throw("a throw")
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidCommandError("a faulty throw needs a reason")
-        self.check_source(source, "a faulty throw")
-        self._fault_recorded(reason, source, self.faults + 1)
-        return self.faults
-
     @event(FaultRecorded)
     def _fault_recorded(self, reason: str, source: dict[str, Any], faults: int) -> None:
         self.draws += 1
         self.log.append({"fault": reason})
         self.faults = faults
-
-    def reopen_betting(self, reason: str) -> None:
-        if self.status != CLOSED:
-            raise InvalidCommandError(f"round {self.id} is not closed (it is {self.status})")
-        self._betting_reopened(reason)
 
     @event(BettingReopened)
     def _betting_reopened(self, reason: str) -> None:
@@ -567,18 +539,17 @@ class Round(PlainCopy, Aggregate):
         return results
 
     # Money out.
-    def check_settleable(self) -> None:
-        """Raise unless the round has an outcome and no settlement yet."""
+    def settle_on_outcome(self, returns: dict[str, int]) -> list[BetResult]:
+        """Settlement API 1's settlement: every bet at once, on the outcome recorded
+        (its game's return for each: 0, the stake, or more). Only `ledger
+        migrate` records one now, to end a round left decided under API 1."""
         if self.status == SETTLED:
             raise InvalidCommandError(f"round {self.id} is already settled")
-        if self.status != DECIDED:
+        if self.settlement_api >= 2 or self.status != DECIDED:
             raise InvalidCommandError(
-                f"round {self.id} has no outcome to settle on (it is {self.status})"
+                f"round {self.id} has no outcome of settlement API 1 to settle on "
+                f"(it is {self.status})"
             )
-
-    def settle(self, returns: dict[str, int]) -> list[BetResult]:
-        """Settle every bet with the variant's return for it (0, the stake, or more)."""
-        self.check_settleable()
         results = self._results_for(returns)
         postings: list[Posting] = []
         for result in results:
@@ -630,45 +601,6 @@ class Round(PlainCopy, Aggregate):
             self.settled_at.update({r["bet_id"]: step for r in results})
         if over:
             self.status = SETTLED
-
-    def correct(
-        self,
-        right_outcome: dict[str, Any],
-        returns: dict[str, int],
-        reason: str,
-        operator: OperatorSignature,
-    ) -> list[BetResult]:
-        """Reverse the settlement and settle again on `right_outcome`."""
-        if self.is_rng:
-            raise InvalidCommandError(
-                f"round {self.id} is on an RNG table: an RNG result is computed, never "
-                "corrected (void the round if the RNG malfunctioned)"
-            )
-        if self.status != SETTLED:
-            raise InvalidCommandError(f"only a settled round can be corrected ({self.status})")
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidCommandError("a correction needs a reason")
-        if right_outcome == self.outcome:
-            raise InvalidCommandError("the corrected outcome is the one already recorded")
-        results = self._results_for(returns)
-        postings = [{**leg, "amount": -leg["amount"]} for leg in self.settlement_postings]
-        new_postings: list[Posting] = []
-        for result in results:
-            new_postings += self._settlement_postings(
-                self.bets[result["bet_id"]], result["returned"]
-            )
-        self._corrected(
-            self.outcome or {},
-            right_outcome,
-            reason,
-            operator,
-            self.results,
-            results,
-            check_balanced(postings + new_postings),  # type: ignore[arg-type]
-            None,
-            {},
-        )
-        return results
 
     def action_entry(self, step: int) -> int:
         """Where action number `step` is in the log."""

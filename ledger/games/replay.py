@@ -1,12 +1,14 @@
 """A round's recorded life, as the game sees it: each recorded step translated
 to a `RecordedAction`, the game asked after each one.
 
-Rounds record the settlement-API-1 event shape (BettingClosed, OutcomeRecorded
-with an outcome, FaultRecorded with a reason), in stores old and new. The
-translation is generic: the outcome fills the one move the game offers at
-that point (besides ``fault``); if that move draws randomness of kind K the
-outcome is ``{K: [...]}`` and its list is what was drawn, else the outcome is
-the move's arguments. The core never names dice or cards.
+Rounds of settlement API 1 (release 0.2 and before) recorded their own event
+shape (BettingClosed, OutcomeRecorded with an outcome, FaultRecorded with a
+reason), which stores keep and nothing writes any more; this translation is
+what lets a game of API 2 replay them (the write path, to migrate one left
+open; `verify`, to re-settle every one). It is generic: the outcome fills the
+one move the game offers at that point (besides ``fault``); if that move
+draws randomness of kind K the outcome is ``{K: [...]}`` and its list is what
+was drawn, else the outcome is the move's arguments. The core never names dice or cards.
 """
 
 from __future__ import annotations

@@ -342,14 +342,8 @@ class Session:
         self.tally.device_reports += 1
 
     def settle(self, table: Table, betting: Betting) -> None:
-        """Pay what the draw settled: a settlement-API-2 game's draw settled the
-        round itself (settling it again is refused); an API-1 round is settled now."""
-        drawn = self.casino.round(betting.round_id)
-        results = (
-            drawn.results
-            if drawn.settlement_api >= 2
-            else self.casino.settle(request_id=self.ids.next("settle"), round_id=betting.round_id)
-        )
+        """Pay what the draw settled (the game's draw settled the round itself)."""
+        results = self.casino.round(betting.round_id).results
         returns = self.returns.get(table.spec.variant, {})
         for result in results:
             bet = betting.bets[result["bet_id"]]

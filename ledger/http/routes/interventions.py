@@ -43,7 +43,9 @@ def resume_round(
 def correct(
     round_id: RoundId, body: models.Correction, key: IdempotencyKey, service: ServiceDep
 ) -> responses.Settlement:
-    """Correct a settled physical round's outcome, signed by the operator."""
+    """Correct a settled physical round's outcome, signed: an alias of `/step-corrections`.
+
+    Of the round's last action, the right result given as an outcome."""
     results = service.casino.correct(
         request_id=key,
         round_id=round_id,

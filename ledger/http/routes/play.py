@@ -1,6 +1,8 @@
-"""A round's play, by its table's device or an operator: betting closed, the
-draw (an RNG table's dice, a physical table's reported outcome or fault, a
-game's next action), and the settlement."""
+"""A round's play, by its table's device or an operator: `POST /act`, the
+game's next action, its one play command; and its aliases, kept for
+integrators (`ledger.casino.aliases`, listed in docs/cli.md): betting closed,
+the draw (an RNG table's dice, a physical table's reported outcome or fault),
+and the settlement, which a draw or action has already made."""
 
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ router = Router()
 def close_betting(
     round_id: RoundId, key: IdempotencyKey, caller: Caller, service: ServiceDep
 ) -> responses.BettingClosed:
-    """Close betting."""
+    """Close betting: an alias of `POST /act` with `close_betting`."""
     check_own_table(caller, service.casino, round_id)
     service.casino.close_betting(request_id=key, round_id=round_id)
     return responses.BettingClosed(closed=round_id)
@@ -36,10 +38,11 @@ def close_betting(
 def draw(
     round_id: RoundId, key: IdempotencyKey, caller: Caller, service: ServiceDep
 ) -> responses.Drawn:
-    """An RNG table's dice draw, from its committed seed (when the game draws dice next).
+    """An RNG table's dice draw, from its committed seed: an alias of `POST /act`.
 
-    A game that draws cards draws them through `POST /act`; a physical table's
-    outcome comes in its device's report (`POST /outcome`)."""
+    Its dice move, when the game draws dice next. A game that draws cards
+    draws them through `POST /act`; a physical table's outcome comes in its
+    device's report (`POST /outcome`)."""
     return responses.Drawn(drawn=draw_dice(round_id, key, caller, service))
 
 
@@ -68,7 +71,7 @@ def record_outcome(
     caller: Caller,
     service: ServiceDep,
 ) -> responses.OutcomeRecorded:
-    """A physical table's outcome, in its dealer device's signed report."""
+    """A physical table's outcome, in its device's throw report: an alias of `POST /act`."""
     check_own_table(caller, service.casino, round_id)
     service.casino.record_outcome(
         request_id=key, round_id=round_id, outcome=body.outcome, source=body.source
@@ -84,7 +87,7 @@ def record_fault(
     caller: Caller,
     service: ServiceDep,
 ) -> responses.FaultRecorded:
-    """A faulty physical throw, in its dealer device's signed report."""
+    """A faulty physical throw, in its device's fault report: an alias of `POST /act`."""
     check_own_table(caller, service.casino, round_id)
     fault = service.casino.record_fault(
         request_id=key, round_id=round_id, reason=body.reason, source=body.source
@@ -122,7 +125,10 @@ def act(
 def settle(
     round_id: RoundId, key: IdempotencyKey, caller: Caller, service: ServiceDep
 ) -> responses.Settlement:
-    """Settle a decided round: every bet's return."""
+    """Kept for integrators: nothing is left to settle (a draw or action settles).
+
+    Refused (already settled, or not yet over); a retry of a settlement it
+    answered before, under settlement API 1, gets every bet's return again."""
     check_own_table(caller, service.casino, round_id)
     results = service.casino.settle(request_id=key, round_id=round_id)
     return responses.Settlement.model_validate({"results": results})
