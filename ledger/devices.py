@@ -13,7 +13,7 @@ from typing import Any
 from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
-from ledger.domain.round import action_fact, fault_fact, throw_fact
+from ledger.domain.signed_facts import action_fact, fault_fact, throw_fact
 from ledger.errors import InvalidCommandError, with_article
 
 

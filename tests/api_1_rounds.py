@@ -26,7 +26,8 @@ from ledger.casino.legality import step_of
 from ledger.crypto.canonical import canonical
 from ledger.domain.account import Account
 from ledger.domain.request import Request
-from ledger.domain.round import BetResult, Round
+from ledger.domain.round import Round
+from ledger.domain.round_records import BetResult
 from ledger.node import Node
 from ledger.rng.server import RngServer
 from tests.casino_support import dealer_device

@@ -13,7 +13,7 @@ from ledger.casino import Casino
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.devices import DealerDevice
-from ledger.domain.round import Limits
+from ledger.domain.round_records import Limits
 from ledger.node import Node
 from ledger.store.application import LedgerApplication
 from tests.coin_variant import VARIANTS

@@ -13,7 +13,7 @@ import httpx
 from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
-from ledger.domain.round import operator_fact
+from ledger.domain.signed_facts import operator_fact
 from ledger.http.app import Service, create_app
 from ledger.http.tokens import ApiRole, TokenStore
 from ledger.node import Node

@@ -24,7 +24,7 @@ from ledger_xidach.profile_files import PROFILES_ENV
 
 from ledger.casino import Casino
 from ledger.cli.main import main
-from ledger.domain.round import SETTLED
+from ledger.domain.round_records import SETTLED
 from ledger.export.verify_bundle import verify_bundle
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager

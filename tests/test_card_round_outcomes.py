@@ -16,7 +16,8 @@ from ledger.audit.significant import iter_significant
 from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.domain.game_table import GameTable
-from ledger.domain.round import VOIDED, Round
+from ledger.domain.round import Round
+from ledger.domain.round_records import VOIDED
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager

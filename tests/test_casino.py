@@ -19,7 +19,9 @@ from ledger.crypto.keys import Role
 from ledger.domain.account import Account
 from ledger.domain.money import in_play, wallet
 from ledger.domain.request import Request
-from ledger.domain.round import BETTING, CLOSED, SETTLED, VOIDED, Round, operator_fact
+from ledger.domain.round import Round
+from ledger.domain.round_records import BETTING, CLOSED, SETTLED, VOIDED
+from ledger.domain.signed_facts import operator_fact
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node, open_node
 from ledger.plugins import hookimpl

@@ -13,7 +13,8 @@ from eventsourcing.persistence import IntegrityError
 from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.domain.request import request_uuid
-from ledger.domain.round import Limits, Round
+from ledger.domain.round import Round
+from ledger.domain.round_records import Limits
 from ledger.errors import InvalidCommandError
 from ledger.node import Node, open_node
 from tests.casino_support import casino_on, domain_events, table_of

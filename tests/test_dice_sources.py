@@ -14,7 +14,9 @@ from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role, read_private_key
 from ledger.crypto.signing import InMemorySigner
 from ledger.devices import DealerDevice, fault_report, throw_report
-from ledger.domain.round import CLOSED, Round, throw_fact
+from ledger.domain.round import Round
+from ledger.domain.round_records import CLOSED
+from ledger.domain.signed_facts import throw_fact
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager

@@ -39,8 +39,8 @@ from ledger.domain.audit_trail import AUDIT_TRAIL_ID, AuditTrail, verification_f
 from ledger.domain.game_table import GameTable
 from ledger.domain.key_registry import KEY_REGISTRY_ID, KeyRegistry, revocation_fact
 from ledger.domain.request import REQUEST_NAMESPACE, Request, request_uuid
-from ledger.domain.round import (
-    Round,
+from ledger.domain.round import Round
+from ledger.domain.signed_facts import (
     action_fact,
     correction_fact,
     fault_fact,

@@ -8,7 +8,7 @@ import pytest
 
 from ledger.crypto.actor import ACTOR_FACT_DOMAIN
 from ledger.crypto.canonical import canonical
-from ledger.domain.round import operator_fact
+from ledger.domain.signed_facts import operator_fact
 from ledger.errors import InvalidCommandError
 from ledger.node import Node
 from tests.casino_support import (

@@ -17,7 +17,7 @@ from ledger.crypto.canonical import canonical
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import InMemorySigner
 from ledger.devices import throw_report
-from ledger.domain.round import throw_fact
+from ledger.domain.signed_facts import throw_fact
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "http.md"
 ROUND = "6b8e7ad6-0557-49f3-a93e-7397558f0637"

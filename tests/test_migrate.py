@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ledger.casino import Casino
-from ledger.domain.round import SETTLED, VOIDED
+from ledger.domain.round_records import SETTLED, VOIDED
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager
 from ledger.rng.server import RngServer

@@ -43,15 +43,8 @@ from ledger.crypto.signing import Signer
 from ledger.devices import DealerDevice
 from ledger.domain.account import HOUSE, PLAYER, Account
 from ledger.domain.money import MAX_AMOUNT, cashier, imbalance, in_play, posting, wallet
-from ledger.domain.round import (
-    BETTING,
-    CLOSED,
-    DECIDED,
-    SETTLED,
-    VOIDED,
-    Limits,
-    Round,
-)
+from ledger.domain.round import Round
+from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, Limits
 from ledger.errors import InvalidCommandError
 from ledger.store.application import LedgerApplication
 from tests.casino_support import domain_events, event_count

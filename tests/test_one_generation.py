@@ -18,7 +18,7 @@ import pytest
 from ledger.casino import BetRequest, Casino
 from ledger.crypto.keys import Role
 from ledger.crypto.keystore import KeyDirectory
-from ledger.domain.round import SETTLED
+from ledger.domain.round_records import SETTLED
 from ledger.errors import InvalidCommandError
 from ledger.node import Node, open_node
 from ledger.plugins.manager import get_plugin_manager

@@ -11,7 +11,7 @@ import pytest
 
 from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino, attestation
-from ledger.domain.round import SETTLED
+from ledger.domain.round_records import SETTLED
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node
 from ledger.plugins import hookimpl

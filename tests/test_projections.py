@@ -32,7 +32,7 @@ from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.domain.account import HOUSE, PLAYER
 from ledger.domain.money import cashier, in_play, wallet
-from ledger.domain.round import SETTLED, Limits
+from ledger.domain.round_records import SETTLED, Limits
 from ledger.errors import ConfigError, VerificationError
 from ledger.node import Node, open_node
 from ledger.projections import (

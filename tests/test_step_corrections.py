@@ -12,7 +12,8 @@ import pytest
 from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.domain.money import in_play, wallet
-from ledger.domain.round import SETTLED, Round
+from ledger.domain.round import Round
+from ledger.domain.round_records import SETTLED
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node
 from ledger.plugins import hookimpl

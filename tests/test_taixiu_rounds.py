@@ -12,7 +12,7 @@ import pytest
 from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.cli.main import main
-from ledger.domain.round import BETTING, CLOSED, SETTLED, VOIDED
+from ledger.domain.round_records import BETTING, CLOSED, SETTLED, VOIDED
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager

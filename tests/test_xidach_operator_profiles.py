@@ -21,7 +21,7 @@ from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.cli.main import main
 from ledger.crypto.keystore import KeyDirectory
-from ledger.domain.round import SETTLED
+from ledger.domain.round_records import SETTLED
 from ledger.games.replay import replay
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager

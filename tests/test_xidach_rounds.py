@@ -14,7 +14,7 @@ from ledger_xidach.profile_files import PROFILES
 
 from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
-from ledger.domain.round import SETTLED
+from ledger.domain.round_records import SETTLED
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.games.replay import replay
 from ledger.node import Node

@@ -25,7 +25,9 @@ from ledger.casino.context import Context
 from ledger.casino.legality import legal_actor, offers, outcome_action_of, step_of, stored_outcome
 from ledger.casino.play import Chooser, play
 from ledger.casino.runner import Body, Work
-from ledger.domain.round import BETTING, SETTLED, Round, fault_fact, throw_fact
+from ledger.domain.round import Round
+from ledger.domain.round_records import BETTING, SETTLED
+from ledger.domain.signed_facts import fault_fact, throw_fact
 from ledger.errors import InvalidCommandError
 from ledger.games.api import RecordedAction, Step
 from ledger.games.replay import CLOSE_BETTING, FAULT, actor_for, outcome_move

@@ -14,7 +14,8 @@ from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.crypto.validity import key_problem
-from ledger.domain.round import Round, action_fact
+from ledger.domain.round import Round
+from ledger.domain.signed_facts import action_fact
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.games.api import DECK_SIZE, Draw, RecordedAction, Step
 from ledger.games.replay import FAULT

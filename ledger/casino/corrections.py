@@ -18,7 +18,9 @@ from ledger.casino.runner import Body, Work
 from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
-from ledger.domain.round import SETTLED, BetResult, Round, correction_fact
+from ledger.domain.round import Round
+from ledger.domain.round_records import SETTLED, BetResult
+from ledger.domain.signed_facts import correction_fact
 from ledger.errors import InvalidCommandError
 from ledger.games.api import DECK_SIZE
 from ledger.games.replay import CLOSE_BETTING, FAULT, replay, settlements_from

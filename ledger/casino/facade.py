@@ -34,7 +34,8 @@ from ledger.crypto.signing import Signer
 from ledger.domain.account import PLAYER, Account
 from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
-from ledger.domain.round import BetResult, Limits, Round
+from ledger.domain.round import Round
+from ledger.domain.round_records import BetResult, Limits
 from ledger.errors import InvalidCommandError, LedgerError
 from ledger.games.step_cache import StepCache
 from ledger.plugins.registry import LoadedGame

@@ -37,7 +37,9 @@ from ledger.casino.runner import Body, Work
 from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
-from ledger.domain.round import DECIDED, OperatorSignature, Round, operator_fact
+from ledger.domain.round import Round
+from ledger.domain.round_records import DECIDED, OperatorSignature
+from ledger.domain.signed_facts import operator_fact
 from ledger.errors import InvalidCommandError
 from ledger.store.application import LedgerApplication
 from ledger.store.stream_ids import Kind

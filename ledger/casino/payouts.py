@@ -7,7 +7,8 @@ from eventsourcing.domain import Aggregate
 
 from ledger.casino.runner import Work
 from ledger.domain.account import Account
-from ledger.domain.round import BetResult, Round
+from ledger.domain.round import Round
+from ledger.domain.round_records import BetResult
 
 
 def pay(

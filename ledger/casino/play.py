@@ -18,7 +18,8 @@ from ledger.casino import attestation, payouts
 from ledger.casino.context import Context, bets_of
 from ledger.casino.legality import offered_moves, refusal
 from ledger.casino.runner import Work
-from ledger.domain.round import BetResult, Round
+from ledger.domain.round import Round
+from ledger.domain.round_records import BetResult
 from ledger.games.api import RecordedAction, Step
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer

@@ -17,7 +17,7 @@ from ledger.casino.runner import Body, Work
 from ledger.crypto.actor import sign_fact
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
-from ledger.domain.round import operator_fact
+from ledger.domain.signed_facts import operator_fact
 from ledger.rng.server import RngServer
 
 Done = tuple[Any, list[Aggregate]]

@@ -20,7 +20,8 @@ from ledger.domain.account import HOUSE, PLAYER, Account
 from ledger.domain.game_table import GameTable, check_kind
 from ledger.domain.money import check_currency
 from ledger.domain.names import check_name
-from ledger.domain.round import Limits, Round, check_limits
+from ledger.domain.round import Round
+from ledger.domain.round_records import Limits, check_limits
 from ledger.errors import InvalidCommandError
 
 

@@ -15,7 +15,7 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate, event
 
 from ledger.domain.copying import PlainCopy
-from ledger.domain.round import Limits
+from ledger.domain.round_records import Limits
 from ledger.errors import InvalidCommandError
 
 TableKind = Literal["rng", "physical"]

@@ -1,122 +1,39 @@
 """A round at a table: bets, the outcome, and its settlement or void.
 
-Game-independent: the variant (a plugin) validates bets and decides each
-bet's return from the recorded facts; the round keeps the money straight.
-Every money movement carries its balanced postings: stakes move from the
-wallet to the round's in-play account, and at settlement from in-play to
-the wallet (returns) or the house (losses), the house paying any winnings.
+Game-independent: the game (a plugin) validates bets and decides each bet's
+return from the recorded facts; the round keeps the money straight, every
+movement with its balanced postings (`round_records`), and refuses what no
+game may allow (`round_rules`; who may state an outcome: `round_sources`).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar
 from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
 from ledger.domain.copying import PlainCopy
-from ledger.domain.money import Posting, check_amount, check_balanced, in_play, posting, wallet
+from ledger.domain.money import Posting, check_amount, check_balanced
+from ledger.domain.round_records import (
+    BETTING,
+    CLOSED,
+    DECIDED,
+    SETTLED,
+    VOIDED,
+    BetRecord,
+    BetResult,
+    Limits,
+    LogEntry,
+    OperatorSignature,
+    bet_results,
+    return_legs,
+    settlement_legs,
+    stake_legs,
+)
+from ledger.domain.round_rules import check_correction, check_fresh_cards, check_void
+from ledger.domain.round_sources import check_source, rng_source
 from ledger.errors import InvalidCommandError
-
-BETTING = "betting"  # open for bets
-CLOSED = "closed"  # betting closed, awaiting the outcome
-DECIDED = "decided"  # outcome recorded, awaiting settlement
-SETTLED = "settled"
-VOIDED = "voided"
-
-
-class Limits(TypedDict):
-    min_bet: int
-    max_bet: int
-    max_round: int  # one player's total stake in one round
-
-
-class BetRecord(TypedDict):
-    account_id: str
-    bet: dict[str, Any]
-    stake: int
-
-
-class BetResult(TypedDict):
-    bet_id: str
-    account_id: str
-    stake: int
-    returned: int  # paid back to the wallet: 0 (lost), the stake (push), stake + win
-
-
-class LogEntry(TypedDict, total=False):
-    """One step of a round's life as recorded: the settlement-API-1 event shape
-    (close_betting, outcome, fault), or an action as the game saw it."""
-
-    close_betting: bool
-    outcome: dict[str, Any]
-    fault: str
-    action: dict[str, Any]  # a RecordedAction: actor, action, args, drawn
-
-
-class OperatorSignature(TypedDict):
-    """An operator's own signature over the fact (see ledger.crypto.actor)."""
-
-    key_id: str
-    signature: str
-
-
-def operator_fact(action: str, round_id: UUID | str, reason: str) -> dict[str, str]:
-    """What an operator signs to void or resume a round."""
-    return {"action": action, "round": str(round_id), "reason": reason}
-
-
-def throw_fact(round_id: UUID | str, throw: int, outcome: dict[str, Any]) -> dict[str, Any]:
-    """What a dealer device signs when it reports a throw."""
-    return {"action": "throw", "round": str(round_id), "throw": throw, "outcome": outcome}
-
-
-def fault_fact(round_id: UUID | str, throw: int, reason: str) -> dict[str, Any]:
-    """What a dealer device signs when it reports a faulty throw."""
-    return {"action": "fault", "round": str(round_id), "throw": throw, "reason": reason}
-
-
-def action_fact(
-    round_id: UUID | str, step: int, actor: str, action: str, args: dict[str, Any], drawn: list[int]
-) -> dict[str, Any]:
-    """What a dealer device signs when it reports an action (dice or cards it
-    read, a fault) as the round's action number `step`."""
-    return {
-        "action": "act",
-        "round": str(round_id),
-        "step": step,
-        "actor": actor,
-        "move": action,
-        "args": args,
-        "drawn": drawn,
-    }
-
-
-def correction_fact(
-    round_id: UUID | str,
-    wrong: dict[str, Any],
-    right: dict[str, Any],
-    reason: str,
-    step: int | None = None,
-) -> dict[str, Any]:
-    """What an operator signs to correct a settled round's outcome, or (settlement
-    API 2) what action number `step` drew: `wrong` and `right` are {kind: drawn}."""
-    fact = {
-        "action": "correct",
-        "round": str(round_id),
-        "reason": reason,
-        "wrong": wrong,
-        "right": right,
-    }
-    return fact if step is None else {**fact, "step": step}
-
-
-def check_limits(limits: Limits) -> Limits:
-    for name in ("min_bet", "max_bet", "max_round"):
-        check_amount(limits.get(name), f"limit {name}")
-    if not limits["min_bet"] <= limits["max_bet"] <= limits["max_round"]:
-        raise InvalidCommandError("limits must satisfy min_bet <= max_bet <= max_round")
-    return {k: limits[k] for k in ("min_bet", "max_bet", "max_round")}  # type: ignore[return-value]
 
 
 class Round(PlainCopy, Aggregate):
@@ -360,10 +277,7 @@ class Round(PlainCopy, Aggregate):
         fingerprint: str,
     ) -> int:
         amount = self.check_bet(bet_id, account_id, stake)
-        postings = [
-            posting(wallet(account_id), -amount, self.currency),
-            posting(in_play(self.id), amount, self.currency),
-        ]
+        postings = stake_legs(self.id, self.currency, account_id, amount)
         self._bet_placed(bet_id, account_id, bet, amount, request_id, fingerprint, postings)
         return amount
 
@@ -389,10 +303,7 @@ class Round(PlainCopy, Aggregate):
             raise InvalidCommandError(f"no bet {bet_id} in round {self.id}")
         if record["account_id"] != account_id:
             raise InvalidCommandError(f"bet {bet_id} is not account {account_id}'s to withdraw")
-        postings = [
-            posting(in_play(self.id), -record["stake"], self.currency),
-            posting(wallet(record["account_id"]), record["stake"], self.currency),
-        ]
+        postings = return_legs(self.id, self.currency, record["account_id"], record["stake"])
         self._bet_withdrawn(bet_id, record["account_id"], record["stake"], request_id, postings)
         return record
 
@@ -403,39 +314,17 @@ class Round(PlainCopy, Aggregate):
         record = self.bets.pop(bet_id)
         self.staked[account_id] -= record["stake"]
 
-    # Who may state an outcome (docs/rules.md §1.4): an RNG round's dice come only
-    # from its committed seed, in throw order; a physical round's only from a
-    # dealer device's report (its signature is checked by the casino, which
-    # holds the keyring: the domain knows no crypto).
+    # Who may state an outcome (docs/rules.md §1.4; ledger.domain.round_sources).
     @property
     def is_rng(self) -> bool:
         return self.seed_id is not None
 
     def rng_source(self) -> dict[str, Any]:
         """The only source an RNG round's next throw may have."""
-        return {"kind": "rng", "seed_id": self.seed_id, "counter": self.draws}
+        return rng_source(self.seed_id, self.draws)
 
     def check_source(self, source: Any, what: str) -> None:
-        if not isinstance(source, dict):
-            raise InvalidCommandError(f"{what}'s source is an object")
-        if self.is_rng:
-            if what == "a faulty throw":
-                raise InvalidCommandError(
-                    f"round {self.id} is on an RNG table: an RNG throw is never faulty "
-                    "(if the RNG malfunctioned, void the round)"
-                )
-            if source != self.rng_source():
-                raise InvalidCommandError(
-                    f"round {self.id} is on an RNG table: its dice come only from seed "
-                    f"{self.seed_id}, throw {self.draws} (use throw_dice)"
-                )
-        elif source.get("kind") != "device":
-            kind = source.get("kind")
-            given = "a source with no kind" if kind is None else f"a {kind!r} source"
-            raise InvalidCommandError(
-                f"round {self.id} is on a physical table: {what} comes only from a "
-                f"dealer device's signed report (a source of kind 'device'), not from {given}"
-            )
+        check_source(self.id, self.seed_id, self.draws, source, what)
 
     # Settlement API 1's events (release 0.2 and before), read and never written
     # again: each applies what it recorded (ledger migrate settles a round left
@@ -471,14 +360,9 @@ class Round(PlainCopy, Aggregate):
         number. A card already dealt in this round is refused."""
         if self.status in (SETTLED, VOIDED, DECIDED):
             raise InvalidCommandError(f"round {self.id} takes no action now (it is {self.status})")
-        cards = action["drawn"] if source.get("draw") == "cards" else []
-        again = sorted(set(cards) & set(self.dealt)) or sorted(
-            c for c in set(cards) if cards.count(c) > 1
+        check_fresh_cards(
+            self.id, action["drawn"] if source.get("draw") == "cards" else [], self.dealt
         )
-        if again:
-            raise InvalidCommandError(
-                f"round {self.id}: card {again[0]} was already dealt from this round's deck"
-            )
         number = self.actions
         self._action_recorded(
             number,
@@ -529,9 +413,7 @@ class Round(PlainCopy, Aggregate):
             raise InvalidCommandError("a step settles only standing bets, each once")
         subset = {b: r for b, r in self.bets.items() if b in returns}
         results = self._results_for(returns, subset)
-        postings: list[Posting] = []
-        for result in results:
-            postings += self._settlement_postings(self.bets[result["bet_id"]], result["returned"])
+        postings = self._legs(results)
         left = set(self.bets) - self.settled_bets - set(returns)
         if over != (not left):
             raise InvalidCommandError("the round is over exactly when every bet is settled")
@@ -551,41 +433,26 @@ class Round(PlainCopy, Aggregate):
                 f"(it is {self.status})"
             )
         results = self._results_for(returns)
-        postings: list[Posting] = []
-        for result in results:
-            postings += self._settlement_postings(self.bets[result["bet_id"]], result["returned"])
+        postings = self._legs(results)
         self._settled(results, check_balanced(postings), None, True)
         return results
 
     def _results_for(
         self, returns: dict[str, int], bets: dict[str, BetRecord] | None = None
     ) -> list[BetResult]:
-        bets = self.bets if bets is None else bets
-        if set(returns) != set(bets):
-            raise InvalidCommandError("a settlement must give a return for every bet, once")
-        results: list[BetResult] = []
-        for bet_id, record in bets.items():
-            returned = returns[bet_id]
-            if isinstance(returned, bool) or not isinstance(returned, int) or returned < 0:
-                raise InvalidCommandError(f"return for bet {bet_id} must be an int >= 0")
-            results.append(
-                {
-                    "bet_id": bet_id,
-                    "account_id": record["account_id"],
-                    "stake": record["stake"],
-                    "returned": returned,
-                }
-            )
-        return results
+        return bet_results(returns, self.bets if bets is None else bets)
 
     def _settlement_postings(self, record: BetRecord, returned: int) -> list[Posting]:
-        stake, currency = record["stake"], self.currency
-        legs = [posting(in_play(self.id), -stake, currency)]
-        if returned:
-            legs.append(posting(wallet(record["account_id"]), returned, currency))
-        if stake != returned:  # the house keeps a loss or pays a win
-            legs.append(posting(wallet(self.house_account), stake - returned, currency))
-        return legs
+        return settlement_legs(self.id, self.currency, self.house_account, record, returned)
+
+    def _legs(self, results: list[BetResult]) -> list[Posting]:
+        """Each result's settlement postings, in order."""
+        bets = self.bets
+        return [
+            leg
+            for r in results
+            for leg in self._settlement_postings(bets[r["bet_id"]], r["returned"])
+        ]
 
     @event(Settled)
     def _settled(
@@ -623,15 +490,7 @@ class Round(PlainCopy, Aggregate):
         reported. Every settlement from that action on is
         reversed with compensating postings and the bets re-settled as the game
         re-derives them (`returns`: bet -> (action number settling it, return))."""
-        if self.is_rng:
-            raise InvalidCommandError(
-                f"round {self.id} is on an RNG table: an RNG result is computed, never "
-                "corrected (void the round if the RNG malfunctioned)"
-            )
-        if self.status != SETTLED:
-            raise InvalidCommandError(f"only a settled round can be corrected ({self.status})")
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidCommandError("a correction needs a reason")
+        check_correction(self.id, self.is_rng, self.status, reason)
         self.action_entry(step)
         if right_outcome == wrong_outcome:
             raise InvalidCommandError("the corrected draw is the one already recorded")
@@ -645,16 +504,9 @@ class Round(PlainCopy, Aggregate):
             {b: returned for b, (_, returned) in returns.items()},
             {b: r for b, r in self.bets.items() if b in returns},
         )
-        postings: list[Posting] = []
-        for result in reversed_results:
-            postings += [
-                {**leg, "amount": -leg["amount"]}
-                for leg in self._settlement_postings(
-                    self.bets[result["bet_id"]], result["returned"]
-                )
-            ]
-        for result in results:
-            postings += self._settlement_postings(self.bets[result["bet_id"]], result["returned"])
+        # The settlements in force reversed by compensating legs, then replaced.
+        reversing = [{**leg, "amount": -leg["amount"]} for leg in self._legs(reversed_results)]
+        postings: list[Posting] = [*reversing, *self._legs(results)]  # type: ignore[list-item]
         self._corrected(
             wrong_outcome,
             right_outcome,
@@ -709,42 +561,15 @@ class Round(PlainCopy, Aggregate):
         choose deals by voiding the ones it does not like (RULES §1.4). The
         game's own void (a fault policy, a device-reported misdeal) has
         `operator` None."""
-        if self.status in (SETTLED, VOIDED):
-            raise InvalidCommandError(f"round {self.id} is already {self.status}")
-        if self.status == DECIDED:
-            raise InvalidCommandError(
-                f"round {self.id} has a recorded outcome: it can only be settled, not voided"
-            )
-        if operator is not None and self.drawn:
-            raise InvalidCommandError(
-                f"round {self.id} has drawn its outcome ({self.drawn} draws: every dealt card "
-                "is part of it): an operator may not void it; it is played to its end "
-                "(resume it if interrupted; a physical table's misdeal is its dealer "
-                "device's signed fault report)"
-            )
-        if operator is not None and self.settled_bets:
-            raise InvalidCommandError(
-                f"round {self.id} has settled bets: an operator may not void it (the house "
-                "may not void a round it is losing)"
-            )
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidCommandError("a void needs a reason")
-        returns: list[BetResult] = [
-            {
-                "bet_id": bet_id,
-                "account_id": record["account_id"],
-                "stake": record["stake"],
-                "returned": record["stake"],
-            }
-            for bet_id, record in self.bets.items()
-            if bet_id not in self.settled_bets  # a step already settled it
+        by_operator = operator is not None
+        check_void(self.id, self.status, self.drawn, self.settled_bets, by_operator, reason)
+        unsettled = {b: r for b, r in self.bets.items() if b not in self.settled_bets}
+        returns = bet_results({b: r["stake"] for b, r in unsettled.items()}, unsettled)
+        postings = [
+            leg
+            for result in returns
+            for leg in return_legs(self.id, self.currency, result["account_id"], result["stake"])
         ]
-        postings: list[Posting] = []
-        for result in returns:
-            postings += [
-                posting(in_play(self.id), -result["stake"], self.currency),
-                posting(wallet(result["account_id"]), result["stake"], self.currency),
-            ]
         self._voided(reason, operator, returns, check_balanced(postings) if postings else [])
         return returns
 

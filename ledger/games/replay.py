@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ledger.domain.round import LogEntry
+from ledger.domain.round_records import LogEntry
 from ledger.errors import InvalidCommandError
 from ledger.games.api import BetView, Draw, RecordedAction, Step, Stepping
 

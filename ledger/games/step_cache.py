@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from ledger.domain.copying import copy_plain
-from ledger.domain.round import LogEntry
+from ledger.domain.round_records import LogEntry
 from ledger.games.api import BetView, RecordedAction, Step, Stepping
 from ledger.games.replay import replay_from
 

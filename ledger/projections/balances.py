@@ -26,7 +26,8 @@ from typing import Any, ClassVar
 
 from ledger.domain.account import Account
 from ledger.domain.money import Posting
-from ledger.domain.round import BetResult, Round
+from ledger.domain.round import Round
+from ledger.domain.round_records import BetResult
 from ledger.projections.base import Handler, Projection, utc_text
 from ledger.projections.sql import Tx
 

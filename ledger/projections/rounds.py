@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ledger.domain.game_table import GameTable
-from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, Round
+from ledger.domain.round import Round
+from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED
 from ledger.projections.base import Handler, Projection, ProjectionError, utc_text
 from ledger.projections.sql import Tx
 

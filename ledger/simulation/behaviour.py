@@ -12,7 +12,7 @@ import random
 from collections.abc import Sequence
 from typing import Final, TypeVar
 
-from ledger.domain.round import Limits
+from ledger.domain.round_records import Limits
 from ledger.simulation.config import CHIP
 
 T = TypeVar("T")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from ledger.domain.round import Limits
+from ledger.domain.round_records import Limits
 from ledger.errors import ConfigError
 from ledger.games.api import SIMULATED_PLAY
 from ledger.games.one_draw import one_draw

@@ -30,7 +30,8 @@ from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.account import PLAYER, Account
 from ledger.domain.money import imbalance, in_play, wallet
-from ledger.domain.round import Round, correction_fact, operator_fact
+from ledger.domain.round import Round
+from ledger.domain.signed_facts import correction_fact, operator_fact
 from ledger.errors import VerificationError
 
 _WALLET, _, _ = wallet("").partition(":")

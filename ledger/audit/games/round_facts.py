@@ -18,7 +18,8 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from ledger.audit.games.postings import expected_settlement_postings
-from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, LogEntry, Round
+from ledger.domain.round import Round
+from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, LogEntry
 from ledger.errors import InvalidCommandError
 from ledger.games.api import BetView, RecordedAction, Step
 from ledger.games.replay import describe_entry, entry_action, replay_from

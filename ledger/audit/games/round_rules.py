@@ -38,7 +38,7 @@ from ledger.audit.games.round_facts import (
     RoundFacts,
     entry_of,
 )
-from ledger.domain.round import BETTING, CLOSED, DECIDED, SETTLED, VOIDED
+from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED
 from ledger.errors import InvalidCommandError, VerificationError
 
 

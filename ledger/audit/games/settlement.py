@@ -40,7 +40,7 @@ from ledger.audit.games.sources import SEED_REVEALED, Located, SourceAudit, in_p
 from ledger.audit.log.key_times import Coverage, SignedWhen
 from ledger.audit.log.log_events import Event
 from ledger.crypto.keys import Keyring
-from ledger.domain.round import SETTLED, VOIDED
+from ledger.domain.round_records import SETTLED, VOIDED
 from ledger.errors import CannotReDeriveError, FindingKind, LedgerError, VerificationError
 from ledger.plugins.registry import LoadedGame
 

@@ -41,7 +41,9 @@ from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
-from ledger.domain.round import SETTLED, VOIDED, Round, action_fact, fault_fact, throw_fact
+from ledger.domain.round import Round
+from ledger.domain.round_records import SETTLED, VOIDED
+from ledger.domain.signed_facts import action_fact, fault_fact, throw_fact
 from ledger.errors import VerificationError
 from ledger.rng.deck import shuffled_deck
 from ledger.rng.dice import commitment, throw

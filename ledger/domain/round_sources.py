@@ -1,0 +1,42 @@
+"""Who may state a round's outcome (docs/rules.md §1.4): an RNG round's draws
+come only from its committed seed, in draw order; a physical round's only
+from a dealer device's report (its signature is checked by the casino, which
+holds the keyring: the domain knows no crypto)."""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from ledger.errors import InvalidCommandError
+
+
+def rng_source(seed_id: str | None, draws: int) -> dict[str, Any]:
+    """The only source an RNG round's next draw may have."""
+    return {"kind": "rng", "seed_id": seed_id, "counter": draws}
+
+
+def check_source(
+    round_id: UUID | str, seed_id: str | None, draws: int, source: Any, what: str
+) -> None:
+    """Refuse `source` for `what` (e.g. "a faulty throw") in this round, if it may not state it."""
+    if not isinstance(source, dict):
+        raise InvalidCommandError(f"{what}'s source is an object")
+    if seed_id is not None:
+        if what == "a faulty throw":
+            raise InvalidCommandError(
+                f"round {round_id} is on an RNG table: an RNG throw is never faulty "
+                "(if the RNG malfunctioned, void the round)"
+            )
+        if source != rng_source(seed_id, draws):
+            raise InvalidCommandError(
+                f"round {round_id} is on an RNG table: its dice come only from seed "
+                f"{seed_id}, throw {draws} (use throw_dice)"
+            )
+    elif source.get("kind") != "device":
+        kind = source.get("kind")
+        given = "a source with no kind" if kind is None else f"a {kind!r} source"
+        raise InvalidCommandError(
+            f"round {round_id} is on a physical table: {what} comes only from a "
+            f"dealer device's signed report (a source of kind 'device'), not from {given}"
+        )
