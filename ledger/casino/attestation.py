@@ -6,6 +6,8 @@ operator's fact carries an operator key that may sign now."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from ledger.casino.context import Context
@@ -121,31 +123,53 @@ def attest(
             )
         if draw is None:
             return [], command
-        if rng is None:
-            raise InvalidCommandError(f"round {game_round.id} is on an RNG table: pass its RNG")
-        seed_id = str(game_round.seed_id)
-        if draw["kind"] == "dice":
-            if draw["count"] != 3:
-                raise InvalidCommandError("the RNG throws three dice at a time")
-            counter = game_round.draws
-            dice = list(rng.throw(seed_id, str(game_round.id), counter))
-            drew = {"kind": "rng", "seed_id": seed_id, "draw": "dice", "counter": counter}
-            return dice, drew if asked_by is None else {**drew, "by": dict(asked_by)}
-        first = len(game_round.dealt)
-        positions = list(range(first, first + draw["count"]))
-        if positions[-1] >= DECK_SIZE:
-            raise InvalidCommandError(f"round {game_round.id}: the deck is exhausted")
-        deck = shuffled_deck(rng.seed(seed_id), str(game_round.id))
-        cards = [deck[p] for p in positions]
-        dealt = {"kind": "rng", "seed_id": seed_id, "draw": "cards", "positions": positions}
-        # A hit is a decision too: who asked for it, beside the RNG's cards.
-        return cards, dealt if asked_by is None else {**dealt, "by": dict(asked_by)}
+        return _rng_draw(game_round, draw, rng, asked_by)
     # A physical table: once bets are locked, every action, decisions included,
     # is what its dealer device saw and signed (rules §1.4); while betting is
     # open the node may end it by its own command (no randomness, no bet
     # decided by it).
     if source is None and betting_open and draw is None and action != FAULT:
         return [], command
+    fact_of = partial(action_fact, game_round.id, number, actor, action, args)
+    return _device_report(context, game_round, action, draw, source, fact_of)
+
+
+def _rng_draw(
+    game_round: Round, draw: Draw, rng: RngServer | None, asked_by: dict[str, str] | None
+) -> tuple[list[int], dict[str, Any]]:
+    """The RNG's draw from the round's committed seed: three dice at the round's
+    counter, or the next cards of its shuffled deck (a hit is a decision too:
+    who asked for it, beside the RNG's cards)."""
+    if rng is None:
+        raise InvalidCommandError(f"round {game_round.id} is on an RNG table: pass its RNG")
+    seed_id = str(game_round.seed_id)
+    if draw["kind"] == "dice":
+        if draw["count"] != 3:
+            raise InvalidCommandError("the RNG throws three dice at a time")
+        counter = game_round.draws
+        drawn = list(rng.throw(seed_id, str(game_round.id), counter))
+        source = {"kind": "rng", "seed_id": seed_id, "draw": "dice", "counter": counter}
+    else:
+        first = len(game_round.dealt)
+        positions = list(range(first, first + draw["count"]))
+        if positions[-1] >= DECK_SIZE:
+            raise InvalidCommandError(f"round {game_round.id}: the deck is exhausted")
+        deck = shuffled_deck(rng.seed(seed_id), str(game_round.id))
+        drawn = [deck[p] for p in positions]
+        source = {"kind": "rng", "seed_id": seed_id, "draw": "cards", "positions": positions}
+    return drawn, source if asked_by is None else {**source, "by": dict(asked_by)}
+
+
+def _device_report(
+    context: Context,
+    game_round: Round,
+    action: str,
+    draw: Draw | None,
+    source: dict[str, Any] | None,
+    fact_of: Callable[[list[int]], dict[str, Any]],
+) -> tuple[list[int], dict[str, Any]]:
+    """A dealer device's signed report of the action: what it drew, of the kind
+    and count the game asked for, and its signature over the action's fact."""
     if not isinstance(source, dict) or source.get("kind") != "device":
         raise InvalidCommandError(
             f"round {game_round.id} is on a physical table: {action} comes only from a "
@@ -161,8 +185,7 @@ def attest(
     ):
         what = "nothing" if draw is None else f"{count} {draw['kind']} ({low}..{high})"
         raise InvalidCommandError(f"bad report: {action} draws {what}, got {drawn!r}")
-    fact = action_fact(game_round.id, number, actor, action, args, drawn)
-    check_device(context, source, fact)
+    check_device(context, source, fact_of(drawn))
     recorded: dict[str, Any] = {
         k: source[k] for k in ("kind", "key_id", "signature") if k in source
     }
