@@ -64,3 +64,22 @@ def test_plugin_tests_import_the_api_and_the_testing_kit_only() -> None:
         and module not in TESTING
     ]
     assert outside == []
+
+
+def test_the_plugins_are_loaded_in_one_place_a_front() -> None:
+    """The wiring once (issue 39, item 4): the CLI's commands load the plugins
+    through `ledger.cli.common.loaded_plugins`, the Python API through its opened
+    ledger; every lower layer takes the games as an argument."""
+    loaders = {
+        "ledger/plugins/manager.py",  # where it is defined
+        "ledger/cli/common.py",  # the commands'
+        "ledger/casino/opened.py",  # an opened ledger's (the Python API, the HTTP service)
+        "ledger/plugins/contract.py",  # the contract tests a plugin author runs
+    }
+    calling = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "ledger").rglob("*.py")
+        if "get_plugin_manager(" in path.read_text(encoding="utf-8")
+    }
+    assert calling <= loaders, calling - loaders
+    assert "ledger/cli/common.py" in calling

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.audit.level import Level
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
-from ledger.cli.common import open_from_args
+from ledger.cli.common import games_at, loaded_plugins, open_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.cli.tiles import publish_tiles
@@ -167,11 +167,10 @@ def cmd_verify_bundle(args: argparse.Namespace, level: Level, trusted: Checkpoin
     unless the auditor gives their own (--keyring)."""
     from ledger.crypto.keys import Keyring
     from ledger.export.verify_bundle import verify_bundle
-    from ledger.plugins.manager import get_plugin_manager
 
     keyring = Keyring.load(Path(args.keyring)) if args.keyring else None
     policy = _witness_policy(args)
-    plugins = get_plugin_manager() if level is Level.SETTLEMENT else None
+    plugins = loaded_plugins() if level is Level.SETTLEMENT else None
     # The count runs twice over the events: loaded (a whole-log bundle), then verified.
     with progress_bar("verifying bundle") as (advance, _):
         report = verify_bundle(
@@ -375,11 +374,10 @@ class _StoreRun:
         from ledger.audit.findings import Findings
         from ledger.audit.verify import Sinks, VerifyOptions, verify_store
         from ledger.node import check_expected_origin
-        from ledger.plugins.manager import get_plugin_manager
         from ledger.store.application import LedgerApplication
 
         args, level = self.args, self.level
-        games = get_plugin_manager().games() if level is Level.SETTLEMENT else None
+        games = games_at(level)
         options = VerifyOptions(
             level=level,
             trusted=self.trusted,

@@ -13,9 +13,13 @@ from ledger.cli.passphrase import read_passphrase
 from ledger.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from ledger.audit.level import Level
     from ledger.casino.opened import Ledger
     from ledger.node import Node
     from ledger.plugins.manager import Plugins
+    from ledger.plugins.registry import LoadedGame
 
 
 def check_keys_path(given: str | None) -> None:
@@ -56,3 +60,21 @@ def open_from_args(
 ) -> Node:
     """The node alone, for a command that reads only the log and the keys."""
     return open_ledger_from_args(args, writable=writable, passphrase=passphrase).node
+
+
+def loaded_plugins() -> Plugins:
+    """The installed plugins, their games built now, so that a broken plugin
+    fails (one line) before a passphrase is asked for or a store is opened: the
+    one place the commands load plugins (an opened ledger is handed these)."""
+    from ledger.plugins.manager import get_plugin_manager
+
+    plugins = get_plugin_manager()
+    plugins.games()
+    return plugins
+
+
+def games_at(level: Level) -> Mapping[str, LoadedGame] | None:
+    """The games `verify` re-derives rounds with: at level settlement, else none."""
+    from ledger.audit.level import Level
+
+    return loaded_plugins().games() if level is Level.SETTLEMENT else None

@@ -6,7 +6,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
-from ledger.cli.common import open_ledger_from_args
+from ledger.cli.common import loaded_plugins, open_ledger_from_args
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
 from ledger.inputs import output_directory
@@ -31,12 +31,10 @@ def _n(count: int, noun: str) -> str:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ledger.export.writer import export_bundle
-    from ledger.plugins.manager import get_plugin_manager
 
     selection = _selection(args)
     directory = output_directory(args.directory, "export to", empty=True)
-    plugins = get_plugin_manager()
-    plugins.games()  # a broken plugin fails before the store is opened
+    plugins = loaded_plugins()  # a broken plugin fails before the store is opened
     ledger = open_ledger_from_args(args, writable=False, plugins=plugins)
     try:
         node = ledger.node

@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ledger.cli.common import loaded_plugins
 from ledger.domain.percent import percent
 
 
 def cmd_games(args: argparse.Namespace) -> int:
-    from ledger.plugins.manager import get_plugin_manager
-
-    games = get_plugin_manager().games()
+    games = loaded_plugins().games()
     if not games:
         print("no games installed (install a plugin package, e.g. plugins/taixiu)")
     for game in sorted(games.values(), key=lambda g: g.id):
@@ -25,10 +24,9 @@ def cmd_games(args: argparse.Namespace) -> int:
 
 
 def cmd_paytable(args: argparse.Namespace) -> int:
-    from ledger.plugins.manager import get_plugin_manager
     from ledger.plugins.paytable import paytable
 
-    game = get_plugin_manager().game(args.game)
+    game = loaded_plugins().game(args.game)
     lines = paytable(game)  # a game without an exact paytable is refused first
     print(f"{game.id} ({game.plugin} {game.version}, rules {game.rules_hash[:16]})")
     print(f"{'bet':<20} {'pays':<18} {'return':>16} {'':>10}")

@@ -11,7 +11,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from ledger.cli.common import open_ledger_from_args
+from ledger.cli.common import loaded_plugins, open_ledger_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.rounds import operator_signer
 from ledger.domain.currency import format_major
@@ -24,11 +24,9 @@ if TYPE_CHECKING:
 def cmd_migrate(args: argparse.Namespace) -> int:
     from ledger.casino.migrate import REASON, VOID
     from ledger.node import keys_dir
-    from ledger.plugins.manager import get_plugin_manager
 
     reason = check_name(REASON if args.reason is None else args.reason, "--reason", limit=MAX_TEXT)
-    plugins = get_plugin_manager()
-    plugins.games()  # a broken plugin fails before a passphrase is asked for
+    plugins = loaded_plugins()  # a broken plugin fails before a passphrase is asked for
     if args.dry_run:
         ledger = open_ledger_from_args(args, writable=False, plugins=plugins)
         try:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.audit.level import Level
 from ledger.cli.args import int_range, seconds_range
+from ledger.cli.common import games_at
 from ledger.errors import ConfigError, StoreUnavailableError, VerificationError
 from ledger.mirror.limits import BATCH, RECHECK
 from ledger.store.config import describe, store_url
@@ -165,7 +166,6 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     from ledger.mirror.copy import Mirror
     from ledger.mirror.source import Source
     from ledger.node import keys_dir
-    from ledger.plugins.manager import get_plugin_manager
     from ledger.store.application import LedgerApplication
 
     level = Level.parse(args.level)
@@ -173,7 +173,7 @@ def cmd_mirror(args: argparse.Namespace) -> int:
     keys = keys_dir(args.keys)
     _not_a_node(keys)
     keyring, given = _keyring(args, keys)
-    games = get_plugin_manager().games() if level is Level.SETTLEMENT else None
+    games = games_at(level)
     _reach(source, args.follow)
     directory = keys.path / MIRROR_DIR
     url = store_url(args.store)

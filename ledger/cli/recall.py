@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import uuid_text
-from ledger.cli.common import open_ledger_from_args
+from ledger.cli.common import loaded_plugins, open_ledger_from_args
 from ledger.domain.currency import format_major
 
 if TYPE_CHECKING:
@@ -218,10 +218,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
     from ledger.audit.recall import recall_round
     from ledger.crypto.keys import Keyring
-    from ledger.plugins.manager import get_plugin_manager
 
-    plugins = get_plugin_manager()
-    plugins.games()  # a broken plugin fails before the store is opened
+    plugins = loaded_plugins()  # a broken plugin fails before the store is opened
     ledger = open_ledger_from_args(args, writable=False, plugins=plugins)
     try:
         node = ledger.node

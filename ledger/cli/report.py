@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ledger.audit.level import Level
 from ledger.cli.audit import _verify_keyring
+from ledger.cli.common import loaded_plugins
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
 from ledger.inputs import output_file
@@ -34,7 +35,6 @@ def _shown(url: str) -> str:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from ledger.plugins.manager import get_plugin_manager
     from ledger.report import charts  # matplotlib missing: said before the log is read
     from ledger.report.html import render
     from ledger.report.reader import read_log
@@ -50,7 +50,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     level = Level.parse(args.level or Level.SETTLEMENT.value) if args.verify else None
     edges = load_edges(args.edge or [])
     keyring, _ = _verify_keyring(args)
-    games = get_plugin_manager().games()
+    games = loaded_plugins().games()
     url = store_url(args.store)
     app = LedgerApplication(url, keyring=keyring, create=False)
     try:

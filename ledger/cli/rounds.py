@@ -15,7 +15,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import uuid_text
-from ledger.cli.common import open_ledger_from_args
+from ledger.cli.common import loaded_plugins, open_ledger_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.crypto.roles import Role
 from ledger.domain.currency import format_major
@@ -35,11 +35,9 @@ def operator_signer(directory: KeyDirectory, name: str | None, passphrase: bytes
 
 def cmd_round_action(args: argparse.Namespace) -> int:
     from ledger.node import keys_dir
-    from ledger.plugins.manager import get_plugin_manager
 
     reason = check_name(args.reason, "--reason", limit=MAX_TEXT)
-    plugins = get_plugin_manager()
-    plugins.games()  # a broken plugin fails before a passphrase is asked for
+    plugins = loaded_plugins()  # a broken plugin fails before a passphrase is asked for
     passphrase = read_passphrase()
     # The operator key first: a wrong key or passphrase fails before the store opens.
     operator = operator_signer(keys_dir(args.keys), args.operator_key, passphrase)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import MAX_INT64, int_range
-from ledger.cli.common import open_ledger_from_args
+from ledger.cli.common import loaded_plugins, open_ledger_from_args
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError, KeyStoreError, LedgerError
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 def cmd_simulate(args: argparse.Namespace) -> int:
     """A casino session on the store, then checkpoint, projections, verify and a summary."""
     from ledger.node import keys_dir, refuse_new_keys_beside_events
-    from ledger.plugins.manager import get_plugin_manager
     from ledger.rng.server import default_rng_dir
     from ledger.simulation import (
         SessionConfig,
@@ -37,7 +36,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     from ledger.store.application import probe_store
 
     # Bad input fails first: before keys are made or the store is touched.
-    plugins = get_plugin_manager()
+    plugins = loaded_plugins()
     games = plugins.games()
     floor: tuple[tuple[str, str], ...] = DEFAULT_GAMES
     if args.game:
