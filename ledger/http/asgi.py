@@ -90,7 +90,7 @@ def build() -> FastAPI:
     if told:  # (the anchor process's socket: it need not verify what this worker seals)
         node.tell_sealed_rows_to(told)
     rng = SharedRngServer(Path(os.environ.get(RNG_ENV) or default_rng_dir()))
-    service = Service(node.app, ledger.games, rng, TokenStore(node.keys.path))
+    service = Service.of(ledger, rng, TokenStore(node.keys.path))
     writer = os.environ.get(WRITER_ENV)
     if writer:
         try:

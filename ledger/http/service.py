@@ -5,7 +5,8 @@ kept on the app (`app.state.service`) and handed to each route by
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
+from typing import TYPE_CHECKING
 
 from ledger.casino import Casino
 from ledger.crypto.keys import Role
@@ -17,6 +18,9 @@ from ledger.projections import ProjectionRunner
 from ledger.rng.server import RngServer
 from ledger.store.application import LedgerApplication
 
+if TYPE_CHECKING:
+    from ledger.casino.opened import Ledger
+
 
 @dataclass
 class Service:
@@ -26,9 +30,17 @@ class Service:
     games: Mapping[str, LoadedGame]
     rng: RngServer
     tokens: TokenStore
+    given_casino: InitVar[Casino | None] = None  # an opened ledger's (`of`)
+    casino: Casino = field(init=False)
 
-    def __post_init__(self) -> None:
-        self.casino = Casino(self.app, self.games)
+    def __post_init__(self, given_casino: Casino | None) -> None:
+        self.casino = given_casino if given_casino is not None else Casino(self.app, self.games)
+
+    @classmethod
+    def of(cls, ledger: Ledger, rng: RngServer, tokens: TokenStore) -> Service:
+        """The service over an opened ledger (`ledger.casino.open_ledger`): the
+        same node, games and Python API the CLI's commands are handed."""
+        return cls(ledger.node.app, ledger.games, rng, tokens, ledger.casino)
 
     def operator(self, signed: ActorSignature) -> PresignedSigner:
         """The operator's signature sent with a command, checked when the casino signs."""
