@@ -169,7 +169,7 @@ def test_a_whole_bundle_verifies_at_every_level(
         assert code == 0, err
         assert out.startswith(f"OK (bundle, the whole log): {len(events)} events in ")
         assert f"verified at level {level}" in out
-    assert "settlements re-settled with their own variant and rules" in out
+    assert "settlements re-settled with their own game and rules" in out
     assert "RNG card draws recomputed" in out and "RNG throws recomputed" in out
     assert "keyring: the bundle's keyring.json" in out
     assert "every checkpoint's root recomputed from the bundle's events" in out

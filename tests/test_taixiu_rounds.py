@@ -347,7 +347,7 @@ def test_verify_rederives_the_fault_policy(
     assert report.settlement is not None
     assert (report.settlement.rounds, report.settlement.faults) == (1, faults)
     assert report.settlement.device_reports == faults
-    assert f"1 rounds re-derived (step order, voids, fault policy: {faults} faulty throws)" in (
+    assert f"1 rounds re-derived (step order, voids, fault policy: {faults} faulty draws)" in (
         report.summary()
     )
 

@@ -68,8 +68,8 @@ def test_settlement_level_rederives_the_money(node: Node) -> None:
         "account a posting names exists",
         "   9 sources: 0 RNG throws recomputed from their round's committed seed; "
         "1 dealer device reports verified",
-        "   10 round rules: 1 rounds re-derived (step order, voids, fault policy: 0 faulty throws)",
-        "   11 payouts: 1 settlements re-settled with their own variant and rules (2 bets)",
+        "   10 round rules: 1 rounds re-derived (step order, voids, fault policy: 0 faulty draws)",
+        "   11 payouts: 1 settlements re-settled with their own game and rules (2 bets)",
     ]
     signatures = verify_store(node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES))
     assert signatures.movements is None
@@ -151,7 +151,7 @@ def test_every_round_is_resettled_with_its_own_rules(node: Node) -> None:
         node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
     )
     assert report.resettled == 1
-    assert "1 settlements re-settled with their own variant and rules (2 bets)" in report.summary()
+    assert "1 settlements re-settled with their own game and rules (2 bets)" in report.summary()
 
 
 def test_a_payout_the_rules_do_not_pay_is_caught(node: Node) -> None:

@@ -191,11 +191,11 @@ def _settlement_steps(counts: SettlementCounts) -> list[tuple[Step, str]]:
         (
             Step.RULES,
             f"{counts.rounds} rounds re-derived (step order, voids, fault policy: "
-            f"{counts.faults} faulty throws)",
+            f"{counts.faults} faulty draws)",
         ),
         (
             Step.PAYOUTS,
-            f"{counts.resettled} settlements re-settled with their own variant and rules "
+            f"{counts.resettled} settlements re-settled with their own game and rules "
             f"({counts.bets} bets)",
         ),
     ]
