@@ -64,7 +64,14 @@ class Server:
         self.log.close()
 
     def stop(self) -> None:
+        self.interrupt()
+        self.wait()
+
+    def interrupt(self) -> None:
+        """Ctrl-C, once (a second one is uvicorn's force exit)."""
         self.process.send_signal(signal.SIGINT)
+
+    def wait(self) -> None:
         self.process.wait(timeout=60)
         self.log.close()
 
