@@ -85,7 +85,7 @@ def serving_together(
                     pass
                 assert server.poll() is None, log.read_text()
                 assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
+                time.sleep(0.05)  # a server starts in a second or two: poll often
         yield [(base, log) for _, base, log in started]
     finally:
         for server, _, _ in started:

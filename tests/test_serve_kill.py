@@ -56,7 +56,7 @@ class Server:
             except httpx.TransportError:
                 pass
             assert self.process.poll() is None and time.monotonic() < deadline, self.log.name
-            time.sleep(0.2)
+            time.sleep(0.05)
 
     def crash(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)
