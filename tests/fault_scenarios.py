@@ -330,14 +330,19 @@ def _until(condition: Any, what: str, timeout: float = RECOVERY_LIMIT) -> float:
     return time.monotonic() - start
 
 
-def children(pid: int) -> set[int]:
+def http_workers(pid: int) -> set[int]:
+    """The HTTP workers `ledger serve` (process `pid`) runs: its children that
+    uvicorn spawned (multiprocessing's spawn_main), not its writer, anchor or
+    multiprocessing's resource tracker. (The highest process ids are not
+    always the workers': the ids wrap, at 32768 on many machines.)"""
     found = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue  # gone meanwhile
-        if int(fields[1]) == pid:
+        if int(fields[1]) == pid and b"spawn_main" in command:
             found.add(int(stat.parent.name))
     return found
 
@@ -394,14 +399,14 @@ def killed_services(cwd: Path, record: list[Outcome] | None = None) -> list[Outc
                 lambda: min(store.positions().values()) >= top, "the projections catching up"
             )
             # An HTTP worker: serve starts another; the clients' retries go on.
-            workers = children(server.process.pid)
-            assert len(workers) >= 2, f"serve --workers 2 runs {workers}"
+            workers = http_workers(server.process.pid)
+            assert len(workers) == 2, f"serve --workers 2 runs {workers}"
             victim = max(workers)
             fault = time.monotonic()
             os.kill(victim, signal.SIGKILL)
             outcomes["http-worker"].recovery = _recovered(burst, fault, time.monotonic())
             _until(
-                lambda: len(children(server.process.pid) - {victim}) >= len(workers),
+                lambda: len(http_workers(server.process.pid) - {victim}) >= len(workers),
                 "serve restarting its worker",
             )
             burst.wait_for(len(burst.acked) + AFTER)

@@ -103,7 +103,7 @@ class Server(Service):
             if not self.alive() or time.monotonic() > deadline:
                 self.crash()
                 raise AssertionError(f"ledger serve did not start: {self.text()}")
-            time.sleep(0.2)
+            time.sleep(0.05)
 
 
 @dataclass

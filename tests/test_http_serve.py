@@ -47,37 +47,55 @@ def ledger(cwd: Path, *args: str, seed: int | None = None) -> subprocess.Complet
 @contextmanager
 def serving(cwd: Path, *args: str, serve: tuple[str, ...] = ()) -> Iterator[tuple[str, Path]]:
     """`ledger ARGS serve SERVE` on a free port until the block ends: (base URL, its log)."""
-    port = free_port()
-    log = cwd / f"serve-{port}.log"
+    with serving_together(1, cwd, *args, serve=serve) as (served,):
+        yield served
+
+
+@contextmanager
+def serving_together(
+    count: int, cwd: Path, *args: str, serve: tuple[str, ...] = ()
+) -> Iterator[list[tuple[str, Path]]]:
+    """`count` of `serving`'s servers, stopped together when the block ends
+    (Ctrl-C to each, then the wait for each): nodes on one store link their
+    writers, and one stopped while another runs waits for that link to hang
+    up (ledger.http.writer_process HANG_UP_SECONDS, 30 s)."""
     env = {**os.environ, "LEDGER_PASSPHRASE": PASSPHRASE.decode()}
-    with open(log, "w") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "ledger.cli.main", *args, "serve", *serve, "--port", str(port)],
-            cwd=cwd,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
+    started: list[tuple[subprocess.Popen[bytes], str, Path]] = []
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if local_http.get(f"{base}/openapi.json", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
-        yield base, log
+        for _ in range(count):
+            port = free_port()
+            log = cwd / f"serve-{port}.log"
+            with open(log, "w") as out:
+                server = subprocess.Popen(
+                    [sys.executable, "-m", "ledger.cli.main", *args, "serve", *serve,
+                     "--port", str(port)],
+                    cwd=cwd,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )  # fmt: skip
+            base = f"http://127.0.0.1:{port}"
+            started.append((server, base, log))
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if local_http.get(f"{base}/openapi.json", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert server.poll() is None, log.read_text()
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.05)  # a server starts in a second or two: poll often
+        yield [(base, log) for _, base, log in started]
     finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        for server, _, _ in started:
+            server.send_signal(signal.SIGINT)
+        for server, _, _ in started:
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
 
 
 def token(cwd: Path, role: str, *more: str) -> str:
@@ -137,10 +155,7 @@ def _two_servers(tmp_path: Path, store: str) -> None:
     keys.create_node_keys(PASSPHRASE)
     keys.create("device-1", Role.DEALER_DEVICE, PASSPHRASE)
     device = DealerDevice(keys.signer(Role.DEALER_DEVICE, PASSPHRASE))
-    with (
-        serving(tmp_path, "--store", store) as (one, _),
-        serving(tmp_path, "--store", store) as (two, _),
-    ):
+    with serving_together(2, tmp_path, "--store", store) as [(one, _), (two, _)]:
         servers = [one, two]
         operator, cashier = token(tmp_path, "operator"), token(tmp_path, "cashier")
         wallets = []

@@ -51,7 +51,7 @@ def started(cwd: Path, store: str, log: Path | None = None) -> tuple[subprocess.
         except httpx.TransportError:
             pass
         assert process.poll() is None and time.monotonic() < deadline
-        time.sleep(0.2)
+        time.sleep(0.05)
 
 
 @contextmanager

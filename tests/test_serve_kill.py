@@ -56,7 +56,7 @@ class Server:
             except httpx.TransportError:
                 pass
             assert self.process.poll() is None and time.monotonic() < deadline, self.log.name
-            time.sleep(0.2)
+            time.sleep(0.05)
 
     def crash(self) -> None:
         os.killpg(self.process.pid, signal.SIGKILL)
@@ -64,7 +64,14 @@ class Server:
         self.log.close()
 
     def stop(self) -> None:
+        self.interrupt()
+        self.wait()
+
+    def interrupt(self) -> None:
+        """Ctrl-C, once (a second one is uvicorn's force exit)."""
         self.process.send_signal(signal.SIGINT)
+
+    def wait(self) -> None:
         self.process.wait(timeout=60)
         self.log.close()
 

@@ -52,14 +52,17 @@ def two_nodes(tmp_path: Path) -> Iterator[tuple[str, Server, Server, str, str, l
             assert first.status_code == 201, first.text
             yield url, a, b, operator, round_id, wallets
         finally:
-            for server in (a, b):
-                if server.process.poll() is None:
-                    server.stop()
+            stop_nodes(*(server for server in (a, b) if server.process.poll() is None))
 
 
 def stop_nodes(*servers: Server) -> None:
+    """Ctrl-C to every node, then the wait for each: a node stopped while
+    another still runs waits for that node's link to its writer to hang up
+    (the writer gives a connection HANG_UP_SECONDS, 30 s, after a stop)."""
     for server in servers:
-        server.stop()
+        server.interrupt()
+    for server in servers:
+        server.wait()
 
 
 def round_writer(url: str, round_id: str) -> str:

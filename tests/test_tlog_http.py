@@ -142,7 +142,7 @@ def test_ledger_serve_tiles_serves_the_directory(tmp_path: Path) -> None:
             except httpx.TransportError:
                 assert server.poll() is None, (tmp_path / "serve.log").read_text()
                 assert time.monotonic() < deadline
-                time.sleep(0.2)
+                time.sleep(0.05)
         assert answer.status_code == 200
         assert answer.text == (tmp_path / "tiles" / "checkpoint").read_text()
         size = int(answer.text.split("\n")[1])

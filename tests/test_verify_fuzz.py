@@ -5,9 +5,13 @@ the earliest one the mutation broke), never a traceback; on both stores."""
 from __future__ import annotations
 
 import re
+import sqlite3
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,8 +19,16 @@ from hypothesis import strategies as st
 from ledger.cli.main import main
 from ledger.crypto.keystore import KeyDirectory
 from ledger.node import open_node
+from ledger.store.recorders import LEDGER_TABLES
 from tests.attacker import Attacker
-from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
+from tests.conftest import (
+    PASSPHRASE,
+    PG_DSN,
+    PG_URL,
+    drop_pg_schema,
+    new_pg_schema,
+    require_postgres,
+)
 from tests.demo_table import Table
 from tests.verdict import verdict
 
@@ -38,6 +50,81 @@ def record_ledger(store: str, keys: Path) -> int:
         return node.app.tables.event_count()[0]
     finally:
         node.close()
+
+
+class Recorded:
+    """record_ledger's ledger, recorded once per backend for a module, and a
+    copy of it for each example to mutate and verify: the SQLite file copied,
+    or its rows copied into a schema the node laid out anew (tables, triggers
+    and functions as a node makes them). The rows are those recording it
+    again would give (one key directory: verify only reads it), without each
+    example's 12 saves and 3 signed checkpoints."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.keys = KeyDirectory(workdir / "keys")
+        self.keys.create_node_keys(PASSPHRASE)
+        self._recorded: dict[str, tuple[str, int]] = {}  # backend -> (store, events)
+        self._schemas: list[str] = []
+
+    def _original(self, backend: str) -> tuple[str, int]:
+        if backend not in self._recorded:
+            if backend == "sqlite":
+                store = f"sqlite:///{self.workdir / 'recorded.db'}"
+            else:
+                require_postgres()
+                self._schemas.append(new_pg_schema())
+                store = f"{PG_URL}?schema={self._schemas[-1]}"
+            self._recorded[backend] = (store, record_ledger(store, self.keys.path))
+        return self._recorded[backend]
+
+    @contextmanager
+    def copy(self, backend: str, directory: Path) -> Iterator[tuple[str, int]]:
+        """A store of its own holding the recorded ledger, and its event count."""
+        original, count = self._original(backend)
+        if backend == "sqlite":
+            with (
+                closing(sqlite3.connect(original.removeprefix("sqlite:///"))) as source,
+                closing(sqlite3.connect(directory / "ledger.db")) as target,
+            ):
+                source.backup(target)
+            yield f"sqlite:///{directory / 'ledger.db'}", count
+            return
+        schema = new_pg_schema()
+        try:
+            store = f"{PG_URL}?schema={schema}"
+            laid_out = open_node(
+                store, str(self.keys.path), passphrase=PASSPHRASE, anchor_seconds=0, anchor_events=0
+            )
+            laid_out.close()
+            from_schema = original.rpartition("schema=")[2]
+            with psycopg.connect(PG_DSN, autocommit=True) as conn:
+                for table in ("ledger_events", *LEDGER_TABLES):
+                    conn.execute(
+                        f'INSERT INTO "{schema}".{table} OVERRIDING SYSTEM VALUE '
+                        f'SELECT * FROM "{from_schema}".{table}'
+                    )
+                conn.execute(
+                    "SELECT setval(pg_get_serial_sequence(%s, 'notification_id'), "
+                    f'(SELECT max(notification_id) FROM "{schema}".ledger_events))',
+                    (f'"{schema}".ledger_events',),
+                )
+            yield store, count
+        finally:
+            drop_pg_schema(schema)
+
+    def close(self) -> None:
+        for schema in self._schemas:
+            drop_pg_schema(schema)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Recorded]:
+    made = Recorded(tmp_path_factory.mktemp("recorded"))
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 def mutate(attacker: Attacker, data: st.DataObject, count: int) -> int:
@@ -108,32 +195,20 @@ def mutate(attacker: Attacker, data: st.DataObject, count: int) -> int:
 def test_any_row_mutation_is_one_line_naming_its_position(
     backend: str,
     data: st.DataObject,
+    recorded: Recorded,
     tmp_path_factory: pytest.TempPathFactory,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    workdir = tmp_path_factory.mktemp("fuzz")
-    keys = KeyDirectory(workdir / "keys")
-    keys.create_node_keys(PASSPHRASE)
-    schema = None
-    if backend == "sqlite":
-        store = f"sqlite:///{workdir / 'ledger.db'}"
-    else:
-        require_postgres()
-        schema = new_pg_schema()
-        store = f"{PG_URL}?schema={schema}"
-    try:
-        count = record_ledger(store, keys.path)
+    with recorded.copy(backend, tmp_path_factory.mktemp("fuzz")) as (store, count):
         attacker = Attacker(store)
         try:
             expected = mutate(attacker, data, count)
         finally:
             attacker.close()
         capsys.readouterr()
-        code = main(["--store", store, "--keys", str(keys.path), "verify", "--workers", "1"])
+        keys = recorded.keys.path
+        code = main(["--store", store, "--keys", str(keys), "verify", "--workers", "1"])
         out, err = capsys.readouterr()
-    finally:
-        if schema:
-            drop_pg_schema(schema)
     assert "Traceback" not in out + err
     assert code == 1, out + err
     lines = verdict(code, out, err).strip().splitlines()

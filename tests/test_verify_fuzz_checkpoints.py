@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ledger.cli.main import main
-from ledger.crypto.keystore import KeyDirectory
 from tests.attacker import Attacker
-from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
-from tests.test_verify_fuzz import record_ledger
+from tests.test_verify_fuzz import Recorded, recorded
 from tests.verdict import verdict
+
+__all__ = ["recorded"]  # the fixture: one recorded ledger per backend for this module
 
 # A character of the note replaced, the size column moved, the note emptied.
 MUTATIONS = ["character", "size-column", "empty-note"]
@@ -54,32 +54,20 @@ def mutate(attacker: Attacker, data: st.DataObject) -> None:
 def test_any_checkpoint_row_mutation_is_one_line_naming_a_checkpoint(
     backend: str,
     data: st.DataObject,
+    recorded: Recorded,
     tmp_path_factory: pytest.TempPathFactory,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    workdir = tmp_path_factory.mktemp("fuzz-checkpoints")
-    keys = KeyDirectory(workdir / "keys")
-    keys.create_node_keys(PASSPHRASE)
-    schema = None
-    if backend == "sqlite":
-        store = f"sqlite:///{workdir / 'ledger.db'}"
-    else:
-        require_postgres()
-        schema = new_pg_schema()
-        store = f"{PG_URL}?schema={schema}"
-    try:
-        record_ledger(store, keys.path)
+    with recorded.copy(backend, tmp_path_factory.mktemp("fuzz-checkpoints")) as (store, _):
         attacker = Attacker(store)
         try:
             mutate(attacker, data)
         finally:
             attacker.close()
         capsys.readouterr()
-        code = main(["--store", store, "--keys", str(keys.path), "verify", "--workers", "1"])
+        keys = recorded.keys.path
+        code = main(["--store", store, "--keys", str(keys), "verify", "--workers", "1"])
         out, err = capsys.readouterr()
-    finally:
-        if schema:
-            drop_pg_schema(schema)
     assert "Traceback" not in out + err
     assert code == 1, out + err
     lines = verdict(code, out, err).strip().splitlines()

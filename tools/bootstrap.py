@@ -15,7 +15,9 @@ The suite needs a PostgreSQL server: by default a database `test` on
 LEDGER_TEST_PG_DSN and LEDGER_TEST_PG_URL point the tests elsewhere. When
 they are not set and a local Debian/Ubuntu cluster is installed but down,
 `test` starts it (pg_ctlcluster), as CI does. It also needs four things
-from Debian, which `test` installs with apt-get when they are missing:
+from Debian, which `test` installs with apt-get when they are missing
+(saying first what and why; no recommended packages, no upgrades of what is
+already installed but what the new packages need):
 chromium (the report's browser test), Go with golang-golang-x-mod-dev (the
 tiles' and witnesses' interop tests), postgresql's server tools (the
 fault tests make clusters of their own on other loopback ports, and mount a
@@ -57,7 +59,11 @@ def fingerprint() -> str:
     return digest.hexdigest()
 
 
-def setup() -> Path:
+def setup(compiled: bool = True) -> Path:
+    """The virtualenv, installed if needed. `compiled=False` for the suite:
+    pip then writes no bytecode beside the installed modules (one core, about
+    20 s of a fresh set-up), which the suite never reads: it keeps its own
+    under .venv/pycache (compile_for_tests)."""
     python = VENV / "bin" / "python"
     if not python.exists():
         print("bootstrap: creating .venv", file=sys.stderr)
@@ -68,7 +74,7 @@ def setup() -> Path:
         packages = ["-e", f"{ROOT}[dev]"]
         for plugin in plugin_dirs():
             packages += ["-e", str(plugin)]
-        pip_install(python, packages)
+        pip_install(python, [*packages, *([] if compiled else ["--no-compile"])])
         STAMP.write_text(wanted)
     return python
 
@@ -97,18 +103,26 @@ def pip_install(python: Path, packages: list[str]) -> None:
         raise SystemExit(f"bootstrap: pip install failed ({pip.returncode})")
 
 
+# Where Debian's golang-golang-x-mod-dev puts the Go packages the interop tests build against.
+GO_SUMDB = Path("/usr/share/gocode/src/golang.org/x/mod/sumdb")
+
+
 def missing_system_packages() -> dict[str, str]:
-    """Debian packages the suite needs and this machine lacks, each with why."""
+    """Debian packages the suite needs and this machine lacks, each with why
+    (only what is missing: a Go of its own is used as it is)."""
     missing = {}
     if not shutil.which("chromium"):
         missing["chromium"] = "the report's browser test (headless Chromium)"
-    if not (shutil.which("go") and Path("/usr/share/gocode/src/golang.org/x/mod/sumdb").is_dir()):
-        why = "the interop tests (Go's golang.org/x/mod/sumdb/{note,tlog})"
-        missing["golang-go"] = missing["golang-golang-x-mod-dev"] = why
+    if not shutil.which("go"):
+        missing["golang-go"] = "the interop tests build Go programs against our logs"
+    if not GO_SUMDB.is_dir():
+        missing["golang-golang-x-mod-dev"] = (
+            "the interop tests (Go's golang.org/x/mod/sumdb/{note,tlog})"
+        )
     if not any(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
         # The fault tests make clusters of their own (initdb, pg_ctl, pg_basebackup);
         # the shared test server may be another machine.
-        missing["postgresql"] = "the fault tests' own clusters"
+        missing["postgresql"] = "the fault tests' own clusters (initdb, pg_ctl, pg_basebackup)"
     for package in sanitizer_packages():
         missing[package] = "the C fast path built with AddressSanitizer and UBSan"
     return missing
@@ -131,19 +145,58 @@ def sanitizer_packages() -> list[str]:
     return [f"libgcc-{version.split('.')[0]}-dev"]
 
 
+def apt_install(packages: list[str]) -> list[str]:
+    """apt-get's command installing these packages and only what they depend on.
+
+    --no-install-recommends: not what they merely recommend (with chromium's
+    and postgresql's recommends, a new user's machine got 112 packages in place
+    of 25, udev, avahi and a print system among them, and upgraded its systemd
+    packages to match the new udev). --no-upgrade: a listed package already
+    installed stays as it is. A package they depend on is still upgraded when
+    they need a newer version than the installed one (apt-get has no option
+    against that); the simulation before the install names any such."""
+    return ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "--no-upgrade", *packages]
+
+
+def simulated(output: str) -> tuple[list[str], list[str]]:
+    """What `apt-get install -s` would install new and what it would upgrade,
+    from its lines `Inst NAME (VERSION ...)` and `Inst NAME [OLD] (VERSION ...)`."""
+    new, upgraded = [], []
+    for line in output.splitlines():
+        if line.startswith("Inst "):
+            name, _, rest = line[5:].partition(" ")
+            (upgraded if rest.startswith("[") else new).append(name)
+    return new, upgraded
+
+
 def install_system_packages() -> None:
     """What the suite needs from Debian, installed with apt (as root, or sudo)
-    when it is missing and apt is there: one update, one install."""
+    when it is missing and apt is there: said first, package by package, then
+    one update, what the install would do (simulated), and the install."""
     missing = missing_system_packages()
     if not missing or not shutil.which("apt-get"):
         return
     sudo = [] if os.geteuid() == 0 else ["sudo"]
+    print(
+        f"bootstrap: the suite needs {len(missing)} Debian package(s) this machine lacks;"
+        " apt-get installs only these and what they depend on, nothing they merely"
+        " recommend, and upgrades no installed package they do not need newer:",
+        file=sys.stderr,
+    )
     for package, why in missing.items():
-        print(f"bootstrap: installing {package} (apt-get) for {why}", file=sys.stderr)
-    for step in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", *missing]):
-        if subprocess.run([*sudo, *step], check=False).returncode != 0:
-            print(f"bootstrap: could not install {' '.join(missing)}", file=sys.stderr)
+        print(f"bootstrap:   {package}: {why}", file=sys.stderr)
+    install = apt_install(list(missing))
+    if subprocess.run([*sudo, "apt-get", "update", "-qq"], check=False).returncode == 0:
+        plan = subprocess.run(
+            [*install[:2], "-s", *install[2:]], capture_output=True, text=True, check=False
+        )
+        new, upgraded = simulated(plan.stdout)
+        print(f"bootstrap: apt-get installs {len(new)}: {' '.join(new)}", file=sys.stderr)
+        if upgraded:
+            print(f"bootstrap: and upgrades {len(upgraded)}: {' '.join(upgraded)}", file=sys.stderr)
+        if subprocess.run([*sudo, *install], check=False).returncode == 0:
             return
+    print(f"bootstrap: could not install {' '.join(missing)}", file=sys.stderr)
 
 
 # Where the suite's processes keep their bytecode (tests/bytecode_cache.py).
@@ -151,6 +204,11 @@ TEST_PYCACHE = VENV / "pycache"
 # The parts of the standard library the suite never imports (and its own
 # site-packages, not this project's).
 STDLIB_UNUSED = r"[/\\](test|idlelib|lib2to3|tkinter|turtledemo|ensurepip|site-packages)[/\\]"
+# And of the virtualenv: the packages' own tests, and what only the developer
+# tools use (mypy, mypyc) or nothing the suite runs reaches (graphql,
+# fontTools, markdown_it, pycryptodome's self-tests); a third of its files.
+# Whatever of it a test does import is compiled then, by that process.
+VENV_UNUSED = r"[/\\](tests?|mypy|mypyc|graphql|fontTools|SelfTest|markdown_it)[/\\]"
 
 
 def compile_for_tests(python: Path) -> None:
@@ -170,9 +228,13 @@ def compile_for_tests(python: Path) -> None:
         text=True,
         check=True,
     ).stdout.strip()
-    ours = [str(VENV / "lib"), *(str(ROOT / name) for name in ("ledger", "plugins", "tests"))]
+    ours = [str(ROOT / name) for name in ("ledger", "plugins", "tests")]
     started = time.monotonic()
-    for targets, skip in (([stdlib], ["-x", STDLIB_UNUSED]), (ours, [])):
+    for targets, skip in (
+        ([stdlib], ["-x", STDLIB_UNUSED]),
+        ([str(VENV / "lib")], ["-x", VENV_UNUSED]),
+        (ours, []),
+    ):
         subprocess.run(
             [str(python), "-m", "compileall", "-q", "-j", "0", *skip, *targets],
             env={**os.environ, "PYTHONPYCACHEPREFIX": str(TEST_PYCACHE)},
@@ -231,7 +293,7 @@ def main(argv: list[str]) -> int:
         return 2
     if job == "simulate":
         ask_passphrase_first(rest)
-    python = setup()
+    python = setup(compiled=job != "test")
     if job == "setup":
         return 0
     if job == "simulate":
