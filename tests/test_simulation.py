@@ -279,7 +279,7 @@ def test_a_session_verifies_and_its_summary_is_the_stores(
         settlements = from_events(node).settlements
     finally:
         node.close()
-    assert f"   11 payouts: {settlements} settlements re-settled with their own variant and " in out
+    assert f"   11 payouts: {settlements} settlements re-settled with their own game and " in out
     assert settlements > int(rounds[1])  # Xì dách rounds settle seat by seat
     check_against_the_store(out, store_url, keys.path)
 
