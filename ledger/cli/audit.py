@@ -9,12 +9,13 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.audit.level import Level
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
-from ledger.cli.common import games_at, loaded_plugins, open_from_args
+from ledger.cli.common import WithLedger, games_at, loaded_plugins, run_with_ledger
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.cli.tiles import publish_tiles
@@ -27,6 +28,7 @@ from ledger.store.config import store_url
 # that use them, not to build the parser (ledger.cli.main).
 if TYPE_CHECKING:
     from ledger.audit.verify import VerificationReport
+    from ledger.casino.opened import Ledger
     from ledger.crypto.checkpoint import Checkpoint
     from ledger.crypto.keys import Keyring
     from ledger.crypto.signing import Signer
@@ -40,40 +42,43 @@ def _export_path(given: str | None) -> Path | None:
     return None if given is None else output_file(given, "export to")
 
 
-def cmd_checkpoint(args: argparse.Namespace) -> int:
+def cmd_checkpoint(args: argparse.Namespace) -> WithLedger:
     """Catch up (when this keys directory holds the checkpoint key and --no-sign is
     not given), then print or export the newest checkpoint whose signature verifies."""
+    export = _export_path(args.export)
+    tiles = _tiles_path(args.tiles)
+    return WithLedger(partial(_checkpoint, args, export, tiles))
+
+
+def _checkpoint(
+    args: argparse.Namespace, export: Path | None, tiles: Path | None, ledger: Ledger
+) -> int:
     from ledger.audit.proofs import newest_checkpoint
     from ledger.node import holds_private_key
     from ledger.store.witnessing import DEADLINE_SECONDS, CosignatureTable
 
-    export = _export_path(args.export)
-    tiles = _tiles_path(args.tiles)
     interrupted = False  # --follow ends with Ctrl-C: the last checkpoint out, then exit 130
-    node = open_from_args(args, writable=False)
-    try:
-        sign = not args.no_sign and holds_private_key(node.keys, node.keyring, Role.CHECKPOINT)
-        publish = _tiles_publisher(node, tiles)
-        if args.follow and not sign:
-            raise ConfigError("--follow signs checkpoints: it needs the checkpoint private key")
-        events, _ = node.app.tables.event_count()
-        if sign:
-            # (a key kept unencrypted, as `keys create --unencrypted` makes it, needs none)
-            node.passphrase = read_passphrase() if node.keys.encrypted(Role.CHECKPOINT) else None
-            checkpointer = node.checkpointer()
-            if args.follow:
-                print("following the log (Ctrl-C to stop)", file=sys.stderr)
-                interrupted = _follow_until_interrupted(checkpointer, lambda: publish(True))
-            with progress_bar("checkpointing") as (advance, _):
-                checkpointer.catch_up(progress=advance)
-            if node.witnesses is not None:  # what the witnesses answer in time goes out too
-                node.witnesses.close(wait=DEADLINE_SECONDS)
-        publish(False)
-        newest = newest_checkpoint(node.app, node.keyring)
-        if newest is not None:
-            newest = CosignatureTable(node.app.tables).cosigned(newest)
-    finally:
-        node.close()
+    node = ledger.node
+    sign = not args.no_sign and holds_private_key(node.keys, node.keyring, Role.CHECKPOINT)
+    publish = _tiles_publisher(node, tiles)
+    if args.follow and not sign:
+        raise ConfigError("--follow signs checkpoints: it needs the checkpoint private key")
+    events, _ = node.app.tables.event_count()
+    if sign:
+        # (a key kept unencrypted, as `keys create --unencrypted` makes it, needs none)
+        node.passphrase = read_passphrase() if node.keys.encrypted(Role.CHECKPOINT) else None
+        checkpointer = node.checkpointer()
+        if args.follow:
+            print("following the log (Ctrl-C to stop)", file=sys.stderr)
+            interrupted = _follow_until_interrupted(checkpointer, lambda: publish(True))
+        with progress_bar("checkpointing") as (advance, _):
+            checkpointer.catch_up(progress=advance)
+        if node.witnesses is not None:  # what the witnesses answer in time goes out too
+            node.witnesses.close(wait=DEADLINE_SECONDS)
+    publish(False)
+    newest = newest_checkpoint(node.app, node.keyring)
+    if newest is not None:
+        newest = CosignatureTable(node.app.tables).cosigned(newest)
     if newest is None:
         if events == 0:
             print("the log is empty: nothing to checkpoint")
@@ -236,11 +241,13 @@ def _record(args: argparse.Namespace, auditor: tuple[Signer, bytes], run: dict[s
     from ledger.audit.record import record_run
 
     signer, passphrase = auditor
-    node = open_from_args(args, writable=True, passphrase=passphrase)
-    try:
-        record_run(node.app, run, signer)
-    finally:
-        node.close()
+
+    def append(ledger: Ledger) -> int:
+        record_run(ledger.node.app, run, signer)
+        return 0
+
+    # The one ledger verify opens (it read the store as an auditor, no node).
+    run_with_ledger(args, WithLedger(append, writable=True, passphrase=passphrase))
     print(
         f"   recorded in the log: verification {run['result']} over {run['tree_size']} events, "
         f"signed by auditor key {signer.key_id[:16]}"
@@ -407,20 +414,21 @@ class _StoreRun:
         return report, projections
 
 
-def cmd_proof(args: argparse.Namespace) -> int:
+def cmd_proof(args: argparse.Namespace) -> WithLedger:
     from ledger.audit.proofs import consistency_from, inclusion_of
 
     trusted = _load_trusted(args.since) if args.kind == "consistency" else None
-    node = open_from_args(args, writable=False)
-    try:
+
+    def run(ledger: Ledger) -> int:
+        node = ledger.node
         if trusted is None:
             result = inclusion_of(node.app, args.stream, args.version, node.keyring)
         else:
             result = consistency_from(node.app, trusted, node.keyring)
-    finally:
-        node.close()
-    print(json.dumps(result, indent=2))
-    return 0
+        print(json.dumps(result, indent=2))
+        return 0
+
+    return WithLedger(run)
 
 
 def add_audit_commands(commands: Any) -> None:

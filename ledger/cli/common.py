@@ -1,4 +1,13 @@
-"""What every `ledger` command shares: opening the node, reading a passphrase.
+"""What every `ledger` command shares: the one opened ledger it is handed,
+the installed games, a passphrase.
+
+A command that works on the ledger checks its input first (bad input fails
+before a passphrase is asked for or the store is touched), then answers
+`WithLedger`: what to run on the ledger and how to open it. `ledger.cli.main`
+opens that one ledger (`run_with_ledger`), hands it to the command and closes
+it, whatever happens. Commands that read a store as an auditor (`verify`,
+`report`, `mirror`) open no node: only the public keyring they are given is
+trusted.
 
 Imported by the commands' parsers: the node and the ledger are imported when
 a command opens them, never to build the parser (ledger.cli.main).
@@ -7,6 +16,8 @@ a command opens them, never to build the parser (ledger.cli.main).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ledger.cli.passphrase import read_passphrase
@@ -17,7 +28,6 @@ if TYPE_CHECKING:
 
     from ledger.audit.level import Level
     from ledger.casino.opened import Ledger
-    from ledger.node import Node
     from ledger.plugins.manager import Plugins
     from ledger.plugins.registry import LoadedGame
 
@@ -33,6 +43,30 @@ def check_keys_path(given: str | None) -> None:
 
 def passphrase_for(args: argparse.Namespace, *, confirm: bool = False) -> bytes | None:
     return None if getattr(args, "unencrypted", False) else read_passphrase(confirm=confirm)
+
+
+@dataclass(frozen=True)
+class WithLedger:
+    """What a command runs on the ledger once `main` has opened it for it:
+    read-only unless `writable` (then signed with the node key `passphrase`
+    unlocks, read now when None), with the installed games a command loaded
+    first (`loaded_plugins`) when it needs them."""
+
+    run: Callable[[Ledger], int]
+    writable: bool = False
+    passphrase: bytes | None = None
+    plugins: Plugins | None = None
+
+
+def run_with_ledger(args: argparse.Namespace, command: WithLedger) -> int:
+    """Open the one ledger `command` runs on, run it, close the ledger."""
+    with open_ledger_from_args(
+        args,
+        writable=command.writable,
+        passphrase=command.passphrase,
+        plugins=command.plugins,
+    ) as ledger:
+        return command.run(ledger)
 
 
 def open_ledger_from_args(
@@ -53,13 +87,6 @@ def open_ledger_from_args(
     return open_ledger(
         args.store, args.keys, passphrase=passphrase, writable=writable, plugins=plugins
     )
-
-
-def open_from_args(
-    args: argparse.Namespace, *, writable: bool, passphrase: bytes | None = None
-) -> Node:
-    """The node alone, for a command that reads only the log and the keys."""
-    return open_ledger_from_args(args, writable=writable, passphrase=passphrase).node
 
 
 def loaded_plugins() -> Plugins:

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ledger.cli.common import open_from_args
+from ledger.cli.common import WithLedger
 from ledger.cli.progress import progress_bar
 
 if TYPE_CHECKING:
+    from ledger.casino.opened import Ledger
     from ledger.node import Node
 
 
@@ -29,17 +30,17 @@ def since_time(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def cmd_events(args: argparse.Namespace) -> int:
-    node = open_from_args(args, writable=False)
-    try:
+def cmd_events(args: argparse.Namespace) -> WithLedger:
+    def run(ledger: Ledger) -> int:
+        node = ledger.node
         with progress_bar("reading the log") as (advance, set_total):
             set_total(node.app.tables.event_count()[0])
             shown = (_significant if args.significant else _every)(node, args, advance)
-    finally:
-        node.close()
-    if not args.json:
-        print(_footer(shown, significant=args.significant))
-    return 0
+        if not args.json:
+            print(_footer(shown, significant=args.significant))
+        return 0
+
+    return WithLedger(run)
 
 
 def _every(node: Node, args: argparse.Namespace, advance: Callable[[int], None]) -> int:

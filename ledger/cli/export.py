@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
-from ledger.cli.common import loaded_plugins, open_ledger_from_args
+from ledger.cli.common import WithLedger, loaded_plugins
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
 from ledger.inputs import output_directory
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ledger.casino.opened import Ledger
     from ledger.export.writer import Selection
 
 
@@ -29,27 +33,27 @@ def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
-def cmd_export(args: argparse.Namespace) -> int:
-    from ledger.export.writer import export_bundle
-
+def cmd_export(args: argparse.Namespace) -> WithLedger:
     selection = _selection(args)
     directory = output_directory(args.directory, "export to", empty=True)
     plugins = loaded_plugins()  # a broken plugin fails before the store is opened
-    ledger = open_ledger_from_args(args, writable=False, plugins=plugins)
-    try:
-        node = ledger.node
-        with progress_bar("exporting") as (advance, set_total):
-            summary = export_bundle(
-                node.app,
-                node.keyring,
-                directory,
-                selection,
-                ledger.games,
-                progress=advance,
-                on_total=set_total,
-            )
-    finally:
-        ledger.close()
+    return WithLedger(partial(_export, selection, directory), plugins=plugins)
+
+
+def _export(selection: Selection, directory: Path, ledger: Ledger) -> int:
+    from ledger.export.writer import export_bundle
+
+    node = ledger.node
+    with progress_bar("exporting") as (advance, set_total):
+        summary = export_bundle(
+            node.app,
+            node.keyring,
+            directory,
+            selection,
+            ledger.games,
+            progress=advance,
+            on_total=set_total,
+        )
     proofs = (
         f", each with an inclusion proof against the checkpoint of size {summary.proofs_against}"
         + (" (and as a C2SP tlog-proof in tlog-proofs/)" if selection.round_id else "")

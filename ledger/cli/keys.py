@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import int_range
-from ledger.cli.common import open_from_args, passphrase_for
+from ledger.cli.common import WithLedger, passphrase_for
 from ledger.cli.passphrase import read_passphrase
 from ledger.crypto.roles import Role
 from ledger.errors import KeyStoreError
 
 if TYPE_CHECKING:
+    from ledger.casino.opened import Ledger
     from ledger.crypto.keys import PublicKeyRecord
 
 
@@ -90,7 +91,7 @@ def cmd_keys_use(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_keys_revoke(args: argparse.Namespace) -> int:
+def cmd_keys_revoke(args: argparse.Namespace) -> WithLedger:
     from ledger.crypto.envelope import now_micros
     from ledger.node import keys_dir
     from ledger.revocation import revoke_key
@@ -98,22 +99,23 @@ def cmd_keys_revoke(args: argparse.Namespace) -> int:
     directory = keys_dir(args.keys)
     passphrase = read_passphrase()
     operator = directory.signer(Role.OPERATOR, passphrase, args.operator_key)
-    node = open_from_args(args, writable=True, passphrase=passphrase)
-    try:
+
+    def run(ledger: Ledger) -> int:
+        node = ledger.node
         if node.anchor is not None:
             # Everything signed so far under a checkpoint issued before the
             # revocation: what the key signed until now stays valid (verify
             # trusts a revoked key's signatures only under such a checkpoint).
             node.checkpointer().catch_up()
         record = revoke_key(node.app, directory, args.key, args.reason, operator, now_micros())
-    finally:
-        node.close()
-    assert record.revoked_at is not None
-    print(
-        f"revoked {record.role.value} key {record.name} ({record.key_id}) "
-        f"from {record.revoked_at.isoformat()}: recorded in the log and the keyring"
-    )
-    return 0
+        assert record.revoked_at is not None
+        print(
+            f"revoked {record.role.value} key {record.name} ({record.key_id}) "
+            f"from {record.revoked_at.isoformat()}: recorded in the log and the keyring"
+        )
+        return 0
+
+    return WithLedger(run, writable=True, passphrase=passphrase)
 
 
 def add_key_commands(commands: Any) -> None:

@@ -7,6 +7,10 @@ A reader that closes stdout or stderr early (`ledger ... 2>&1 | head`) ends no
 command: the rest of the output goes nowhere and the exit code is still the
 command's, the error line that had nowhere to go included (ledger.cli.output).
 
+A command that works on the ledger checks its input, then answers what to run
+on it (`ledger.cli.common.WithLedger`): `main` opens that one ledger, hands it
+over and closes it (`run_with_ledger`); no command opens one of its own.
+
 Building the parser imports only the commands' parsers: each command imports
 what it runs (the node, the verifier, the store's driver) when it runs, so a
 process pays only for the command it is (`--help` for none).
@@ -22,7 +26,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from ledger.cli.audit import add_audit_commands
-from ledger.cli.common import check_keys_path, open_from_args
+from ledger.cli.common import WithLedger, check_keys_path, run_with_ledger
 from ledger.cli.events import add_events_command
 from ledger.cli.export import add_export_command
 from ledger.cli.games import add_game_commands
@@ -61,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_commands(commands)
     add_export_command(commands)
     add_mirror_command(commands)
-    add_projection_commands(commands, open_from_args)
+    add_projection_commands(commands)
     add_game_commands(commands)
     add_events_command(commands)
     add_tiles_command(commands)
@@ -103,7 +107,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     try:
         check_keys_path(args.keys)
-        code: int = args.handler(args)
+        answer: int | WithLedger = args.handler(args)
+        # A command that works on the ledger gets the one opened for it here.
+        code = run_with_ledger(args, answer) if isinstance(answer, WithLedger) else answer
     except LedgerError as exc:
         print(f"ledger: error: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ledger.cli.common import loaded_plugins, open_ledger_from_args
+from ledger.cli.common import WithLedger, loaded_plugins
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.rounds import operator_signer
 from ledger.domain.currency import format_major
@@ -19,37 +20,45 @@ from ledger.domain.names import MAX_TEXT, check_name
 
 if TYPE_CHECKING:
     from ledger.casino.migrate import Migration
+    from ledger.casino.opened import Ledger
 
 
-def cmd_migrate(args: argparse.Namespace) -> int:
-    from ledger.casino.migrate import REASON, VOID
-    from ledger.node import keys_dir
+def cmd_migrate(args: argparse.Namespace) -> WithLedger:
+    from ledger.casino.migrate import REASON
 
     reason = check_name(REASON if args.reason is None else args.reason, "--reason", limit=MAX_TEXT)
     plugins = loaded_plugins()  # a broken plugin fails before a passphrase is asked for
     if args.dry_run:
-        ledger = open_ledger_from_args(args, writable=False, plugins=plugins)
-        try:
-            found = ledger.casino.rounds_to_migrate()
-        finally:
-            ledger.close()
-        for migration in found:
-            print(_line(migration, dry=True))
-        print(f"dry run: {_summary(found, 'to settle', 'to void')}; nothing recorded")
-        return 0
+        return WithLedger(_dry_run, plugins=plugins)
     passphrase = read_passphrase()
-    ledger = open_ledger_from_args(args, writable=True, passphrase=passphrase, plugins=plugins)
-    try:
-        casino = ledger.casino
-        found = casino.rounds_to_migrate()
-        operator = (
-            operator_signer(keys_dir(args.keys), args.operator_key, passphrase)
-            if any(m.action == VOID for m in found)
-            else None
-        )
-        done = casino.migrate(reason=reason, operator=operator) if found else []
-    finally:
-        ledger.close()
+    return WithLedger(
+        partial(_migrate, args, reason, passphrase),
+        writable=True,
+        passphrase=passphrase,
+        plugins=plugins,
+    )
+
+
+def _dry_run(ledger: Ledger) -> int:
+    found = ledger.casino.rounds_to_migrate()
+    for migration in found:
+        print(_line(migration, dry=True))
+    print(f"dry run: {_summary(found, 'to settle', 'to void')}; nothing recorded")
+    return 0
+
+
+def _migrate(args: argparse.Namespace, reason: str, passphrase: bytes, ledger: Ledger) -> int:
+    from ledger.casino.migrate import VOID
+    from ledger.node import keys_dir
+
+    casino = ledger.casino
+    found = casino.rounds_to_migrate()
+    operator = (
+        operator_signer(keys_dir(args.keys), args.operator_key, passphrase)
+        if any(m.action == VOID for m in found)
+        else None
+    )
+    done = casino.migrate(reason=reason, operator=operator) if found else []
     signed = f", signed by operator key {operator.key_id[:16]}" if operator else ""
     for migration in done:
         print(_line(migration, dry=False) + (signed if migration.action == VOID else ""))

@@ -14,35 +14,34 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from ledger.cli.common import WithLedger
 from ledger.cli.progress import progress_bar
 from ledger.cli.rounds import add_round_actions
 from ledger.domain.currency import format_major, minor_unit_exponent
 from ledger.errors import NotFoundError
 
 if TYPE_CHECKING:
+    from ledger.casino.opened import Ledger
     from ledger.node import Node
     from ledger.projections import queries
 
-Opener = Callable[..., "Node"]
 
-
-def add_projection_commands(commands: Any, opener: Opener) -> None:
-    """Add the subcommands to `ledger`'s subparsers; `opener` is main's `_open`."""
+def add_projection_commands(commands: Any) -> None:
+    """Add the subcommands to `ledger`'s subparsers."""
     projections = commands.add_parser(
         "projections", help="read models rebuilt from the log"
     ).add_subparsers(dest="projections_command", required=True)
     rebuild = projections.add_parser("rebuild", help="drop the projections, rebuild from the log")
     rebuild.add_argument("--batch-size", type=int, default=500, help=argparse.SUPPRESS)
-    rebuild.set_defaults(handler=partial(cmd_projections_rebuild, opener))
+    rebuild.set_defaults(handler=cmd_projections_rebuild)
     update = projections.add_parser("update", help="apply the events recorded since last time")
     update.add_argument("--follow", action="store_true", help="keep following the log")
     update.add_argument("--batch-size", type=int, default=500, help=argparse.SUPPRESS)
-    update.set_defaults(handler=partial(cmd_projections_update, opener))
+    update.set_defaults(handler=cmd_projections_update)
 
     balances = commands.add_parser("balances", help="balances from the postings (projection)")
     balances.add_argument(
@@ -51,23 +50,23 @@ def add_projection_commands(commands: Any, opener: Opener) -> None:
     balances.add_argument(
         "--json", action="store_true", help="JSON with raw integer minor units (for programs)"
     )
-    balances.set_defaults(handler=partial(cmd_balances, opener))
+    balances.set_defaults(handler=cmd_balances)
 
     rounds = commands.add_parser("rounds", help="round summaries (projection)")
     rounds.add_argument(
         "--open", action="store_true", help="only rounds neither settled nor voided"
     )
-    rounds.set_defaults(handler=partial(cmd_rounds, opener))
+    rounds.set_defaults(handler=cmd_rounds)
     add_round_actions(rounds)
 
 
-def cmd_projections_rebuild(opener: Opener, args: argparse.Namespace) -> int:
-    from ledger.projections import ProjectionRunner
+def cmd_projections_rebuild(args: argparse.Namespace) -> WithLedger:
+    def run(ledger: Ledger) -> int:
+        from ledger.projections import ProjectionRunner
 
-    node = opener(args, writable=False)
-    try:
-        runner = ProjectionRunner(node.app, batch_size=args.batch_size)
-        count, _ = node.app.tables.event_count()
+        app = ledger.node.app
+        runner = ProjectionRunner(app, batch_size=args.batch_size)
+        count, _ = app.tables.event_count()
         started = time.perf_counter()
         with progress_bar("projecting") as (advance, set_total):
             set_total(count)
@@ -76,17 +75,16 @@ def cmd_projections_rebuild(opener: Opener, args: argparse.Namespace) -> int:
         names = ", ".join(p.name for p in runner.projections)
         rate = read / elapsed if elapsed > 0 else 0.0
         print(f"rebuilt {names} from {read} events in {elapsed:.2f} s ({rate:,.0f} events/s)")
-    finally:
-        node.close()
-    return 0
+        return 0
+
+    return WithLedger(run)
 
 
-def cmd_projections_update(opener: Opener, args: argparse.Namespace) -> int:
-    from ledger.projections import ProjectionRunner
+def cmd_projections_update(args: argparse.Namespace) -> WithLedger:
+    def run(ledger: Ledger) -> int:
+        from ledger.projections import ProjectionRunner
 
-    node = opener(args, writable=False)
-    try:
-        runner = ProjectionRunner(node.app, batch_size=args.batch_size)
+        runner = ProjectionRunner(ledger.node.app, batch_size=args.batch_size)
         if args.follow:
             print("following the log (Ctrl-C to stop)", file=sys.stderr)
             with contextlib.suppress(KeyboardInterrupt):
@@ -95,47 +93,42 @@ def cmd_projections_update(opener: Opener, args: argparse.Namespace) -> int:
             read = runner.catch_up(progress=advance)
         position = min(runner.positions().values(), default=0)
         print(f"projections up to date at notification {position} ({read} new events)")
-    finally:
-        node.close()
-    return 0
+        return 0
+
+    return WithLedger(run)
 
 
-def _reader(opener: Opener, args: argparse.Namespace) -> Node:
-    """Open the store and bring the projections up to date first, so a listing
-    right after a crash shows the rounds it interrupted. Catching up writes only
-    the proj_ tables (never an event), and only when the log moved on."""
+def _caught_up(ledger: Ledger) -> Node:
+    """The node, its projections brought up to date first, so a listing right
+    after a crash shows the rounds it interrupted. Catching up writes only the
+    proj_ tables (never an event), and only when the log moved on."""
     from ledger.cli.catch_up import catch_up
 
-    node = opener(args, writable=False)
-    try:
-        catch_up(node)
-    except BaseException:
-        node.close()
-        raise
-    return node
+    catch_up(ledger.node)
+    return ledger.node
 
 
-def cmd_balances(opener: Opener, args: argparse.Namespace) -> int:
-    from ledger.domain.money import wallet
-    from ledger.projections import queries
+def cmd_balances(args: argparse.Namespace) -> WithLedger:
+    def run(ledger: Ledger) -> int:
+        from ledger.domain.money import wallet
+        from ledger.projections import queries
 
-    node = _reader(opener, args)
-    try:
+        node = _caught_up(ledger)
         owners = {wallet(a.account_id): a.owner for a in queries.accounts(node.app)}
-        if args.account is None:
-            rows = queries.balances(node.app)
-            totals = queries.currency_totals(node.app)
-            if args.json:
-                _print_json(rows, owners, totals)
-                return 0
-            _print_balances(rows, owners)
-            for currency, total in totals.items():
-                print(f"total {currency}: {format_major(total, currency)} (zero when balanced)")
+        if args.account is not None:
+            _print_account(node, args.account, owners, as_json=args.json)
             return 0
-        _print_account(node, args.account, owners, as_json=args.json)
-    finally:
-        node.close()
-    return 0
+        rows = queries.balances(node.app)
+        totals = queries.currency_totals(node.app)
+        if args.json:
+            _print_json(rows, owners, totals)
+            return 0
+        _print_balances(rows, owners)
+        for currency, total in totals.items():
+            print(f"total {currency}: {format_major(total, currency)} (zero when balanced)")
+        return 0
+
+    return WithLedger(run)
 
 
 def _print_account(node: Node, name: str, owners: dict[str, str], *, as_json: bool) -> None:
@@ -208,15 +201,20 @@ def _print_json(
     print(json.dumps(document, indent=2))
 
 
-def cmd_rounds(opener: Opener, args: argparse.Namespace) -> int:
+def cmd_rounds(args: argparse.Namespace) -> WithLedger:
     """Stakes and returns in major units, as `balances` shows them."""
-    from ledger.projections import queries
 
-    node = _reader(opener, args)
-    try:
-        found = queries.rounds(node.app, open_only=args.open)
-    finally:
-        node.close()
+    def run(ledger: Ledger) -> int:
+        from ledger.projections import queries
+
+        found = queries.rounds(_caught_up(ledger).app, open_only=args.open)
+        _print_rounds(found, open_only=args.open)
+        return 0
+
+    return WithLedger(run)
+
+
+def _print_rounds(found: list[queries.RoundSummary], *, open_only: bool) -> None:
     print(
         f"{'ROUND':<36} {'STATUS':<8} {'TABLE':<12} {'VARIANT':<10} {'BETS':>5} "
         f"{'STAKES':>14} {'RETURNED':>14} {'CUR':<3} OPENED"
@@ -229,5 +227,4 @@ def cmd_rounds(opener: Opener, args: argparse.Namespace) -> int:
             f"{stakes:>14} {returned:>14} {r.currency:<3} {r.opened_at}"
         )
     if not found:
-        print("no open rounds" if args.open else "no rounds", file=sys.stderr)
-    return 0
+        print("no open rounds" if open_only else "no rounds", file=sys.stderr)

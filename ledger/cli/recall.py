@@ -12,11 +12,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import uuid_text
-from ledger.cli.common import loaded_plugins, open_ledger_from_args
+from ledger.cli.common import WithLedger, loaded_plugins
 from ledger.domain.currency import format_major
 
 if TYPE_CHECKING:
     from ledger.audit.recall import Recall, RecalledEvent
+    from ledger.casino.opened import Ledger
 
 
 def _who(event: RecalledEvent) -> str:
@@ -213,22 +214,21 @@ def render(recall: Recall) -> str:
     return "\n".join(lines)
 
 
-def cmd_recall(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def cmd_recall(args: argparse.Namespace) -> WithLedger:
+    def run(ledger: Ledger) -> int:
+        from pathlib import Path
 
-    from ledger.audit.recall import recall_round
-    from ledger.crypto.keys import Keyring
+        from ledger.audit.recall import recall_round
+        from ledger.crypto.keys import Keyring
 
-    plugins = loaded_plugins()  # a broken plugin fails before the store is opened
-    ledger = open_ledger_from_args(args, writable=False, plugins=plugins)
-    try:
         node = ledger.node
         keyring = Keyring.load(Path(args.keyring)) if args.keyring else node.keyring
         recall = recall_round(node.app, keyring, ledger.games, args.round)
-    finally:
-        ledger.close()
-    print(json.dumps(recall.to_json(), indent=2) if args.json else render(recall))
-    return 0 if recall.ok else 1
+        print(json.dumps(recall.to_json(), indent=2) if args.json else render(recall))
+        return 0 if recall.ok else 1
+
+    # A broken plugin fails before the store is opened.
+    return WithLedger(run, plugins=loaded_plugins())
 
 
 def add_recall_command(commands: Any) -> None:

@@ -15,7 +15,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import uuid_text
-from ledger.cli.common import loaded_plugins, open_ledger_from_args
+from ledger.cli.common import WithLedger, loaded_plugins
 from ledger.cli.passphrase import read_passphrase
 from ledger.crypto.roles import Role
 from ledger.domain.currency import format_major
@@ -23,6 +23,7 @@ from ledger.domain.names import MAX_TEXT, check_name
 from ledger.errors import ConfigError
 
 if TYPE_CHECKING:
+    from ledger.casino.opened import Ledger
     from ledger.crypto.keystore import KeyDirectory
     from ledger.crypto.signing import InMemorySigner
 
@@ -33,7 +34,7 @@ def operator_signer(directory: KeyDirectory, name: str | None, passphrase: bytes
     return directory.signer(Role.OPERATOR, passphrase, name)
 
 
-def cmd_round_action(args: argparse.Namespace) -> int:
+def cmd_round_action(args: argparse.Namespace) -> WithLedger:
     from ledger.node import keys_dir
 
     reason = check_name(args.reason, "--reason", limit=MAX_TEXT)
@@ -41,8 +42,8 @@ def cmd_round_action(args: argparse.Namespace) -> int:
     passphrase = read_passphrase()
     # The operator key first: a wrong key or passphrase fails before the store opens.
     operator = operator_signer(keys_dir(args.keys), args.operator_key, passphrase)
-    ledger = open_ledger_from_args(args, writable=True, plugins=plugins)
-    try:
+
+    def run(ledger: Ledger) -> int:
         casino = ledger.casino
         request_id = args.request_id or f"cli-{args.action}-{uuid.uuid4()}"
         if args.action == "void":
@@ -61,12 +62,12 @@ def cmd_round_action(args: argparse.Namespace) -> int:
                 request_id=request_id, round_id=args.round, reason=reason, operator=operator
             )
             print(f"resumed round {args.round}, signed by operator key {operator.key_id[:16]}")
-    finally:
-        ledger.close()
-    return 0
+        return 0
+
+    return WithLedger(run, writable=True, passphrase=passphrase, plugins=plugins)
 
 
-def cmd_round_play(args: argparse.Namespace) -> int:
+def cmd_round_play(args: argparse.Namespace) -> WithLedger:
     """Finish a round from the command line (one a killed session left open, or
     resumed): `throw` an RNG dice round from its table's committed seed, `act`
     one of the game's moves (RNG cards drawn by the core), `settle` it."""
@@ -74,8 +75,8 @@ def cmd_round_play(args: argparse.Namespace) -> int:
 
     rng = rng_from_args(args) if args.action in ("throw", "act") else None
     moves = _json_object(args.args, "--args") if args.action == "act" else {}
-    ledger = open_ledger_from_args(args, writable=True)
-    try:
+
+    def run(ledger: Ledger) -> int:
         casino = ledger.casino
         request_id = args.request_id or f"cli-{args.action}-{uuid.uuid4()}"
         if args.action == "throw":
@@ -83,7 +84,6 @@ def cmd_round_play(args: argparse.Namespace) -> int:
             print(f"threw {thrown.get('dice', thrown)} for round {args.round}")
             # The throw settled what its game settles.
             _print_settled(args.round, casino.round(args.round).results)
-            return 0
         elif args.action == "act":  # a game of actions settles what each step settles
             done = casino.act(
                 request_id=request_id,
@@ -96,12 +96,12 @@ def cmd_round_play(args: argparse.Namespace) -> int:
             drawn = f", drew {done['drawn']}" if done.get("drawn") else ""
             print(f"recorded {args.actor} {args.move} in round {args.round}{drawn}")
             _print_settled(args.round, done.get("settled") or [], quiet=True)
-            return 0
-        settled = casino.settle(request_id=f"{request_id}-settle", round_id=args.round)
-        _print_settled(args.round, settled)
-    finally:
-        ledger.close()
-    return 0
+        else:
+            settled = casino.settle(request_id=f"{request_id}-settle", round_id=args.round)
+            _print_settled(args.round, settled)
+        return 0
+
+    return WithLedger(run, writable=True)
 
 
 def _print_settled(round_id: str, settled: list[Any], quiet: bool = False) -> None:

@@ -15,10 +15,11 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ledger.cli.common import open_from_args, open_ledger_from_args
+from ledger.cli.common import WithLedger
 from ledger.errors import ConfigError
 
 if TYPE_CHECKING:
+    from ledger.casino.opened import Ledger
     from ledger.rng.server import RngServer
 
 
@@ -37,31 +38,32 @@ def rng_from_args(args: argparse.Namespace) -> RngServer:
     return RngServer(directory)
 
 
-def cmd_seeds(args: argparse.Namespace) -> int:
+def cmd_seeds(args: argparse.Namespace) -> WithLedger:
+    if args.seeds_command == "retire":
+        rng = rng_from_args(args)
+
+        def retire(ledger: Ledger) -> int:
+            request_id = args.request_id or f"cli-retire-seed-{uuid.uuid4()}"
+            seed_id = ledger.casino.retire_seed(request_id=request_id, table_id=args.table, rng=rng)
+            print(f"revealed seed {seed_id} of table {args.table}: its throws can be recomputed")
+            return 0
+
+        return WithLedger(retire, writable=True)
+    return WithLedger(_list_seeds)
+
+
+def _list_seeds(ledger: Ledger) -> int:
     from ledger.cli.catch_up import catch_up
     from ledger.domain.game_table import GameTable
     from ledger.projections import queries
 
-    if args.seeds_command == "retire":
-        rng = rng_from_args(args)
-        ledger = open_ledger_from_args(args, writable=True)
-        try:
-            request_id = args.request_id or f"cli-retire-seed-{uuid.uuid4()}"
-            seed_id = ledger.casino.retire_seed(request_id=request_id, table_id=args.table, rng=rng)
-        finally:
-            ledger.close()
-        print(f"revealed seed {seed_id} of table {args.table}: its throws can be recomputed")
-        return 0
-    node = open_from_args(args, writable=False)
-    try:
-        catch_up(node)
-        print(f"{'TABLE':<36} {'NAME':<12} {'SEED IN USE':<16} ROUNDS THROWING FROM IT")
-        for table_id, name in queries.tables(node.app):
-            table: object = node.app.repository.get(uuid.UUID(table_id))
-            if isinstance(table, GameTable) and table.active_seed is not None:
-                print(f"{table_id:<36} {name:<12} {table.active_seed:<16} {table.rounds_in_play}")
-    finally:
-        node.close()
+    node = ledger.node
+    catch_up(node)
+    print(f"{'TABLE':<36} {'NAME':<12} {'SEED IN USE':<16} ROUNDS THROWING FROM IT")
+    for table_id, name in queries.tables(node.app):
+        table: object = node.app.repository.get(uuid.UUID(table_id))
+        if isinstance(table, GameTable) and table.active_seed is not None:
+            print(f"{table_id:<36} {name:<12} {table.active_seed:<16} {table.rounds_in_play}")
     return 0
 
 

@@ -11,18 +11,22 @@ import socket
 import sys
 import tempfile
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from ledger.cli.args import int_range
+from ledger.cli.common import WithLedger
 from ledger.domain.api_roles import ApiRole
 from ledger.errors import ConfigError, NotFoundError
 from ledger.inputs import existing_directory, output_file
 
 if TYPE_CHECKING:
+    from ledger.casino.opened import Ledger
     from ledger.crypto.keystore import KeyDirectory
     from ledger.http.side_process import SideProcess
+    from ledger.http.tokens import TokenStore
 
 
 def cmd_openapi(args: argparse.Namespace) -> int:
@@ -233,19 +237,21 @@ def _expiry(text: str) -> datetime:
     return moment
 
 
-def cmd_tokens(args: argparse.Namespace) -> int:
+def cmd_tokens(args: argparse.Namespace) -> int | WithLedger:
     from ledger.http.tokens import TokenStore
     from ledger.node import keys_dir
 
     store = TokenStore(keys_dir(args.keys).path)
     if args.tokens_command == "create":
         if args.table is not None and args.role == ApiRole.TABLE_DEVICE.value:
-            _check_table(args)  # (the role's own checks come first: TokenStore.create)
-        text, entry = store.create(ApiRole(args.role), table=args.table, expires_at=args.expires)
-        print(text)  # the only time it is shown: the file keeps its hash
-        where = f" for table {entry.table}" if entry.table else ""
-        until = f", expires {entry.expires_at}" if entry.expires_at else ""
-        print(f"token {entry.token_id}: {entry.role.value}{where}{until}", file=sys.stderr)
+            # The table looked for in the store (the role's own checks come first:
+            # TokenStore.create), then the token made.
+            try:
+                UUID(args.table)
+            except ValueError:  # said before the store is opened (or the keys looked for)
+                raise ConfigError(f"--table {args.table!r} is not a table id (a UUID)") from None
+            return WithLedger(partial(_create_for_table, args, store))
+        _create(args, store)
     elif args.tokens_command == "revoke":
         # Given the whole token text, its id: the secret is never echoed back.
         entry = store.revoke(args.token_id.partition(".")[0])
@@ -261,22 +267,24 @@ def cmd_tokens(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_table(args: argparse.Namespace) -> None:
+def _create(args: argparse.Namespace, store: TokenStore) -> int:
+    text, entry = store.create(ApiRole(args.role), table=args.table, expires_at=args.expires)
+    print(text)  # the only time it is shown: the file keeps its hash
+    where = f" for table {entry.table}" if entry.table else ""
+    until = f", expires {entry.expires_at}" if entry.expires_at else ""
+    print(f"token {entry.token_id}: {entry.role.value}{where}{until}", file=sys.stderr)
+    return 0
+
+
+def _create_for_table(args: argparse.Namespace, store: TokenStore, ledger: Ledger) -> int:
     """A table-device token is for a table the store holds: else one line, no token."""
-    from ledger.cli.common import open_from_args
     from ledger.store.stream_ids import Kind, require_stream
 
     try:
-        UUID(args.table)
-    except ValueError:  # said before the store is opened (or the keys looked for)
-        raise ConfigError(f"--table {args.table!r} is not a table id (a UUID)") from None
-    node = open_from_args(args, writable=False)
-    try:
-        require_stream(node.app.tables, args.table, Kind.TABLE)
+        require_stream(ledger.node.app.tables, args.table, Kind.TABLE)
     except NotFoundError as exc:
         raise NotFoundError(f"--table: {exc}; no token created") from None
-    finally:
-        node.close()
+    return _create(args, store)
 
 
 def add_serve_commands(commands: Any) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import MAX_INT64, int_range
-from ledger.cli.common import loaded_plugins, open_ledger_from_args
+from ledger.cli.common import WithLedger, loaded_plugins
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError, KeyStoreError, LedgerError
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ledger.node import Node
 
 
-def cmd_simulate(args: argparse.Namespace) -> int:
+def cmd_simulate(args: argparse.Namespace) -> WithLedger:
     """A casino session on the store, then checkpoint, projections, verify and a summary."""
     from ledger.node import keys_dir, refuse_new_keys_beside_events
     from ledger.rng.server import default_rng_dir
@@ -71,19 +71,22 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         passphrase = read_passphrase(confirm=True)
         for record in directory.create_node_keys(passphrase):
             print(f"created {record.role.value} key {record.name} in {directory.path}")
-    ledger = open_ledger_from_args(args, writable=True, plugins=plugins)
-    before, _ = ledger.node.app.tables.event_count()
-    try:
-        _session(args, ledger, before, config, dice)
-    except LedgerError as exc:  # mid-session (the keys vanished, the store went away)
-        cause = exc
-        if not directory.keyring_path.exists():  # not "create keys": they would not fit
-            cause = KeyStoreError(
-                f"the keys directory {directory.path} lost its keyring during the session: "
-                "restore it (new keys cannot sign for this store)"
-            )
-        raise SessionStopped(cause, _after(args.store, before)) from exc
-    return 0
+
+    def run(ledger: Ledger) -> int:
+        before, _ = ledger.node.app.tables.event_count()
+        try:
+            _session(args, ledger, before, config, dice)
+        except LedgerError as exc:  # mid-session (the keys vanished, the store went away)
+            cause = exc
+            if not directory.keyring_path.exists():  # not "create keys": they would not fit
+                cause = KeyStoreError(
+                    f"the keys directory {directory.path} lost its keyring during the session: "
+                    "restore it (new keys cannot sign for this store)"
+                )
+            raise SessionStopped(cause, _after(args.store, before)) from exc
+        return 0
+
+    return WithLedger(run, writable=True, plugins=plugins)
 
 
 class SessionStopped(LedgerError):

@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ledger.cli.common import open_from_args
+from ledger.cli.common import WithLedger
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
 from ledger.inputs import existing_directory, output_directory
 
 if TYPE_CHECKING:
+    from ledger.casino.opened import Ledger
     from ledger.export.tiles import TilesWritten
     from ledger.node import Node
 
@@ -52,18 +53,18 @@ def describe(written: TilesWritten | None, directory: Path) -> str:
     )
 
 
-def cmd_tiles(args: argparse.Namespace) -> int:
+def cmd_tiles(args: argparse.Namespace) -> int | WithLedger:
     if args.check:
         return _check(args)
     if args.keyring:
         raise ConfigError("--keyring goes with --check (writing uses the keys directory's keyring)")
     directory = output_directory(args.directory, "write tiles to")
-    node = open_from_args(args, writable=False)
-    try:
-        publish_tiles(node, directory)
-    finally:
-        node.close()
-    return 0
+
+    def run(ledger: Ledger) -> int:
+        publish_tiles(ledger.node, directory)
+        return 0
+
+    return WithLedger(run)
 
 
 def _check(args: argparse.Namespace) -> int:
