@@ -47,7 +47,7 @@ from ledger.projections.base import utc_day
 from ledger.projections.sql import Tx
 from tests.attacker import Attacker
 from tests.casino_support import seen
-from tests.coin_variant import VARIANTS
+from tests.coin_game import COIN_GAMES
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
 
@@ -75,7 +75,7 @@ def operator(node: Node) -> Signer:
 
 def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
     """A day at the casino; `step()` runs after every few commands."""
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     op = operator(node)
     day = Day()
     n = iter(range(1000))
@@ -102,7 +102,7 @@ def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
         day.tables[name] = casino.open_table(
             request_id=rid("tab"),
             name=name,
-            variant="coin",
+            game="coin",
             kind="physical",
             currency=currency,
             limits=LIMITS,
@@ -189,7 +189,7 @@ def log_end(node: Node) -> int:
 
 def test_balances_match_the_aggregates(node: Node) -> None:
     day = play_day(node)
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     assert catch_up(node.app) == log_end(node)
 
     by_name = {(b.account, b.currency): b.balance for b in queries.balances(node.app)}
@@ -231,14 +231,14 @@ def test_balances_match_the_aggregates(node: Node) -> None:
 def test_round_summaries(node: Node) -> None:
     day = play_day(node)
     catch_up(node.app)
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     summaries = {r.round_id: r for r in queries.rounds(node.app)}
     assert set(summaries) == set(day.rounds.values())
     for round_id, summary in summaries.items():
         game_round = casino.round(round_id)
         assert summary.status == game_round.status
         assert summary.table_id == str(game_round.table_id)
-        assert (summary.variant, summary.variant_version) == ("coin", "1.0")
+        assert (summary.game, summary.game_version) == ("coin", "1.0")
         assert summary.bets == len(game_round.bets)
         assert summary.stakes == sum(b["stake"] for b in game_round.bets.values())
         assert summary.returned == sum(r["returned"] for r in game_round.results)
@@ -258,7 +258,7 @@ def test_round_summaries(node: Node) -> None:
 def test_house_result_per_table_and_day(node: Node) -> None:
     day = play_day(node)
     catch_up(node.app)
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     expected: dict[tuple[str, str, str], int] = defaultdict(int)
     stakes: dict[tuple[str, str, str], int] = defaultdict(int)
     for round_id in day.rounds.values():
@@ -469,7 +469,7 @@ def test_a_runner_with_stale_positions_is_overtaken_not_applied(
 def test_a_projection_added_later_starts_from_the_first_event(node: Node) -> None:
     day = play_day(node)
     assert catch_up(node.app, [Balances()], batch_size=10) == log_end(node)
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     casino.deposit(request_id="late", account_id=day.accounts["alice"], amount=5)
     full = ProjectionRunner(node.app, batch_size=10)
     full.catch_up()
@@ -564,12 +564,12 @@ def test_cli_rounds_open_lists_exactly_the_open_round(
     assert (code, err) == (0, "")
     assert round_ids(out) == [day.open_round]
     (row,) = out.splitlines()[1:]
-    # Status, table, variant, bets, stakes and returns in major units, currency.
+    # Status, table, game, bets, stakes and returns in major units, currency.
     assert row.split()[1:8] == ["betting", "T1", "coin", "2", "2.50", "0.00", "EUR"]
     code, out, _ = cli("rounds")
     assert sorted(round_ids(out)) == sorted(day.rounds.values())
     # Settle the open round: the projections are behind until updated.
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     casino.void_round(
         request_id="void-r7", round_id=day.open_round, reason="shift over", operator=operator(node)
     )
@@ -588,7 +588,7 @@ def test_cli_balances_and_rebuild(node: Node, cli: Callable[..., tuple[int, str,
     assert code == 0
     assert "total EUR: 0.00 " in out and "total USD: 0.00 " in out
     assert cashier("USD") in out and in_play(day.open_round) in out
-    alice_balance = Casino(node.app, VARIANTS).account(day.accounts["alice"]).balance
+    alice_balance = Casino(node.app, COIN_GAMES).account(day.accounts["alice"]).balance
     code, out, _ = cli("balances", day.accounts["alice"])
     assert code == 0
     major = f"{alice_balance // 100:,}.{alice_balance % 100:02d}"  # EUR: 2 decimals
@@ -606,13 +606,13 @@ def test_cli_balances_and_rebuild(node: Node, cli: Callable[..., tuple[int, str,
 
 def corrected_round(node: Node) -> tuple[Casino, dict[str, str], str, str]:
     """Alice bets heads, Bob tails; recorded heads, settled, then corrected to tails."""
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     who = {}
     for owner in ("alice", "bob"):
         who[owner] = casino.open_account(request_id=f"acc-{owner}", owner=owner, currency="EUR")
         casino.deposit(request_id=f"dep-{owner}", account_id=who[owner], amount=1_000)
     table = casino.open_table(
-        request_id="tab", name="T1", variant="coin", kind="physical", currency="EUR", limits=LIMITS
+        request_id="tab", name="T1", game="coin", kind="physical", currency="EUR", limits=LIMITS
     )
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.place_bet(
@@ -689,7 +689,7 @@ def test_verify_projections_names_every_edited_row(node: Node) -> None:
     with pytest.raises(VerificationError) as caught:
         verify_projections(node.app)
     message = str(caught.value)
-    balance = Casino(node.app, VARIANTS).account(alice).balance
+    balance = Casino(node.app, COIN_GAMES).account(alice).balance
     assert (
         f"proj_balances {wallet(alice)}/EUR: balance is {balance + 5}, the events say " in message
     )
@@ -705,7 +705,7 @@ def test_verify_projections_at_their_own_position(node: Node) -> None:
     day = play_day(node)
     runner = ProjectionRunner(node.app)
     runner.catch_up()
-    Casino(node.app, VARIANTS).void_round(
+    Casino(node.app, COIN_GAMES).void_round(
         request_id="void-r7", round_id=day.open_round, reason="shift over", operator=operator(node)
     )
     # Behind the log: compared where they stand, and said so; not a difference.
