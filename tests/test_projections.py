@@ -33,7 +33,7 @@ from ledger.crypto.signing import Signer
 from ledger.domain.account import HOUSE, PLAYER
 from ledger.domain.money import cashier, in_play, wallet
 from ledger.domain.round_records import SETTLED, Limits
-from ledger.errors import ConfigError, VerificationError
+from ledger.errors import CannotCheckError, ConfigError, VerificationError
 from ledger.node import Node, open_node
 from ledger.projections import (
     Balances,
@@ -497,6 +497,34 @@ def test_rebuild_repairs_edited_rows_and_other_events_are_skipped(node: Node) ->
     assert runner.snapshot() != good
     runner.rebuild()
     assert runner.snapshot() == good
+
+
+def test_a_projection_an_earlier_release_built_is_rebuilt_from_the_events(node: Node) -> None:
+    """A read model whose table has other columns than the code declares (the
+    rounds' `game`, `variant` before issue 39) is dropped and rebuilt by the
+    next setup; `verify --projections` says so until then. The others stay."""
+    play_day(node)
+    runner = ProjectionRunner(node.app, batch_size=10)
+    runner.catch_up()
+    good = runner.snapshot()
+    assert runner.built_before() == []
+    with runner.sql.write() as tx:  # as the release before left it
+        for table in ("proj_rounds", "proj_tables"):
+            tx.execute(f"ALTER TABLE {{{table}}} RENAME COLUMN game TO variant")
+        tx.execute("UPDATE {proj_balances} SET balance = balance + 1")  # not rebuilt: kept
+    assert runner.built_before() == ["rounds"]
+    with pytest.raises(CannotCheckError, match="rounds were built by an earlier release"):
+        verify_projections(node.app)
+    edited = runner.snapshot()["proj_balances"]
+    again = ProjectionRunner(node.app, batch_size=10)
+    assert again.catch_up() == log_end(node)  # the rounds read the whole log again
+    assert again.built_before() == []
+    found = again.snapshot()
+    assert {t: rows for t, rows in found.items() if t != "proj_balances"} == {
+        t: rows for t, rows in good.items() if t != "proj_balances"
+    }
+    assert found["proj_balances"] == edited  # only the projection built before was rebuilt
+    assert again.catch_up() == 0
 
 
 def test_a_forged_event_stops_the_projections_before_it(node: Node) -> None:
