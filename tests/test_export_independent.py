@@ -1661,8 +1661,9 @@ def test_the_note_reader_meets_the_signed_note_known_answer() -> None:
 
 BUILDER = Path(__file__).resolve().parent / "independent_store.py"
 RELEASES = Path(__file__).resolve().parent / "data"
-# Stores written before: releases 0.1 and 0.2.
-OLD_STORES = {"0.1": "release-0.1-store", "0.2": "release-0.2-store"}
+# Stores written before: releases 0.1 and 0.2, and the code before the game's
+# rename (opening events of version 2, with the older names).
+OLD_STORES = {"0.1": "release-0.1-store", "0.2": "release-0.2-store", "v2": "pre-rename-store"}
 PASSPHRASE = b"independent"
 
 
@@ -1758,6 +1759,20 @@ def test_the_old_releases_verify_independently(every: dict[str, Path], release: 
     if release == "0.2":
         assert found.corrections == 1 and found.voids == 1
         assert found.actor_signatures == {"dealer-device": 22, "operator": 2}
+
+
+def test_opening_events_of_version_2_verify_independently(every: dict[str, Path]) -> None:
+    """The store of the code before the rename: its `Round.Opened` and
+    `GameTable.Opened` are version 2, their game (and a round's seed) under
+    the older names docs/export.md gives; dice and cards, RNG and physical."""
+    records = list(lines(every["v2"] / "events.jsonl"))
+    opened = [r["payload"] for r in records if r["type"] == "Round.Opened"]
+    tables = [r["payload"] for r in records if r["type"] == "GameTable.Opened"]
+    assert {p["class_version"] for p in opened + tables} == {2}
+    assert all("variant" in p and "game" not in p for p in opened + tables)
+    found = verify_bundle(every["v2"]).contents
+    assert found.rounds == 40 and found.rng_dice == 14 and found.rng_cards == 14
+    assert found.actor_signatures == {"dealer-device": 48}
 
 
 # A lying node: whoever holds the node's and the checkpoint's private keys

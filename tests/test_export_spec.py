@@ -7,7 +7,8 @@ recomputed here with the ledger's own code; every event type the ledger
 defines has a payload schema naming exactly its fields (and, for an older
 version stored under older names, exactly those `ledger.domain.stored_names`
 maps to them); and every record of real exports (a store with every kind of
-event, and the stores of releases 0.1 and 0.2) validates against those schemas. The times are in the forms the
+event, the stores of releases 0.1 and 0.2 and of the code before the game's
+rename) validates against those schemas. The times are in the forms the
 conventions say.
 """
 
@@ -60,7 +61,7 @@ BUILDER = Path(__file__).resolve().parent / "independent_store.py"
 LEDGER = Path(sys.executable).parent / "ledger"
 RELEASES = Path(__file__).resolve().parent / "data"
 OPENED = "ledger.domain.round:Round.Opened"
-OLD_STORES = {"0.1": "release-0.1-store", "0.2": "release-0.2-store"}
+OLD_STORES = {"0.1": "release-0.1-store", "0.2": "release-0.2-store", "v2": "pre-rename-store"}
 AGGREGATES = (Account, GameTable, Round, Request, KeyRegistry, AuditTrail)
 
 
