@@ -1,7 +1,7 @@
-"""What a dealer device sends: a throw or a faulty throw, signed with its own key.
+"""What a dealer device sends: a draw or a faulty draw, signed with its own key.
 
 Only a physical table takes outcomes and faults, and only from such reports
-(docs/rules.md §1.4). The device signs the fact (round, throw counter, what it
+(docs/rules.md §1.4). The device signs the fact (round, draw counter, what it
 saw); the casino checks the signature against a `dealer-device` key valid
 now before anything is recorded, and `verify` checks it again.
 """

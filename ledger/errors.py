@@ -118,7 +118,7 @@ class ConflictError(LedgerError):
 
 
 class PluginError(LedgerError):
-    """A variant plugin raised or returned something invalid; nothing was recorded."""
+    """A game plugin raised or returned something invalid; nothing was recorded."""
 
     def __init__(self, plugin: str, version: str, message: str) -> None:
         self.plugin = plugin

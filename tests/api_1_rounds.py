@@ -50,7 +50,7 @@ class Api1Round:
         """A bet (in its game's canonical form) and the stake out of its wallet,
         in one save."""
         wallet = self.casino.account(account_id)
-        bet = self.casino.variant(self.round.variant).validate_bet(bet, {})
+        bet = self.casino.game(self.round.game).validate_bet(bet, {})
         bet_id = str(uuid4())
         request_id = f"api-1-bet-{bet_id}"
         self.round.place_bet(bet_id, account_id, bet, stake, request_id, None)  # type: ignore[arg-type]
@@ -87,7 +87,7 @@ class Api1Round:
         each wallet paid its return and the house the rest, with the request's
         record (a retry of it gets this answer back)."""
         context = self.casino.context
-        returns = step_of(context, context.variant_of(self.round), self.round)["settle"]
+        returns = step_of(context, context.game_of(self.round), self.round)["settle"]
         results = self.round.settle_on_outcome(returns)
         changed: dict[str, Account] = {}
         for result in results:
@@ -125,17 +125,17 @@ def api_1_round(node: Node, casino: Casino, table_id: str, dealer: str = "D0") -
     pinned as the installed game declares them (release 0.2's plugin declared
     the same rules under API 1)."""
     table = casino.table(table_id)
-    game = casino.variant(table.variant)
+    game = casino.game(table.game)
     game_round = Round(
         table_id=table.id,
-        variant=game.id,
-        variant_version="0.2",
+        game=game.id,
+        game_version="0.2",
         rules_hash=game.rules_hash,
         currency=table.currency,
         limits=table.limits,
         house_account=table.house_account,
         dealer=dealer,
-        dice_seed=table.active_seed,
+        seed_id=table.active_seed,
         settlement_api=1,
         code_hash="",
     )

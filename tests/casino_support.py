@@ -16,7 +16,7 @@ from ledger.devices import DealerDevice
 from ledger.domain.round_records import Limits
 from ledger.node import Node
 from ledger.store.application import LedgerApplication
-from tests.coin_variant import VARIANTS
+from tests.coin_game import COIN_GAMES
 from tests.conftest import PASSPHRASE
 
 LIMITS: Limits = {"min_bet": 10, "max_bet": 500, "max_round": 800}
@@ -25,7 +25,7 @@ TAILS: dict[str, Any] = {"on": "tails"}
 
 
 def casino_on(node: Node) -> Casino:
-    return Casino(node.app, VARIANTS)
+    return Casino(node.app, COIN_GAMES)
 
 
 def event_count(app: LedgerApplication) -> int:
@@ -74,17 +74,17 @@ def dealer_device(node: Node, name: str = "dealer-device-1") -> DealerDevice:
 
 def seen(node: Node, casino: Casino, round_id: str, outcome: dict[str, Any]) -> dict[str, Any]:
     """A dealer device's signed report of `outcome` as the round's next throw."""
-    return dealer_device(node).throw(round_id, casino.round(round_id).throws, outcome)
+    return dealer_device(node).throw(round_id, casino.round(round_id).draws, outcome)
 
 
 def seen_faulty(node: Node, casino: Casino, round_id: str, reason: str) -> dict[str, Any]:
     """A dealer device's signed report of a faulty throw as the round's next throw."""
-    return dealer_device(node).fault(round_id, casino.round(round_id).throws, reason)
+    return dealer_device(node).fault(round_id, casino.round(round_id).draws, reason)
 
 
 def table_of(
     casino: Casino,
-    variant: str,
+    game: str,
     limits: Limits,
     *,
     kind: str = "physical",
@@ -96,7 +96,7 @@ def table_of(
     return casino.open_table(
         request_id=request_id,
         name=name,
-        variant=variant,
+        game=game,
         kind=kind,
         currency=currency,
         limits=limits,

@@ -132,7 +132,7 @@ def set_up_casino(cwd: Path, base: str) -> Casino:
         call(base, "POST", f"/v1/accounts/{wallet}/deposits", cashier, {"amount": 10**8}, f"d{n}")
         wallets.append(wallet)
     table = call(base, "POST", "/v1/tables", operator,
-                 {"name": "Live", "variant": "taixiu", "kind": "rng", "currency": "EUR",
+                 {"name": "Live", "game": "taixiu", "kind": "rng", "currency": "EUR",
                   "limits": LIMITS}, "t").json()["table_id"]  # fmt: skip
     call(base, "POST", f"/v1/tables/{table}/seeds", operator, None, "s")
     made = call(base, "POST", "/v1/rounds", operator, {"table_id": table, "dealer": "D"}, "r")

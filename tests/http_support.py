@@ -21,7 +21,7 @@ from ledger.plugins.manager import get_plugin_manager
 from ledger.rng.server import RngServer
 from tests.asgi_client import InThreadClient
 from tests.casino_support import event_count
-from tests.coin_variant import VARIANTS as COIN
+from tests.coin_game import COIN_GAMES as COIN
 
 LIMITS = {"min_bet": 10, "max_bet": 5_000, "max_round": 100_000}
 
@@ -73,10 +73,10 @@ class Api:
         self.ok(f"/v1/accounts/{account_id}/deposits", {"amount": amount}, "cashier")
         return account_id
 
-    def table(self, variant: str = "coin", currency: str = "EUR", kind: str = "physical") -> str:
+    def table(self, game: str = "coin", currency: str = "EUR", kind: str = "physical") -> str:
         body = {
             "name": "T1",
-            "variant": variant,
+            "game": game,
             "kind": kind,
             "currency": currency,
             "limits": LIMITS,

@@ -69,7 +69,7 @@ class Script:
         return self.casino.open_table(
             request_id=next(self.ids),
             name=name,
-            variant=game,
+            game=game,
             kind="physical",
             currency="VND",
             limits=LIMITS,
@@ -110,7 +110,7 @@ class Script:
         self.casino.close_betting(request_id=next(self.ids), round_id=round_id)
 
     def throw(self, round_id: str, dice: list[int]) -> None:
-        counter = self.casino.round(round_id).throws
+        counter = self.casino.round(round_id).draws
         self.casino.record_outcome(
             request_id=next(self.ids),
             round_id=round_id,
@@ -119,7 +119,7 @@ class Script:
         )
 
     def fault(self, round_id: str, reason: str) -> dict[str, Any]:
-        counter = self.casino.round(round_id).throws
+        counter = self.casino.round(round_id).draws
         return self.casino.record_fault(
             request_id=next(self.ids),
             round_id=round_id,

@@ -1,9 +1,9 @@
 """A `ledger simulate` session that is the same every run, in this process or
 in a process of its own.
 
-`--seed` and `--dice-seed` are not enough: an RNG table's throw is drawn from
+`--seed` and `--rng-seed` are not enough: an RNG table's draw is made from
 its seed and the round's id, a random UUID, and every later choice depends on
-the wallets those throws leave. So the ids (aggregates', bets', a session's
+the wallets those draws leave. So the ids (aggregates', bets', a session's
 request ids) are drawn from `random.Random(seed)`, and the background anchor,
 which checkpoints after a time or a count of events, is off (simulate signs
 its checkpoints at its end).
@@ -33,7 +33,7 @@ ID_SOURCES = ("eventsourcing.domain", "ledger.casino.tables", "ledger.simulation
 
 def simulate_seeds(seed: int) -> tuple[str, ...]:
     """`ledger simulate`'s own seeds: the players' choices, the dice and cards."""
-    return ("--seed", str(seed), "--dice-seed", f"{seed:064x}")
+    return ("--seed", str(seed), "--rng-seed", f"{seed:064x}")
 
 
 @contextmanager

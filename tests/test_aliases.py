@@ -17,13 +17,16 @@ from ledger.casino import Casino
 from ledger.casino.aliases import ALIASES
 from ledger.cli.main import build_parser
 from ledger.devices import DealerDevice
+from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
+from ledger.errors import InvalidCommandError
 from ledger.http import responses
 from ledger.http.app import openapi_document
 from ledger.node import Node
 from ledger.plugins import spec
 from ledger.plugins.manager import RENAMED_HOOKS, get_plugin_manager
 from ledger.rng.server import RngServer
+from ledger.simulation import TableSpec
 from tests.casino_support import dealer_device, event_count
 from tests.conftest import ledger_cli
 from tests.http_support import Api, make_api
@@ -31,20 +34,25 @@ from tests.test_http_roles import signed
 from tests.test_readme import commands
 
 CLI_DOC = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
-# What an alias's `Owner.member` is looked up on (a round: one, for its attributes).
+LIMITS = {"min_bet": 1, "max_bet": 2, "max_round": 3}
+# What an alias's `Owner.member` is looked up on (a round, a table: one, for its attributes).
 OWNERS: dict[str, Any] = {
     "Casino": Casino,
     "DealerDevice": DealerDevice,
+    "GameTable": GameTable(
+        name="T", game="coin", currency="EUR", limits=LIMITS, house_account=uuid4(), kind="rng"
+    ),
+    "TableSpec": TableSpec("T", "coin", LIMITS),
     "Round": Round(
         table_id=uuid4(),
-        variant="coin",
-        variant_version="1.0",
+        game="coin",
+        game_version="1.0",
         rules_hash="0" * 64,
         currency="EUR",
-        limits={"min_bet": 1, "max_bet": 2, "max_round": 3},
+        limits=LIMITS,
         house_account=uuid4(),
         dealer="D",
-        dice_seed=None,
+        seed_id=None,
         settlement_api=2,
         code_hash="",
     ),
@@ -81,8 +89,7 @@ def test_every_name_on_either_side_is_the_codes() -> None:
                     assert name in paths, name
                 elif re.fullmatch(r"[A-Z]\w+\.\w+", name):
                     owner, member = name.split(".")
-                    if owner in OWNERS:
-                        assert hasattr(OWNERS[owner], member), name
+                    assert hasattr(OWNERS[owner], member), name
                 elif name.startswith("ledger_register_"):
                     assert name in hooks or RENAMED_HOOKS.get(name) in hooks, name
                     renamed.discard(name)
@@ -229,7 +236,7 @@ def test_old_cli_spellings_answer_as_theirs(
     casino.deposit(request_id="d", account_id=player, amount=10_000)
     limits = {"min_bet": 10, "max_bet": 1_000, "max_round": 1_000}
     table = casino.open_table(
-        request_id="t", name="T", variant="taixiu", kind="rng", currency="EUR", limits=limits
+        request_id="t", name="T", game="taixiu", kind="rng", currency="EUR", limits=limits
     )
     casino.commit_seed(request_id="s", table_id=table, rng=rng)
     rounds = []
@@ -264,3 +271,84 @@ def test_old_cli_spellings_answer_as_theirs(
             assert err == f"ledger: error: round {round_id} is already settled\n"
         assert event_count(node.app) == before
     assert [casino.round(r).status for r in rounds] == ["settled", "settled"]
+
+
+def test_a_games_older_name_is_the_same_game(node: Node) -> None:
+    """`variant` (issue 39, item 3): the older attributes read what `game`
+    holds, `Casino.variant` is `Casino.game`, and `open_table` takes the
+    older keyword; naming two games, or none, is refused and records nothing."""
+    casino = Casino(node.app, get_plugin_manager().games())
+    assert casino.variant("taixiu") is casino.game("taixiu")
+    opened = {
+        name: casino.open_table(
+            request_id=f"t-{name}", name=name, kind="rng", currency="EUR", limits=LIMITS, **named
+        )
+        for name, named in (
+            ("new", {"game": "taixiu"}),
+            ("old", {"variant": "taixiu"}),
+            ("both", {"game": "taixiu", "variant": "taixiu"}),
+        )
+    }
+    for table_id in opened.values():
+        table = casino.table(table_id)
+        assert table.game == table.variant == "taixiu"
+    # A retry through the older keyword is the same request (its stored argument name).
+    again = casino.open_table(
+        request_id="t-new", name="new", variant="taixiu", kind="rng", currency="EUR", limits=LIMITS
+    )
+    assert again == opened["new"]
+    before = event_count(node.app)
+    for named, says in (
+        ({"game": "taixiu", "variant": "xidach"}, "names two games, 'taixiu' and 'xidach'"),
+        ({}, "needs its game"),
+    ):
+        with pytest.raises(InvalidCommandError, match=says):
+            casino.open_table(
+                request_id="t-bad", name="bad", kind="rng", currency="EUR", limits=LIMITS, **named
+            )
+    assert event_count(node.app) == before
+    game_round = OWNERS["Round"]
+    assert (game_round.variant, game_round.variant_version) == (game_round.game, "1.0")
+    assert TableSpec("T", variant="xidach", limits=LIMITS).game == "xidach"
+    assert TableSpec("T", "xidach", LIMITS).variant == "xidach"
+
+
+def test_over_http_a_table_takes_its_game_under_either_name(api: Api) -> None:
+    """POST /v1/tables: `game`, or its deprecated alias `variant` (both: the same
+    game); the answers carry both names, the older marked deprecated."""
+    for body in ({"game": "coin"}, {"variant": "coin"}, {"game": "coin", "variant": "coin"}):
+        table = api.ok(
+            "/v1/tables",
+            {"name": "T", "kind": "physical", "currency": "EUR", "limits": LIMITS, **body},
+        )["table_id"]
+        found = api.get(f"/v1/tables/{table}").json()
+        assert found["game"] == found["variant"] == "coin"
+    round_id = api.round(table)
+    found = api.get(f"/v1/rounds/{round_id}").json()
+    assert (found["game"], found["game_version"]) == (found["variant"], found["variant_version"])
+    (summary,) = [r for r in api.get("/v1/rounds").json()["rounds"] if r["round_id"] == round_id]
+    assert (summary["game"], summary["variant"]) == ("coin", "coin")
+    before = api.events()
+    for body, says in (
+        ({"game": "coin", "variant": "dice"}, "names two games"),
+        ({}, "needs its game"),
+    ):
+        refused = api.post(
+            "/v1/tables",
+            {"name": "T", "kind": "physical", "currency": "EUR", "limits": LIMITS, **body},
+        )
+        assert refused.status_code == 400, refused.text
+        assert says in refused.json()["detail"]
+    assert api.events() == before
+    schemas = openapi_document()["components"]["schemas"]
+    for model, fields in (
+        ("NewTable", ("variant",)),
+        ("Table", ("variant",)),
+        ("Round", ("variant", "variant_version", "dice_seed", "throws")),
+        ("RoundSummary", ("variant", "variant_version")),
+    ):
+        properties = schemas[model]["properties"]
+        for field in fields:
+            assert properties[field]["deprecated"] is True, (model, field)
+            assert properties[field]["description"].startswith("deprecated alias of"), field
+        assert all(not p.get("deprecated") for f, p in properties.items() if f not in fields)

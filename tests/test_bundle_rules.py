@@ -69,7 +69,7 @@ def vip_round(node: Node, tmp_path: Path) -> str:
     casino = Casino(node.app, games)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="VIP", variant="xidach-vip", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="VIP", game="xidach-vip", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     round_id, _ = seated(casino, table, {1: 100, 4: 400, 7: 700})  # seat 7: this profile's

@@ -31,7 +31,7 @@ LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 50_000}
 
 def rng_table(casino: Casino, rng: RngServer) -> str:
     table = casino.open_table(
-        request_id="t", name="XD", variant="xidach", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="XD", game="xidach", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     return table
@@ -157,7 +157,7 @@ def test_an_operator_may_void_a_card_round_before_its_first_card(
 
 def physical_dealt(node: Node, casino: Casino) -> tuple[str, Any]:
     table = casino.open_table(
-        request_id="t", name="XDP", variant="xidach", kind="physical", currency="VND", limits=LIMITS
+        request_id="t", name="XDP", game="xidach", kind="physical", currency="VND", limits=LIMITS
     )
     round_id, _ = seated(casino, table, {1: 1_000, 2: 500})
     device = dealer_device(node)
@@ -222,7 +222,7 @@ def test_an_rng_draw_after_its_seed_was_revealed_fails_verify(
     round_id = dealt_rng_round(casino, rng)
     table = str(casino.round(round_id).table_id)
     before = event_count(node.app)
-    with pytest.raises(InvalidCommandError, match="still throw from seed"):
+    with pytest.raises(InvalidCommandError, match="still draw from seed"):
         casino.retire_seed(request_id="early", table_id=table, rng=rng)
     assert event_count(node.app) == before
     # Revealed anyway (the check skipped), while the round still deals from it.

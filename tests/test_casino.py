@@ -1,7 +1,7 @@
 """The Casino API end to end, on SQLite and PostgreSQL: rounds settle exactly,
 in one atomic save; requests are idempotent; interrupted rounds are voided or
 resumed under an operator's signature; a round settles only under the
-variant it opened with."""
+game it opened with."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from tests.casino_support import (
     seen,
     table_of,
 )
-from tests.coin_variant import VARIANTS, CoinPlugin, CoinToss, coin_games
+from tests.coin_game import COIN_GAMES, CoinPlugin, CoinToss, coin_games
 from tests.conftest import PASSPHRASE
 
 
@@ -204,7 +204,7 @@ def test_a_settlement_conflicting_on_one_wallet_records_none_of_it(
 
     def save(events: Any, **kwargs: Any) -> list[Recording[Any]]:
         if not attempts:  # another node pays into carol's wallet under our feet
-            Casino(other.app, VARIANTS).deposit(request_id="late", account_id=carol, amount=7)
+            Casino(other.app, COIN_GAMES).deposit(request_id="late", account_id=carol, amount=7)
         try:
             recordings = real_save(events, **kwargs)
         except IntegrityError:
@@ -286,7 +286,7 @@ def test_a_retry_on_a_new_node_returns_the_first_result(node: Node, store_url: s
     count = event_count(node.app)
     other = open_node(store_url, str(node.keys.path), passphrase=PASSPHRASE)
     try:
-        retried = Casino(other.app, VARIANTS).place_bet(
+        retried = Casino(other.app, COIN_GAMES).place_bet(
             request_id="bet", round_id=round_id, account_id=alice, bet=HEADS, stake=100
         )
     finally:
@@ -478,12 +478,12 @@ def test_a_new_release_with_the_same_rules_settles_rounds_of_the_old_one(node: N
         source=seen(node, casino, round_id, {"face": "heads"}),
     )
     assert casino.account(alice).balance == 1100
-    assert casino.round(round_id).variant_version == "1.0"  # what played it, for information
+    assert casino.round(round_id).game_version == "1.0"  # what played it, for information
 
 
-@pytest.mark.parametrize(("variant", "installed"), [(NewRulesPlugin, "1.0")])
+@pytest.mark.parametrize(("plugin", "installed"), [(NewRulesPlugin, "1.0")])
 def test_a_round_settles_only_under_the_rules_it_opened_with(
-    node: Node, variant: type[CoinPlugin], installed: str
+    node: Node, plugin: type[CoinPlugin], installed: str
 ) -> None:
     casino = casino_on(node)
     table, (alice,) = opened(casino, "alice")
@@ -491,7 +491,7 @@ def test_a_round_settles_only_under_the_rules_it_opened_with(
     casino.place_bet(request_id="bet", round_id=round_id, account_id=alice, bet=HEADS, stake=100)
     casino.close_betting(request_id="close", round_id=round_id)
     source = seen(node, casino, round_id, {"face": "heads"})
-    upgraded = Casino(node.app, coin_games(installed, variant()))
+    upgraded = Casino(node.app, coin_games(installed, plugin()))
     count = event_count(node.app)
     with pytest.raises(  # the throw settles: it is refused under other rules
         InvalidCommandError, match=rf"opened with coin 1\.0 .* but {installed} .* is installed"
@@ -510,7 +510,7 @@ def test_a_round_settles_only_under_the_rules_it_opened_with(
             request_id="bet-2", round_id=second, account_id=alice, bet=HEADS, stake=100
         )
     assert event_count(node.app) == count
-    # The original variant settles it; the refused request id was never used.
+    # The original game settles it; the refused request id was never used.
     casino.record_outcome(
         request_id="outcome", round_id=round_id, outcome={"face": "heads"}, source=source
     )

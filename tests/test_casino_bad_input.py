@@ -394,7 +394,7 @@ CASES: dict[str, Case] = {
         lambda w: w.casino.open_table(
             request_id=w.request("table"),
             name="T2",
-            variant="coin",
+            game="coin",
             kind="physical",
             currency="EUR",
             limits={"min_bet": 100, "max_bet": 50, "max_round": 800},
@@ -402,17 +402,17 @@ CASES: dict[str, Case] = {
         InvalidCommandError,
         "min_bet <= max_bet <= max_round",
     ),
-    "unknown variant": (
+    "unknown game": (
         lambda w: w.casino.open_table(
             request_id=w.request("table"),
             name="T2",
-            variant="dice",
+            game="dice",
             kind="physical",
             currency="EUR",
             limits=LIMITS,
         ),
         NotFoundError,
-        "unknown variant 'dice'",
+        "unknown game 'dice'",
     ),
 }
 

@@ -18,7 +18,7 @@ from ledger.domain.round_records import Limits
 from ledger.errors import InvalidCommandError
 from ledger.node import Node, open_node
 from tests.casino_support import casino_on, domain_events, table_of
-from tests.coin_variant import VARIANTS
+from tests.coin_game import COIN_GAMES
 from tests.conftest import PASSPHRASE
 
 DEPOSIT = 1000
@@ -65,7 +65,7 @@ def bettor(
 
     node.app.record_events = save  # type: ignore[method-assign]
     try:
-        casino = Casino(node.app, VARIANTS)
+        casino = Casino(node.app, COIN_GAMES)
         start.wait(timeout=120)  # both begin together, however slowly each started
         outcomes: list[Outcome] = []
         for request_id, stake, side in plan(worker):
@@ -155,5 +155,5 @@ def test_two_processes_betting_from_one_wallet(node: Node, store_url: str) -> No
         assert not list(node.app.events.get(request_uuid(request_id)))
     # And the ledger the two writers made verifies, money included.
     verify_store(
-        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1, games=VARIANTS)
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, workers=1, games=COIN_GAMES)
     )

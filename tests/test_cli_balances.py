@@ -38,10 +38,10 @@ def test_one_percentage_rounding(capsys: pytest.CaptureFixture[str]) -> None:
     assert percent(Fraction(35, 36)) == "97.22%"
     assert percent(Fraction(1, 8000)) == "0.01%"  # 0.0125% rounds half away from zero
     assert percent(Fraction(-1, 8000)) == "-0.01%"
-    variant = get_plugin_manager().game("taixiu")
+    game = get_plugin_manager().game("taixiu")
     assert main(["paytable", "taixiu"]) == 0
     out = capsys.readouterr().out
-    for line in paytable(variant):
+    for line in paytable(game):
         row = next(r for r in out.splitlines() if r.split()[0] == line.bet)
         assert row.split()[-1] == percent(line.theoretical_return)
     # The simulation's report uses the very same function.

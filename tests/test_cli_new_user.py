@@ -257,7 +257,7 @@ CASES = [
     ),
     Case(
         "plugins-allow-unknown",
-        ("variants",),
+        ("games",),
         ("LEDGER_PLUGINS_ALLOW", "nonexistent"),
         env={"LEDGER_PLUGINS_ALLOW": "nonexistent"},
     ),
@@ -325,7 +325,7 @@ CASES = [
         ("port",),
     ),
     Case("balances-unknown-account", ("balances", "nobody"), ("nobody",)),
-    Case("paytable-unknown-variant", ("paytable", "roulette"), ("roulette",)),
+    Case("paytable-unknown-game", ("paytable", "roulette"), ("roulette",)),
     Case("void-round-not-a-uuid", ("rounds", "void", "nope", "--reason", "x"), ("not a UUID",)),
     Case(
         "void-unknown-round",
@@ -986,7 +986,7 @@ def test_a_lower_case_currency_is_the_same_currency(casino: Casino) -> None:
     table = casino.open_table(
         request_id="t-1",
         name="T1",
-        variant="taixiu",
+        game="taixiu",
         kind="physical",
         currency="eur",
         limits={"min_bet": 100, "max_bet": 1_000, "max_round": 5_000},
@@ -1017,7 +1017,7 @@ def test_table_names_are_bounded_too(casino: Casino, node: Node, name: str) -> N
         casino.open_table(
             request_id="t-1",
             name=name,
-            variant="taixiu",
+            game="taixiu",
             kind="physical",
             currency="EUR",
             limits={"min_bet": 100, "max_bet": 1_000, "max_round": 5_000},

@@ -49,7 +49,7 @@ def interrupted_rounds(count: int, currency: str = "EUR") -> list[str]:
         table = casino.open_table(
             request_id=f"t-{currency}",
             name=f"Crash-{currency}",
-            variant="taixiu",
+            game="taixiu",
             kind="physical",
             currency=currency,
             limits=LIMITS,
@@ -141,7 +141,7 @@ def test_a_killed_sessions_rounds_are_finished_and_its_seeds_retired_from_the_cl
         dice_table = casino.open_table(
             request_id="t-dice",
             name="TX",
-            variant="taixiu",
+            game="taixiu",
             kind="rng",
             currency="EUR",
             limits=LIMITS,
@@ -161,7 +161,7 @@ def test_a_killed_sessions_rounds_are_finished_and_its_seeds_retired_from_the_cl
         card_table = casino.open_table(
             request_id="t-card",
             name="XD",
-            variant="xidach",
+            game="xidach",
             kind="rng",
             currency="VND",
             limits=XD_LIMITS,

@@ -38,7 +38,7 @@ def played_rng_round(
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="XD", variant="xidach", kind="rng", currency="VND", limits=XD_LIMITS
+        request_id="t", name="XD", game="xidach", kind="rng", currency="VND", limits=XD_LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     round_id, players = seated(casino, table, {1: 100, 2: 200, 3: 300})
@@ -66,7 +66,7 @@ def play_to_the_end(
     number = 0
     while True:
         game_round = casino.round(round_id)
-        game = GAMES[game_round.variant]
+        game = GAMES[game_round.game]
         bets = dict(game_round.bets)
         full = replay(game, bets, game_round.log)
         cached = casino.steps.replay(game, game_round.id, bets, game_round.log)
@@ -92,7 +92,7 @@ def test_the_step_cache_gives_what_a_full_replay_gives(node: Node, tmp_path: Any
 def test_the_step_cache_is_not_used_when_the_log_differs(node: Node, tmp_path: Any) -> None:
     casino, round_id, _ = played_rng_round(node, tmp_path)
     game_round = casino.round(round_id)
-    game, bets, log = GAMES[game_round.variant], dict(game_round.bets), game_round.log
+    game, bets, log = GAMES[game_round.game], dict(game_round.bets), game_round.log
     truth = replay(game, bets, log)
     # Poison what is remembered: a wrong step after an entry the round does not have.
     remembered = casino.steps._rounds[game_round.id]
@@ -120,7 +120,7 @@ def test_what_the_step_cache_hands_out_cannot_change_what_it_remembers(
 ) -> None:
     casino, round_id, _ = played_rng_round(node, tmp_path)
     game_round = casino.round(round_id)
-    game, bets, log = GAMES[game_round.variant], dict(game_round.bets), game_round.log
+    game, bets, log = GAMES[game_round.game], dict(game_round.bets), game_round.log
     truth = replay(game, bets, log)
     actions, step = casino.steps.replay(game, game_round.id, bets, log)
     step["state"].clear()
@@ -134,7 +134,7 @@ def test_what_the_step_cache_hands_out_cannot_change_what_it_remembers(
 def test_a_plain_copy_is_a_deep_copy(node: Node) -> None:
     casino = casino_on(node)
     table = casino.open_table(
-        request_id="t", name="T", variant="coin", kind="physical", currency="EUR", limits=LIMITS
+        request_id="t", name="T", game="coin", kind="physical", currency="EUR", limits=LIMITS
     )
     wallet = casino.open_account(request_id="a", owner="alice", currency="EUR")
     casino.deposit(request_id="d", account_id=wallet, amount=1_000)
@@ -210,7 +210,7 @@ def test_every_cached_aggregate_is_what_its_events_make_it(node: Node, store_url
     )
     coins = casino_on(node)
     table = coins.open_table(
-        request_id="ct", name="C", variant="coin", kind="physical", currency="EUR", limits=LIMITS
+        request_id="ct", name="C", game="coin", kind="physical", currency="EUR", limits=LIMITS
     )
     wallet = coins.open_account(request_id="cw", owner="carl", currency="EUR")
     coins.deposit(request_id="cd", account_id=wallet, amount=500)

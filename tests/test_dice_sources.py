@@ -38,7 +38,7 @@ def setup_table(casino: Casino, kind: str = "physical") -> tuple[str, str]:
     player = casino.open_account(request_id="acc", owner="an", currency="VND")
     casino.deposit(request_id="dep", account_id=player, amount=50_000)
     table = casino.open_table(
-        request_id="t", name="TX", variant="taixiu", kind=kind, currency="VND", limits=LIMITS
+        request_id="t", name="TX", game="taixiu", kind=kind, currency="VND", limits=LIMITS
     )
     return table, player
 
@@ -50,25 +50,25 @@ def test_rng_throws_are_committed_recomputed_and_revealed(
     table, player = setup_table(casino, "rng")
     seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
-    assert casino.round(round_id).dice_seed == seed_id
+    assert casino.round(round_id).seed_id == seed_id
     casino.place_bet(
         request_id="b", round_id=round_id, account_id=player, bet={"bet": "big"}, stake=1_000
     )
     casino.close_betting(request_id="c", round_id=round_id)
-    with pytest.raises(InvalidCommandError, match="still throw from seed"):
+    with pytest.raises(InvalidCommandError, match="still draw from seed"):
         casino.retire_seed(request_id="early", table_id=table, rng=rng)  # a round in play
     outcome = casino.throw_dice(request_id="throw", round_id=round_id, rng=rng)
     assert outcome == {"dice": list(throw(rng.seed(seed_id), round_id, 0))}
     report = verify_store(
         node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
     )
-    assert (report.rng_throws, report.rng_pending) == (0, 1)  # the seed is still secret
+    assert (report.rng_dice, report.rng_pending) == (0, 1)  # the seed is still secret
     assert casino.retire_seed(request_id="retire", table_id=table, rng=rng) == seed_id
     report = verify_store(
         node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
     )
-    assert (report.rng_throws, report.rng_pending) == (1, 0)
-    assert "1 RNG throws recomputed from their round's committed seed" in report.summary()
+    assert (report.rng_dice, report.rng_pending) == (1, 0)
+    assert "1 RNG dice draws recomputed from their round's committed seed" in report.summary()
     assert RngServer(tmp_path / "seeds").seed(seed_id) == rng.seed(seed_id)  # kept on disk
 
 
@@ -87,7 +87,7 @@ def test_a_node_that_lies_about_an_rng_throw_is_caught(
         stake=100,
     )
     casino.close_betting(request_id="c", round_id=round_id)
-    honest = rng.throw(str(casino.round(round_id).dice_seed), round_id, 0)
+    honest = rng.throw(str(casino.round(round_id).seed_id), round_id, 0)
     # A rigged throw: three sixes, unless the seed gives those (1 round in 216).
     rigged = (6, 6, 6) if honest != (6, 6, 6) else (1, 1, 1)
     monkeypatch.setattr(RngServer, "throw", lambda *_: rigged)
@@ -106,7 +106,7 @@ def test_rng_throws_cannot_be_reported(casino: Casino) -> None:
     table, _ = setup_table(casino)
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.close_betting(request_id="c", round_id=round_id)
-    with pytest.raises(InvalidCommandError, match="RNG throws are made by throw_dice"):
+    with pytest.raises(InvalidCommandError, match="RNG draws are made by the node"):
         casino.record_outcome(
             request_id="o",
             round_id=round_id,
@@ -223,7 +223,7 @@ def test_an_rng_round_refuses_every_reported_outcome_and_fault(
         casino.record_outcome(
             request_id="o", round_id=round_id, outcome={"dice": [6, 6, 6]}, source=sources[kind]
         )
-    with pytest.raises(InvalidCommandError, match="an RNG throw is never faulty"):
+    with pytest.raises(InvalidCommandError, match="an RNG draw is never faulty"):
         casino.record_fault(
             request_id="f",
             round_id=round_id,
@@ -322,7 +322,7 @@ def test_attack_an_rng_throw_from_another_seed(
     rng = RngServer()
     table, seed_id, round_id = rng_round(casino, rng)
     other = casino.open_table(
-        request_id="t2", name="TX2", variant="taixiu", kind="rng", currency="VND", limits=LIMITS
+        request_id="t2", name="TX2", game="taixiu", kind="rng", currency="VND", limits=LIMITS
     )
     other_seed = casino.commit_seed(request_id="commit-2", table_id=other, rng=rng)
     # The node throws from a seed of its choice and names that seed: the dice
@@ -451,12 +451,12 @@ def test_unrevealed_rng_throws_are_said_not_checked(node: Node, casino: Casino) 
     summary = verify_store(
         node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
     ).summary()
-    assert "0 RNG throws recomputed" in summary
-    assert "NOT CHECKED: 1 RNG throws whose seed is not revealed yet" in summary
+    assert "0 RNG dice draws recomputed" in summary
+    assert "NOT CHECKED: 1 RNG dice draws whose seed is not revealed yet" in summary
 
 
 def honest_rng_source(game_round: Round) -> dict[str, Any]:
-    return {"kind": "rng", "seed_id": game_round.dice_seed, "counter": game_round.throws}
+    return {"kind": "rng", "seed_id": game_round.seed_id, "counter": game_round.draws}
 
 
 def test_attack_a_round_thrown_from_a_revealed_seed(

@@ -118,7 +118,7 @@ def a_round(bundle: Path, *, card: bool) -> str:
     bets = set()
     for record in read_lines(bundle / "events.jsonl"):
         if record["type"] == "Round.Opened":
-            opened[record["stream"]] = record["payload"]["variant"]
+            opened[record["stream"]] = record["payload"]["game"]
         elif record["type"] == "Round.BetPlaced":
             bets.add(record["stream"])
         elif record["type"] == "Round.Settled":
@@ -170,7 +170,7 @@ def test_a_whole_bundle_verifies_at_every_level(
         assert out.startswith(f"OK (bundle, the whole log): {len(events)} events in ")
         assert f"verified at level {level}" in out
     assert "settlements re-settled with their own game and rules" in out
-    assert "RNG card draws recomputed" in out and "RNG throws recomputed" in out
+    assert "RNG card draws recomputed" in out and "RNG dice draws recomputed" in out
     assert "keyring: the bundle's keyring.json" in out
     assert "every checkpoint's root recomputed from the bundle's events" in out
     assert [e["position"] for e in events] == list(range(len(events)))
@@ -271,7 +271,7 @@ def test_every_game_profile_used_is_exported_as_rules_data(whole: Path) -> None:
 
     games = read_lines(whole / "games.jsonl")
     pinned = {
-        (r["payload"]["variant"], r["payload"]["rules_hash"])
+        (r["payload"]["game"], r["payload"]["rules_hash"])
         for r in read_lines(whole / "events.jsonl")
         if r["type"] == "Round.Opened"
     }
@@ -690,7 +690,7 @@ def test_a_payload_value_read_plainly_is_the_decoded_payloads(whole: Path) -> No
         found = canonical_event(raw, number)
         assert found is not None
         event = found[0]
-        for key in [*event.payload, "currency", "variant", "rules_hash", "absent"]:
+        for key in [*event.payload, "currency", "game", "rules_hash", "absent"]:
             assert fresh(event).payload_value(key) == event.payload.get(key), key
     header = b'{"stream":"s","type":"t","version":1}'
     payload = b'{"currency":{"_type_":"decimal_str","_data_":"VND"},"n":2,"l":[1]}'

@@ -315,6 +315,18 @@ def read_event(record: dict[str, Any], keys: dict[str, Key]) -> Event:
     )
 
 
+#: docs/export.md: `Round.Opened` before version 3 names its game, the game's
+#: version and its seed `variant`, `variant_version` and `dice_seed`.
+OPENED_BEFORE_V3 = {"variant": "game", "variant_version": "game_version", "dice_seed": "seed_id"}
+
+
+def opening(payload: dict[str, Any]) -> dict[str, Any]:
+    """A `Round.Opened` payload under the names of version 3."""
+    if payload.get("class_version", 1) >= 3:
+        return payload
+    return {OPENED_BEFORE_V3.get(key, key): value for key, value in payload.items()}
+
+
 def lines(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as handle:
         for line in handle:
@@ -959,10 +971,11 @@ class ContentAudit:
     def opened(self, round_id: str, payload: dict[str, Any], where: str) -> None:
         version = payload.get("class_version", 1)
         api = payload.get("settlement_api", 1) if version >= 2 else 1
-        game = self.games.get((payload["variant"], payload["rules_hash"]))
-        check(game is not None, f"{where}: no rules for {payload['variant']} in games.jsonl")
+        payload = opening(payload)
+        game = self.games.get((payload["game"], payload["rules_hash"]))
+        check(game is not None, f"{where}: no rules for {payload['game']} in games.jsonl")
         assert game is not None
-        seed = payload["dice_seed"]
+        seed = payload["seed_id"]
         table_kind = self.table_kinds.get(payload["table_id"])  # None: v1, or before the bundle
         check(table_kind != "rng" or seed is not None, f"{where}: an RNG table's round, no seed")
         check(table_kind != "physical" or seed is None, f"{where}: a physical table's seed")
@@ -1528,7 +1541,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     rounds: dict[str, str] = {}
     for record in lines(where / "whole" / "events.jsonl"):
         if record["type"] == "Round.Opened":
-            kind = "cards" if record["payload"]["variant"].startswith("xidach") else "dice"
+            kind = "cards" if opening(record["payload"])["game"].startswith("xidach") else "dice"
             rounds.setdefault(kind, record["stream"])
     bundles = {"whole": where / "whole"}
     for kind, round_id in rounds.items():
@@ -1648,6 +1661,9 @@ def test_the_note_reader_meets_the_signed_note_known_answer() -> None:
 
 BUILDER = Path(__file__).resolve().parent / "independent_store.py"
 RELEASES = Path(__file__).resolve().parent / "data"
+# Stores written before: releases 0.1 and 0.2, and the code before the game's
+# rename (opening events of version 2, with the older names).
+OLD_STORES = {"0.1": "release-0.1-store", "0.2": "release-0.2-store", "v2": "pre-rename-store"}
 PASSPHRASE = b"independent"
 
 
@@ -1671,8 +1687,8 @@ def every(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     physical, chosen = set(), {}
     for record in lines(where / "whole" / "events.jsonl"):
         payload, stream = record["payload"], record["stream"]
-        if record["type"] == "Round.Opened" and payload["variant"] == "xidach":
-            if payload["dice_seed"] is None:
+        if record["type"] == "Round.Opened" and opening(payload)["game"] == "xidach":
+            if opening(payload)["seed_id"] is None:
                 physical.add(stream)
         elif record["type"] == "Round.Voided" and stream in physical and not payload["operator"]:
             chosen.setdefault("misdeal", stream)
@@ -1681,10 +1697,10 @@ def every(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for kind, round_id in chosen.items():
         ledger("export", kind, "--round", round_id, cwd=where)
         bundles[kind] = where / kind
-    for release in ("0.1", "0.2"):
+    for release, store in OLD_STORES.items():
         copy = where / f"release-{release}"
-        for file in (RELEASES / f"release-{release}-store").rglob("*"):
-            target = copy / file.relative_to(RELEASES / f"release-{release}-store")
+        for file in (RELEASES / store).rglob("*"):
+            target = copy / file.relative_to(RELEASES / store)
             if file.is_dir():
                 target.mkdir(parents=True, exist_ok=True)
             else:
@@ -1734,7 +1750,7 @@ def test_physical_round_bundles_check_their_actors(every: dict[str, Path]) -> No
 def test_the_old_releases_verify_independently(every: dict[str, Path], release: str) -> None:
     """Release 0.1: v1 envelopes (judged by the first checkpoint covering them),
     old checkpoints. Release 0.2: rounds of settlement API 1 with faulty
-    throws, a correction and an operator's void."""
+    draws, a correction and an operator's void."""
     verified = verify_bundle(every[release])
     found = verified.contents
     assert found.rng_dice == 30 if release == "0.1" else found.rng_dice == 20
@@ -1743,6 +1759,20 @@ def test_the_old_releases_verify_independently(every: dict[str, Path], release: 
     if release == "0.2":
         assert found.corrections == 1 and found.voids == 1
         assert found.actor_signatures == {"dealer-device": 22, "operator": 2}
+
+
+def test_opening_events_of_version_2_verify_independently(every: dict[str, Path]) -> None:
+    """The store of the code before the rename: its `Round.Opened` and
+    `GameTable.Opened` are version 2, their game (and a round's seed) under
+    the older names docs/export.md gives; dice and cards, RNG and physical."""
+    records = list(lines(every["v2"] / "events.jsonl"))
+    opened = [r["payload"] for r in records if r["type"] == "Round.Opened"]
+    tables = [r["payload"] for r in records if r["type"] == "GameTable.Opened"]
+    assert {p["class_version"] for p in opened + tables} == {2}
+    assert all("variant" in p and "game" not in p for p in opened + tables)
+    found = verify_bundle(every["v2"]).contents
+    assert found.rounds == 40 and found.rng_dice == 14 and found.rng_cards == 14
+    assert found.actor_signatures == {"dealer-device": 48}
 
 
 # A lying node: whoever holds the node's and the checkpoint's private keys
@@ -1850,7 +1880,7 @@ def test_the_independent_verifier_catches_a_lying_node(
 ) -> None:
     forger = Forger(every["keys"])
     opened = {
-        r["stream"]: r["payload"]
+        r["stream"]: opening(r["payload"])
         for r in lines(every["whole"] / "events.jsonl")
         if r["type"] == "Round.Opened"
     }
@@ -1879,7 +1909,7 @@ def test_the_independent_verifier_catches_a_lying_node(
                 records,
                 lambda r: (
                     r["type"] == "Round.Settled"
-                    and opened[r["stream"]]["variant"] == game
+                    and opened[r["stream"]]["game"] == game
                     and any(x["returned"] for x in r["payload"]["results"])
                 ),
             )

@@ -4,9 +4,11 @@ What an outside programmer verifies from must be what the ledger does: the
 fixed stream ids, the exact bytes of every signed fact, the canonical JSON
 rule, the RNG's dice and deck known answers and the example signature are
 recomputed here with the ledger's own code; every event type the ledger
-defines has a payload schema naming exactly its fields; and every record of
-real exports (a store with every kind of event, and the stores of releases
-0.1 and 0.2) validates against those schemas. The times are in the forms the
+defines has a payload schema naming exactly its fields (and, for an older
+version stored under older names, exactly those `ledger.domain.stored_names`
+maps to them); and every record of real exports (a store with every kind of
+event, the stores of releases 0.1 and 0.2 and of the code before the game's
+rename) validates against those schemas. The times are in the forms the
 conventions say.
 """
 
@@ -47,6 +49,7 @@ from ledger.domain.signed_facts import (
     operator_fact,
     throw_fact,
 )
+from ledger.domain.stored_names import STORED_AS
 from ledger.rng.deck import shuffle_trace
 from ledger.rng.dice import commitment, throw_trace
 from tests.schemas import schema
@@ -57,6 +60,8 @@ PAYLOADS = ROOT / "docs" / "schemas" / "payloads.json"
 BUILDER = Path(__file__).resolve().parent / "independent_store.py"
 LEDGER = Path(sys.executable).parent / "ledger"
 RELEASES = Path(__file__).resolve().parent / "data"
+OPENED = "ledger.domain.round:Round.Opened"
+OLD_STORES = {"0.1": "release-0.1-store", "0.2": "release-0.2-store", "v2": "pre-rename-store"}
 AGGREGATES = (Account, GameTable, Round, Request, KeyRegistry, AuditTrail)
 
 
@@ -258,12 +263,23 @@ def test_every_event_type_has_a_schema_of_exactly_its_fields() -> None:
     assert len(types) == 27
     assert set(schema["properties"]["type"]["enum"]) == set(types)
     for name, event_class in types.items():
-        defined = schema["$defs"][name]
-        properties = set(defined["properties"])
+        current, *older = schema["$defs"][name].get("oneOf", [schema["$defs"][name]])
+        version = getattr(event_class, "class_version", 1)
+        properties = set(current["properties"])
         assert properties - {"timestamp", "class_version"} == fields_of(event_class), name
-        assert "timestamp" in defined["required"]
-        assert ("class_version" in properties) == (getattr(event_class, "class_version", 1) > 1)
-        assert defined["additionalProperties"] is False
+        assert ("class_version" in properties) == (version > 1)
+        for alternative in (current, *older):
+            assert "timestamp" in alternative["required"]
+            assert alternative["additionalProperties"] is False
+        # An older version under older names: exactly the fields they are now.
+        topic = f"{event_class.__module__}:{event_class.__qualname__}"
+        assert bool(older) == any(t == topic for t, _ in STORED_AS), name
+        for alternative in older:
+            stored = alternative["properties"]["class_version"]["const"]
+            renamed = STORED_AS[(topic, stored)]
+            now = {renamed.get(p, p) for p in alternative["properties"]}
+            assert now - {"timestamp", "class_version"} == fields_of(event_class), name
+            assert current["properties"]["class_version"] == {"const": version}
         assert f"`{name}`" in section("Streams and events"), name  # documented too
 
 
@@ -281,9 +297,9 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     run(sys.executable, str(BUILDER), store, str(where / "keys"))
     run(str(LEDGER), "--store", store, "--keys", str(where / "keys"), "export", "every")
     found = {"every": where / "every"}
-    for release in ("0.1", "0.2"):
+    for release, store in OLD_STORES.items():
         copy = where / f"release-{release}"
-        shutil.copytree(RELEASES / f"release-{release}-store", copy)
+        shutil.copytree(RELEASES / store, copy)
         run(str(LEDGER), "--store", f"sqlite:///{copy / 'ledger.db'}", "--keys",
             str(copy / "keys"), "export", f"bundle-{release}")  # fmt: skip
         found[release] = where / f"bundle-{release}"
@@ -306,12 +322,14 @@ def test_every_record_of_real_exports_validates_against_its_payload_schema(
             validator.validate(record)
             seen.add(record["type"])
     # Every type the ledger writes occurs but one: betting reopened after a
-    # faulty throw in a round of settlement API 1 (no store of those has one).
+    # faulty draw in a round of settlement API 1 (no store of those has one).
     assert set(event_types()) - seen == {"Round.BettingReopened"}
     # A payload the format does not allow is refused by its type's schema.
     opened = next(r for r in records(bundles["every"]) if r["type"] == "Round.Opened")
+    older = {now: stored for stored, now in STORED_AS[(OPENED, 2)].items()}
     for bad in (
-        {**opened["payload"], "dice_seed": 7},
+        {**opened["payload"], "seed_id": 7},
+        {older.get(k, k): v for k, v in opened["payload"].items()},  # older names, version 3
         {k: v for k, v in opened["payload"].items() if k != "code_hash"},
         {**opened["payload"], "extra": 1},
     ):

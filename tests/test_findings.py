@@ -30,7 +30,7 @@ from ledger.plugins import hookimpl
 from ledger.plugins.registry import GameRegistry
 from tests.attacker import Attacker
 from tests.casino_support import seen
-from tests.coin_variant import VARIANTS, CoinPlugin, CoinToss, coin_games
+from tests.coin_game import COIN_GAMES, CoinPlugin, CoinToss, coin_games
 from tests.conftest import PASSPHRASE
 
 SCHEMA = json.loads(
@@ -88,7 +88,7 @@ def _play(node: Node, casino: Casino, table: str, players: list[str], n: int) ->
 
 def _five_rounds(node: Node) -> list[str]:
     """Five coin rounds; the second settled by a lying release."""
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     players = []
     for name in ("alice", "bob"):
         account = casino.open_account(request_id=f"a-{name}", owner=name, currency="EUR")
@@ -97,7 +97,7 @@ def _five_rounds(node: Node) -> list[str]:
     table = casino.open_table(
         request_id="t",
         name="T1",
-        variant="coin",
+        game="coin",
         kind="physical",
         currency="EUR",
         limits=LIMITS,  # type: ignore[arg-type]
@@ -142,7 +142,7 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
     report = verify_store(
         node.app,
         node.keyring,
-        VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS),
+        VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES),
         sinks=Sinks(findings=findings),
     )
     by_round: dict[str | None, set[tuple[FindingKind, Step]]] = {}
@@ -170,7 +170,9 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
     assert report.summary().startswith("FAILED: ")
     # Without a sink the first finding is raised, as it always was.
     with pytest.raises(VerificationError) as raised:
-        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
+        verify_store(
+            node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
+        )
     assert str(raised.value) == str(findings.headline())
     # Settled chunk by chunk while workers verify the next ones: the same findings
     # as one process settling after every chunk (the same chunks); with one
@@ -182,7 +184,7 @@ def test_every_finding_in_one_run_each_in_its_own_round(node: Node, tmp_path: Pa
             node.app,
             node.keyring,
             VerifyOptions(
-                level=Level.SETTLEMENT, games=VARIANTS, workers=workers, chunk_leaves=leaves
+                level=Level.SETTLEMENT, games=COIN_GAMES, workers=workers, chunk_leaves=leaves
             ),
             sinks=Sinks(findings=found),
         )
@@ -225,7 +227,7 @@ def test_the_cli_writes_every_finding_as_json_lines(
 def test_a_clean_store_writes_an_empty_findings_file(
     node: Node, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     casino.open_account(request_id="a", owner="alice", currency="EUR")
     node.checkpointer().catch_up()
     out = tmp_path / "findings.jsonl"

@@ -25,7 +25,7 @@ from ledger.domain.round import Round
 from ledger.errors import ConfigError, InvalidCommandError, RequestIdReusedError
 from ledger.node import Node, open_node
 from tests.casino_support import HEADS, LIMITS, domain_events, event_count
-from tests.coin_variant import VARIANTS
+from tests.coin_game import COIN_GAMES
 from tests.conftest import PASSPHRASE
 
 PLAYERS = 40
@@ -33,7 +33,7 @@ PLAYERS = 40
 
 def table_and_round(casino: Casino, players: int = PLAYERS) -> tuple[str, list[str]]:
     table = casino.open_table(
-        request_id="t", name="Live", variant="coin", kind="physical", currency="EUR", limits=LIMITS
+        request_id="t", name="Live", game="coin", kind="physical", currency="EUR", limits=LIMITS
     )
     wallets = []
     for n in range(players):
@@ -74,7 +74,7 @@ def bet(casino: Casino, round_id: str, wallet: str, key: str | None = None) -> C
 
 
 def test_concurrent_bets_share_commits_and_each_is_in_the_round_once(node: Node) -> None:
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     round_id, wallets = table_and_round(casino)
     batches, commands = casino.runner.batches, casino.runner.commands
     results = together([bet(casino, round_id, w) for w in wallets])
@@ -85,11 +85,11 @@ def test_concurrent_bets_share_commits_and_each_is_in_the_round_once(node: Node)
     placed = [e for _, e in domain_events(node.app) if isinstance(e, Round.BetPlaced)]
     assert sorted(e.bet_id for e in placed) == sorted(results)  # each once, none lost
     assert [casino.account(w).balance for w in wallets] == [9_990] * PLAYERS
-    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES))
 
 
 def test_a_refused_command_spoils_nothing_in_its_batch(node: Node) -> None:
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     round_id, wallets = table_and_round(casino)
     broke = casino.open_account(request_id="broke", owner="broke", currency="EUR")
     before = event_count(node.app)
@@ -114,7 +114,7 @@ def test_a_refused_command_spoils_nothing_in_its_batch(node: Node) -> None:
 def test_a_command_failing_half_way_leaves_nothing_and_the_batch_commits(node: Node) -> None:
     """A body that changed an aggregate, then raised: its change is dropped and
     the commands before it in the batch (on the same aggregates) still commit."""
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     round_id, wallets = table_and_round(casino, players=4)
     release = threading.Event()
 
@@ -143,11 +143,11 @@ def test_a_command_failing_half_way_leaves_nothing_and_the_batch_commits(node: N
     with pytest.raises(InvalidCommandError, match="refused after a change"):
         failing.result(60)
     assert casino.account(wallets[0]).balance == 10_000 - 20  # the 5 never arrived
-    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES))
 
 
 def test_a_retry_returns_the_first_result_in_the_same_batch_or_a_later_one(node: Node) -> None:
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     round_id, wallets = table_and_round(casino, players=8)
     results = together([bet(casino, round_id, wallets[n % 2], key="same") for n in range(8)])
     # The same request id from another wallet is another request: refused.
@@ -164,13 +164,13 @@ def test_a_retry_returns_the_first_result_in_the_same_batch_or_a_later_one(node:
         if isinstance(e, Round.BetPlaced) and e.bet_id == bet_id
     )
     assert bet(casino, round_id, str(first_wallet), key="same")() == bet_id
-    fresh = Casino(node.app, VARIANTS)  # no memory of it: found in the store
+    fresh = Casino(node.app, COIN_GAMES)  # no memory of it: found in the store
     assert bet(fresh, round_id, str(first_wallet), key="same")() == bet_id
     assert event_count(node.app) == count  # nothing recorded by the retries
 
 
 def test_an_answer_comes_only_after_its_batch_is_committed(node: Node, monkeypatch: Any) -> None:
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     round_id, wallets = table_and_round(casino, players=2)
     entered, release = threading.Event(), threading.Event()
     real = node.app.record_events
@@ -196,7 +196,7 @@ def test_a_batch_conflicting_with_another_node_is_applied_again(
 ) -> None:
     """Two nodes (their own node keys) bet on one round at once: batches lose
     races and are applied again from fresh state; nothing is lost or doubled."""
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     round_id, wallets = table_and_round(casino)
     node.keys.create("ledger-node-b", Role.LEDGER_NODE, PASSPHRASE)
     monkeypatch.setenv("LEDGER_NODE_KEY", "ledger-node-b")
@@ -204,7 +204,7 @@ def test_a_batch_conflicting_with_another_node_is_applied_again(
     monkeypatch.delenv("LEDGER_NODE_KEY")
     node.app.mapper.signer_check = SignerCheck(node.keys.keyring())  # type: ignore[attr-defined]
     try:
-        theirs = Casino(other.app, VARIANTS)
+        theirs = Casino(other.app, COIN_GAMES)
         conflicts = 0
         # Each node's first commit waits until the other has applied its first
         # batch too: both were applied from the same state, so one must lose.
@@ -240,7 +240,7 @@ def test_a_batch_conflicting_with_another_node_is_applied_again(
     assert [casino.account(w).balance for w in wallets] == [9_980] * PLAYERS
     assert conflicts > 0, "the two nodes never raced"
     verify_store(
-        node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+        node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
     )
 
 
@@ -248,11 +248,11 @@ def test_a_bet_costs_the_same_whatever_its_round_holds(node: Node, monkeypatch: 
     """No copy of the round (the working set's live one), no replay of the game
     (betting open is recorded on the round), no copy of the bets placed (the
     game sees a read-only view of them)."""
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     round_id, wallets = table_and_round(casino, players=4)
     for n in range(200):
         bet(casino, round_id, wallets[n % 4])()
-    game = VARIANTS["coin"]
+    game = COIN_GAMES["coin"]
     seen: list[Any] = []
     steps: list[int] = []
     real_validate, real_step = type(game).validate_bet, type(game).step

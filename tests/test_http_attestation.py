@@ -36,7 +36,7 @@ def rng_round(node: Node, tmp_path: Path) -> tuple[Casino, str]:
     """A round open on an RNG Xì dách table whose seed is committed."""
     casino = Casino(node.app, GAMES)
     table = casino.open_table(
-        request_id="t", name="XD", variant="xidach", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="XD", game="xidach", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=RngServer(tmp_path / "s"))
     return casino, casino.open_round(request_id="r", table_id=table, dealer="D")

@@ -34,11 +34,11 @@ class Call:
 
 
 def coin_round(
-    api: Api, *, closed: bool = False, tossed: bool = False, variant: str = "coin"
+    api: Api, *, closed: bool = False, tossed: bool = False, game: str = "coin"
 ) -> tuple[str, str, str]:
     """A physical coin round with one bet: (table, round, bet)."""
     player = api.wallet(1_000)
-    table = api.table(variant)
+    table = api.table(game)
     round_id = api.round(table)
     bet = api.ok(
         f"/v1/rounds/{round_id}/bets", {"account_id": player, "bet": {"on": "heads"}, "stake": 100}
@@ -270,7 +270,7 @@ SCENARIOS: dict[str, Callable[[Api], Call]] = {
         "/v1/tables",
         {
             "name": "T",
-            "variant": "coin",
+            "game": "coin",
             "kind": "physical",
             "currency": "EUR",
             "limits": {"min_bet": 1, "max_bet": 9, "max_round": 99},

@@ -175,7 +175,7 @@ def _two_servers(tmp_path: Path, store: str) -> None:
             assert funded.json() == {"balance": 1_000}
         body = {
             "name": "T",
-            "variant": "taixiu",
+            "game": "taixiu",
             "kind": "physical",
             "currency": "EUR",
             "limits": LIMITS,

@@ -17,7 +17,7 @@ from ledger.plugins.manager import get_plugin_manager
 from ledger.rng.server import RngServer
 from tests.api_1_rounds import Api1Round, api_1_round
 from tests.casino_support import HEADS, LIMITS, event_count, operator_signer, table_of
-from tests.coin_variant import VARIANTS as COIN
+from tests.coin_game import COIN_GAMES as COIN
 from tests.conftest import ledger_cli
 
 
@@ -49,7 +49,7 @@ class Floor:
         self.decided.bet(self.alice, {"bet": "big"}, 100)
         self.decided.bet(self.bob, {"bet": "small"}, 50)
         self.decided.close_betting().fault("cocked dice").outcome({"dice": [4, 5, 6]})
-        # Closed after a faulty throw, no outcome.
+        # Closed after a faulty draw, no outcome.
         self.faulted = api_1_round(node, casino, physical)
         self.faulted.bet(self.alice, {"bet": "small"}, 30)
         self.faulted.bet(self.bob, {"bet": "big"}, 20)
@@ -106,7 +106,7 @@ def test_migrate_settles_the_decided_and_voids_the_rest(
         '{"dice": [4, 5, 6]}: 2 bets, 2.00 EUR returned'
     )
     assert lines[1] == (
-        f"would void round {floor.faulted.id} (taixiu, closed, 1 faulty throw): 2 bets, "
+        f"would void round {floor.faulted.id} (taixiu, closed, 1 faulty draw): 2 bets, "
         "0.50 EUR in stakes returned"
     )
     assert lines[2] == (
@@ -183,7 +183,7 @@ def test_a_decided_round_whose_game_is_not_installed_is_not_migrated(
     assert (code, out) == (2, "")
     assert err == (
         f"ledger: error: cannot settle round {tossed.id} on its recorded outcome: unknown "
-        "variant 'coin'; install a release of its game declaring its rules, then run "
+        "game 'coin'; install a release of its game declaring its rules, then run "
         "ledger migrate again\n"
     )
     assert event_count(node.app) == before

@@ -48,7 +48,7 @@ from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDE
 from ledger.errors import InvalidCommandError
 from ledger.store.application import LedgerApplication
 from tests.casino_support import domain_events, event_count
-from tests.coin_variant import VARIANTS
+from tests.coin_game import COIN_GAMES
 from tests.conftest import PASSPHRASE
 
 T = TypeVar("T")
@@ -119,7 +119,7 @@ class MoneyMachine(RuleBasedStateMachine):
         self.app = LedgerApplication(
             f"sqlite:///{self.directory / 'ledger.db'}", keyring=keys.keyring, signer=keys.node
         )
-        self.casino = Casino(self.app, VARIANTS)
+        self.casino = Casino(self.app, COIN_GAMES)
         self.operator = keys.operator
         self.device = keys.device
         self.requests = 0
@@ -132,7 +132,7 @@ class MoneyMachine(RuleBasedStateMachine):
             table = self.casino.open_table(
                 request_id=self.request(),
                 name=f"{currency} table",
-                variant="coin",
+                game="coin",
                 kind="physical",
                 currency=currency,
                 limits=LIMITS,
@@ -382,7 +382,7 @@ class MoneyMachine(RuleBasedStateMachine):
                 round_id=round_id,
                 outcome={"face": face},
                 source=self.device.throw(
-                    round_id, self.casino.round(round_id).throws, {"face": face}
+                    round_id, self.casino.round(round_id).draws, {"face": face}
                 ),
             ),
         )

@@ -61,7 +61,7 @@ def test_rng_cards_settle_seat_by_seat_and_verify(node: Node, tmp_path: Any) -> 
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="HC", game="high-card", kind="rng", currency="VND", limits=LIMITS
     )
     seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     ann, bob, round_id = players(casino, table)
@@ -233,7 +233,7 @@ def test_attack_a_validly_signed_settlement_of_the_wrong_bets_or_amount(
     casino = Casino(node.app, lying)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="HC", game="high-card", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     _, _, round_id = players(casino, table)
@@ -254,7 +254,7 @@ def test_taixiu_through_act_pays_as_before(node: Node, tmp_path: Any) -> None:
     casino = Casino(node.app, games)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="TX", variant="taixiu", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="TX", game="taixiu", kind="rng", currency="VND", limits=LIMITS
     )
     seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     player = casino.open_account(request_id="p", owner="p", currency="VND")
@@ -292,7 +292,7 @@ def test_taixiu_through_act_pays_as_before(node: Node, tmp_path: Any) -> None:
     report = verify_store(
         node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
     )
-    assert (report.rng_throws, report.resettled) == (1, 1)
+    assert (report.rng_dice, report.resettled) == (1, 1)
 
 
 def test_attack_a_node_dealing_cards_not_from_the_committed_deck(
@@ -304,7 +304,7 @@ def test_attack_a_node_dealing_cards_not_from_the_committed_deck(
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="HC", game="high-card", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     _, _, round_id = players(casino, table)
@@ -351,7 +351,7 @@ def test_taixiu_device_faults_through_act_follow_its_policy(node: Node) -> None:
     casino = Casino(node.app, get_plugin_manager().games())
     device = dealer_device(node)
     table = casino.open_table(
-        request_id="t", name="TX", variant="taixiu", kind="physical", currency="VND", limits=LIMITS
+        request_id="t", name="TX", game="taixiu", kind="physical", currency="VND", limits=LIMITS
     )
     player = casino.open_account(request_id="p", owner="p", currency="VND")
     casino.deposit(request_id="dep", account_id=player, amount=10_000)

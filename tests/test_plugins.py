@@ -18,7 +18,7 @@ from ledger.plugins.manager import get_plugin_manager
 from ledger.plugins.paytable import paytable
 from ledger.plugins.registry import GameRegistry, LoadedGame, rules_hash
 from tests.casino_support import event_count, seen
-from tests.coin_variant import CoinDefinition, CoinPlugin
+from tests.coin_game import CoinDefinition, CoinPlugin
 
 
 class TestCoinPluginContract(GameContract):
@@ -37,9 +37,9 @@ def coin(version: str = "2.1") -> LoadedGame:
 
 
 def test_a_registered_variant_carries_its_provenance() -> None:
-    variant = coin()
-    assert (variant.plugin, variant.version) == ("coin-plugin", "2.1")
-    assert variant.rules_hash == rules_hash(CoinDefinition.rules)
+    game = coin()
+    assert (game.plugin, game.version) == ("coin-plugin", "2.1")
+    assert game.rules_hash == rules_hash(CoinDefinition.rules)
     with pytest.raises(NotFoundError, match=r"unknown game 'dice'.*coin"):
         get_plugin_manager(load_entry_points=False, extra=[("c", CoinPlugin(), "1")]).game("dice")
 
@@ -94,15 +94,15 @@ def broken_plugin(fault: str) -> Any:
 def test_a_misbehaving_settlement_is_one_plugin_error_and_records_nothing(
     node: Node, fault: str, message: str
 ) -> None:
-    variants = get_plugin_manager(
+    games = get_plugin_manager(
         load_entry_points=False, extra=[("bad-coin", broken_plugin(fault), "0.9")]
     ).games()
-    casino = Casino(node.app, variants)
+    casino = Casino(node.app, games)
     alice = casino.open_account(request_id="a", owner="alice", currency="EUR")
     casino.deposit(request_id="d", account_id=alice, amount=1000)
     limits = {"min_bet": 1, "max_bet": 500, "max_round": 500}
     table = casino.open_table(
-        request_id="t", name="T", variant="coin", kind="physical", currency="EUR", limits=limits
+        request_id="t", name="T", game="coin", kind="physical", currency="EUR", limits=limits
     )  # type: ignore[arg-type]
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.place_bet(
@@ -129,11 +129,11 @@ def test_a_misbehaving_settlement_is_one_plugin_error_and_records_nothing(
     ],
 )
 def test_a_misbehaving_bet_check_is_one_plugin_error(fault: str, message: str) -> None:
-    variant = get_plugin_manager(
+    game = get_plugin_manager(
         load_entry_points=False, extra=[("bad-coin", broken_plugin(fault), "0.9")]
     ).game("coin")
     with pytest.raises(PluginError, match=f"plugin bad-coin 0.9: {message}"):
-        variant.validate_bet({"on": "heads"}, {})
+        game.validate_bet({"on": "heads"}, {})
 
 
 def test_a_plugin_that_fails_to_register_is_named() -> None:
@@ -186,9 +186,9 @@ def fake_entry_points(points: list[EntryPoint]) -> Any:
 
 def test_entry_points_with_allow_and_block_lists(monkeypatch: pytest.MonkeyPatch) -> None:
     points = [
-        EntryPoint("coin", "tests.coin_variant:coin_plugin", "casino_ledger"),
-        EntryPoint("other", "tests.coin_variant:other_coin_plugin", "casino_ledger"),
-        EntryPoint("elsewhere", "tests.coin_variant:coin_plugin", "another_host"),
+        EntryPoint("coin", "tests.coin_game:coin_plugin", "casino_ledger"),
+        EntryPoint("other", "tests.coin_game:other_coin_plugin", "casino_ledger"),
+        EntryPoint("elsewhere", "tests.coin_game:coin_plugin", "another_host"),
     ]
     monkeypatch.setattr(manager_module, "entry_points", fake_entry_points(points))
     monkeypatch.setenv("LEDGER_PLUGINS_ALLOW", "coin")

@@ -38,7 +38,7 @@ class _FirstNamePlugin:
 
     @staticmethod
     def game() -> object:
-        from tests.coin_variant import CoinDefinition
+        from tests.coin_game import CoinDefinition
 
         return CoinDefinition()
 

@@ -33,7 +33,7 @@ from ledger.crypto.signing import Signer
 from ledger.domain.account import HOUSE, PLAYER
 from ledger.domain.money import cashier, in_play, wallet
 from ledger.domain.round_records import SETTLED, Limits
-from ledger.errors import ConfigError, VerificationError
+from ledger.errors import CannotCheckError, ConfigError, VerificationError
 from ledger.node import Node, open_node
 from ledger.projections import (
     Balances,
@@ -47,7 +47,7 @@ from ledger.projections.base import utc_day
 from ledger.projections.sql import Tx
 from tests.attacker import Attacker
 from tests.casino_support import seen
-from tests.coin_variant import VARIANTS
+from tests.coin_game import COIN_GAMES
 from tests.conftest import PASSPHRASE
 from tests.demo_table import Table
 
@@ -75,7 +75,7 @@ def operator(node: Node) -> Signer:
 
 def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
     """A day at the casino; `step()` runs after every few commands."""
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     op = operator(node)
     day = Day()
     n = iter(range(1000))
@@ -102,7 +102,7 @@ def play_day(node: Node, step: Callable[[], None] = lambda: None) -> Day:
         day.tables[name] = casino.open_table(
             request_id=rid("tab"),
             name=name,
-            variant="coin",
+            game="coin",
             kind="physical",
             currency=currency,
             limits=LIMITS,
@@ -189,7 +189,7 @@ def log_end(node: Node) -> int:
 
 def test_balances_match_the_aggregates(node: Node) -> None:
     day = play_day(node)
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     assert catch_up(node.app) == log_end(node)
 
     by_name = {(b.account, b.currency): b.balance for b in queries.balances(node.app)}
@@ -231,14 +231,14 @@ def test_balances_match_the_aggregates(node: Node) -> None:
 def test_round_summaries(node: Node) -> None:
     day = play_day(node)
     catch_up(node.app)
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     summaries = {r.round_id: r for r in queries.rounds(node.app)}
     assert set(summaries) == set(day.rounds.values())
     for round_id, summary in summaries.items():
         game_round = casino.round(round_id)
         assert summary.status == game_round.status
         assert summary.table_id == str(game_round.table_id)
-        assert (summary.variant, summary.variant_version) == ("coin", "1.0")
+        assert (summary.game, summary.game_version) == ("coin", "1.0")
         assert summary.bets == len(game_round.bets)
         assert summary.stakes == sum(b["stake"] for b in game_round.bets.values())
         assert summary.returned == sum(r["returned"] for r in game_round.results)
@@ -258,7 +258,7 @@ def test_round_summaries(node: Node) -> None:
 def test_house_result_per_table_and_day(node: Node) -> None:
     day = play_day(node)
     catch_up(node.app)
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     expected: dict[tuple[str, str, str], int] = defaultdict(int)
     stakes: dict[tuple[str, str, str], int] = defaultdict(int)
     for round_id in day.rounds.values():
@@ -469,7 +469,7 @@ def test_a_runner_with_stale_positions_is_overtaken_not_applied(
 def test_a_projection_added_later_starts_from_the_first_event(node: Node) -> None:
     day = play_day(node)
     assert catch_up(node.app, [Balances()], batch_size=10) == log_end(node)
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     casino.deposit(request_id="late", account_id=day.accounts["alice"], amount=5)
     full = ProjectionRunner(node.app, batch_size=10)
     full.catch_up()
@@ -497,6 +497,34 @@ def test_rebuild_repairs_edited_rows_and_other_events_are_skipped(node: Node) ->
     assert runner.snapshot() != good
     runner.rebuild()
     assert runner.snapshot() == good
+
+
+def test_a_projection_an_earlier_release_built_is_rebuilt_from_the_events(node: Node) -> None:
+    """A read model whose table has other columns than the code declares (the
+    rounds' `game`, `variant` before issue 39) is dropped and rebuilt by the
+    next setup; `verify --projections` says so until then. The others stay."""
+    play_day(node)
+    runner = ProjectionRunner(node.app, batch_size=10)
+    runner.catch_up()
+    good = runner.snapshot()
+    assert runner.built_before() == []
+    with runner.sql.write() as tx:  # as the release before left it
+        for table in ("proj_rounds", "proj_tables"):
+            tx.execute(f"ALTER TABLE {{{table}}} RENAME COLUMN game TO variant")
+        tx.execute("UPDATE {proj_balances} SET balance = balance + 1")  # not rebuilt: kept
+    assert runner.built_before() == ["rounds"]
+    with pytest.raises(CannotCheckError, match="rounds were built by an earlier release"):
+        verify_projections(node.app)
+    edited = runner.snapshot()["proj_balances"]
+    again = ProjectionRunner(node.app, batch_size=10)
+    assert again.catch_up() == log_end(node)  # the rounds read the whole log again
+    assert again.built_before() == []
+    found = again.snapshot()
+    assert {t: rows for t, rows in found.items() if t != "proj_balances"} == {
+        t: rows for t, rows in good.items() if t != "proj_balances"
+    }
+    assert found["proj_balances"] == edited  # only the projection built before was rebuilt
+    assert again.catch_up() == 0
 
 
 def test_a_forged_event_stops_the_projections_before_it(node: Node) -> None:
@@ -564,12 +592,12 @@ def test_cli_rounds_open_lists_exactly_the_open_round(
     assert (code, err) == (0, "")
     assert round_ids(out) == [day.open_round]
     (row,) = out.splitlines()[1:]
-    # Status, table, variant, bets, stakes and returns in major units, currency.
+    # Status, table, game, bets, stakes and returns in major units, currency.
     assert row.split()[1:8] == ["betting", "T1", "coin", "2", "2.50", "0.00", "EUR"]
     code, out, _ = cli("rounds")
     assert sorted(round_ids(out)) == sorted(day.rounds.values())
     # Settle the open round: the projections are behind until updated.
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     casino.void_round(
         request_id="void-r7", round_id=day.open_round, reason="shift over", operator=operator(node)
     )
@@ -588,7 +616,7 @@ def test_cli_balances_and_rebuild(node: Node, cli: Callable[..., tuple[int, str,
     assert code == 0
     assert "total EUR: 0.00 " in out and "total USD: 0.00 " in out
     assert cashier("USD") in out and in_play(day.open_round) in out
-    alice_balance = Casino(node.app, VARIANTS).account(day.accounts["alice"]).balance
+    alice_balance = Casino(node.app, COIN_GAMES).account(day.accounts["alice"]).balance
     code, out, _ = cli("balances", day.accounts["alice"])
     assert code == 0
     major = f"{alice_balance // 100:,}.{alice_balance % 100:02d}"  # EUR: 2 decimals
@@ -606,13 +634,13 @@ def test_cli_balances_and_rebuild(node: Node, cli: Callable[..., tuple[int, str,
 
 def corrected_round(node: Node) -> tuple[Casino, dict[str, str], str, str]:
     """Alice bets heads, Bob tails; recorded heads, settled, then corrected to tails."""
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     who = {}
     for owner in ("alice", "bob"):
         who[owner] = casino.open_account(request_id=f"acc-{owner}", owner=owner, currency="EUR")
         casino.deposit(request_id=f"dep-{owner}", account_id=who[owner], amount=1_000)
     table = casino.open_table(
-        request_id="tab", name="T1", variant="coin", kind="physical", currency="EUR", limits=LIMITS
+        request_id="tab", name="T1", game="coin", kind="physical", currency="EUR", limits=LIMITS
     )
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.place_bet(
@@ -689,7 +717,7 @@ def test_verify_projections_names_every_edited_row(node: Node) -> None:
     with pytest.raises(VerificationError) as caught:
         verify_projections(node.app)
     message = str(caught.value)
-    balance = Casino(node.app, VARIANTS).account(alice).balance
+    balance = Casino(node.app, COIN_GAMES).account(alice).balance
     assert (
         f"proj_balances {wallet(alice)}/EUR: balance is {balance + 5}, the events say " in message
     )
@@ -705,7 +733,7 @@ def test_verify_projections_at_their_own_position(node: Node) -> None:
     day = play_day(node)
     runner = ProjectionRunner(node.app)
     runner.catch_up()
-    Casino(node.app, VARIANTS).void_round(
+    Casino(node.app, COIN_GAMES).void_round(
         request_id="void-r7", round_id=day.open_round, reason="shift over", operator=operator(node)
     )
     # Behind the log: compared where they stand, and said so; not a difference.

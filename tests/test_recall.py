@@ -22,7 +22,7 @@ from ledger.node import Node
 from ledger.projections import ProjectionRunner, queries
 from tests.attacker import Attacker
 from tests.casino_support import HEADS, LIMITS, operator_signer, seen, table_of
-from tests.coin_variant import coin_games
+from tests.coin_game import coin_games
 from tests.reproducible import reproducible_session
 from tests.test_cli_bad_input import RIGHT, assert_one_error_line
 from tests.test_step_corrections import GAMES as HIGH_CARD
@@ -197,7 +197,7 @@ def test_cli_recalls_dice_and_card_rounds_alike(
     workdir: Path, store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rounds = simulated_rounds(store_url)
-    assert {r.variant for r in rounds} >= {"taixiu", "xidach"}
+    assert {r.game for r in rounds} >= {"taixiu", "xidach"}
     capsys.readouterr()
     sources: set[str] = set()
     for found in rounds:

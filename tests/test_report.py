@@ -45,14 +45,14 @@ from tests.casino_support import (
     seen,
     seen_faulty,
 )
-from tests.coin_variant import VARIANTS
+from tests.coin_game import COIN_GAMES
 from tests.high_card import high_card_games
 from tests.reproducible import reproducible_session
 from tests.test_step_corrections import played
 
 ROOT = Path(__file__).resolve().parent.parent
 EDGE = ROOT / "docs" / "xidach_edge.json"
-GAMES = {**VARIANTS, **high_card_games()}
+GAMES = {**COIN_GAMES, **high_card_games()}
 COIN_LIMITS: Any = {"min_bet": 10, "max_bet": 500, "max_round": 800}
 
 
@@ -64,7 +64,7 @@ def scenario(node: Node) -> dict[str, Any]:
     table = casino.open_table(
         request_id="coin",
         name="C1",
-        variant="coin",
+        game="coin",
         kind="physical",
         currency="EUR",
         limits=COIN_LIMITS,

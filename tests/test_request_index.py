@@ -29,7 +29,7 @@ from ledger.node import Node, open_node
 from ledger.store.recorders import REQUESTS
 from tests.attacker import Attacker
 from tests.casino_support import HEADS, LIMITS, casino_on, domain_events, event_count, table_of
-from tests.coin_variant import VARIANTS
+from tests.coin_game import COIN_GAMES
 from tests.conftest import PASSPHRASE
 
 DATA = Path(__file__).parent / "data"
@@ -78,7 +78,7 @@ def test_a_bet_is_its_requests_record(node: Node) -> None:
     casino.deposit(request_id="d1", account_id=alice, amount=5)
     assert node.app.tables.existing_streams([request_uuid("d1")]) == {request_uuid("d1")}
     verify_store(
-        node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+        node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
     )
 
 
@@ -90,7 +90,7 @@ def test_a_deleted_index_row_lets_a_retry_in_twice_and_verify_finds_it(
     first = bet(casino, round_id, alice, "b1")
     bet(casino, round_id, alice, "b2")
     Attacker(store_url).sql(f"DELETE FROM {REQUESTS} WHERE request_id = ?", ("b1",))
-    fresh = Casino(node.app, VARIANTS)  # a node that never saw it (no memory of the retry)
+    fresh = Casino(node.app, COIN_GAMES)  # a node that never saw it (no memory of the retry)
     second = bet(fresh, round_id, alice, "b1")
     assert second != first  # the node cannot know: its index said nothing
     with pytest.raises(
@@ -98,7 +98,7 @@ def test_a_deleted_index_row_lets_a_retry_in_twice_and_verify_finds_it(
         match=rf"round {round_id} \(coin\): request 'b1' placed a second bet \({second}\)",
     ):
         verify_store(
-            node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+            node.app, node.keys.keyring(), VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
         )
 
 
@@ -114,7 +114,7 @@ def test_an_index_row_naming_another_event_is_refused(node: Node, store_url: str
         f"UPDATE {REQUESTS} SET originator_version = ? WHERE request_id = ?", (b2_version, "b1")
     )
     count = event_count(node.app)
-    fresh = Casino(node.app, VARIANTS)
+    fresh = Casino(node.app, COIN_GAMES)
     with pytest.raises(VerificationError, match="no event there records it"):
         bet(fresh, round_id, alice, "b1")
     # Or at an event that is not a bet at all (the round's opening).
@@ -132,7 +132,7 @@ def test_two_nodes_racing_one_request_place_one_bet(node: Node, store_url: str) 
     round_id, (alice,) = a_round(casino, "alice")
     other = open_node(store_url, str(node.keys.path), passphrase=PASSPHRASE)
     try:
-        theirs = Casino(other.app, VARIANTS)
+        theirs = Casino(other.app, COIN_GAMES)
         theirs.round(round_id)  # their working set holds the round before ours moves it
         first = bet(casino, round_id, alice, "race")
         assert bet(theirs, round_id, alice, "race") == first

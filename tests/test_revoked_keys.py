@@ -81,7 +81,7 @@ def dice_table(casino: Casino) -> tuple[str, str, str]:
     player = casino.open_account(request_id="acc", owner="p", currency="VND")
     casino.deposit(request_id="dep", account_id=player, amount=50_000)
     table = casino.open_table(
-        request_id="t", name="TX", variant="taixiu", kind="physical", currency="VND", limits=LIMITS
+        request_id="t", name="TX", game="taixiu", kind="physical", currency="VND", limits=LIMITS
     )
     round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
     casino.place_bet(
@@ -270,7 +270,7 @@ def dice_table_again(casino: Casino) -> tuple[str, str, str]:
     table = casino.open_table(
         request_id="t2",
         name="TX2",
-        variant="taixiu",
+        game="taixiu",
         kind="physical",
         currency="VND",
         limits=LIMITS,

@@ -57,7 +57,7 @@ def xidach_round(casino: Casino, rng: RngServer) -> tuple[str, str]:
 def taixiu_round(casino: Casino, rng: RngServer) -> tuple[str, str]:
     """(table, round): an RNG Tài Xỉu round thrown (which settles it)."""
     table = casino.open_table(
-        request_id="t", name="TX", variant="taixiu", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="TX", game="taixiu", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     player = casino.open_account(request_id="p", owner="an", currency="VND")

@@ -87,7 +87,7 @@ def funded_round(base: str, cashier: str, operator: str, wallets: int) -> tuple[
              {"amount": 10**8}, f"d{n}")  # fmt: skip
         funded.append(wallet)
     table = call(base, "POST", "/v1/tables", operator,
-                 {"name": "Live", "variant": "taixiu", "kind": "rng", "currency": "EUR",
+                 {"name": "Live", "game": "taixiu", "kind": "rng", "currency": "EUR",
                   "limits": LIMITS}, "t").json()["table_id"]  # fmt: skip
     call(base, "POST", f"/v1/tables/{table}/seeds", operator, None, "s")
     round_id = call(base, "POST", "/v1/rounds", operator,

@@ -30,7 +30,7 @@ from ledger.node import Node, open_node
 from ledger.revocation import revoke_key
 from tests.attacker import Attacker
 from tests.casino_support import HEADS, LIMITS, dealer_device, operator_signer, seen, table_of
-from tests.coin_variant import coin_games
+from tests.coin_game import coin_games
 from tests.conftest import PASSPHRASE
 from tests.installed import installed_games
 from tests.reproducible import reproducible_session

@@ -41,7 +41,7 @@ from tests.casino_support import domain_events
 from tests.conftest import PASSPHRASE
 from tests.reproducible import reproducible_session
 
-DICE_SEED = "5e" * 32
+RNG_SEED = "5e" * 32
 
 
 @dataclass
@@ -113,7 +113,7 @@ def summary_block(out: str) -> list[str]:
 class FromEvents:
     families: dict[str, Totals]
     tables: dict[str, TableLine]
-    variants: dict[str, str]  # table name -> variant
+    game_of: dict[str, str]  # table name -> game
     settlements: int  # Round.Settled events: a dice round's one, a card round's steps
 
 
@@ -133,13 +133,13 @@ def from_events(node: Node) -> FromEvents:
     bet_of: dict[tuple[str, str], str] = {}
     families = {family: Totals() for family in FAMILIES}
     tables: dict[str, TableLine] = {}
-    variants: dict[str, str] = {}
+    game_of: dict[str, str] = {}
     settlements = 0
     for _, event in domain_events(node.app):
         stream = str(event.originator_id)
         if isinstance(event, GameTable.Opened):
             names[stream] = event.name
-            variants[event.name] = event.variant
+            game_of[event.name] = event.game
         elif isinstance(event, Round.ActionRecorded):
             # A card round: every card drawn from the table's kind of source, and
             # at a physical table every action (cards and decisions) a device's.
@@ -155,8 +155,8 @@ def from_events(node: Node) -> FromEvents:
                 tables[table_of[stream]].faults += 1
         elif isinstance(event, Round.Opened):
             table_of[stream] = names[str(event.table_id)]
-            # A round on an RNG table names the committed seed it throws from.
-            dice = "device" if event.dice_seed is None else "rng"
+            # A round on an RNG table names the committed seed it draws from.
+            dice = "device" if event.seed_id is None else "rng"
             line = tables.setdefault(table_of[stream], TableLine(dice, 0, 0, 0, 0, 0, 0))
             assert line.dice == dice, "a table changed kind mid-session"
         elif isinstance(event, Round.OutcomeRecorded):
@@ -183,7 +183,7 @@ def from_events(node: Node) -> FromEvents:
                 table.bets += 1
                 table.turnover += result["stake"]
                 table.house += result["stake"] - result["returned"]
-    return FromEvents(families, tables, variants, settlements)
+    return FromEvents(families, tables, game_of, settlements)
 
 
 def check_against_the_store(out: str, store: str, keys: Path) -> None:
@@ -207,8 +207,8 @@ def check_against_the_store(out: str, store: str, keys: Path) -> None:
         # Per game: the sums of its tables' lines.
         games: dict[str, tuple[int, int, int, int]] = {}
         for name, line in tables.items():
-            rounds, bets, turnover, house = games.get(derived.variants[name], (0, 0, 0, 0))
-            games[derived.variants[name]] = (
+            rounds, bets, turnover, house = games.get(derived.game_of[name], (0, 0, 0, 0))
+            games[derived.game_of[name]] = (
                 rounds + line.rounds,
                 bets + line.bets,
                 turnover + line.turnover,
@@ -269,7 +269,9 @@ def test_a_session_verifies_and_its_summary_is_the_stores(
     cards = re.search(r"^turns: 2 tables \(xidach\); (\d+) moves at physical", out, re.MULTILINE)
     assert cards and int(cards[1]) > 0
     assert rng > 0 and shaken > 0
-    assert f"   9 sources: {rng} RNG throws recomputed from their round's committed seed; " in out
+    assert (
+        f"   9 sources: {rng} RNG dice draws recomputed from their round's committed seed; " in out
+    )
     assert f"; {shaken + int(cards[1])} dealer device reports verified" in out
     assert re.search(r"; [1-9]\d* RNG card draws recomputed", out), out
     assert "NOT CHECKED" not in out
@@ -315,9 +317,9 @@ def test_a_high_fault_rate_reopens_betting_and_voids_rounds(
 def test_fixed_seeds_give_the_same_session_twice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # RNG throws are bound to the round's ledger id (a random UUID), so
+    # RNG draws are bound to the round's ledger id (a random UUID), so
     # reproducible_session makes the ids reproducible too; then --seed and
-    # --dice-seed fix the rest.
+    # --rng-seed fix the rest.
     outputs = []
     for run in ("one", "two"):
         store = f"sqlite:///{tmp_path / f'{run}.db'}"
@@ -342,8 +344,8 @@ def test_fixed_seeds_give_the_same_session_twice(
         (["--tables", "4", "--card-tables", "23"], "--card-tables must be 0..22"),
         (["--fault-rate", "101"], "--fault-rate is a percentage"),
         (["--fault-rate", "-1"], "--fault-rate is a percentage"),
-        (["--dice-seed", "not hex"], "--dice-seed is 32 bytes"),
-        (["--dice-seed", "ab" * 31], "--dice-seed is 32 bytes"),
+        (["--rng-seed", "not hex"], "--rng-seed is 32 bytes"),
+        (["--dice-seed", "ab" * 31], "--rng-seed is 32 bytes"),  # its older name, an alias
         (["--game", "no-such-game"], "needs game 'no-such-game' ("),
     ],
 )
@@ -368,15 +370,19 @@ def test_bad_session_settings_write_nothing(
 
 
 def test_the_players_wallets_are_what_the_session_thinks(node: Node) -> None:
-    variants = get_plugin_manager().games()
+    installed = get_plugin_manager().games()
     config = SessionConfig(tables=default_tables(2, 2), players=8, rounds=16, fault_rate=40, seed=4)
     device = simulated_device(node.keys, PASSPHRASE)
-    with reproducible_session(4):  # the round ids the RNG tables throw from
+    with reproducible_session(4):  # the round ids the RNG tables draw from
         session = Session(
-            Casino(node.app, variants), variants, config, dice_source(parse_seed(DICE_SEED)), device
+            Casino(node.app, installed),
+            installed,
+            config,
+            dice_source(parse_seed(RNG_SEED)),
+            device,
         )
         result = session.run()
-    casino = Casino(node.app, variants)
+    casino = Casino(node.app, installed)
     assert session.players
     for player in session.players:
         assert casino.account(player.account_id).balance == player.balance
@@ -392,17 +398,17 @@ def test_the_players_wallets_are_what_the_session_thinks(node: Node) -> None:
 
 
 def test_physical_tables_need_a_dealer_device(node: Node) -> None:
-    variants = get_plugin_manager().games()
+    installed = get_plugin_manager().games()
     config = SessionConfig(tables=default_tables(2), players=2, rounds=2, seed=4)
     with pytest.raises(ConfigError, match="physical tables need a dealer device"):
-        Session(Casino(node.app, variants), variants, config, dice_source())
+        Session(Casino(node.app, installed), installed, config, dice_source())
     assert node.app.tables.event_count()[0] == 0
 
 
 def test_run_session_is_the_session(node: Node) -> None:
-    variants = get_plugin_manager().games()
+    installed = get_plugin_manager().games()
     config = SessionConfig(tables=default_tables(1), players=3, rounds=2, seed=1)
-    result = run_session(Casino(node.app, variants), variants, config, dice_source())
+    result = run_session(Casino(node.app, installed), installed, config, dice_source())
     assert result.tally.rounds_settled + result.tally.rounds_voided == 2
     assert result.tally.seeds_committed == result.tally.seeds_revealed == 1
 

@@ -165,7 +165,7 @@ def test_a_step_correction_is_refused_on_an_rng_table(node: Node, tmp_path: Any)
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="HC", variant="high-card", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="HC", game="high-card", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     ann = casino.open_account(request_id="ann", owner="ann", currency="VND")

@@ -23,7 +23,7 @@ from ledger.errors import ConfigError
 from ledger.node import open_node
 from ledger.store.config import environment_for
 from tests.casino_support import event_count, notifications
-from tests.coin_variant import VARIANTS
+from tests.coin_game import COIN_GAMES
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 from tests.ports import free_port
 
@@ -82,7 +82,7 @@ def test_a_host_that_does_not_answer_is_passed_over(keys: KeyDirectory) -> None:
         url = f"postgresql://{user}@{nothing_there},{_shared_host()}/{database}?schema={schema}"
         node = open_node(url, str(keys.path), passphrase=PASSPHRASE)
         try:
-            casino = Casino(node.app, VARIANTS)
+            casino = Casino(node.app, COIN_GAMES)
             account = casino.open_account(request_id="a", owner="p", currency="EUR")
             assert casino.deposit(request_id="d", account_id=account, amount=5) == 5
         finally:
@@ -126,7 +126,7 @@ def test_a_commit_whose_answer_was_lost_is_answered_once(keys: KeyDirectory) -> 
             url, str(keys.path), passphrase=PASSPHRASE, anchor_seconds=0, anchor_events=0
         )
         try:
-            casino = Casino(node.app, VARIANTS)
+            casino = Casino(node.app, COIN_GAMES)
             account = casino.open_account(request_id="a", owner="p", currency="EUR")
             casino.deposit(request_id="d", account_id=account, amount=500)
             events = event_count(node.app)

@@ -32,7 +32,7 @@ def table(casino: Casino, kind: str, name: str = "TX") -> str:
     return casino.open_table(
         request_id=f"table-{name}",
         name=name,
-        variant="taixiu",
+        game="taixiu",
         kind=kind,
         currency="VND",
         limits=LIMITS,
@@ -74,7 +74,7 @@ def test_an_rng_table_opens_rounds_only_on_a_seed(
     report = verify_store(
         node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=installed_games())
     )  # raises on a finding
-    assert report.rng_throws == 1
+    assert report.rng_dice == 1
 
 
 def test_a_physical_table_takes_no_seed_and_its_rounds_no_throw(
@@ -97,7 +97,7 @@ def test_over_http_the_kind_is_required_and_each_kind_refuses_the_other(
     node: Node, tmp_path: Path
 ) -> None:
     api = make_api(node, tmp_path)
-    body = {"name": "T", "variant": "taixiu", "currency": "EUR", "limits": LIMITS}
+    body = {"name": "T", "game": "taixiu", "currency": "EUR", "limits": LIMITS}
     missing = api.post("/v1/tables", body)
     assert missing.status_code == 422 and "kind" in missing.text
     physical = api.table("taixiu", kind="physical")

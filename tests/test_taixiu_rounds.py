@@ -22,14 +22,14 @@ LIMITS: Any = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
 
 
 @pytest.fixture
-def variants() -> Any:
+def games() -> Any:
     found = get_plugin_manager().games()
     assert {"taixiu", "sicbo-void"} <= set(found), "the taixiu plugin is not installed"
     return found
 
 
 def table_with_players(
-    casino: Casino, variant: str, kind: str = "physical"
+    casino: Casino, game_id: str, kind: str = "physical"
 ) -> tuple[str, list[str]]:
     players = []
     for name in ("an", "binh"):
@@ -39,7 +39,7 @@ def table_with_players(
     table = casino.open_table(
         request_id="table",
         name="TX1",
-        variant=variant,
+        game=game_id,
         kind=kind,
         currency="VND",
         limits=LIMITS,
@@ -47,8 +47,8 @@ def table_with_players(
     return table, players
 
 
-def test_a_taixiu_round_pays_the_seed_paytable(node: Node, variants: Any) -> None:
-    casino = Casino(node.app, variants)
+def test_a_taixiu_round_pays_the_seed_paytable(node: Node, games: Any) -> None:
+    casino = Casino(node.app, games)
     table, (an, binh) = table_with_players(casino, "taixiu")
     round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
     bets = [
@@ -75,13 +75,13 @@ def test_a_taixiu_round_pays_the_seed_paytable(node: Node, variants: Any) -> Non
     assert casino.account(an).balance == 100_000 - 1_600 + 3_000
     assert casino.account(binh).balance == 100_000 - 1_300 + 2_700
     report = verify_store(
-        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants)
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=games)
     )
     assert report.resettled == 1
 
 
-def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, variants: Any) -> None:
-    casino = Casino(node.app, variants)
+def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, games: Any) -> None:
+    casino = Casino(node.app, games)
     table, (an, binh) = table_with_players(casino, "taixiu")
     round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
     bet = casino.place_bet(
@@ -119,11 +119,11 @@ def test_taixiu_locks_bets_after_a_fault_and_voids_on_the_second(node: Node, var
     assert second == {"faults": 2, "then": "voided"}
     assert casino.round(round_id).status == VOIDED
     assert [casino.account(a).balance for a in (an, binh)] == [100_000, 100_000]
-    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants))
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=games))
 
 
-def test_sicbo_void_reopens_betting_and_voids_after_three_faults(node: Node, variants: Any) -> None:
-    casino = Casino(node.app, variants)
+def test_sicbo_void_reopens_betting_and_voids_after_three_faults(node: Node, games: Any) -> None:
+    casino = Casino(node.app, games)
     table, (an, binh) = table_with_players(casino, "sicbo-void")
     round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
     bet = casino.place_bet(
@@ -161,8 +161,8 @@ def test_sicbo_void_reopens_betting_and_voids_after_three_faults(node: Node, var
     assert [casino.account(a).balance for a in (an, binh)] == [100_000, 100_000]
 
 
-def test_a_good_throw_after_a_fault_settles(node: Node, variants: Any) -> None:
-    casino = Casino(node.app, variants)
+def test_a_good_throw_after_a_fault_settles(node: Node, games: Any) -> None:
+    casino = Casino(node.app, games)
     table, (an, _) = table_with_players(casino, "taixiu")
     round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
     casino.place_bet(
@@ -192,8 +192,8 @@ def test_a_good_throw_after_a_fault_settles(node: Node, variants: Any) -> None:
 @pytest.mark.parametrize(
     "dice", [[0, 1, 2], [1, 2, 7], [1, 2], [1, 2, 3, 4], [1.0, 2, 3], [True, 2, 3], "123"]
 )
-def test_bad_dice_are_refused_and_record_nothing(node: Node, variants: Any, dice: Any) -> None:
-    casino = Casino(node.app, variants)
+def test_bad_dice_are_refused_and_record_nothing(node: Node, games: Any, dice: Any) -> None:
+    casino = Casino(node.app, games)
     table, (an, _) = table_with_players(casino, "taixiu")
     round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
     casino.place_bet(
@@ -211,8 +211,8 @@ def test_bad_dice_are_refused_and_record_nothing(node: Node, variants: Any, dice
     assert event_count(node.app) == count
 
 
-def test_a_throw_for_a_round_not_awaiting_one_is_refused(node: Node, variants: Any) -> None:
-    casino = Casino(node.app, variants)
+def test_a_throw_for_a_round_not_awaiting_one_is_refused(node: Node, games: Any) -> None:
+    casino = Casino(node.app, games)
     table, (an, _) = table_with_players(casino, "taixiu")
     round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
     count = event_count(node.app)
@@ -254,11 +254,11 @@ def settled_round(
     return round_id
 
 
-def test_a_correction_reverses_and_resettles(node: Node, variants: Any) -> None:
+def test_a_correction_reverses_and_resettles(node: Node, games: Any) -> None:
     from ledger.crypto.keys import Role
     from tests.conftest import PASSPHRASE
 
-    casino = Casino(node.app, variants)
+    casino = Casino(node.app, games)
     table, players = table_with_players(casino, "taixiu")
     round_id = settled_round(
         node, casino, players, table, [1, 2, 3]
@@ -280,15 +280,15 @@ def test_a_correction_reverses_and_resettles(node: Node, variants: Any) -> None:
     house = casino.account(casino.table(table).house_account)
     assert house.balance == 1_000 - 2_000  # now takes the small stake, pays the big win
     keyring = node.keys.keyring()  # with the operator key made after the node opened
-    report = verify_store(node.app, keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants))
+    report = verify_store(node.app, keyring, VerifyOptions(level=Level.SETTLEMENT, games=games))
     assert report.resettled == 2  # the settlement and its correction, each re-derived
 
 
-def test_a_correction_needs_an_operator_key(node: Node, variants: Any) -> None:
+def test_a_correction_needs_an_operator_key(node: Node, games: Any) -> None:
     from ledger.crypto.keys import Role
     from tests.conftest import PASSPHRASE
 
-    casino = Casino(node.app, variants)
+    casino = Casino(node.app, games)
     table, players = table_with_players(casino, "taixiu")
     round_id = settled_round(node, casino, players, table, [1, 2, 3])
     node.keys.create("dealer", Role.DEALER_DEVICE, PASSPHRASE)
@@ -309,8 +309,8 @@ def test_a_correction_needs_an_operator_key(node: Node, variants: Any) -> None:
 # data: a buggy node that breaks them, with valid signatures, is caught.
 
 
-def faulty_round(node: Node, casino: Casino, variant: str, faults: int) -> tuple[str, list[str]]:
-    table, players = table_with_players(casino, variant)
+def faulty_round(node: Node, casino: Casino, game_id: str, faults: int) -> tuple[str, list[str]]:
+    table, players = table_with_players(casino, game_id)
     round_id = casino.open_round(request_id="r1", table_id=table, dealer="D1")
     casino.place_bet(
         request_id="b1", round_id=round_id, account_id=players[0], bet={"bet": "big"}, stake=500
@@ -327,22 +327,22 @@ def faulty_round(node: Node, casino: Casino, variant: str, faults: int) -> tuple
     return round_id, players
 
 
-def policy_broken(node: Node, variants: Any, *needles: str) -> None:
+def policy_broken(node: Node, games: Any, *needles: str) -> None:
     with pytest.raises(VerificationError) as caught:
-        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants))
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=games))
     for needle in needles:
         assert needle in str(caught.value), str(caught.value)
 
 
-@pytest.mark.parametrize(("variant", "faults"), [("taixiu", 2), ("sicbo-void", 3)])
+@pytest.mark.parametrize(("game_id", "faults"), [("taixiu", 2), ("sicbo-void", 3)])
 def test_verify_rederives_the_fault_policy(
-    node: Node, variants: Any, variant: str, faults: int
+    node: Node, games: Any, game_id: str, faults: int
 ) -> None:
-    casino = Casino(node.app, variants)
-    round_id, _ = faulty_round(node, casino, variant, faults)
+    casino = Casino(node.app, games)
+    round_id, _ = faulty_round(node, casino, game_id, faults)
     assert casino.round(round_id).status == VOIDED
     report = verify_store(
-        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants)
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=games)
     )
     assert report.settlement is not None
     assert (report.settlement.rounds, report.settlement.faults) == (1, faults)
@@ -353,10 +353,10 @@ def test_verify_rederives_the_fault_policy(
 
 
 def test_attack_taixiu_reopens_betting_after_a_fault(
-    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+    node: Node, games: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    casino = Casino(node.app, variants)
-    monkeypatch.setattr(variants["taixiu"].game, "reopens", True)
+    casino = Casino(node.app, games)
+    monkeypatch.setattr(games["taixiu"].game, "reopens", True)
     round_id, (an, _) = faulty_round(node, casino, "taixiu", 1)
     assert casino.round(round_id).status == BETTING  # the node reopened it
     casino.place_bet(
@@ -365,33 +365,33 @@ def test_attack_taixiu_reopens_betting_after_a_fault(
     monkeypatch.undo()
     policy_broken(
         node,
-        variants,
-        f"round {round_id} (taixiu): betting reopened after a faulty throw",
-        "its game kept bets locked after the faulty throw",
+        games,
+        f"round {round_id} (taixiu): betting reopened after a faulty draw",
+        "its game kept bets locked after the faulty draw",
     )
 
 
 def test_attack_sicbo_void_voids_after_two_faults(
-    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+    node: Node, games: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    casino = Casino(node.app, variants)
-    monkeypatch.setattr(variants["sicbo-void"].game, "void_after", 2)
+    casino = Casino(node.app, games)
+    monkeypatch.setattr(games["sicbo-void"].game, "void_after", 2)
     round_id, _ = faulty_round(node, casino, "sicbo-void", 2)
     assert casino.round(round_id).status == VOIDED
     monkeypatch.undo()
     policy_broken(
         node,
-        variants,
-        f"round {round_id} (sicbo-void): betting kept locked after a faulty throw",
-        "its game reopened betting after the faulty throw",
+        games,
+        f"round {round_id} (sicbo-void): betting kept locked after a faulty draw",
+        "its game reopened betting after the faulty draw",
     )
 
 
 def test_attack_taixiu_throws_a_third_time(
-    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+    node: Node, games: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    casino = Casino(node.app, variants)
-    monkeypatch.setattr(variants["taixiu"].game, "void_after", 99)
+    casino = Casino(node.app, games)
+    monkeypatch.setattr(games["taixiu"].game, "void_after", 99)
     round_id, _ = faulty_round(node, casino, "taixiu", 2)
     casino.record_outcome(
         request_id="o",
@@ -401,15 +401,15 @@ def test_attack_taixiu_throws_a_third_time(
     )
     monkeypatch.undo()
     policy_broken(
-        node, variants, f"round {round_id} (taixiu): throw after 2 faulty throws: its rules void"
+        node, games, f"round {round_id} (taixiu): throw after 2 faulty draws: its rules void"
     )
 
 
 def test_attack_sicbo_void_throws_again_without_reopening(
-    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch
+    node: Node, games: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    casino = Casino(node.app, variants)
-    monkeypatch.setattr(variants["sicbo-void"].game, "reopens", False)
+    casino = Casino(node.app, games)
+    monkeypatch.setattr(games["sicbo-void"].game, "reopens", False)
     round_id, _ = faulty_round(node, casino, "sicbo-void", 1)
     casino.record_outcome(
         request_id="o",
@@ -420,39 +420,37 @@ def test_attack_sicbo_void_throws_again_without_reopening(
     monkeypatch.undo()
     policy_broken(
         node,
-        variants,
-        f"round {round_id} (sicbo-void): betting kept locked after a faulty throw, but its "
+        games,
+        f"round {round_id} (sicbo-void): betting kept locked after a faulty draw, but its "
         "rules say: its game reopened betting",
     )
 
 
-def test_the_policy_comes_from_the_rounds_rules_data_not_its_name(
-    node: Node, variants: Any
-) -> None:
-    casino = Casino(node.app, variants)
+def test_the_policy_comes_from_the_rounds_rules_data_not_its_name(node: Node, games: Any) -> None:
+    casino = Casino(node.app, games)
     round_id, _ = faulty_round(node, casino, "taixiu", 1)
 
     # The same id, version and rules hash, but a game whose step reopens betting:
     # verify asks the game it is given, so the honest round fails.
-    game = copy.copy(variants["taixiu"].game)
+    game = copy.copy(games["taixiu"].game)
     game.reopens = True
-    lying = {**variants, "taixiu": dataclasses.replace(variants["taixiu"], game=game)}
+    lying = {**games, "taixiu": dataclasses.replace(games["taixiu"], game=game)}
     casino.record_outcome(
         request_id="o",
         round_id=round_id,
         outcome={"dice": [4, 5, 6]},
         source=seen(node, casino, round_id, {"dice": [4, 5, 6]}),
     )
-    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=variants))
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=games))
     policy_broken(
-        node, lying, f"round {round_id} (taixiu): betting kept locked after a faulty throw"
+        node, lying, f"round {round_id} (taixiu): betting kept locked after a faulty draw"
     )
 
 
 def test_verify_without_the_rounds_plugin_cannot_check(
-    node: Node, variants: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    node: Node, games: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    casino = Casino(node.app, variants)
+    casino = Casino(node.app, games)
     round_id, _ = faulty_round(node, casino, "taixiu", 2)
     monkeypatch.setenv("LEDGER_PLUGINS_BLOCK", "taixiu")
     code = main(["--store", node.app.store_url, "--keys", str(node.keys.path), "verify"])

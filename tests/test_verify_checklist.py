@@ -13,7 +13,7 @@ from ledger.audit.findings import Step
 from ledger.audit.verify import CHECKLIST, Level, Verifier, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.node import Node
-from tests.coin_variant import VARIANTS
+from tests.coin_game import COIN_GAMES
 from tests.installed import installed_games
 
 AUDITING = Path(__file__).resolve().parent.parent / "docs" / "auditing.md"
@@ -37,7 +37,7 @@ def test_the_documented_checklist_is_the_code_s() -> None:
 def test_run_calls_the_steps_in_the_checklist_s_order(
     node: Node, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     account = casino.open_account(request_id="a", owner="p", currency="EUR")
     casino.deposit(request_id="d", account_id=account, amount=500)
     node.checkpointer().catch_up()

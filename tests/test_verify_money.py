@@ -20,7 +20,7 @@ from ledger.plugins import hookimpl
 from ledger.plugins.registry import GameRegistry
 from tests.attacker import Attacker
 from tests.casino_support import seen
-from tests.coin_variant import VARIANTS, CoinPlugin, CoinToss, coin_games
+from tests.coin_game import COIN_GAMES, CoinPlugin, CoinToss, coin_games
 from tests.conftest import PASSPHRASE
 
 LIMITS = {"min_bet": 10, "max_bet": 1000, "max_round": 2000}
@@ -34,7 +34,7 @@ def play(node: Node, casino: Casino, face: str = "heads") -> tuple[str, str, str
     table = casino.open_table(
         request_id="tab",
         name="T1",
-        variant="coin",
+        game="coin",
         kind="physical",
         currency="EUR",
         limits=LIMITS,  # type: ignore[arg-type]
@@ -57,16 +57,16 @@ def play(node: Node, casino: Casino, face: str = "heads") -> tuple[str, str, str
 
 
 def test_settlement_level_rederives_the_money(node: Node) -> None:
-    play(node, Casino(node.app, VARIANTS))
+    play(node, Casino(node.app, COIN_GAMES))
     report = verify_store(
-        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
     )
     assert report.movements == 5  # two deposits, two bets, one settlement
     # The OK line says what was re-derived, in counts: nothing claimed unchecked.
     assert report.summary().splitlines()[8:12] == [
         "   8 money: 5 money movements balanced; 3 wallets match their postings; every "
         "account a posting names exists",
-        "   9 sources: 0 RNG throws recomputed from their round's committed seed; "
+        "   9 sources: 0 RNG dice draws recomputed from their round's committed seed; "
         "1 dealer device reports verified",
         "   10 round rules: 1 rounds re-derived (step order, voids, fault policy: 0 faulty draws)",
         "   11 payouts: 1 settlements re-settled with their own game and rules (2 bets)",
@@ -91,14 +91,16 @@ def test_postings_that_disagree_with_the_results(
         return legs
 
     monkeypatch.setattr(Round, "_settlement_postings", skimming)
-    play(node, Casino(node.app, VARIANTS))
+    play(node, Casino(node.app, COIN_GAMES))
     verify_store(
         node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES)
     )  # every signature is fine
     with pytest.raises(
         VerificationError, match="postings differ from what the round's results say"
     ):
-        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
+        verify_store(
+            node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
+        )
 
 
 def test_a_wallet_credited_more_than_its_postings(
@@ -114,15 +116,17 @@ def test_a_wallet_credited_more_than_its_postings(
         return changed
 
     monkeypatch.setattr(payouts, "pay", generous)
-    alice, _, _ = play(node, Casino(node.app, VARIANTS))
+    alice, _, _ = play(node, Casino(node.app, COIN_GAMES))
     with pytest.raises(VerificationError, match=f"account {alice}: balance"):
-        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
+        verify_store(
+            node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
+        )
 
 
 def test_a_void_signed_with_a_key_that_is_not_an_operator(
     node: Node, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    casino = Casino(node.app, VARIANTS)
+    casino = Casino(node.app, COIN_GAMES)
     alice, _, first_round = play(node, casino)
     node.keys.create("op", Role.OPERATOR, PASSPHRASE)
     operator = node.keys.signer(Role.OPERATOR, PASSPHRASE)
@@ -142,13 +146,15 @@ def test_a_void_signed_with_a_key_that_is_not_an_operator(
         request_id="v2", round_id=round_id, reason="dice off the table", operator=operator
     )
     with pytest.raises(VerificationError, match="ledger-node key, not operator"):
-        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
+        verify_store(
+            node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
+        )
 
 
 def test_every_round_is_resettled_with_its_own_rules(node: Node) -> None:
-    play(node, Casino(node.app, VARIANTS))
+    play(node, Casino(node.app, COIN_GAMES))
     report = verify_store(
-        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
     )
     assert report.resettled == 1
     assert "1 settlements re-settled with their own game and rules (2 bets)" in report.summary()
@@ -170,7 +176,9 @@ def test_a_payout_the_rules_do_not_pay_is_caught(node: Node) -> None:
     # The money still balances: only re-settling with the real rules catches it.
     verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=generous))
     with pytest.raises(VerificationError, match=r"returned 900, the rules pay 600"):
-        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
+        verify_store(
+            node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
+        )
 
 
 def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> None:
@@ -182,7 +190,7 @@ def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> No
         def ledger_register_games(self, registry: GameRegistry) -> None:
             registry.add(NewRules())
 
-    _, _, round_id = play(node, Casino(node.app, VARIANTS))
+    _, _, round_id = play(node, Casino(node.app, COIN_GAMES))
     newer = coin_games("2.0")  # another release, the same rules: re-settles
     report = verify_store(
         node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=newer)
@@ -194,7 +202,7 @@ def test_resettling_needs_the_rounds_own_rules_not_its_release(node: Node) -> No
         "same rules hash and settlement API (coin 1.0 -> 2.0: 1)" in report.summary()
     )
     same = verify_store(
-        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS)
+        node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
     )
     assert "different code" not in same.summary()
     with pytest.raises(
@@ -212,7 +220,7 @@ def test_a_deleted_wallet_stream_is_named(node: Node) -> None:
     """An attacker deletes a player's whole wallet stream from the middle of the
     log, with every Merkle row and checkpoint: nothing after it is missing and
     every chain that remains is whole, but the rounds' postings still name it."""
-    _, bob, _ = play(node, Casino(node.app, VARIANTS))
+    _, bob, _ = play(node, Casino(node.app, COIN_GAMES))
     node.checkpointer().catch_up()
     attacker = Attacker(node.app.store_url)
     try:
@@ -222,7 +230,9 @@ def test_a_deleted_wallet_stream_is_named(node: Node) -> None:
     finally:
         attacker.close()
     with pytest.raises(VerificationError) as caught:
-        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS))
+        verify_store(
+            node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES)
+        )
     message = str(caught.value)
     assert message.startswith(f"account {bob}: postings name account {bob} ("), message
     assert "but its stream is not in the log" in message

@@ -28,7 +28,7 @@ from ledger.errors import FindingKind
 from ledger.node import Node
 from tests.attacker import Attacker
 from tests.casino_support import operator_signer
-from tests.coin_variant import VARIANTS, coin_games
+from tests.coin_game import COIN_GAMES, coin_games
 from tests.conftest import PASSPHRASE
 from tests.test_findings import LIMITS, GenerousPlugin, _version_of, finish, open_with_bets
 
@@ -47,12 +47,12 @@ def _players(casino: Casino) -> Players:
 class Table:
     def __init__(self, node: Node) -> None:
         self.node = node
-        self.casino = Casino(node.app, VARIANTS)
+        self.casino = Casino(node.app, COIN_GAMES)
         self.players = _players(self.casino)
         self.table = self.casino.open_table(
             request_id="t",
             name="T1",
-            variant="coin",
+            game="coin",
             kind="physical",
             currency="EUR",
             limits=LIMITS,  # type: ignore[arg-type]
@@ -70,7 +70,7 @@ def _verify(node: Node, findings: Findings | None = None, **options: Any) -> Ver
     return verify_store(
         node.app,
         node.keys.keyring(),
-        VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS, **options),
+        VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES, **options),
         Sinks(findings=findings),
     )
 
@@ -211,7 +211,7 @@ def test_a_revocation_reaching_back_before_the_state_is_not_checked(
     verify_store(
         node.app,
         keyring,
-        VerifyOptions(level=Level.SETTLEMENT, games=VARIANTS, resume=state),
+        VerifyOptions(level=Level.SETTLEMENT, games=COIN_GAMES, resume=state),
         sinks=Sinks(findings=findings),
     )
     assert [(f.kind, f.step) for f in findings] == [(FindingKind.NOT_CHECKED, Step.KEYS)]

@@ -56,7 +56,7 @@ def profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return directory
 
 
-def test_ledger_variants_lists_it_with_its_own_rules_hash(
+def test_ledger_games_lists_it_with_its_own_rules_hash(
     profiles: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["games"]) == 0
@@ -71,7 +71,7 @@ def test_ledger_variants_lists_it_with_its_own_rules_hash(
 
 def offered(games: dict[str, LoadedGame], casino: Casino, round_id: str) -> dict[str, Any]:
     game_round = casino.round(round_id)
-    return replay(games[game_round.variant], dict(game_round.bets), game_round.log)[1]
+    return replay(games[game_round.game], dict(game_round.bets), game_round.log)[1]
 
 
 def test_a_round_under_it_settles_and_verify_resettles_it_with_the_same_profile(
@@ -86,7 +86,7 @@ def test_a_round_under_it_settles_and_verify_resettles_it_with_the_same_profile(
     casino = Casino(node.app, games)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="VIP", variant="xidach-vip", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="VIP", game="xidach-vip", kind="rng", currency="VND", limits=LIMITS
     )
     casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     stakes = {1: 100, 4: 400, 7: 700}  # seat 7 exists only in this profile

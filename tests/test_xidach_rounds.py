@@ -50,7 +50,7 @@ def seated(casino: Casino, table: str, stakes: dict[int, int]) -> tuple[str, dic
 
 def offered(casino: Casino, round_id: str) -> dict[str, Any]:
     game_round = casino.round(round_id)
-    return replay(GAMES[game_round.variant], dict(game_round.bets), game_round.log)[1]
+    return replay(GAMES[game_round.game], dict(game_round.bets), game_round.log)[1]
 
 
 def simple_move(step: dict[str, Any]) -> tuple[str, str]:
@@ -72,7 +72,7 @@ def test_rng_round_deals_the_committed_deck_and_verify_recomputes_it(
     casino = Casino(node.app, GAMES)
     rng = RngServer(tmp_path / "seeds")
     table = casino.open_table(
-        request_id="t", name="XD", variant="xidach", kind="rng", currency="VND", limits=LIMITS
+        request_id="t", name="XD", game="xidach", kind="rng", currency="VND", limits=LIMITS
     )
     seed_id = casino.commit_seed(request_id="commit", table_id=table, rng=rng)
     stakes = {1: 100, 2: 200, 3: 300, 4: 400, 5: 500}
@@ -124,7 +124,7 @@ DEAL = [36, 16, 32, 24, 12, 17]  # seat 1: 10, 7 (17); seat 2: 5, 4 (9); dealer:
 
 def physical_round(node: Node, casino: Casino) -> tuple[str, dict[int, str], Any]:
     table = casino.open_table(
-        request_id="t", name="XDP", variant="xidach", kind="physical", currency="VND", limits=LIMITS
+        request_id="t", name="XDP", game="xidach", kind="physical", currency="VND", limits=LIMITS
     )
     round_id, players = seated(casino, table, {1: 1_000, 2: 500})
     return round_id, players, dealer_device(node)

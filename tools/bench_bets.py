@@ -58,7 +58,7 @@ def table_with_round(casino: Any) -> tuple[str, str, list[str]]:
         casino.deposit(request_id=f"d{n}", account_id=wallet, amount=10**9)
         wallets.append(wallet)
     table = casino.open_table(
-        request_id="t", name="Live", variant="taixiu", kind="rng", currency="EUR", limits=LIMITS
+        request_id="t", name="Live", game="taixiu", kind="rng", currency="EUR", limits=LIMITS
     )
     rng = RngServer()
     casino.commit_seed(request_id="seed", table_id=table, rng=rng)

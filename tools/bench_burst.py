@@ -101,7 +101,7 @@ class Setup:
                 self.wallets.append(str(wallet["account_id"]))
             body = {
                 "name": "Live",
-                "variant": "taixiu",
+                "game": "taixiu",
                 "kind": "rng",
                 "currency": "EUR",
                 "limits": LIMITS,

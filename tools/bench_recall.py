@@ -64,6 +64,7 @@ def main() -> int:
     from ledger.audit.recall import recall_round
     from ledger.crypto.envelope import SignerCheck
     from ledger.crypto.keys import Keyring
+    from ledger.domain.stored_names import ROUND_OPENED, current_names
     from ledger.plugins.manager import get_plugin_manager
     from ledger.store.application import LedgerApplication
 
@@ -75,7 +76,7 @@ def main() -> int:
     options = args.parse_args()
 
     keyring = Keyring.load(Path(options.keys) / "keyring.json")
-    variants = get_plugin_manager().games()
+    games = get_plugin_manager().games()
     app = LedgerApplication(options.store, keyring=keyring, create=False)
     try:
         events, _ = app.tables.event_count()
@@ -94,10 +95,11 @@ def main() -> int:
                 for which in (0, 1) if n % 2 == 0 else (1, 0):
                     started = time.perf_counter()
                     if which == 0:
-                        recall = recall_round(app, keyring, variants, round_id)
+                        recall = recall_round(app, keyring, games, round_id)
                         recall_ms.append((time.perf_counter() - started) * 1000)
                         sizes.append(len(recall.events))
-                        game = str((recall.events[0].facts or {}).get("variant"))
+                        opened = current_names(ROUND_OPENED, dict(recall.events[0].facts or {}))
+                        game = str(opened.get("game"))
                         by_game.setdefault(game, []).append(recall_ms[-1])
                         failed += 0 if recall.ok else 1
                     else:

@@ -42,7 +42,7 @@ class Floor:
     sizes: list[int]
 
 
-def open_floor(url: str, keys: bench.Keys, games: Any, variant: str, players: int) -> Floor:
+def open_floor(url: str, keys: bench.Keys, games: Any, game_id: str, players: int) -> Floor:
     from ledger.casino import Casino
     from ledger.crypto.keys import Role
     from ledger.crypto.keystore import KeyDirectory
@@ -65,7 +65,7 @@ def open_floor(url: str, keys: bench.Keys, games: Any, variant: str, players: in
         table = casino.open_table(
             request_id="table",
             name="T1",
-            variant=variant,
+            game=game_id,
             kind="physical",
             currency="EUR",
             limits=LIMITS,
@@ -84,9 +84,9 @@ def play_rounds(url: str, keys: bench.Keys, rounds: int) -> tuple[float, list[in
     """(rounds/s, the size of every save, projection rebuild events/s)."""
     from ledger.projections import rebuild
     from ledger.store.application import LedgerApplication
-    from tests.coin_variant import VARIANTS
+    from tests.coin_game import COIN_GAMES
 
-    floor = open_floor(url, keys, VARIANTS, "coin", PLAYERS)
+    floor = open_floor(url, keys, COIN_GAMES, "coin", PLAYERS)
     app, casino, device, wallets, table = (
         floor.app,
         floor.casino,

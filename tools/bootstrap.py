@@ -6,7 +6,7 @@
     python3 tools/bootstrap.py setup             # set up only
 
 Setting up = a virtualenv in .venv with the core package, its development
-tools and every variant plugin under plugins/, installed editable (the
+tools and every game plugin under plugins/, installed editable (the
 core's optional C fast path built in place). It is redone only when a
 pyproject.toml, setup.py or that C source changed since the last time.
 

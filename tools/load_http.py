@@ -201,7 +201,7 @@ def setup_http(base: str, tokens: dict[str, str], clients: int) -> tuple[list[st
         for n in range(clients):
             body = {
                 "name": f"T{n}",
-                "variant": "taixiu",
+                "game": "taixiu",
                 "kind": "rng",
                 "currency": "EUR",
                 "limits": LIMITS,
@@ -323,7 +323,7 @@ def python_run(kind: str, seconds: float) -> float:
             table = casino.open_table(
                 request_id="t",
                 name="T",
-                variant="taixiu",
+                game="taixiu",
                 kind="rng",
                 currency="EUR",
                 limits=LIMITS,  # type: ignore[arg-type]

@@ -61,6 +61,12 @@ def verify_projections(
             "the projections are not built in this store, so there is nothing to compare: "
             "run `ledger projections update`"
         )
+    stale = runner.built_before()
+    if stale:
+        raise CannotCheckError(
+            f"the read models {', '.join(stale)} were built by an earlier release, with other "
+            "columns: run `ledger projections update`, which rebuilds them from the events"
+        )
     status = runner.status()
     positions = dict(status.positions)
     for name, position in positions.items():

@@ -43,6 +43,7 @@ from ledger.crypto.keys import Keyring, from_micros
 from ledger.domain.asked_by import describe_by
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
+from ledger.domain.stored_names import current_names
 from ledger.errors import VerificationError
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
@@ -373,10 +374,10 @@ class _Replay:
         self.expected = envelope.entry_hash
         self._shown(event, notification_id, envelope, payload)
         if topic == OPENED:
-            recall.currency = str(payload.get("currency"))
-            # `dice_seed`: the stored name of the committed seed (dice or cards).
-            if self.checking and payload.get("dice_seed"):
-                self._seed(payload, notification_id)
+            opened = current_names(OPENED, payload)  # its names now, whatever it stored
+            recall.currency = str(opened.get("currency"))
+            if self.checking and opened.get("seed_id"):
+                self._seed(opened, notification_id)
         if self.checking:
             self._check(event, envelope, topic, payload)
 
@@ -404,11 +405,11 @@ class _Replay:
         if recall.currency is None and payload.get("postings"):
             recall.currency = str(payload["postings"][0].get("currency"))
 
-    def _seed(self, payload: Any, notification_id: int) -> None:
+    def _seed(self, opened: dict[str, Any], notification_id: int) -> None:
         """The round's committed seed, from its table's events: committed now, revealed last."""
-        table = stream_of(payload["table_id"])
+        table = stream_of(opened["table_id"])
         seed_events, problem = _seed_events(
-            self.reader, self.tables, table, str(payload["dice_seed"]), notification_id
+            self.reader, self.tables, table, str(opened["seed_id"]), notification_id
         )
         if problem:
             self.recall.problems.append(problem)
@@ -460,7 +461,7 @@ def _conclude(recall: Recall, checks: SettlementAudit, verified: int, checking: 
         )
         return
     sources = checks.sources
-    rng, (pending, cards_pending) = sources.rng_throws, sources.pending()
+    rng, (pending, cards_pending) = sources.rng_dice, sources.pending()
     recall.checked.append(
         f"money: {checks.money.movements} movements balanced; payouts and voids post what their "
         "results say; operator signatures verified"

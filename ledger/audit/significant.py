@@ -3,8 +3,8 @@
 One streaming pass over the log, in log order, memory flat in its size
 (only the keys seen and each game's last rules are kept):
 
-- ``fault``: a faulty throw or a misdeal, as a physical table's dealer device
-  reported it (signed);
+- ``fault``: a faulty draw (dice that did not land fair, a misdeal), as a
+  physical table's dealer device reported it (signed);
 - ``void``: a round voided by its game's rules (its fault policy, a misdeal);
 - ``interrupted-round-voided`` / ``round-resumed``: an operator ended or
   resumed an interrupted round (operator-signed);
@@ -39,6 +39,7 @@ from uuid import UUID
 
 from ledger.crypto.envelope import Envelope, SignerCheck, check_row, open_envelope
 from ledger.crypto.keys import Keyring, PublicKeyRecord, Role, from_micros
+from ledger.domain.stored_names import current_names
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import stream_of
 
@@ -279,9 +280,10 @@ class _Scanner:
     def _opened(
         self, position: int, at: datetime, stream: str, state: dict[str, Any]
     ) -> Iterator[SignificantEvent]:
-        game = str(state.get("variant"))
+        state = current_names(OPENED, state)  # stored under older names before v3
+        game = str(state.get("game"))
         now = (
-            str(state.get("variant_version")),
+            str(state.get("game_version")),
             str(state.get("code_hash") or ""),
             str(state.get("rules_hash")),
         )

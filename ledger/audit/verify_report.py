@@ -58,8 +58,8 @@ class VerificationReport:
         return self.settlement.resettled if self.settlement else None
 
     @property
-    def rng_throws(self) -> int:
-        return self.settlement.rng_throws if self.settlement else 0
+    def rng_dice(self) -> int:
+        return self.settlement.rng_dice if self.settlement else 0
 
     @property
     def rng_pending(self) -> int:
@@ -174,7 +174,7 @@ class VerificationReport:
 def _settlement_steps(counts: SettlementCounts) -> list[tuple[Step, str]]:
     """What the settlement level re-derived, said in counts; what it did not, said too."""
     sources = (
-        f"{counts.rng_throws} RNG throws recomputed from their round's committed seed; "
+        f"{counts.rng_dice} RNG dice draws recomputed from their round's committed seed; "
         f"{counts.device_reports} dealer device reports verified"
     )
     if counts.rng_cards or counts.rng_cards_pending:
@@ -211,7 +211,7 @@ def _settlement_steps(counts: SettlementCounts) -> list[tuple[Step, str]]:
         steps.append(
             (
                 Step.SOURCES,
-                f"NOT CHECKED: {counts.rng_pending} RNG throws whose seed is not revealed yet "
+                f"NOT CHECKED: {counts.rng_pending} RNG dice draws whose seed is not revealed yet "
                 "(verify again once it is retired)",
             )
         )

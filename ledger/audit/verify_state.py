@@ -46,8 +46,10 @@ from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError
 
 # 2: no stream heads, rows hashed in one framing; 3: table kinds; 4: the digest
-# of each chunk's stored Merkle rows beside its rows', and the nodes that span chunks
-STATE_FORMAT = 4
+# of each chunk's stored Merkle rows beside its rows', and the nodes that span
+# chunks; 5: a round's facts name its game and draws as the code does (game_id,
+# draws; its pins game, game_version)
+STATE_FORMAT = 5
 STATE_FILE = "state.json"
 ROUNDS_FILE = "rounds.bin"
 

@@ -1,15 +1,17 @@
 """The older names, in one place: every command, CLI spelling, HTTP route and
 field the ledger answered to before `act` became its one play command (and
-before its names became game-neutral), kept where users may have used them,
-with what each is now (`ALIASES`, the list docs/cli.md's "Aliases" shows and
-tests/test_aliases.py holds to the code); and the Python API's play aliases
-themselves, each a translation into the move `act` would take, played by the
-same `play` (`ledger.casino.play`), never a second path.
+before its names became game-neutral, and a game was called a game), kept
+where users may have used them, with what each is now (`ALIASES`, the list
+docs/cli.md's "Aliases" shows and tests/test_aliases.py holds to the code);
+and the Python API's play aliases themselves, each a translation into the
+move `act` would take, played by the same `play` (`ledger.casino.play`),
+never a second path. Outside this module an older name is spelt only on a
+line that says so (`# alias`), as `ALIASES` spells it (tests/test_glossary.py).
 
 An alias keeps its own command name in its request's record (a retry of a
 request made through it before, under any release, gets its first answer),
 its own answer's shape, and, for a physical table's device, its own signed
-fact: a throw or fault report (`ledger.devices.throw_report`,
+fact: a draw (stored name: throw) or fault report (`ledger.devices.throw_report`,
 `fault_report`) where `act` takes an action report.
 """
 
@@ -28,6 +30,7 @@ from ledger.casino.runner import Body, Work
 from ledger.domain.round import Round
 from ledger.domain.round_records import BETTING, SETTLED
 from ledger.domain.signed_facts import fault_fact, throw_fact
+from ledger.domain.stored_names import SIGNED_THROW
 from ledger.errors import InvalidCommandError
 from ledger.games.api import RecordedAction, Step
 from ledger.games.replay import CLOSE_BETTING, FAULT, actor_for, outcome_move
@@ -88,12 +91,25 @@ ALIASES: tuple[Alias, ...] = (
     ),
     Alias("Python API", "`Round.dice_seed`, `Round.throws`", "`Round.seed_id`, `Round.draws`"),
     Alias(
+        "Python API",
+        "`Round.variant`, `Round.variant_version`, `GameTable.variant`",
+        "`Round.game`, `Round.game_version`, `GameTable.game`",
+    ),
+    Alias("Python API", "`Casino.variant`", "`Casino.game`"),
+    Alias(
+        "Python API",
+        "the `variant` keyword of `Casino.open_table`",
+        "its `game` keyword (one of the two; the same game if both are given)",
+    ),
+    Alias("Python API", "`TableSpec.variant` (`ledger.simulation`)", "`TableSpec.game`"),
+    Alias(
         "CLI",
         "`ledger rounds throw ROUND`",
         "`ledger rounds act ROUND ACTOR ACTION` of the dice move (`Casino.throw_dice`)",
     ),
     Alias("CLI", "`ledger rounds settle ROUND`", "`Casino.settle`: nothing left to settle"),
     Alias("CLI", "`ledger variants`", "`ledger games`"),
+    Alias("CLI", "`--dice-seed` of `ledger simulate`", "`--rng-seed`"),
     Alias(
         "HTTP",
         f"`POST {ROUND}/close-betting`",
@@ -122,6 +138,18 @@ ALIASES: tuple[Alias, ...] = (
         f"`dice_seed`, `throws` of `GET {ROUND}`",
         "`seed_id`, `draws` (deprecated in the OpenAPI document)",
     ),
+    Alias(
+        "HTTP",
+        "`variant` of `POST /v1/tables`",
+        "`game` (one of the two; the same game if both are given; deprecated in the OpenAPI "
+        "document)",
+    ),
+    Alias(
+        "HTTP",
+        f"`variant`, `variant_version` of `GET {ROUND}`, `GET /v1/rounds`, "
+        "`GET /v1/tables/{table_id}`",
+        "`game`, `game_version` (deprecated in the OpenAPI document)",
+    ),
     Alias("plugins", "the hook `ledger_register_variants`", "the hook `ledger_register_games`"),
 )
 
@@ -142,7 +170,7 @@ def close_betting(context: Context, round_id: str) -> Body:
 def record_outcome(
     context: Context, round_id: str, outcome: dict[str, Any], source: dict[str, Any]
 ) -> Body:
-    """`act` of the one move `outcome` fills, attested by a dealer device's throw
+    """`act` of the one move `outcome` fills, attested by a dealer device's draw
     report (`throw_fact`)."""
 
     def body(work: Work) -> Done:
@@ -160,15 +188,15 @@ def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
         game_round = work.round(round_id)
         if game_round.seed_id is None:
             raise InvalidCommandError(f"round {game_round.id} has no RNG seed: a physical table")
-        variant = context.variant_of(game_round)
-        step = step_of(context, variant, game_round)
+        game = context.game_of(game_round)
+        step = step_of(context, game, game_round)
         move = outcome_move(step)
         draw = move[2] if move is not None else None
         if draw is None or draw["kind"] != "dice":
             raise InvalidCommandError(
                 f"round {game_round.id}: the game draws no dice now ({offers(step)})"
             )
-        assert move is not None  # the throw settles what the game says
+        assert move is not None  # the dice drawn settle what the game says
         played, changed = play(context, work, game_round, wrapped(context, move[1], rng))
         return {draw["kind"]: played["drawn"]}, changed
 
@@ -177,13 +205,13 @@ def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
 
 def record_fault(context: Context, round_id: str, reason: str, source: dict[str, Any]) -> Body:
     """`act` of `fault`, attested by a dealer device's fault report (`fault_fact`);
-    answers how many faulty throws and what followed."""
+    answers how many faulty draws and what followed."""
 
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
-        variant = context.variant_of(game_round)
-        actor = legal_actor(context, variant, game_round, FAULT)
-        reason_args = variant.validate_args(actor, FAULT, {"reason": reason})
+        game = context.game_of(game_round)
+        actor = legal_actor(context, game, game_round, FAULT)
+        reason_args = game.validate_args(actor, FAULT, {"reason": reason})
         played, changed = play(
             context, work, game_round, fault_reported(context, reason_args, source)
         )
@@ -227,15 +255,15 @@ def wrapped(context: Context, action: str, rng: RngServer | None) -> Chooser:
     """The one move named `action` the game offers now, attested as `act` would."""
 
     def choose(
-        variant: LoadedGame, game_round: Round, step: Step, number: int
+        game: LoadedGame, game_round: Round, step: Step, number: int
     ) -> tuple[RecordedAction, dict[str, Any]]:
         actor = actor_for(step, action)
         if actor is None:
             raise InvalidCommandError(
-                f"round {game_round.id} ({game_round.variant}): nobody may {action} now "
+                f"round {game_round.id} ({game_round.game}): nobody may {action} now "
                 f"({offers(step)})"
             )
-        given = variant.validate_args(actor, action, {})
+        given = game.validate_args(actor, action, {})
         draw = step["moves"][actor][action]
         drawn, attested = attestation.attest(
             context,
@@ -255,17 +283,17 @@ def wrapped(context: Context, action: str, rng: RngServer | None) -> Chooser:
 
 
 def reported(context: Context, outcome: Any, source: dict[str, Any]) -> Chooser:
-    """An outcome a dealer device signed as the round's next throw (`throw_fact`)."""
+    """An outcome a dealer device signed as the round's next draw (`throw_fact`)."""
 
     def choose(
-        variant: LoadedGame, game_round: Round, step: Step, number: int
+        game: LoadedGame, game_round: Round, step: Step, number: int
     ) -> tuple[RecordedAction, dict[str, Any]]:
-        done = outcome_action_of(variant, game_round, step, outcome)
+        done = outcome_action_of(game, game_round, step, outcome)
         checked = stored_outcome(step, done)
         attestation.check_source(
             context, game_round, source, throw_fact(game_round.id, game_round.draws, checked)
         )
-        return done, attestation.signed_as(source, "throw", step, done)
+        return done, attestation.signed_as(source, SIGNED_THROW, step, done)
 
     return choose
 
@@ -273,10 +301,10 @@ def reported(context: Context, outcome: Any, source: dict[str, Any]) -> Chooser:
 def fault_reported(
     context: Context, reason_args: dict[str, Any], source: dict[str, Any]
 ) -> Chooser:
-    """A faulty throw a dealer device signed (`fault_fact`)."""
+    """A faulty draw a dealer device signed (`fault_fact`)."""
 
     def choose(
-        variant: LoadedGame, game_round: Round, step: Step, number: int
+        game: LoadedGame, game_round: Round, step: Step, number: int
     ) -> tuple[RecordedAction, dict[str, Any]]:
         actor = actor_for(step, FAULT)
         assert actor is not None  # checked by the caller

@@ -17,6 +17,7 @@ from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.crypto.validity import key_problem
 from ledger.domain.round import Round
+from ledger.domain.round_sources import FAULTY_DRAW
 from ledger.domain.signed_facts import action_fact
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.games.api import DECK_SIZE, Draw, RecordedAction, Step
@@ -65,18 +66,18 @@ def check_source(
     `dealer-device` key, valid now. Anything else is refused before a thing is
     recorded."""
     if not isinstance(source, dict):
-        raise InvalidCommandError("a throw's source is an object")
+        raise InvalidCommandError("a draw's source is an object")
     if source.get("kind") == "rng":
-        raise InvalidCommandError("RNG throws are made by throw_dice, not reported")
+        raise InvalidCommandError("RNG draws are made by the node (act, throw_dice), not reported")
     # Refuses every source on an RNG round, and any but a device's elsewhere.
-    game_round.check_source(source, "a faulty throw" if fact["action"] == "fault" else "an outcome")
+    game_round.check_source(source, FAULTY_DRAW if fact["action"] == "fault" else "an outcome")
     check_device(context, source, fact)
 
 
 def signed_as(
     source: dict[str, Any], fact: str, step: Step, done: RecordedAction
 ) -> dict[str, Any]:
-    """A device report signed over a throw or fault fact (by throw counter), as
+    """A device report signed over a draw or fault fact (by draw counter), as
     recorded: verify checks that fact's signature, not an action fact's."""
     recorded: dict[str, Any] = {
         k: source[k] for k in ("kind", "key_id", "signature") if k in source
@@ -145,7 +146,7 @@ def _rng_draw(
     seed_id = str(game_round.seed_id)
     if draw["kind"] == "dice":
         if draw["count"] != 3:
-            raise InvalidCommandError("the RNG throws three dice at a time")
+            raise InvalidCommandError("the RNG draws three dice at a time")
         counter = game_round.draws
         drawn = list(rng.throw(seed_id, str(game_round.id), counter))
         source = {"kind": "rng", "seed_id": seed_id, "draw": "dice", "counter": counter}

@@ -23,26 +23,26 @@ class Context:
     # Each round's last replay, so a command continues it (see step_cache).
     steps: StepCache = field(default_factory=StepCache)
 
-    def variant(self, variant_id: str) -> LoadedGame:
+    def game(self, game_id: str) -> LoadedGame:
         try:
-            return self.games[variant_id]
+            return self.games[game_id]
         except KeyError:
-            raise NotFoundError(f"unknown variant {variant_id!r}") from None
+            raise NotFoundError(f"unknown game {game_id!r}") from None
 
-    def variant_of(self, game_round: Round) -> LoadedGame:
+    def game_of(self, game_round: Round) -> LoadedGame:
         """The game the round opened with: same id, rules and settlement API (the
         plugin's release may differ: the round pins rules, not wheels)."""
-        variant = self.variant(game_round.variant)
-        if variant.rules_hash != game_round.rules_hash or (
-            game_round.settlement_api != 1 and variant.settlement_api != game_round.settlement_api
+        game = self.game(game_round.game)
+        if game.rules_hash != game_round.rules_hash or (
+            game_round.settlement_api != 1 and game.settlement_api != game_round.settlement_api
         ):
             raise InvalidCommandError(
-                f"round {game_round.id} opened with {game_round.variant} "
-                f"{game_round.variant_version} (rules {game_round.rules_hash[:12]}, settlement "
-                f"API {game_round.settlement_api}), but {variant.version} (rules "
-                f"{variant.rules_hash[:12]}, settlement API {variant.settlement_api}) is installed"
+                f"round {game_round.id} opened with {game_round.game} "
+                f"{game_round.game_version} (rules {game_round.rules_hash[:12]}, settlement "
+                f"API {game_round.settlement_api}), but {game.version} (rules "
+                f"{game.rules_hash[:12]}, settlement API {game.settlement_api}) is installed"
             )
-        return variant
+        return game
 
     def signing_keyring(self) -> Keyring:
         """The keyring now, with every revocation the key registry holds merged in:

@@ -39,13 +39,13 @@ def correct(
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
         _check_correctable(game_round)
-        variant = context.variant_of(game_round)
+        game = context.game_of(game_round)
         number = game_round.actions - 1
         at = game_round.action_entry(number)
-        _, before_step = replay(variant, bets_of(game_round), game_round.log[:at])
-        right_action = outcome_action_of(variant, game_round, before_step, outcome)
+        _, before_step = replay(game, bets_of(game_round), game_round.log[:at])
+        right_action = outcome_action_of(game, game_round, before_step, outcome)
         right = stored_outcome(before_step, right_action)
-        return _correction(context, work, variant, game_round, number, right, reason, operator)
+        return _correction(context, work, game, game_round, number, right, reason, operator)
 
     return body
 
@@ -57,9 +57,9 @@ def correct_step(
 
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
-        variant = context.variant_of(game_round)
+        game = context.game_of(game_round)
         return _correction(
-            context, work, variant, game_round, step, drawn, reason, operator, as_drawn=True
+            context, work, game, game_round, step, drawn, reason, operator, as_drawn=True
         )
 
     return body
@@ -98,7 +98,7 @@ def _deltas(results: list[BetResult], before: dict[str, int]) -> list[BetResult]
 def _correction(
     context: Context,
     work: Work,
-    variant: LoadedGame,
+    game: LoadedGame,
     game_round: Round,
     step: int,
     right: Any,
@@ -110,7 +110,7 @@ def _correction(
     """`right` is what action `step` drew (`as_drawn`), else its outcome as
     rounds store it ({kind: drawn}, or a move's arguments)."""
     _check_correctable(game_round)
-    wrong, fixed, returns = _rederive(variant, game_round, step, right, as_drawn)
+    wrong, fixed, returns = _rederive(game, game_round, step, right, as_drawn)
     fact = correction_fact(game_round.id, wrong, fixed, reason, step)
     signed = sign_fact(attestation.check_operator(context, operator), fact, Role.OPERATOR)
     before = {r["bet_id"]: r["returned"] for r in game_round.results}
@@ -122,7 +122,7 @@ def _correction(
 
 
 def _rederive(
-    variant: LoadedGame, game_round: Round, step: int, right: Any, as_drawn: bool
+    game: LoadedGame, game_round: Round, step: int, right: Any, as_drawn: bool
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, tuple[int, int]]]:
     """Replay the round with action `step` corrected: its wrong and right
     outcome ({kind: drawn}, or its arguments for a move that draws nothing),
@@ -130,7 +130,7 @@ def _rederive(
     at = game_round.action_entry(step)
     done = game_round.log[at]["action"]
     bets = bets_of(game_round)
-    _, current = replay(variant, bets, game_round.log[:at])
+    _, current = replay(game, bets, game_round.log[:at])
     draw = current["moves"].get(done["actor"], {}).get(done["action"])
     if draw is None:
         if as_drawn or done["action"] in (CLOSE_BETTING, FAULT):
@@ -138,7 +138,7 @@ def _rederive(
         if not isinstance(right, Mapping):
             raise InvalidCommandError(f"an outcome is an object, not {right!r}")
         wrong = dict(done["args"])
-        fixed = variant.validate_args(done["actor"], done["action"], right)
+        fixed = game.validate_args(done["actor"], done["action"], right)
         corrected = {**done, "args": fixed}
     else:
         kind = draw["kind"]
@@ -167,7 +167,7 @@ def _rederive(
     log = list(game_round.log)
     log[at] = {"action": corrected}
     try:
-        returns, last = settlements_from(variant, bets, log, at)
+        returns, last = settlements_from(game, bets, log, at)
     except InvalidCommandError as exc:
         raise InvalidCommandError(
             f"round {game_round.id}: with the corrected draw, {exc}: void the round instead"

@@ -32,10 +32,12 @@ from ledger.casino.migrate import Migration
 from ledger.casino.runner import A, BatchSettings, CommandRunner
 from ledger.crypto.signing import Signer
 from ledger.domain.account import PLAYER, Account
+from ledger.domain.aliases import game_named
 from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
 from ledger.domain.round_records import BetResult, Limits
+from ledger.domain.stored_names import OPEN_TABLE_GAME_ARG
 from ledger.errors import InvalidCommandError, LedgerError
 from ledger.games.step_cache import StepCache
 from ledger.plugins.registry import LoadedGame
@@ -136,11 +138,12 @@ class Casino:
         game_round = self.round(round_id)
         if game_round.settlement_api < 2:
             return {}
-        variant = self.context.variant_of(game_round)
-        return offered_moves(step_of(self.context, variant, game_round), game_round)
+        game = self.context.game_of(game_round)
+        return offered_moves(step_of(self.context, game, game_round), game_round)
 
-    def variant(self, variant_id: str) -> LoadedGame:
-        return self.context.variant(variant_id)
+    def game(self, game_id: str) -> LoadedGame:
+        """The installed game `game_id` (NotFoundError when none is)."""
+        return self.context.game(game_id)
 
     def known_table_of_round(self, round_id: UUID | str) -> str | None:
         """The table of a round already looked up (no read: None when not yet)."""
@@ -186,22 +189,25 @@ class Casino:
         *,
         request_id: str,
         name: str,
-        variant: str,
+        game: str | None = None,
         kind: str,
         currency: str,
         limits: Limits,
+        variant: str | None = None,  # alias
     ) -> str:
-        """Open a table of a game, as an RNG table (`kind="rng"`: commit a seed,
-        then its rounds draw from it) or a physical one (`"physical"`: its
-        dealer device reports every outcome); its id."""
+        """Open a table of `game` (its id; required), as an RNG table
+        (`kind="rng"`: commit a seed, then its rounds draw from it) or a
+        physical one (`"physical"`: its dealer device reports every outcome);
+        its id. The game's older keyword is an alias (`ledger.casino.aliases`)."""
+        named = game_named(game, variant)  # alias
         args = {
             "name": name,
-            "variant": variant,
+            OPEN_TABLE_GAME_ARG: named,  # its stored name: a retry made before matches
             "kind": kind,
             "currency": currency,
             "limits": dict(limits),
         }
-        body = tables.open_table(self.context, name, variant, kind, currency, limits)
+        body = tables.open_table(self.context, name, named, kind, currency, limits)
         return str(self.runner.run("open_table", request_id, args, body))
 
     def open_round(self, *, request_id: str, table_id: str, dealer: str) -> str:
@@ -285,12 +291,12 @@ class Casino:
     # Seeds.
     def commit_seed(self, *, request_id: str, table_id: str, rng: RngServer) -> str:
         """Commit the table to a new secret seed (its SHA-256, in a signed event)
-        before any round throws from it."""
+        before any round draws from it."""
         body = seeds.commit_seed(table_id, rng)
         return str(self.runner.run("commit_seed", request_id, {"table_id": str(table_id)}, body))
 
     def retire_seed(self, *, request_id: str, table_id: str, rng: RngServer) -> str:
-        """Reveal the table's seed, so anyone can recompute every throw made with it."""
+        """Reveal the table's seed, so anyone can recompute every draw made with it."""
         body = seeds.retire_seed(table_id, rng)
         return str(self.runner.run("retire_seed", request_id, {"table_id": str(table_id)}, body))
 
@@ -337,7 +343,11 @@ class Casino:
         result = self.runner.run("act", request_id, fingerprint_args, body)
         return dict(result) if isinstance(result, dict) else result
 
-    # Older names: aliases of `act`, in one place (`ledger.casino.aliases`).
+    # Older names: aliases of `act` and the rest, in one place (`ledger.casino.aliases`).
+    def variant(self, game_id: str) -> LoadedGame:  # alias
+        """An alias of `game`."""
+        return self.game(game_id)
+
     def close_betting(self, *, request_id: str, round_id: str) -> None:
         """An alias of `act`: the `close_betting` move, by the actor the game lets
         close betting (`ledger.casino.aliases`)."""
@@ -361,7 +371,7 @@ class Casino:
         """An alias of `act`: a physical table's outcome, as its dealer device
         reported it: `source` is the device's signed report
         (`ledger.devices.throw_report`) of this outcome as the round's next
-        throw. An RNG round refuses it: its dice come only from its seed. The
+        draw. An RNG round refuses it: its draws come only from its seed. The
         round records it as the game's next action (`Round.ActionRecorded`, the
         report kept as its source) and settles in the same commit what that
         step settles."""
@@ -372,10 +382,10 @@ class Casino:
     def record_fault(
         self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
     ) -> dict[str, Any]:
-        """An alias of `act` (its `fault` move): a faulty throw at a physical
+        """An alias of `act` (its `fault` move): a faulty draw at a physical
         table, as its dealer device reported it
-        (`ledger.devices.fault_report`; an RNG throw is never faulty), then what
-        the variant's fault policy says: throw again with bets locked, reopen
+        (`ledger.devices.fault_report`; an RNG draw is never faulty), then what
+        the game's fault policy says: draw again with bets locked, reopen
         betting, or void the round after too many (every stake returned), all
         in one commit."""
         args = {"round_id": str(round_id), "reason": reason, "source": source}

@@ -14,9 +14,9 @@ from ledger.games.replay import FAULT, actor_for, outcome_action, outcome_move
 from ledger.plugins.registry import LoadedGame
 
 
-def step_of(context: Context, variant: LoadedGame, game_round: Round) -> Step:
+def step_of(context: Context, game: LoadedGame, game_round: Round) -> Step:
     """The game's step after everything the round recorded."""
-    return context.steps.replay(variant, game_round.id, bets_of(game_round), game_round.log)[1]
+    return context.steps.replay(game, game_round.id, bets_of(game_round), game_round.log)[1]
 
 
 def offered_moves(step: Step, game_round: Round) -> dict[str, list[str]]:
@@ -36,30 +36,28 @@ def offers(step: Step) -> str:
 
 def refusal(game_round: Round, actor: str, action: str, step: Step) -> InvalidCommandError:
     return InvalidCommandError(
-        f"round {game_round.id} ({game_round.variant}): {actor} may not {action} now "
-        f"({offers(step)})"
+        f"round {game_round.id} ({game_round.game}): {actor} may not {action} now ({offers(step)})"
     )
 
 
-def legal_actor(context: Context, variant: LoadedGame, game_round: Round, action: str) -> str:
+def legal_actor(context: Context, game: LoadedGame, game_round: Round, action: str) -> str:
     """The actor the game lets take `action` now, or refuse naming round and action."""
-    step = step_of(context, variant, game_round)
+    step = step_of(context, game, game_round)
     actor = actor_for(step, action)
     if actor is None:
         raise InvalidCommandError(
-            f"round {game_round.id} ({game_round.variant}): nobody may {action} now "
-            f"({offers(step)})"
+            f"round {game_round.id} ({game_round.game}): nobody may {action} now ({offers(step)})"
         )
     return actor
 
 
-def check_betting(context: Context, variant: LoadedGame, game_round: Round, what: str) -> None:
+def check_betting(context: Context, game: LoadedGame, game_round: Round, what: str) -> None:
     """Refuse unless the round takes bets now. The round knows it (the game's last
     step recorded it): no replay, whatever the round holds; only a refusal asks
     the game what it offers instead, to say so."""
     if game_round.taking_bets:
         return
-    step = step_of(context, variant, game_round)
+    step = step_of(context, game, game_round)
     raise InvalidCommandError(
         f"round {game_round.id} is not taking bets (it is {game_round.status}): "
         f"a player may not {what} now ({offers(step)})"
@@ -67,7 +65,7 @@ def check_betting(context: Context, variant: LoadedGame, game_round: Round, what
 
 
 def outcome_action_of(
-    variant: LoadedGame, game_round: Round, step: Step, outcome: Any
+    game: LoadedGame, game_round: Round, step: Step, outcome: Any
 ) -> RecordedAction:
     """The action a reported outcome stands for, or refuse saying why."""
     if not isinstance(outcome, Mapping):
@@ -80,7 +78,7 @@ def outcome_action_of(
         )
     actor, action, draw = move
     if draw is None:
-        outcome = variant.validate_args(actor, action, outcome)
+        outcome = game.validate_args(actor, action, outcome)
     found = outcome_action(step, outcome)
     if found is None:
         assert draw is not None  # an argument-only move takes any validated outcome

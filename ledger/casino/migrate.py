@@ -2,7 +2,7 @@
 write path has one generation.
 
 Release 0.2 and before played a game as one outcome: betting closed, the
-outcome (or faulty throws and the game's fault policy), then a command of its
+outcome (or faulty draws and the game's fault policy), then a command of its
 own settled every bet at once. A store upgraded with such a round open keeps
 it open until this: one rule for each, the same for every game.
 
@@ -10,7 +10,7 @@ it open until this: one rule for each, the same for every game.
   bet at once as API 1 settled (`Round.Settled`, step None), by its game
   replaying the round through the translation of API-1 entries
   (`ledger.games.replay`); the node's signature, as the old `settle` had.
-- **No outcome** (betting open or closed, faulty throws only): there is
+- **No outcome** (betting open or closed, faulty draws only): there is
   nothing to settle on, and it is voided, every stake back to its wallet,
   signed by an operator key as any operator's void (`ledger rounds void`).
 
@@ -59,7 +59,7 @@ class Migration:
     table_id: str
     game: str
     status: str  # as found: betting, closed or decided
-    faults: int  # faulty throws recorded
+    faults: int  # faulty draws recorded
     outcome: dict[str, Any] | None  # the outcome recorded, when decided
     action: str  # SETTLE (its outcome is recorded) or VOID (none is)
     bets: int
@@ -107,7 +107,7 @@ def _plan_one(context: Context, game_round: Round) -> Migration:
     return Migration(
         round_id=str(game_round.id),
         table_id=str(game_round.table_id),
-        game=game_round.variant,
+        game=game_round.game,
         status=game_round.status,
         faults=game_round.faults,
         outcome=game_round.outcome,
@@ -122,16 +122,16 @@ def _plan_one(context: Context, game_round: Round) -> Migration:
 def _returns(context: Context, game_round: Round) -> dict[str, int]:
     """Each bet's return on the recorded outcome, as the round's game says."""
     try:
-        variant = context.variant_of(game_round)
+        game = context.game_of(game_round)
     except InvalidCommandError as exc:
         raise InvalidCommandError(
             f"cannot settle round {game_round.id} on its recorded outcome: {exc}; install a "
             "release of its game declaring its rules, then run ledger migrate again"
         ) from None
-    step = step_of(context, variant, game_round)
+    step = step_of(context, game, game_round)
     if not step["over"] or set(step["settle"]) != set(game_round.bets):
         raise InvalidCommandError(
-            f"cannot settle round {game_round.id}: its game ({game_round.variant}) does not "
+            f"cannot settle round {game_round.id}: its game ({game_round.game}) does not "
             "settle every bet on the recorded outcome"
         )
     return dict(step["settle"])

@@ -32,15 +32,15 @@ Played = tuple[dict[str, Any], list[Aggregate]]
 def play(context: Context, work: Work, game_round: Round, choose: Chooser) -> Played:
     """Record the action `choose` picks, then settle in the same commit what the
     game's step settles, or void."""
-    variant = context.variant_of(game_round)
+    game = context.game_of(game_round)
     bets = bets_of(game_round)
-    actions, step = context.steps.replay(variant, game_round.id, bets, game_round.log)
+    actions, step = context.steps.replay(game, game_round.id, bets, game_round.log)
     number = game_round.actions
-    done, attested = choose(variant, game_round, step, number)
+    done, attested = choose(game, game_round, step, number)
     actions.append(done)
-    after = variant.step(bets, actions)
+    after = game.step(bets, actions)
     game_round.record_action(dict(done), attested, dict(after))
-    context.steps.remember(variant, game_round.id, bets, game_round.log, actions, after)
+    context.steps.remember(game, game_round.id, bets, game_round.log, actions, after)
     changed: list[Aggregate] = [game_round]
     settled: list[BetResult] = []
     if after["void"] is not None:
@@ -75,12 +75,12 @@ def chosen(
     """One of the moves the game offers now, named by actor and action (`act`)."""
 
     def choose(
-        variant: LoadedGame, game_round: Round, step: Step, number: int
+        game: LoadedGame, game_round: Round, step: Step, number: int
     ) -> tuple[RecordedAction, dict[str, Any]]:
         offered = step["moves"].get(actor, {}) if isinstance(actor, str) else {}
         if not isinstance(action, str) or action not in offered:
             raise refusal(game_round, str(actor), str(action), step)
-        given = variant.validate_args(actor, action, dict(args or {}))
+        given = game.validate_args(actor, action, dict(args or {}))
         drawn, attested = attestation.attest(
             context,
             game_round,

@@ -1,5 +1,5 @@
 """Provably fair randomness: a table commits to a secret seed before a round
-throws from it, and reveals it once no round draws from it any more."""
+draws from it, and reveals it once no round draws from it any more."""
 
 from __future__ import annotations
 

@@ -26,10 +26,10 @@ from ledger.errors import InvalidCommandError
 
 
 def open_table(
-    context: Context, name: str, variant: str, kind: str, currency: str, limits: Limits
+    context: Context, name: str, game: str, kind: str, currency: str, limits: Limits
 ) -> Body:
     def body(work: Work) -> tuple[str, list[Aggregate]]:
-        context.variant(variant)
+        context.game(game)
         table_kind = check_kind(kind)
         code = check_currency(currency)  # one spelling for the table and its house
         house = Account.open(
@@ -37,7 +37,7 @@ def open_table(
         )
         table = GameTable(
             name=name,
-            variant=variant,
+            game=game,
             currency=code,
             limits=check_limits(limits),
             house_account=house.id,
@@ -51,20 +51,20 @@ def open_table(
 def open_round(context: Context, table_id: str, dealer: str) -> Body:
     def body(work: Work) -> tuple[str, list[Aggregate]]:
         table = work.table(table_id)
-        variant = context.variant(table.variant)
+        game = context.game(table.game)
         table.check_rng_round()
         game_round = Round(
             table_id=table.id,
-            variant=variant.id,
-            variant_version=variant.version,
-            rules_hash=variant.rules_hash,
-            settlement_api=variant.settlement_api,
-            code_hash=variant.code_hash,
+            game=game.id,
+            game_version=game.version,
+            rules_hash=game.rules_hash,
+            settlement_api=game.settlement_api,
+            code_hash=game.code_hash,
             currency=table.currency,
             limits=table.limits,
             house_account=table.house_account,
             dealer=dealer,
-            dice_seed=table.active_seed,
+            seed_id=table.active_seed,
         )
         if table.active_seed is None:
             return str(game_round.id), [game_round]
@@ -88,9 +88,9 @@ def place_bet(
         if account.kind != PLAYER:
             raise InvalidCommandError(f"account {account.id} is not a player's wallet")
         account.check_currency(game_round.currency)
-        variant = context.variant_of(game_round)
-        check_betting(context, variant, game_round, "place a bet")
-        canonical_bet = variant.validate_bet(bet, placed_view(game_round))
+        game = context.game_of(game_round)
+        check_betting(context, game, game_round, "place a bet")
+        canonical_bet = game.validate_bet(bet, placed_view(game_round))
         bet_id = str(uuid4())
         # Every check before anything changes: a refused bet leaves both as they were.
         amount = game_round.check_bet(bet_id, str(account.id), stake)
@@ -109,7 +109,7 @@ def withdraw_bet(
 ) -> Body:
     def body(work: Work) -> tuple[None, list[Aggregate]]:
         game_round = work.round(round_id)
-        check_betting(context, context.variant_of(game_round), game_round, "withdraw a bet")
+        check_betting(context, context.game_of(game_round), game_round, "withdraw a bet")
         account = work.account(account_id)
         record = game_round.withdraw_bet(bet_id, str(account.id), request_id)
         account.credit(record["stake"], game_round.id, f"withdrawn {bet_id}")

@@ -1,4 +1,4 @@
-"""`ledger games` (once `ledger variants`, still an alias) and `ledger paytable GAME`."""
+"""`ledger games` (its older name an alias: `ledger.casino.aliases`) and `ledger paytable GAME`."""
 
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ def cmd_paytable(args: argparse.Namespace) -> int:
 
 def add_game_commands(commands: Any) -> None:
     commands.add_parser(
-        "games", aliases=["variants"], help="list the installed games (each a rules profile)"
+        "games",
+        aliases=["variants"],  # alias
+        help="list the installed games (each a rules profile)",
     ).set_defaults(handler=cmd_games)
     table = commands.add_parser("paytable", help="a game's payouts and exact returns")
     table.add_argument("game")

@@ -80,7 +80,7 @@ def _line(m: Migration, dry: bool) -> str:
             f"{bets}, {money} returned"
         )
     verb = "would void" if dry else "voided"
-    faults = f", {m.faults} faulty throw{'s' * (m.faults != 1)}" if m.faults else ""
+    faults = f", {m.faults} faulty draw{'s' * (m.faults != 1)}" if m.faults else ""
     return (
         f"{verb} round {m.round_id} ({m.game}, {m.status}{faults}): {bets}, "
         f"{money} in stakes returned"

@@ -216,14 +216,14 @@ def cmd_rounds(args: argparse.Namespace) -> WithLedger:
 
 def _print_rounds(found: list[queries.RoundSummary], *, open_only: bool) -> None:
     print(
-        f"{'ROUND':<36} {'STATUS':<8} {'TABLE':<12} {'VARIANT':<10} {'BETS':>5} "
+        f"{'ROUND':<36} {'STATUS':<8} {'TABLE':<12} {'GAME':<10} {'BETS':>5} "
         f"{'STAKES':>14} {'RETURNED':>14} {'CUR':<3} OPENED"
     )
     for r in found:
         table = r.table_name or r.table_id[:8]
         stakes, returned = (format_major(amount, r.currency) for amount in (r.stakes, r.returned))
         print(
-            f"{r.round_id:<36} {r.status:<8} {table:<12} {r.variant:<10} {r.bets:>5} "
+            f"{r.round_id:<36} {r.status:<8} {table:<12} {r.game:<10} {r.bets:>5} "
             f"{stakes:>14} {returned:>14} {r.currency:<3} {r.opened_at}"
         )
     if not found:

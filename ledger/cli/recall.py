@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ledger.cli.args import uuid_text
 from ledger.cli.common import WithLedger, loaded_plugins
 from ledger.domain.currency import format_major
+from ledger.domain.stored_names import ROUND_OPENED, current_names
 
 if TYPE_CHECKING:
     from ledger.audit.recall import Recall, RecalledEvent
@@ -66,11 +67,12 @@ def describe(event: RecalledEvent, currency: str) -> list[str]:
     return said(facts, currency, event)
 
 
-def _opened(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
-    seed = f.get("dice_seed")  # the stored name of the round's committed seed id
+def _opened(facts: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    f = current_names(ROUND_OPENED, facts)  # the facts as stored: their names now
+    seed = f.get("seed_id")
     limits = f.get("limits") or {}
     return [
-        f"round opened: game {f.get('variant')} {f.get('variant_version')} "
+        f"round opened: game {f.get('game')} {f.get('game_version')} "
         f"(rules {str(f.get('rules_hash'))[:16]}, settlement API {f.get('settlement_api')}) "
         f"at table {f.get('table_id')}, dealer {f.get('dealer')}",
         (f"RNG table: randomness from committed seed {seed}" if seed else "physical table")

@@ -3,7 +3,7 @@ an interrupted round from the command line.
 
 Both go through `Casino.void_round` / `Casino.resume_round`, so the checks are
 the API's: the key must be an operator key of the keyring, valid now; the round
-must be in a state the variant allows; the reason is signed with the operator's
+must be in a state its game allows; the reason is signed with the operator's
 own key, and nothing is recorded when any check fails.
 """
 

@@ -45,7 +45,7 @@ def cmd_seeds(args: argparse.Namespace) -> WithLedger:
         def retire(ledger: Ledger) -> int:
             request_id = args.request_id or f"cli-retire-seed-{uuid.uuid4()}"
             seed_id = ledger.casino.retire_seed(request_id=request_id, table_id=args.table, rng=rng)
-            print(f"revealed seed {seed_id} of table {args.table}: its throws can be recomputed")
+            print(f"revealed seed {seed_id} of table {args.table}: its draws can be recomputed")
             return 0
 
         return WithLedger(retire, writable=True)

@@ -63,7 +63,7 @@ def cmd_simulate(args: argparse.Namespace) -> WithLedger:
     rng_dir = Path(args.rng_dir) if args.rng_dir else default_rng_dir(directory.path)
     if rng_dir.exists() and not rng_dir.is_dir():
         raise ConfigError(f"--rng-dir {rng_dir} is not a directory (RNG seeds are kept there)")
-    session_seed = None if args.dice_seed is None else parse_seed(args.dice_seed)
+    session_seed = None if args.rng_seed is None else parse_seed(args.rng_seed)
     dice = dice_source(session_seed, keep_in=rng_dir)
     probe_store(store_url(args.store))  # an unusable store fails before keys are made
     if not directory.has_node_keys():
@@ -153,7 +153,7 @@ def _session(
         # Say what is played on: --tables, then --card-tables.
         counts: dict[str, int] = {}
         for spec in config.tables:
-            counts[spec.variant] = counts.get(spec.variant, 0) + 1
+            counts[spec.game] = counts.get(spec.game, 0) + 1
         print(
             f"playing {config.rounds:,} rounds on "
             + ", ".join(f"{n} {game} table{'s' * (n != 1)}" for game, n in counts.items())
@@ -241,6 +241,15 @@ def add_simulate_command(commands: Any) -> None:
         help="seed of the players' choices (not the dice), 0..2**63-1",
     )
     simulate.add_argument(
-        "--dice-seed", metavar="HEX", help="a fixed 32-byte dice seed (tests and replays)"
+        "--rng-seed",
+        metavar="HEX",
+        help="a fixed 32-byte session seed, every RNG table's seed derived from it "
+        "(tests and replays)",
+    )
+    simulate.add_argument(
+        "--dice-seed",  # alias
+        dest="rng_seed",
+        metavar="HEX",
+        help=argparse.SUPPRESS,  # an alias (ledger.casino.aliases)
     )
     simulate.set_defaults(handler=cmd_simulate)

@@ -14,8 +14,10 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from ledger.domain.aliases import TableAliases
 from ledger.domain.copying import PlainCopy
 from ledger.domain.round_records import Limits
+from ledger.domain.stored_names import TABLE_OPENED, upcast
 from ledger.errors import InvalidCommandError
 
 TableKind = Literal["rng", "physical"]
@@ -33,11 +35,14 @@ def check_kind(kind: object) -> TableKind:
     raise InvalidCommandError(f"a table is opened as 'rng' or 'physical', not {kind!r}")
 
 
-class GameTable(PlainCopy, Aggregate):
+class GameTable(TableAliases, PlainCopy, Aggregate):
     class Opened(Aggregate.Created):
-        class_version: ClassVar[int] = 2
+        """`game` is the game its rounds play (its id); versions 1 and 2 stored
+        it under an older name (`ledger.domain.stored_names`), upcast as read."""
+
+        class_version: ClassVar[int] = 3
         name: str
-        variant: str
+        game: str
         currency: str
         limits: Limits
         house_account: UUID
@@ -48,9 +53,14 @@ class GameTable(PlainCopy, Aggregate):
             # Release 0.3 and before: the kind followed from the seed in use.
             state["kind"] = None
 
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            upcast(TABLE_OPENED, 2, state)
+
     class SeedCommitted(Aggregate.Event):
-        """The RNG's commitment (SHA-256) to a secret dice seed, made before any
-        round on it opens; the seed itself is revealed when it is retired."""
+        """The RNG's commitment (SHA-256) to a secret seed (for dice and cards),
+        made before any round on it opens; the seed itself is revealed when it
+        is retired."""
 
         class_version: ClassVar[int] = 1
         seed_id: str
@@ -63,7 +73,7 @@ class GameTable(PlainCopy, Aggregate):
 
     class RoundsInPlayChanged(Aggregate.Event):
         """RNG tables count their rounds in play: a seed is never revealed while
-        a round that throws from it is still open."""
+        a round that draws from it is still open."""
 
         class_version: ClassVar[int] = 1
         rounds_in_play: int
@@ -72,7 +82,7 @@ class GameTable(PlainCopy, Aggregate):
     def __init__(
         self,
         name: str,
-        variant: str,
+        game: str,
         currency: str,
         limits: Limits,
         house_account: UUID,
@@ -80,7 +90,7 @@ class GameTable(PlainCopy, Aggregate):
     ) -> None:
         self.name = name
         self.kind = kind
-        self.variant = variant
+        self.game = game
         self.currency = currency
         self.limits = limits
         self.house_account = house_account
@@ -136,7 +146,7 @@ class GameTable(PlainCopy, Aggregate):
             raise InvalidCommandError(f"seed {seed_id} is not the table's seed in use")
         if self.rounds_in_play:
             raise InvalidCommandError(
-                f"{self.rounds_in_play} round(s) still throw from seed {seed_id}: "
+                f"{self.rounds_in_play} round(s) still draw from seed {seed_id}: "
                 "settle or void them before revealing it"
             )
         self._seed_revealed(seed_id, seed_hex)

@@ -13,6 +13,7 @@ from uuid import UUID
 
 from eventsourcing.domain import Aggregate, event
 
+from ledger.domain.aliases import RoundAliases
 from ledger.domain.copying import PlainCopy
 from ledger.domain.money import Posting, check_amount, check_balanced
 from ledger.domain.round_records import (
@@ -33,27 +34,29 @@ from ledger.domain.round_records import (
 )
 from ledger.domain.round_rules import check_correction, check_fresh_cards, check_void
 from ledger.domain.round_sources import check_source, rng_source
+from ledger.domain.stored_names import ROUND_OPENED, SIGNED_THROW, upcast
 from ledger.errors import InvalidCommandError
 
 
-class Round(PlainCopy, Aggregate):
+class Round(RoundAliases, PlainCopy, Aggregate):
     class Opened(Aggregate.Created):
-        """`variant` is the game id; `variant_version` the plugin distribution's
+        """`game` is the game's id; `game_version` the plugin distribution's
         version and `code_hash` its code, both for information: a round pins the
-        game's rules (`rules_hash`) and `settlement_api`. `dice_seed` (its stored
-        name, kept) is the committed RNG seed its randomness comes from, dice
-        or cards (None: a physical table); the round holds it as `seed_id`."""
+        game's rules (`rules_hash`) and `settlement_api`. `seed_id` is the
+        committed RNG seed its draws come from, dice or cards (None: a physical
+        table). Versions 1 and 2 stored three of them under older names
+        (`ledger.domain.stored_names`), upcast as they are read."""
 
-        class_version: ClassVar[int] = 2
+        class_version: ClassVar[int] = 3
         table_id: UUID
-        variant: str
-        variant_version: str
+        game: str
+        game_version: str
         rules_hash: str
         currency: str
         limits: Limits
         house_account: UUID
         dealer: str
-        dice_seed: str | None
+        seed_id: str | None
         settlement_api: int
         code_hash: str
 
@@ -62,6 +65,10 @@ class Round(PlainCopy, Aggregate):
             # Release 0.2 and before: settle(outcome, bets), code not recorded.
             state["settlement_api"] = 1
             state["code_hash"] = ""
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            upcast(ROUND_OPENED, 2, state)
 
     class BetPlaced(Aggregate.Event):
         """A bet, and the request that placed it: `request_id` and `fingerprint`
@@ -99,13 +106,13 @@ class Round(PlainCopy, Aggregate):
         source: dict[str, Any]
 
     class FaultRecorded(Aggregate.Event):
-        """A faulty throw (cocked, stacked, not flat, too few bounces): recorded,
-        never settled."""
+        """A faulty draw of dice (cocked, stacked, not flat, too few bounces),
+        settlement API 1: recorded, never settled."""
 
         class_version: ClassVar[int] = 1
         reason: str
         source: dict[str, Any]
-        faults: int  # faulty throws in this round so far, this one included
+        faults: int  # faulty draws in this round so far, this one included
 
     class BettingReopened(Aggregate.Event):
         class_version: ClassVar[int] = 1
@@ -185,14 +192,14 @@ class Round(PlainCopy, Aggregate):
     def __init__(
         self,
         table_id: UUID,
-        variant: str,
-        variant_version: str,
+        game: str,
+        game_version: str,
         rules_hash: str,
         currency: str,
         limits: Limits,
         house_account: UUID,
         dealer: str,
-        dice_seed: str | None = None,
+        seed_id: str | None = None,
         settlement_api: int = 1,
         code_hash: str = "",
     ) -> None:
@@ -201,12 +208,12 @@ class Round(PlainCopy, Aggregate):
         self.code_hash = code_hash
         # What happened, in order, as the game replays it (see ledger.games.replay).
         self.log: list[LogEntry] = []
-        self.seed_id = dice_seed  # the committed seed the RNG draws from (None: physical)
+        self.seed_id = seed_id  # the committed seed the RNG draws from (None: physical)
         # Dice draws and faulty draws so far: the RNG counter of the next dice draw
         # (cards are dealt by their position in the round's deck instead).
         self.draws = 0
-        self.variant = variant
-        self.variant_version = variant_version
+        self.game = game
+        self.game_version = game_version
         self.rules_hash = rules_hash
         self.currency = currency
         self.limits = limits
@@ -224,17 +231,6 @@ class Round(PlainCopy, Aggregate):
         self.settled_bets: set[str] = set()  # bets settled by a step (settlement API 2)
         self.settled_at: dict[str, int] = {}  # bet -> the action number that settled it
         self.drawn = 0  # actions that drew randomness (dice, cards): part of the outcome
-
-    # The names before issue 20 (`ledger/http` and integrators' code read them).
-    @property
-    def dice_seed(self) -> str | None:
-        """Alias of `seed_id`."""
-        return self.seed_id
-
-    @property
-    def throws(self) -> int:
-        """Alias of `draws`."""
-        return self.draws
 
     # Bets.
     @property
@@ -320,7 +316,7 @@ class Round(PlainCopy, Aggregate):
         return self.seed_id is not None
 
     def rng_source(self) -> dict[str, Any]:
-        """The only source an RNG round's next throw may have."""
+        """The only source an RNG round's next draw of dice may have."""
         return rng_source(self.seed_id, self.draws)
 
     def check_source(self, source: Any, what: str) -> None:
@@ -398,7 +394,7 @@ class Round(PlainCopy, Aggregate):
             self.drawn += 1
         if source.get("draw") == "cards":
             self.dealt.extend(drawn)
-        elif drawn or action == "fault" or source.get("signed") == "throw":
+        elif drawn or action == "fault" or source.get("signed") == SIGNED_THROW:
             self.draws += 1  # dice, or a faulty draw: the next dice draw's counter moves on
         if action == "fault":
             self.faults += 1
@@ -556,8 +552,8 @@ class Round(PlainCopy, Aggregate):
 
     def void(self, reason: str, operator: OperatorSignature | None) -> list[BetResult]:
         """Void the round: every stake goes back to its wallet. Never by an operator
-        once a valid outcome is recorded, in part or whole (a settled bet, a
-        throw, the first card dealt): the house may not void a round it lost, nor
+        once a valid outcome is recorded, in part or whole (a settled bet, dice
+        drawn, the first card dealt): the house may not void a round it lost, nor
         choose deals by voiding the ones it does not like (RULES §1.4). The
         game's own void (a fault policy, a device-reported misdeal) has
         `operator` None."""

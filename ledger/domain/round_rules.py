@@ -20,7 +20,7 @@ def check_void(
     reason: Any,
 ) -> None:
     """Never by an operator once a valid outcome is recorded, in part or whole (a
-    settled bet, a throw, the first card dealt): the house may not void a round it
+    settled bet, dice drawn, the first card dealt): the house may not void a round it
     lost, nor choose deals by voiding the ones it does not like."""
     if status in (SETTLED, VOIDED):
         raise InvalidCommandError(f"round {round_id} is already {status}")

@@ -10,6 +10,8 @@ from uuid import UUID
 
 from ledger.errors import InvalidCommandError
 
+FAULTY_DRAW = "a faulty draw"  # what a fault report states (`check_source`'s `what`)
+
 
 def rng_source(seed_id: str | None, draws: int) -> dict[str, Any]:
     """The only source an RNG round's next draw may have."""
@@ -19,19 +21,19 @@ def rng_source(seed_id: str | None, draws: int) -> dict[str, Any]:
 def check_source(
     round_id: UUID | str, seed_id: str | None, draws: int, source: Any, what: str
 ) -> None:
-    """Refuse `source` for `what` (e.g. "a faulty throw") in this round, if it may not state it."""
+    """Refuse `source` for `what` (e.g. "a faulty draw") in this round, if it may not state it."""
     if not isinstance(source, dict):
         raise InvalidCommandError(f"{what}'s source is an object")
     if seed_id is not None:
-        if what == "a faulty throw":
+        if what == FAULTY_DRAW:
             raise InvalidCommandError(
-                f"round {round_id} is on an RNG table: an RNG throw is never faulty "
+                f"round {round_id} is on an RNG table: an RNG draw is never faulty "
                 "(if the RNG malfunctioned, void the round)"
             )
         if source != rng_source(seed_id, draws):
             raise InvalidCommandError(
                 f"round {round_id} is on an RNG table: its dice come only from seed "
-                f"{seed_id}, throw {draws} (use throw_dice)"
+                f"{seed_id}, draw {draws} (use throw_dice)"
             )
     elif source.get("kind") != "device":
         kind = source.get("kind")

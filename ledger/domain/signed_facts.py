@@ -7,20 +7,25 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from ledger.domain.stored_names import THROW_FACT
+
 
 def operator_fact(action: str, round_id: UUID | str, reason: str) -> dict[str, str]:
     """What an operator signs to void or resume a round."""
     return {"action": action, "round": str(round_id), "reason": reason}
 
 
-def throw_fact(round_id: UUID | str, throw: int, outcome: dict[str, Any]) -> dict[str, Any]:
-    """What a dealer device signs when it reports a throw."""
-    return {"action": "throw", "round": str(round_id), "throw": throw, "outcome": outcome}
+def throw_fact(round_id: UUID | str, counter: int, outcome: dict[str, Any]) -> dict[str, Any]:
+    """What a dealer device signs when it reports a draw (dice or cards) as the
+    round's draw number `counter`: the fact and its counter keep their stored
+    name, `"throw"` (`ledger.domain.stored_names`)."""
+    return {"action": THROW_FACT, "round": str(round_id), THROW_FACT: counter, "outcome": outcome}
 
 
-def fault_fact(round_id: UUID | str, throw: int, reason: str) -> dict[str, Any]:
-    """What a dealer device signs when it reports a faulty throw."""
-    return {"action": "fault", "round": str(round_id), "throw": throw, "reason": reason}
+def fault_fact(round_id: UUID | str, counter: int, reason: str) -> dict[str, Any]:
+    """What a dealer device signs when it reports a faulty draw as the round's
+    draw number `counter`."""
+    return {"action": "fault", "round": str(round_id), THROW_FACT: counter, "reason": reason}
 
 
 def action_fact(

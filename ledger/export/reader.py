@@ -17,6 +17,7 @@ from typing import Any
 
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
+from ledger.domain import stored_names
 from ledger.errors import ConfigError, KeyStoreError, VerificationError
 from ledger.export.bundle_files import (
     CHECKPOINTS,
@@ -251,8 +252,11 @@ def opens_round(event: BundleEvent) -> bool:
 
 
 def round_profile(event: BundleEvent) -> tuple[str, str]:
-    """(game, rules hash) a round's opening event pins."""
-    return str(event.payload_value("variant")), str(event.payload_value("rules_hash"))
+    """(game, rules hash) a round's opening event pins (its game under the key
+    its class version stored it under: `ledger.domain.stored_names`)."""
+    version = event.payload_value("class_version")
+    game = stored_names.stored_key(stored_names.ROUND_OPENED, version, "game")
+    return str(event.payload_value(game)), str(event.payload_value("rules_hash"))
 
 
 class StreamCurrencies:

@@ -30,6 +30,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import Subtree, consistency_proof, inclusion_proof
 from ledger.crypto.witness_policy import with_cosignatures
+from ledger.domain import stored_names
 from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import (
     CHECKPOINTS,
@@ -177,7 +178,7 @@ def _games_used(
                 "game": game_id,
                 "rules_hash": rules_hash,
                 "settlement_api": opened.get("settlement_api", 1),
-                "played_with": opened.get("variant_version"),
+                "played_with": opened.get("game_version"),
                 "rules": dict(game.rules) if game else None,
                 "plugin": game.plugin if game else None,
                 "plugin_version": game.version if game else None,
@@ -346,7 +347,8 @@ def _write_events(
             pending.append(event_line(position, state, currencies.of(row[1], row[2], state)))
             if row[3].endswith(ROUND_OPENED_TOPIC):
                 payload = decode_payload(split_envelope(state)[3])
-                key = (str(payload.get("variant")), str(payload.get("rules_hash")))
+                payload = stored_names.current_names(stored_names.ROUND_OPENED, payload)
+                key = (str(payload.get("game")), str(payload.get("rules_hash")))
                 written.rounds.setdefault(key, payload)
             if proofs is not None and proving is not None:
                 proofs.write(

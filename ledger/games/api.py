@@ -144,7 +144,7 @@ class ExactPaytable(Protocol):
 
     def equally_likely(self) -> Sequence[Sequence[RecordedAction]]:
         """Every way the round can go after betting closes, each equally likely,
-        as the actions the core would record (e.g. 216 throws of three dice)."""
+        as the actions the core would record (e.g. 216 draws of three dice)."""
         ...
 
 

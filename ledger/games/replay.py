@@ -116,7 +116,7 @@ def describe_entry(entry: LogEntry) -> str:
         return f"{done['actor']} {done['action']} {done['args']!r} drawing {done['drawn']!r}"
     if "outcome" in entry:
         return f"outcome {entry['outcome']!r}"
-    return "a faulty throw" if "fault" in entry else "closing betting"
+    return "a faulty draw" if "fault" in entry else "closing betting"
 
 
 def settlements_from(

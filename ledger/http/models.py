@@ -89,9 +89,22 @@ class Limits(Body):
     max_round: Money
 
 
+#: An older field name, kept: described as such and marked deprecated in the OpenAPI document.
+DEPRECATED: dict[str, Any] = {"deprecated": True}
+
+
 class NewTable(Body):
     name: Name
-    variant: Name
+    game: Name | None = Field(
+        default=None,
+        description="the game its rounds play (its id: GET /v1/games); required, or its "
+        "deprecated alias",
+    )
+    variant: Name | None = Field(  # alias
+        default=None,
+        description="deprecated alias of `game` (the same game if both are given)",
+        json_schema_extra=DEPRECATED,
+    )
     kind: Literal["rng", "physical"] = Field(
         description=(
             "rng: its rounds draw every die and card from the seed the table commits to "

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ledger.http.models import DEPRECATED
 from ledger.http.tokens import ApiRole
 
 RoundStatus = Literal["betting", "closed", "decided", "settled", "voided"]
@@ -62,7 +63,11 @@ class TableLimits(Answer):
 class Table(Answer):
     table_id: str
     name: str
-    variant: str = Field(description="the game's id (GET /v1/games)")
+    game: str = Field(description="the game's id (GET /v1/games)")
+    variant: str = Field(  # alias
+        description="deprecated alias of `game` (the same value), kept for integrators",
+        json_schema_extra=DEPRECATED,
+    )
     kind: Literal["rng", "physical"] | None = Field(
         description="rng: draws from its committed seed; physical: its dealer device reports "
         "every outcome; null for a table opened before release 0.4 (no recorded kind)"
@@ -106,8 +111,16 @@ class BetResult(Answer):
 class Round(Answer):
     round_id: str
     table_id: str
-    variant: str = Field(description="the game's id")
-    variant_version: str = Field(description="the game plugin's version (information)")
+    game: str = Field(description="the game's id")
+    game_version: str = Field(description="the game plugin's version (information)")
+    variant: str = Field(  # alias
+        description="deprecated alias of `game` (the same value), kept for integrators",
+        json_schema_extra=DEPRECATED,
+    )
+    variant_version: str = Field(  # alias
+        description="deprecated alias of `game_version` (the same value), kept for integrators",
+        json_schema_extra=DEPRECATED,
+    )
     rules_hash: str = Field(description="the game's rules the round is pinned to")
     settlement_api: int = Field(
         description="1: settled at once on its outcome; 2: played and settled action by action"
@@ -125,11 +138,13 @@ class Round(Answer):
         "POST /outcome, faults): the counter the next one is drawn or signed at; a card game's "
         "cards are in `dealt` instead"
     )
-    dice_seed: str | None = Field(
-        description="deprecated alias of `seed_id` (the same value), kept for integrators"
+    dice_seed: str | None = Field(  # alias
+        description="deprecated alias of `seed_id` (the same value), kept for integrators",
+        json_schema_extra=DEPRECATED,
     )
-    throws: int = Field(
-        description="deprecated alias of `draws` (the same value), kept for integrators"
+    throws: int = Field(  # alias
+        description="deprecated alias of `draws` (the same value), kept for integrators",
+        json_schema_extra=DEPRECATED,
     )
     actions: int = Field(description="actions recorded so far: the next action's step number")
     faults: int = Field(description="faulty draws so far")
@@ -153,8 +168,15 @@ class RoundSummary(Answer):
     round_id: str
     table_id: str
     table_name: str | None = Field(description="null when the table is not projected")
-    variant: str
-    variant_version: str
+    game: str
+    game_version: str
+    variant: str = Field(  # alias
+        description="deprecated alias of `game` (the same value)", json_schema_extra=DEPRECATED
+    )
+    variant_version: str = Field(  # alias
+        description="deprecated alias of `game_version` (the same value)",
+        json_schema_extra=DEPRECATED,
+    )
     currency: str
     dealer: str
     status: RoundStatus

@@ -45,7 +45,8 @@ def table(found: GameTable) -> responses.Table:
         {
             "table_id": str(found.id),
             "name": found.name,
-            "variant": found.variant,
+            "game": found.game,
+            "variant": found.game,  # alias
             "kind": found.kind,
             "currency": found.currency,
             "limits": dict(found.limits),
@@ -62,8 +63,11 @@ def round_state(found: Round, moves: dict[str, list[str]]) -> responses.Round:
         {
             "round_id": str(found.id),
             "table_id": str(found.table_id),
-            "variant": found.variant,
-            "variant_version": found.variant_version,
+            "game": found.game,
+            "game_version": found.game_version,
+            # The names before issue 39 and issue 20, kept for integrators (the same values).
+            "variant": found.game,  # alias
+            "variant_version": found.game_version,  # alias
             "rules_hash": found.rules_hash,
             "settlement_api": found.settlement_api,
             "currency": found.currency,
@@ -72,9 +76,8 @@ def round_state(found: Round, moves: dict[str, list[str]]) -> responses.Round:
             "status": found.status,
             "seed_id": found.seed_id,
             "draws": found.draws,
-            # The names before issue 20, kept for integrators (the same values).
-            "dice_seed": found.seed_id,
-            "throws": found.draws,
+            "dice_seed": found.seed_id,  # alias
+            "throws": found.draws,  # alias
             "actions": found.actions,
             "faults": found.faults,
             "bets": found.bets,
@@ -88,7 +91,14 @@ def round_state(found: Round, moves: dict[str, list[str]]) -> responses.Round:
 
 
 def round_summaries(rows: Iterable[RoundSummary]) -> responses.Rounds:
-    return responses.Rounds.model_validate({"rounds": [dataclasses.asdict(r) for r in rows]})
+    return responses.Rounds.model_validate(
+        {"rounds": [{**dataclasses.asdict(r), **_older_names(r)} for r in rows]}
+    )
+
+
+def _older_names(row: RoundSummary) -> dict[str, str]:
+    """A summary's fields under the names before issue 39 (the same values)."""
+    return {"variant": row.game, "variant_version": row.game_version}  # alias
 
 
 def balances(rows: Iterable[Balance], totals: dict[str, int]) -> responses.Balances:

@@ -22,7 +22,7 @@ from ledger.plugins.registry import GameRegistry, LoadedGame, rules_hash
 
 #: Hooks under an earlier name, still called for plugins written for it (pluggy
 #: keeps an implementation of a name no spec declares): old name -> the hook.
-RENAMED_HOOKS = {"ledger_register_variants": "ledger_register_games"}
+RENAMED_HOOKS = {"ledger_register_variants": "ledger_register_games"}  # alias
 
 ALLOW_ENV = "LEDGER_PLUGINS_ALLOW"  # comma-separated entry-point names: only these load
 BLOCK_ENV = "LEDGER_PLUGINS_BLOCK"  # comma-separated entry-point names: never load these

@@ -8,6 +8,7 @@ position are stored together or not at all.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -17,6 +18,8 @@ from ledger.errors import LedgerError
 from ledger.projections.sql import Tx, check_table_name
 
 Handler = Callable[[Any, Tx], None]
+_PARENTHESES = re.compile(r"\([^)]*\)")
+_CONSTRAINTS = frozenset({"primary", "unique", "check", "foreign", "constraint"})
 
 
 class ProjectionError(LedgerError):
@@ -37,6 +40,11 @@ class Projection(ABC):
 
     def table_names(self) -> list[str]:
         return [check_table_name(table) for table in self.tables]
+
+    def columns(self, table: str) -> set[str]:
+        """The column names `tables` declares for `table` (constraints left out)."""
+        definitions = _PARENTHESES.sub("", self.tables[table]).split(",")
+        return {d.split()[0].lower() for d in definitions if d.strip()} - _CONSTRAINTS
 
 
 def utc_text(moment: datetime) -> str:

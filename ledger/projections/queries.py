@@ -41,8 +41,8 @@ class RoundSummary:
     round_id: str
     table_id: str
     table_name: str | None
-    variant: str
-    variant_version: str
+    game: str
+    game_version: str
     currency: str
     dealer: str
     status: str
@@ -124,7 +124,7 @@ def rounds(app: LedgerApplication, *, open_only: bool = False) -> list[RoundSumm
     """Every round, oldest first; with `open_only`, those neither settled nor voided."""
     sql = Sql(app.sealed_recorder)
     query = (
-        "SELECT r.round_id, r.table_id, t.name, r.variant, r.variant_version, r.currency, "
+        "SELECT r.round_id, r.table_id, t.name, r.game, r.game_version, r.currency, "
         "r.dealer, r.status, r.bets, r.bets_withdrawn, r.stakes, r.returned, r.opened_at, "
         "r.betting_closed_at, r.decided_at, r.ended_at, r.last_event_at "
         "FROM {proj_rounds} r LEFT JOIN {proj_tables} t ON t.table_id = r.table_id"

@@ -1,6 +1,6 @@
 """Round summaries: where each round stands, with its bets and its money.
 
-`proj_rounds` has one row per round: its table, variant, dealer and currency,
+`proj_rounds` has one row per round: its table, game, dealer and currency,
 its status (betting, closed, decided, settled, voided), how many bets stand
 (placed and not withdrawn) and their stakes, what was paid back, and when it
 opened, closed for betting, got its outcome and ended (settled or voided).
@@ -31,12 +31,12 @@ class Rounds(Projection):
     name = "rounds"
     tables: ClassVar[Mapping[str, str]] = {
         "proj_tables": (
-            "table_id TEXT PRIMARY KEY, name TEXT NOT NULL, variant TEXT NOT NULL, "
+            "table_id TEXT PRIMARY KEY, name TEXT NOT NULL, game TEXT NOT NULL, "
             "currency TEXT NOT NULL, house_account TEXT NOT NULL, opened_at TEXT NOT NULL"
         ),
         "proj_rounds": (
-            "round_id TEXT PRIMARY KEY, table_id TEXT NOT NULL, variant TEXT NOT NULL, "
-            "variant_version TEXT NOT NULL, currency TEXT NOT NULL, dealer TEXT NOT NULL, "
+            "round_id TEXT PRIMARY KEY, table_id TEXT NOT NULL, game TEXT NOT NULL, "
+            "game_version TEXT NOT NULL, currency TEXT NOT NULL, dealer TEXT NOT NULL, "
             "status TEXT NOT NULL, bets INTEGER NOT NULL, bets_withdrawn INTEGER NOT NULL, "
             "stakes BIGINT NOT NULL, returned BIGINT NOT NULL, opened_at TEXT NOT NULL, "
             "betting_closed_at TEXT, decided_at TEXT, ended_at TEXT, "
@@ -66,12 +66,12 @@ class Rounds(Projection):
 
     def table_opened(self, event: GameTable.Opened, tx: Tx) -> None:
         tx.execute(
-            "INSERT INTO {proj_tables} (table_id, name, variant, currency, house_account, "
+            "INSERT INTO {proj_tables} (table_id, name, game, currency, house_account, "
             "opened_at) VALUES (%s, %s, %s, %s, %s, %s)",
             (
                 str(event.originator_id),
                 event.name,
-                event.variant,
+                event.game,
                 event.currency,
                 str(event.house_account),
                 utc_text(event.timestamp),
@@ -81,15 +81,15 @@ class Rounds(Projection):
     def opened(self, event: Round.Opened, tx: Tx) -> None:
         at = utc_text(event.timestamp)
         tx.execute(
-            "INSERT INTO {proj_rounds} (round_id, table_id, variant, variant_version, "
+            "INSERT INTO {proj_rounds} (round_id, table_id, game, game_version, "
             "currency, dealer, status, bets, bets_withdrawn, stakes, returned, opened_at, "
             "last_event_at, version) "
             "VALUES (%s, %s, %s, %s, %s, %s, %s, 0, 0, 0, 0, %s, %s, %s)",
             (
                 str(event.originator_id),
                 str(event.table_id),
-                event.variant,
-                event.variant_version,
+                event.game,
+                event.game_version,
                 event.currency,
                 event.dealer,
                 BETTING,

@@ -35,7 +35,7 @@ from ledger.projections.balances import Balances
 from ledger.projections.base import Handler, Projection, ProjectionError
 from ledger.projections.house import HouseResults
 from ledger.projections.rounds import Rounds
-from ledger.projections.sql import TRACKING, Sql
+from ledger.projections.sql import TRACKING, Sql, Tx
 from ledger.store.application import LedgerApplication
 from ledger.store.outage import follow_through_outages
 
@@ -96,7 +96,12 @@ class ProjectionRunner:
 
     # Tables.
     def setup(self) -> None:
-        """Create the tables and tracking rows that are missing (never touches rows)."""
+        """Create the tables and tracking rows that are missing (never touches
+        rows), once the tables of a projection an earlier release built with
+        other columns (`built_before`) are dropped and its position moved back
+        to the log's start: the catch-up that follows rebuilds it from the
+        events, as a read model always can be: how a column is renamed (as
+        `proj_rounds.game` was) with no schema version to keep."""
         with self.sql.write() as tx:
             if self.sql.dialect != "sqlite":
                 # CREATE TABLE IF NOT EXISTS races with itself on PostgreSQL.
@@ -106,6 +111,13 @@ class ProjectionRunner:
                 "(projection TEXT PRIMARY KEY, last_id BIGINT NOT NULL)"
             )
             for projection in self.projections:
+                if self._built_before(tx, projection):
+                    for table in projection.table_names():
+                        tx.execute(f"DROP TABLE IF EXISTS {{{table}}}")
+                    tx.execute(
+                        "UPDATE {proj_tracking} SET last_id = 0 WHERE projection = %s",
+                        (projection.name,),
+                    )
                 for table, columns in projection.tables.items():
                     tx.execute(f"CREATE TABLE IF NOT EXISTS {{{table}}} ({columns})")
                 tx.execute(
@@ -127,6 +139,20 @@ class ProjectionRunner:
                         "DELETE FROM {proj_tracking} WHERE projection = %s", (projection.name,)
                     )
         self._ready = False
+
+    def _built_before(self, tx: Tx, projection: Projection) -> bool:
+        """Whether a table of `projection` exists with other columns than it declares."""
+        for table in projection.table_names():
+            found = self.sql.columns(tx, table)
+            if found and found != projection.columns(table):
+                return True
+        return False
+
+    def built_before(self) -> list[str]:
+        """The projections an earlier release built with other columns (`setup`
+        rebuilds them)."""
+        with self.sql.read() as tx:
+            return [p.name for p in self.projections if self._built_before(tx, p)]
 
     def is_built(self) -> bool:
         """Whether every table of these projections exists (not whether it is current)."""

@@ -119,6 +119,17 @@ class Sql:
                 )
         return {str(row[0]) for row in rows}
 
+    def columns(self, tx: Tx, table: str) -> set[str]:
+        """The columns proj_ table `table` has in the store (none: it does not exist)."""
+        if self._schema is None:
+            return {str(row[1]) for row in tx.rows(f"PRAGMA table_info({{{table}}})")}
+        rows = tx.rows(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = %s AND table_name = %s",
+            (self._schema, check_table_name(table)),
+        )
+        return {str(row[0]) for row in rows}
+
 
 class MemorySql:
     """The same statements on a private in-memory SQLite database: where

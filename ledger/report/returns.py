@@ -1,6 +1,6 @@
 """Observed return with a 95% confidence interval, from integer sums.
 
-Bets on one round share its outcome (small and big on the same throw, every
+Bets on one round share its outcome (small and big on the same draw, every
 seat against the same dealer), so the independent samples are rounds, not
 bets: for each round, a family's stakes `s` and returns `y` are summed, and
 the observed return is the ratio estimator R = sum(y) / sum(s). Its variance

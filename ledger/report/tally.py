@@ -33,7 +33,7 @@ class Counts:
     voided_by_rules: int = 0  # the game's fault policy or an RNG failure
     voided_by_operator: int = 0
     resumed: int = 0  # interrupted rounds an operator resumed
-    faults: int = 0  # faulty throws or deals
+    faults: int = 0  # faulty draws (dice or a misdeal)
     corrections: int = 0
     bets: int = 0  # settled bets
     staked: int = 0
@@ -151,18 +151,18 @@ class ReportTally:
 
     # Handlers.
     def _table_opened(self, event: GameTable.Opened) -> None:
-        self.tables[str(event.originator_id)] = (event.name, event.variant, event.currency)
+        self.tables[str(event.originator_id)] = (event.name, event.game, event.currency)
 
     def _opened(self, event: Round.Opened) -> None:
-        theory = self.theories.of(event.variant, event.rules_hash)
-        key = (event.variant, event.currency)
+        theory = self.theories.of(event.game, event.rules_hash)
+        key = (event.game, event.currency)
         self.theory_sources.setdefault(key, set()).add(theory.source)
         self.open[str(event.originator_id)] = OpenRound(
             str(event.table_id),
-            event.variant,
+            event.game,
             event.currency,
             theory,
-            self.theories.game(event.variant),
+            self.theories.game(event.game),
         )
 
     def _bet_placed(self, event: Round.BetPlaced) -> None:

@@ -42,7 +42,7 @@ Dice = tuple[int, int, int]
 def _check_seed(seed: bytes) -> None:
     # A short seed could be brute-forced from its public commitment.
     if not isinstance(seed, bytes) or len(seed) != SEED_BYTES:
-        raise ValueError(f"a dice seed must be exactly {SEED_BYTES} bytes")
+        raise ValueError(f"a seed must be exactly {SEED_BYTES} bytes")
 
 
 def commitment(seed: bytes) -> str:

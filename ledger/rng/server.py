@@ -1,5 +1,6 @@
-"""The RNG server's side of provably fair dice: it holds each secret seed from
-its commitment until it is retired, and throws dice from it.
+"""The RNG server's side of provably fair draws: it holds each secret seed from
+its commitment until it is retired, and draws dice from it (a round's cards
+come from the deck its seed shuffles).
 
 Seeds live in memory, or in a directory of 0600 files when one is given (so
 a restart does not lose a committed seed); never in the event store until

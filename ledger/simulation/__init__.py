@@ -1,7 +1,7 @@
 """`ledger simulate`: a realistic casino session recorded on the ledger.
 
 - `config`: the tables, players, rounds and fault rate of a session;
-- `dice_source`: the RNG the tables commit to and throw from (one place to swap);
+- `dice_source`: the RNG the tables commit to and draw from (one place to swap);
 - `behaviour`: how players and dealers choose (one seeded `random.Random`);
   which bet and how bold a stake is the game's to say (`SimulatedPlay`);
 - `players`: wallets, deposits, top-ups and cashing out;

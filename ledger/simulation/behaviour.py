@@ -31,7 +31,7 @@ BETS_PER_TURN: Final = ((1, 50), (2, 30), (3, 15), (4, 5))
 
 PLAY_CHANCE: Final = 75  # percent of seated players who bet in a round
 WITHDRAW_CHANCE: Final = 3  # percent of bets taken back before betting closes
-REOPENED_WITHDRAW_CHANCE: Final = 15  # ... once a faulty throw reopened betting
+REOPENED_WITHDRAW_CHANCE: Final = 15  # ... once a faulty draw reopened betting
 REOPENED_BET_CHANCE: Final = 25  # percent of seated players who add a bet then
 TOP_UP_CHANCE: Final = 60  # a player who runs low tops up, else leaves
 MAX_TOP_UPS: Final = 3

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from ledger.domain.aliases import game_named
 from ledger.domain.round_records import Limits
 from ledger.errors import ConfigError
 from ledger.games.api import SIMULATED_PLAY
@@ -28,15 +29,41 @@ MAX_PLAYERS: Final = 10_000
 MAX_ROUNDS: Final = 1_000_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class TableSpec:
+    """A table of the session: its name, its game (the game's id), its limits,
+    and its kind. The game's older keyword, and its read-only name, are aliases
+    (`ledger.casino.aliases`)."""
+
     name: str
-    variant: str
+    game: str
     limits: Limits
     # A physical table: dice shaken or cards dealt by the dealer and reported
     # by its dealer device (signed); else an RNG table (committed seed,
     # recomputable draws).
     physical: bool = False
+
+    def __init__(
+        self,
+        name: str,
+        game: str | None = None,
+        limits: Limits | None = None,
+        physical: bool = False,
+        *,
+        variant: str | None = None,  # alias
+    ) -> None:
+        if limits is None:
+            raise ConfigError(f"table {name} needs its limits")
+        named = game_named(game, variant, f"table {name}")  # alias
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "game", named)
+        object.__setattr__(self, "limits", limits)
+        object.__setattr__(self, "physical", physical)
+
+    @property
+    def variant(self) -> str:  # alias
+        """Alias of `game`."""
+        return self.game
 
     @property
     def draws(self) -> str:
@@ -104,18 +131,18 @@ def check_config(config: SessionConfig, games: Mapping[str, LoadedGame]) -> None
     if not 0 <= config.fault_rate <= 100:
         raise ConfigError(f"--fault-rate is a percentage 0..100, not {config.fault_rate}")
     for table in config.tables:
-        game = games.get(table.variant)
+        game = games.get(table.game)
         if game is None:
             known = ", ".join(sorted(games)) or "none installed"
-            raise ConfigError(f"table {table.name} needs game {table.variant!r} ({known})")
+            raise ConfigError(f"table {table.name} needs game {table.game!r} ({known})")
         play = game.simulated_play()
         if play is None:
             raise ConfigError(
                 f"simulate plays games that say how they are played (capability "
-                f"{SIMULATED_PLAY!r}); {table.variant} does not"
+                f"{SIMULATED_PLAY!r}); {table.game} does not"
             )
         if not play.seats() and one_draw(game) is None:
             raise ConfigError(
-                f"{table.variant} is played as one draw, but after betting closes it offers "
+                f"{table.game} is played as one draw, but after betting closes it offers "
                 "no single dice draw"
             )

@@ -1,6 +1,6 @@
 """The session's dealer device at its physical tables: it holds its own
 `dealer-device` key (in the keys directory, made on first use like the node's
-keys and under the same passphrase) and signs every throw and faulty throw
+keys and under the same passphrase) and signs every draw and faulty draw
 it reports."""
 
 from __future__ import annotations

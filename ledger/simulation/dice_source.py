@@ -1,18 +1,19 @@
-"""Where the session's dice come from: the one place to swap the source.
+"""Where the session's randomness comes from: the one place to swap the source.
 
 At a physical table the dealer shakes real dice: `SessionRng.shaker` stands
 in for them (a `random.Random` derived from the session seed, so a fixed
-`--dice-seed` replays them too); the table's dealer device reports each
-throw, signed (see `ledger.simulation.device`).
+`--rng-seed` replays them too); the table's dealer device reports each
+draw, signed (see `ledger.simulation.device`).
 
-The other tables are RNG tables (ledger.casino's `commit_seed`, `throw_dice`,
+The other tables are RNG tables (ledger.casino's `commit_seed`, `act`,
 `retire_seed`): each commits to a secret seed before its rounds open, every
-throw is `ledger.rng.dice.throw(seed, round id, throw counter)`, and the seed
-is revealed when retired, so `ledger verify` recomputes every throw.
+dice draw is `ledger.rng.dice.throw(seed, round id, draw counter)` (cards:
+the round's deck shuffled from the seed), and the seed is revealed when
+retired, so `ledger verify` recomputes every draw.
 
 `dice_source` gives the RNG that holds those seeds. Each committed seed is
 derived from one secret session seed (drawn from `secrets`, or given with
-`--dice-seed` for tests and replays) by HMAC-SHA256, so revealing a table's
+`--rng-seed` for tests and replays) by HMAC-SHA256, so revealing a table's
 seed reveals nothing about the session seed or any seed not yet revealed,
 and a fixed session seed gives the same seeds in the same order.
 """
@@ -80,7 +81,7 @@ def parse_seed(text: str) -> bytes:
         seed = b""
     if len(seed) != SEED_BYTES:
         raise ConfigError(
-            f"--dice-seed is {SEED_BYTES} bytes written as {2 * SEED_BYTES} hex digits"
+            f"--rng-seed is {SEED_BYTES} bytes written as {2 * SEED_BYTES} hex digits"
         )
     return seed
 

@@ -26,7 +26,7 @@ def summary_lines(result: SessionResult) -> list[str]:
     total = tally.total
     settled_bets = total.bets
     draw_tables = [t.spec for t in tally.tables.values() if not t.turns]
-    turn_games = list(dict.fromkeys(t.spec.variant for t in tally.tables.values() if t.turns))
+    turn_games = list(dict.fromkeys(t.spec.game for t in tally.tables.values() if t.turns))
     turn_tables = len(tally.tables) - len(draw_tables)
     rng_tables = sum(not spec.physical for spec in draw_tables)
     lines = [
@@ -59,7 +59,7 @@ def summary_lines(result: SessionResult) -> list[str]:
         stakes = table.settled
         limit_text = f"{limits['min_bet']:,}/{limits['max_bet']:,}/{limits['max_round']:,}"
         lines.append(
-            f"{table.spec.name:<6} {table.spec.variant:<11} {table.spec.draws:<6} {limit_text:<29} "
+            f"{table.spec.name:<6} {table.spec.game:<11} {table.spec.draws:<6} {limit_text:<29} "
             f"{table.rounds:>6} {table.rounds_voided:>6} {table.faults:>6} {stakes.bets:>6,} "
             f"{stakes.staked:>15,} {stakes.house:>+14,} {_ratio(stakes.house, stakes.staked):>8}"
         )

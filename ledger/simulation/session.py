@@ -94,7 +94,7 @@ class Session:
         self.ids = RequestIds()
         self.tally = Tally()
         self.cashier = Cashier(casino, self.ids, self.tally, config.currency)
-        self.games = {spec.variant: games[spec.variant] for spec in config.tables}
+        self.games = {spec.game: games[spec.game] for spec in config.tables}
         # How each game is played: its own say (checked by `check_config`).
         self.plays: dict[str, SimulatedPlay] = {}
         for game_id, game in self.games.items():
@@ -146,14 +146,14 @@ class Session:
             table_id = self.casino.open_table(
                 request_id=self.ids.next("table"),
                 name=spec.name,
-                variant=spec.variant,
+                game=spec.game,
                 kind="physical" if spec.physical else "rng",
                 currency=self.config.currency,
                 limits=spec.limits,
             )
             table = Table(spec, table_id, dealer)
             self.tables.append(table)
-            self.tally.tables[spec.name] = TableTally(spec, turns=spec.variant in self.turn_games)
+            self.tally.tables[spec.name] = TableTally(spec, turns=spec.game in self.turn_games)
             if not spec.physical:
                 self.commit_seed(table)
 
@@ -227,7 +227,7 @@ class Session:
         round_id = self.casino.open_round(
             request_id=self.ids.next("round"), table_id=table.table_id, dealer=table.dealer
         )
-        game_id = table.spec.variant
+        game_id = table.spec.game
         if game_id in self.turn_games:
             turns.play_round(self, table, round_id, self.games[game_id], self.plays[game_id])
             return
@@ -282,7 +282,7 @@ class Session:
                     self.withdraw(betting, bet_id)
 
     def place(self, table: Table, betting: Betting, player: Player) -> None:
-        game, play = self.games[table.spec.variant], self.plays[table.spec.variant]
+        game, play = self.games[table.spec.game], self.plays[table.spec.game]
         bet = play.pick_bet(self.choices)
         family = family_of(game, game.validate_bet({"bet": bet}, {}))
         limits = table.spec.limits
@@ -330,7 +330,7 @@ class Session:
                 request_id=self.ids.next("throw"), round_id=betting.round_id, rng=self.rng
             )
             return
-        draw = self.draws[table.spec.variant]  # dice (`check_config`)
+        draw = self.draws[table.spec.game]  # dice (`check_config`)
         shaken = [self.shaker.randint(1, 6) for _ in range(draw["count"])]
         outcome: dict[str, Any] = {draw["kind"]: shaken}
         self.casino.record_outcome(
@@ -344,7 +344,7 @@ class Session:
     def settle(self, table: Table, betting: Betting) -> None:
         """Pay what the draw settled (the game's draw settled the round itself)."""
         results = self.casino.round(betting.round_id).results
-        returns = self.returns.get(table.spec.variant, {})
+        returns = self.returns.get(table.spec.game, {})
         for result in results:
             bet = betting.bets[result["bet_id"]]
             if result["stake"] != bet.stake:

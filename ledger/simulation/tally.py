@@ -124,12 +124,12 @@ class Tally:
         return whole
 
     def games(self) -> dict[str, tuple[int, Stakes]]:
-        """Per game (variant), in table order: rounds played and settled bets."""
+        """Per game, in table order: rounds played and settled bets."""
         found: dict[str, tuple[int, Stakes]] = {}
         for table in self.tables.values():
-            rounds, stakes = found.get(table.spec.variant, (0, Stakes()))
+            rounds, stakes = found.get(table.spec.game, (0, Stakes()))
             stakes.merge(table.settled)
-            found[table.spec.variant] = (rounds + table.rounds, stakes)
+            found[table.spec.game] = (rounds + table.rounds, stakes)
         return found
 
     @property

@@ -5,7 +5,7 @@ settlement`): the record the money, source, rules and payout checks read.
 were before the event it checks, then the fold applies the event. The game
 is replayed once per round, forwards (`RoundFacts.step`): each recorded
 entry is translated and stepped once, not once per later action, unless the
-round's bets changed (a faulty throw that reopened betting), when the step
+round's bets changed (a faulty draw that reopened betting), when the step
 is recomputed from the first entry with the bets standing now, exactly as
 the node computes it.
 """
@@ -20,6 +20,7 @@ from eventsourcing.utils import get_topic
 from ledger.audit.games.postings import expected_settlement_postings
 from ledger.domain.round import Round
 from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, LogEntry
+from ledger.domain.stored_names import SIGNED_THROW
 from ledger.errors import InvalidCommandError
 from ledger.games.api import BetView, RecordedAction, Step
 from ledger.games.replay import describe_entry, entry_action, replay_from
@@ -62,7 +63,7 @@ class RoundFacts:
     """What one round's events say so far."""
 
     round_id: str
-    variant: str  # the game id as recorded
+    game_id: str  # the game as recorded
     game: LoadedGame | None  # None: no installed game re-derives it (not checked)
     house: str
     currency: str
@@ -74,13 +75,13 @@ class RoundFacts:
     requests: set[str] = field(default_factory=set)  # the request ids that placed its bets
     log: list[LogEntry] = field(default_factory=list)  # every entry the game replays
     outcome: Any = None  # the last outcome recorded (settlement API 1)
-    faults: int = 0  # faulty throws and fault actions
-    after_fault: bool = False  # a faulty throw, and no throw since
+    faults: int = 0  # faulty draws and fault actions
+    after_fault: bool = False  # a faulty draw, and no draw since
     must_void: bool = False  # the game's step says the rules void the round
     reopens_betting: bool = False  # the game's step after the last fault reopened betting
     actions: int = 0  # actions recorded (settlement API 2)
     drawn: int = 0  # actions that drew randomness: part of the outcome
-    throws: int = 0  # the next throw's counter (faulty or not)
+    draws: int = 0  # the next dice draw's counter (faulty or not; cards: `dealt`)
     dealt: list[int] = field(default_factory=list)  # cards dealt so far, in order
     betting: bool = True  # betting open before the next action, as recorded (API 2)
     settled: set[str] = field(default_factory=set)  # bets a step settled (API 2)
@@ -96,7 +97,7 @@ class RoundFacts:
         """Every fact as plain JSON (the replay is not kept: it is recomputed)."""
         return {
             "round_id": self.round_id,
-            "variant": self.variant,
+            "game_id": self.game_id,
             "pins": self.pins,
             "house": self.house,
             "currency": self.currency,
@@ -113,7 +114,7 @@ class RoundFacts:
             "reopens_betting": self.reopens_betting,
             "actions": self.actions,
             "drawn": self.drawn,
-            "throws": self.throws,
+            "draws": self.draws,
             "dealt": self.dealt,
             "betting": self.betting,
             "settled": sorted(self.settled),
@@ -211,7 +212,7 @@ class RoundFold:
         elif topic == REOPENED:
             facts.status, facts.after_fault = BETTING, False
         elif topic == OUTCOME:
-            facts.throws += 1
+            facts.draws += 1
             facts.status, facts.after_fault = DECIDED, False
             facts.outcome = state["outcome"]
             facts.append({"outcome": state["outcome"]})
@@ -229,7 +230,7 @@ class RoundFold:
     @staticmethod
     def _fault(facts: RoundFacts, state: dict[str, Any]) -> None:
         entry: LogEntry = {"fault": state["reason"]}
-        facts.throws += 1
+        facts.draws += 1
         facts.faults += 1
         facts.after_fault = True
         if facts.game is not None and not facts.tainted:
@@ -247,14 +248,14 @@ class RoundFold:
             facts.drawn += 1
         if action == "fault":
             facts.faults += 1
-        # The throw counter and the deck, as the sources check reads them.
+        # The draw counter and the deck, as the sources check reads them.
         draw = source.get("draw")
         if draw == "cards":
             facts.dealt.extend(drawn)
         elif facts.seed is not None:
-            facts.throws += draw == "dice"
-        elif drawn or action == "fault" or source.get("signed") == "throw":
-            facts.throws += 1
+            facts.draws += draw == "dice"
+        elif drawn or action == "fault" or source.get("signed") == SIGNED_THROW:
+            facts.draws += 1
         facts.betting = bool(state.get("betting"))
         if facts.game is not None and not facts.tainted:
             step = facts.step_with(entry)

@@ -103,14 +103,15 @@ class RoundGames:
         self._counted: set[str] = set()  # several audits ask for one round's game
 
     def of(self, round_id: str, opened: Mapping[str, Any]) -> LoadedGame:
-        """The game `round_id` opened with (its Round.Opened state), or raise."""
+        """The game `round_id` opened with (its Round.Opened state, under the
+        names it has now: `SettlementAudit.check`), or raise."""
         api = int(opened.get("settlement_api", 1))
-        key = (str(opened["variant"]), str(opened["rules_hash"]), api)
+        key = (str(opened["game"]), str(opened["rules_hash"]), api)
         game = self._cache.get(key)
         if game is None:
             game = self._find(round_id, opened, key)
             self._cache[key] = game
-        played = (str(opened["variant_version"]), str(opened.get("code_hash") or ""))
+        played = (str(opened["game_version"]), str(opened.get("code_hash") or ""))
         if played != (game.version, game.code_hash) and round_id not in self._counted:
             self._counted.add(round_id)
             info = (game.id, played[0], game.version)
@@ -154,7 +155,7 @@ class RoundGames:
             )
         raise CannotReDeriveError(
             f"cannot re-settle round {round_id}: it opened with {name} "
-            f"{opened['variant_version']} (rules {rules[:12]}, settlement API {api}); "
+            f"{opened['game_version']} (rules {rules[:12]}, settlement API {api}); "
             f"installed: {installed}{because}. Install a release of the plugin declaring "
             "those rules to verify at level settlement"
         )

@@ -1,18 +1,18 @@
 """Each round's life re-derived from its events (`verify --level settlement`):
-the order of its steps, who may void it, and its variant's fault policy
-(docs/rules.md §1.2, §1.4), read from the rules data of the variant version the
-round opened with, never from the variant's name.
+the order of its steps, who may void it, and its game's fault policy
+(docs/rules.md §1.2, §1.4), read from the rules data of the game version the
+round opened with, never from the game's name.
 
 - A request places one bet: a request id on two bets of a round is a retry
   placed twice (the request index lost the row that answers retries).
 - Bets are placed and withdrawn only while betting is open; an outcome or a
-  faulty throw only once betting is closed; a settlement only on an outcome;
+  faulty draw only once betting is closed; a settlement only on an outcome;
   a correction only of a settled round.
-- After a faulty throw, a `rethrow` policy (e.g. `taixiu`) keeps the bets
-  locked: no bet placed or withdrawn, betting never reopened, the next throw
+- After a faulty draw, a `rethrow` policy (e.g. `taixiu`) keeps the bets
+  locked: no bet placed or withdrawn, betting never reopened, the next draw
   comes with the same bets. A `reopen-betting` policy (e.g. `sicbo-void`)
-  reopens betting before the next throw.
-- At the policy's limit of faulty throws (`void_after`) the round is voided
+  reopens betting before the next draw.
+- At the policy's limit of faulty draws (`void_after`) the round is voided
   at once, every standing stake returned in full.
 - A void without an operator's signature is only the game's own void (its
   fault policy, a device-reported misdeal); an operator's void is never made
@@ -43,11 +43,11 @@ from ledger.errors import InvalidCommandError, VerificationError
 
 
 def _policy(reopens_betting: bool) -> str:
-    """What the game's step said after the last faulty throw."""
+    """What the game's step said after the last faulty draw."""
     return (
-        "its game reopened betting after the faulty throw"
+        "its game reopened betting after the faulty draw"
         if reopens_betting
-        else "its game kept bets locked after the faulty throw"
+        else "its game kept bets locked after the faulty draw"
     )
 
 
@@ -55,12 +55,12 @@ class RoundRulesAudit:
     """Each round's life against its facts before the event (`RoundFacts`)."""
 
     def __init__(self) -> None:
-        self.faults = 0  # faulty throws whose policy consequence was re-derived
+        self.faults = 0  # faulty draws whose policy consequence was re-derived
 
     def observe(self, facts: RoundFacts, topic: str, state: dict[str, Any], where: str) -> None:
         def fail(message: str) -> VerificationError:
             return VerificationError(
-                f"round {facts.round_id} ({facts.variant}): {message}", where=where
+                f"round {facts.round_id} ({facts.game_id}): {message}", where=where
             )
 
         policy = _policy(facts.reopens_betting)
@@ -74,7 +74,7 @@ class RoundRulesAudit:
         if topic in (BET, WITHDRAWN):
             if facts.after_fault and not facts.reopens_betting:
                 raise fail(
-                    f"a bet {'placed' if topic == BET else 'withdrawn'} after a faulty throw, "
+                    f"a bet {'placed' if topic == BET else 'withdrawn'} after a faulty draw, "
                     f"but its rules lock bets ({policy})"
                 )
             if facts.status != BETTING:
@@ -86,19 +86,18 @@ class RoundRulesAudit:
             if not (facts.after_fault and facts.reopens_betting):
                 raise fail(
                     "betting reopened"
-                    + (" after a faulty throw" if facts.after_fault else " without a faulty throw")
+                    + (" after a faulty draw" if facts.after_fault else " without a faulty draw")
                     + f", but its rules say: {policy}"
                 )
         elif topic in (OUTCOME, FAULT):
-            what = "an outcome" if topic == OUTCOME else "a faulty throw"
+            what = "an outcome" if topic == OUTCOME else "a faulty draw"
             _expect(facts, CLOSED, what, fail)
             if facts.must_void:
                 raise fail(
-                    f"{what} after {facts.faults} faulty throws: its rules void the round "
-                    f"({policy})"
+                    f"{what} after {facts.faults} faulty draws: its rules void the round ({policy})"
                 )
             if facts.after_fault and facts.reopens_betting:
-                raise fail(f"{what} after a faulty throw without betting reopened first ({policy})")
+                raise fail(f"{what} after a faulty draw without betting reopened first ({policy})")
             if topic == FAULT:
                 self._fault(facts, state, fail)
         elif topic == ACTION:
@@ -117,17 +116,17 @@ class RoundRulesAudit:
         self.faults += 1
         number = facts.faults + 1
         if state.get("faults") != number:
-            raise fail(f"faulty throw {number} is recorded as number {state.get('faults')}")
+            raise fail(f"faulty draw {number} is recorded as number {state.get('faults')}")
         try:  # the fault policy is the game's: its step after this fault says
             facts.step_with({"fault": state["reason"]})
         except InvalidCommandError as exc:
-            raise fail(f"the game does not accept this faulty throw: {exc}") from None
+            raise fail(f"the game does not accept this faulty draw: {exc}") from None
 
     def _action(self, facts: RoundFacts, state: dict[str, Any], fail: Any) -> None:
         """Settlement API 2: the game's step after it says what may follow."""
         if facts.must_void:
             raise fail(
-                f"{state['action']} after {facts.faults} faulty throws: its rules void the round"
+                f"{state['action']} after {facts.faults} faulty draws: its rules void the round"
             )
         if facts.status in (DECIDED, SETTLED, VOIDED):
             raise fail(f"an action while the round was {facts.status}")
@@ -140,8 +139,7 @@ class RoundRulesAudit:
         if step["betting"] != state["betting"] and state["action"] == "fault":
             done = "reopened" if state["betting"] else "kept locked"
             raise fail(
-                f"betting {done} after a faulty throw, but its rules say: "
-                f"{_policy(step['betting'])}"
+                f"betting {done} after a faulty draw, but its rules say: {_policy(step['betting'])}"
             )
         if step["betting"] != state["betting"]:
             raise fail("the action records betting open or closed against the game's step")
@@ -154,7 +152,7 @@ class RoundRulesAudit:
             if not facts.must_void:
                 raise fail(
                     f"voided without an operator's signature after {facts.faults} faulty "
-                    f"throws, and its rules do not void it ({_policy(facts.reopens_betting)})"
+                    f"draws, and its rules do not void it ({_policy(facts.reopens_betting)})"
                 )
         elif facts.status == DECIDED:
             raise fail("an operator voided the round after its outcome was recorded")

@@ -6,7 +6,7 @@ numbered steps read:
 8. money (`money`): every movement balances, settlements, voids and
    corrections post what their results say, every wallet's events agree
    with its postings, every account a posting names exists;
-9. sources (`sources`): every outcome and faulty throw came from where its
+9. sources (`sources`): every outcome and faulty draw came from where its
    round's table allows: RNG draws recomputed from the round's committed
    seed at its reveal, which comes after every draw and after the end of
    every round on the seed in the log; dealer device reports' signatures
@@ -41,6 +41,7 @@ from ledger.audit.log.key_times import Coverage, SignedWhen
 from ledger.audit.log.log_events import Event
 from ledger.crypto.keys import Keyring
 from ledger.domain.round_records import SETTLED, VOIDED
+from ledger.domain.stored_names import RENAMED_TOPICS, current_names
 from ledger.errors import CannotReDeriveError, FindingKind, LedgerError, VerificationError
 from ledger.plugins.registry import LoadedGame
 
@@ -53,11 +54,11 @@ class SettlementCounts:
     movements: int  # money movements balanced
     wallets: int  # wallets whose events matched their postings
     rounds: int  # rounds whose life and fault policy were re-derived
-    faults: int  # faulty throws whose policy consequence was re-derived
+    faults: int  # faulty draws whose policy consequence was re-derived
     resettled: int  # settlements and corrections settled again
     bets: int  # bet returns re-derived
-    rng_throws: int  # RNG throws recomputed from their round's revealed seed
-    rng_pending: int  # RNG throws whose seed is still secret: NOT recomputed
+    rng_dice: int  # RNG dice draws recomputed from their round's revealed seed
+    rng_pending: int  # RNG dice draws whose seed is still secret: NOT recomputed
     device_reports: int  # dealer device reports whose signature verified
     rng_cards: int = 0  # RNG card draws recomputed from their round's shuffled deck
     rng_cards_pending: int = 0  # RNG card draws whose seed is still secret: NOT recomputed
@@ -140,12 +141,16 @@ class SettlementAudit:
         v1: bool = False,
     ) -> None:
         """One event: every check reads the facts before it, then the fold applies it.
-        `v1`: its envelope is format v1 (written by release 0.1)."""
+        `v1`: its envelope is format v1 (written by release 0.1). An opening
+        event is read under the names it has now, whatever names it was
+        stored under (`ledger.domain.stored_names`)."""
+        if topic in RENAMED_TOPICS:
+            state = current_names(topic, state)
         facts = self.facts.get(stream)
         if facts is None and stream in self.archive:  # an event after its round ended
             facts = self._unarchive(stream)
         try:
-            if topic == OPENED and facts is None and "variant" in state:
+            if topic == OPENED and facts is None and "game" in state:
                 facts = self._opened(stream, state, position)
         except _MALFORMED as exc:
             self._found(Step.RULES, _malformed(topic, exc, where), position, stream, None)
@@ -239,7 +244,7 @@ class SettlementAudit:
             game = self._games.get(_pinned(pins)) or self.games.of(stream, state)
             self._games[_pinned(pins)] = game
             self.rounds += 1
-            played = (str(pins["variant_version"]), str(pins["code_hash"] or ""))
+            played = (str(pins["game_version"]), str(pins["code_hash"] or ""))
             if played != (game.version, game.code_hash):
                 info = (game.id, played[0], game.version)
                 self.other_code[info] = self.other_code.get(info, 0) + 1
@@ -249,12 +254,12 @@ class SettlementAudit:
                 self._found(Step.RULES, exc, position, stream, None, round_id=stream)
         facts = self.facts[stream] = RoundFacts(
             round_id=stream,
-            variant=str(state["variant"]),
+            game_id=str(state["game"]),
             game=game,
             house=str(state["house_account"]),
             currency=state["currency"],
             table_id=str(state["table_id"]),
-            seed=state.get("dice_seed"),
+            seed=state.get("seed_id"),
             pins=pins,
         )
         return facts
@@ -330,7 +335,7 @@ class SettlementAudit:
             faults=self.rules.faults,
             resettled=self.payouts.resettled,
             bets=self.payouts.bets,
-            rng_throws=self.sources.rng_throws,
+            rng_dice=self.sources.rng_dice,
             rng_pending=rng_pending,
             device_reports=self.sources.device_reports,
             rng_cards=self.sources.cards_checked,
@@ -342,11 +347,11 @@ class SettlementAudit:
 
 
 #: What a round's Round.Opened pins its game by (`RoundGames.of` reads them).
-_PINS = ("variant", "rules_hash", "settlement_api", "variant_version", "code_hash")
+_PINS = ("game", "rules_hash", "settlement_api", "game_version", "code_hash")
 
 
 def _pinned(pins: Mapping[str, Any]) -> tuple[str, str, int]:
-    return str(pins["variant"]), str(pins["rules_hash"]), int(pins.get("settlement_api") or 1)
+    return str(pins["game"]), str(pins["rules_hash"]), int(pins.get("settlement_api") or 1)
 
 
 def _malformed(topic: str, exc: BaseException, where: str) -> LedgerError:

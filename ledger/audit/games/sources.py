@@ -1,19 +1,20 @@
 """Who stated each outcome and fault, re-checked (`verify --level settlement`,
 docs/rules.md §1.4).
 
-- A round of an RNG table (its Round.Opened names the seed it throws from)
-  takes dice only from that seed, committed on its table before the round
-  opened and not yet revealed, in throw order: each throw is recomputed from
-  the round's committed seed and the round's own throw counter, never from
-  what the throw itself names, once the seed is revealed (and the revealed
+- A round of an RNG table (its Round.Opened names the seed it draws from)
+  takes dice and cards only from that seed, committed on its table before the
+  round opened and not yet revealed, in draw order: each draw of dice is
+  recomputed from the round's committed seed and the round's own draw
+  counter (cards from its deck's positions), never from what the draw itself
+  names, once the seed is revealed (and the revealed
   seed must match its commitment). Every draw precedes its seed's reveal in
   the log: a draw from a revealed seed was known before it was made. And
   every round opened on a seed is over (settled or voided) before the seed's
   reveal in the log (`in_play_at_reveal`): a round still in play would be
   played on with its remaining draws known (a Xì dách dealer who stops
   knowing the next card), though it draws nothing after the reveal. Both are
-  judged by log position, never by the table stream's own order. Throws
-  whose seed is still secret are counted, not checked. An RNG throw is never
+  judged by log position, never by the table stream's own order. Draws
+  whose seed is still secret are counted, not checked. An RNG draw is never
   faulty, and never corrected.
 - A table opened as RNG opens its rounds only on a seed, and a table opened
   as physical commits no seed (tables opened before release 0.4 record no
@@ -44,6 +45,7 @@ from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
 from ledger.domain.round_records import SETTLED, VOIDED
 from ledger.domain.signed_facts import action_fact, fault_fact, throw_fact
+from ledger.domain.stored_names import SIGNED_THROW
 from ledger.errors import VerificationError
 from ledger.rng.deck import shuffled_deck
 from ledger.rng.dice import commitment, throw
@@ -76,7 +78,7 @@ class Located:
 @dataclass(frozen=True)
 class _RngDraw:
     round_id: str
-    counter: int  # a throw's counter; -1 for cards
+    counter: int  # a dice draw's counter; -1 for cards
     positions: tuple[int, ...]  # the deck positions of cards
     drawn: tuple[int, ...]  # the dice faces or the cards
     at: Located
@@ -121,7 +123,7 @@ def in_play_at_reveal(
 
 class SourceAudit:
     """The seeds (commitments and reveals, per table) and every draw and report;
-    each round's throw counter and dealt cards are its facts."""
+    each round's draw counter and dealt cards are its facts."""
 
     def __init__(self, keyring: Keyring) -> None:
         self.keyring = keyring
@@ -133,7 +135,7 @@ class SourceAudit:
         self.waiting: dict[str, list[_RngDraw]] = {}  # seed id -> draws awaiting its reveal
         self.late: list[Late] = []  # problems found at a reveal, for the caller to report
         self.older: list[OlderRelease] = []  # accepted under an older release's rules
-        self.rng_throws = 0  # RNG throws recomputed from their round's revealed seed
+        self.rng_dice = 0  # RNG dice draws recomputed from their round's revealed seed
         self.cards_checked = 0  # RNG card draws recomputed from their round's deck
         self.device_reports = 0
         self._when = SignedWhen(0)  # the event being observed: when it was signed
@@ -176,11 +178,11 @@ class SourceAudit:
             self._opened(stream, state, where)
         elif topic in (_OUTCOME, _FAULT):
             if facts is None:
-                raise VerificationError(f"round {stream}: a throw before it opened", where=where)
+                raise VerificationError(f"round {stream}: a draw before it opened", where=where)
             if facts.seed is not None:
-                self._rng(stream, facts.seed, facts.throws, topic, state, where)
+                self._rng(stream, facts.seed, facts.draws, topic, state, where)
             else:
-                self._device(stream, facts.throws, topic, state, where)
+                self._device(stream, facts.draws, topic, state, where)
         elif topic == _ACTION:
             if facts is None:
                 raise VerificationError(f"round {stream}: an action before it opened", where=where)
@@ -214,7 +216,7 @@ class SourceAudit:
             )
 
     def _opened(self, stream: str, state: dict[str, Any], where: str) -> None:
-        seed, table_id = state.get("dice_seed"), str(state["table_id"])
+        seed, table_id = state.get("seed_id"), str(state["table_id"])
         if seed is None and table_id in self.rng:
             raise VerificationError(
                 f"round {stream} opened on RNG table {table_id} without a seed to draw from",
@@ -230,7 +232,7 @@ class SourceAudit:
         table, _ = self.commitments.get(seed, ("", ""))
         if table != str(state["table_id"]):
             raise VerificationError(
-                f"round {stream} throws from seed {seed}, never committed on its table",
+                f"round {stream} draws from seed {seed}, never committed on its table",
                 where=where,
             )
         if seed in self.revealed:
@@ -244,8 +246,8 @@ class SourceAudit:
     ) -> None:
         if topic == _FAULT:
             message = (
-                f"round {stream} is on an RNG table: a faulty throw was recorded, but an RNG "
-                "throw is never faulty"
+                f"round {stream} is on an RNG table: a faulty draw was recorded, but an RNG "
+                "draw is never faulty"
             )
             if self._release == "0.1":  # release 0.1 re-threw an RNG "fault": its rules then
                 self.older.append(
@@ -295,7 +297,7 @@ class SourceAudit:
         self, stream: str, counter: int, topic: str, state: dict[str, Any], where: str
     ) -> None:
         source = state.get("source") or {}
-        what = "outcome" if topic == _OUTCOME else "faulty throw"
+        what = "outcome" if topic == _OUTCOME else "faulty draw"
         if source.get("kind") != "device":
             raise VerificationError(
                 f"round {stream} is on a physical table: its {what} came from a "
@@ -351,12 +353,12 @@ class SourceAudit:
                 )
             self._before_reveal(stream, facts.seed, where)
             if draw == "dice":
-                if source.get("counter") != facts.throws:
+                if source.get("counter") != facts.draws:
                     raise fail(
                         f"an RNG throw out of sequence (counter {source.get('counter')}, "
-                        f"expected {facts.throws})"
+                        f"expected {facts.draws})"
                     )
-                self._wait(facts.seed, _RngDraw(stream, facts.throws, (), tuple(drawn), self._at))
+                self._wait(facts.seed, _RngDraw(stream, facts.draws, (), tuple(drawn), self._at))
             else:
                 first = len(facts.dealt)
                 expected = list(range(first, first + len(drawn)))
@@ -374,13 +376,13 @@ class SourceAudit:
                 f"{action} on a physical table came from a {kind!r} source, not a dealer "
                 "device's signed report"
             )
-        if source.get("signed") == "throw":  # record_outcome: signed by throw counter
+        if source.get("signed") == SIGNED_THROW:  # record_outcome: signed by draw counter
             outcome = {draw: list(drawn)} if draw in ("dice", "cards") else state["args"]
-            fact = throw_fact(stream, facts.throws, outcome)
+            fact = throw_fact(stream, facts.draws, outcome)
         elif source.get("signed") == "fault":  # record_fault
             if action != "fault":
-                raise fail(f"{action} recorded with a faulty throw's report")
-            fact = fault_fact(stream, facts.throws, state["args"].get("reason"))
+                raise fail(f"{action} recorded with a faulty draw's report")
+            fact = fault_fact(stream, facts.draws, state["args"].get("reason"))
         else:
             fact = action_fact(
                 stream, state["step"], state["actor"], action, state["args"], list(drawn)
@@ -409,7 +411,7 @@ class SourceAudit:
         for draw in self.waiting.pop(seed_id, []):
             if draw.counter >= 0:
                 if list(throw(seed, draw.round_id, draw.counter)) == list(draw.drawn):
-                    self.rng_throws += 1
+                    self.rng_dice += 1
                     continue
                 wrong = f"RNG throw {draw.counter} is not what the round's committed seed"
                 wrong += f" {seed_id} gives"
@@ -449,7 +451,7 @@ class SourceAudit:
                 ]
                 for seed, draws in self.waiting.items()
             },
-            "counts": [self.rng_throws, self.cards_checked, self.device_reports],
+            "counts": [self.rng_dice, self.cards_checked, self.device_reports],
         }
 
     def restore(self, data: dict[str, Any]) -> None:
@@ -465,9 +467,9 @@ class SourceAudit:
             ]
             for seed, draws in data["waiting"].items()
         }
-        self.rng_throws, self.cards_checked, self.device_reports = map(int, data["counts"])
+        self.rng_dice, self.cards_checked, self.device_reports = map(int, data["counts"])
 
     def pending(self) -> tuple[int, int]:
-        """(RNG throws, RNG card draws) whose seed is still secret: NOT recomputed."""
+        """(RNG dice draws, RNG card draws) whose seed is still secret: NOT recomputed."""
         draws = [d for waiting in self.waiting.values() for d in waiting]
         return sum(d.counter >= 0 for d in draws), sum(d.counter < 0 for d in draws)

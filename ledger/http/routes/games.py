@@ -25,4 +25,4 @@ def get_paytable(
     game_id: Annotated[str, Path(max_length=100)], casino: CasinoDep
 ) -> responses.Paytable:
     """A game's payouts and exact theoretical returns (as fractions)."""
-    return views.paytable(game_id, paytable(casino.variant(game_id)))
+    return views.paytable(game_id, paytable(casino.game(game_id)))

@@ -23,11 +23,13 @@ router = Router()
 def open_table(
     body: models.NewTable, key: IdempotencyKey, casino: CasinoDep
 ) -> responses.TableOpened:
-    """Open a table (and its house account)."""
+    """Open a table (and its house account) of `game` (or of its deprecated alias;
+    neither, or two games, is a 400)."""
     table_id = casino.open_table(
         request_id=key,
         name=body.name,
-        variant=body.variant,
+        game=body.game,
+        variant=body.variant,  # alias
         kind=body.kind,
         currency=body.currency,
         limits=body.limits.model_dump(),  # type: ignore[arg-type]

@@ -16,8 +16,8 @@ class TestXiDachPluginContract(GameContract):
     plugin_name = "casino-ledger-xidach"
 
 
-def test_ledger_variants_lists_both_profiles(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["variants"]) == 0
+def test_ledger_games_lists_both_profiles(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["games"]) == 0
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
     for profile in ("xidach", "xidach-house"):
         assert "casino-ledger-xidach" in rows[profile]

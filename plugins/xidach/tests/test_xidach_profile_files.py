@@ -207,7 +207,7 @@ def test_a_bad_file_is_one_line_naming_it_and_the_plugin(
 ) -> None:
     write(profiles, "a-good-one.json", {**VIP, "id": "xidach-fine"})
     bad = write(profiles, "vip.json", document)
-    assert main(["variants"]) == 2
+    assert main(["games"]) == 2
     out, err = capsys.readouterr()
     assert out == ""  # nothing listed: the whole plugin is refused
     prefix = f"ledger: error: plugin casino-ledger-xidach 1.0.0: xì dách profile {bad}: "

@@ -97,5 +97,5 @@ def coin_games(version: str = "1.0", plugin: Any = None) -> dict[str, LoadedGame
     return get_plugin_manager(load_entry_points=False, extra=extra).games()
 
 
-VARIANTS = coin_games()
+COIN_GAMES = coin_games()
 CoinToss = CoinDefinition

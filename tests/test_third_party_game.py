@@ -1,4 +1,4 @@
-"""An operator adds a variant by installing a package: the Atlantic City Sic
+"""An operator adds a game by installing a package: the Atlantic City Sic
 Bo plugin in tests/plugins/atlantic_city is installed from its own folder (into
 a scratch directory), and the unchanged core lists it, prices it and settles
 with it."""
@@ -58,7 +58,7 @@ def test_its_paytable_has_the_atlantic_city_returns(site: Path) -> None:
 
 
 def test_blocking_it_by_environment_hides_it(site: Path) -> None:
-    env_args = ("variants",)
+    env_args = ("games",)
     os.environ["LEDGER_PLUGINS_BLOCK"] = "atlantic-city"
     try:
         listed = ledger(site, *env_args)
