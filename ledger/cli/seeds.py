@@ -1,7 +1,7 @@
 """`ledger seeds`: the RNG tables' committed seeds; `ledger seeds retire TABLE`
-reveals one, so anyone can recompute every throw made with it.
+reveals one, so anyone can recompute every draw made with it.
 
-A seed is revealed once no round throws from it any more. A session or a
+A seed is revealed once no round draws from it any more. A session or a
 server that stopped with a seed in use (killed, say) leaves it committed and
 secret: its rounds are ended first (`ledger rounds void|resume`, then
 `ledger rounds throw|act`), then the seed is retired from the RNG directory
@@ -73,7 +73,7 @@ def add_seed_commands(commands: Any) -> None:
     )
     seeds.set_defaults(handler=cmd_seeds, seeds_command=None)
     actions = seeds.add_subparsers(dest="seeds_command", metavar="{retire}")
-    retire = actions.add_parser("retire", help="reveal a table's seed (no round may throw from it)")
+    retire = actions.add_parser("retire", help="reveal a table's seed (no round may draw from it)")
     retire.add_argument("table", help="the table id (see `ledger seeds`)")
     retire.add_argument("--rng-dir", help="where its seed is kept (default: <keys>/../rng-seeds)")
     retire.add_argument("--request-id", help="idempotency key (default: a new one)")
