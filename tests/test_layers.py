@@ -18,8 +18,9 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "errors",
         "inputs outbound",  # what a user names (paths, JSON files); requests to peers
         "crypto domain",  # signatures and canonical bytes; the aggregates
-        # the sealed event store; the games contract; a device's report; a witness (C2SP)
-        "store games devices witness",
+        # the sealed event store; the games contract; a device's report; a witness
+        # (C2SP); personal values sealed per subject
+        "store games devices witness privacy",
         "rng plugins node projections revocation",
         "casino audit",  # the write path; verification
         "simulation export",
