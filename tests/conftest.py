@@ -52,34 +52,36 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 
 
 # The files that take longest, longest first (their total --durations, one
-# run of the whole suite): each file runs on one pytest-xdist worker, and a
+# run of the whole suite, 2026-12-05): each file runs on one pytest-xdist worker, and a
 # long file started last would leave the other worker idle while it finishes.
 # pyproject's `--no-loadscope-reorder` keeps this order (xdist would otherwise
 # hand out the files with the most tests first). The rest keep their order.
 SLOW_FIRST = (
-    "test_readme.py",  # every doc block, one after the other, in one test
     "test_http_fuzz.py",
-    "test_serve_kill.py",
-    "test_faults_failover.py",
-    "test_faults_restarts.py",
-    "test_faults_disk_full.py",
-    "test_faults_killed_services.py",
-    "test_report.py",
-    "test_export_independent.py",
-    "test_cli_pipes.py",
-    "test_export.py",
-    "test_http_serve.py",
-    "test_projections.py",
-    "test_http_contract.py",
-    "test_cli_bad_input.py",
-    "test_http_roles.py",
+    "test_readme.py",  # every doc block, one after the other, in one test
     "test_mirror_cli.py",  # real servers and mirrors, killed and resumed
-    "test_canonical.py",
-    "test_http_tokens.py",
-    "test_casino_bad_input.py",
     "test_anchor.py",
-    "test_verify_resume.py",
+    "test_report.py",
+    "test_native_sanitized.py",
+    "test_http_roles.py",
+    "test_http_contract.py",
+    "test_serve_kill.py",
+    "test_serve_writer_process.py",
+    "test_projections.py",
+    "test_cli_pipes.py",
+    "test_faults_disk_full.py",
+    "test_mirror.py",
+    "test_tiles.py",
+    "test_canonical.py",
+    "test_export_independent.py",
+    "test_serve_anchor_process.py",
+    "test_serve_nodes.py",
+    "test_http_new_user.py",
+    "test_checkpoint_attacks.py",
     "test_money_properties.py",
+    "test_http_feed.py",
+    "test_faults_restarts.py",
+    "test_faults_killed_services.py",
 )
 
 
