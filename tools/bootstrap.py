@@ -7,9 +7,9 @@
 
 Setting up = a virtualenv in .venv with the core package, its development
 tools and every variant plugin under plugins/, installed editable (the
-core's optional C fast path built in place), by uv where pip can install
-it (pip itself otherwise). It is redone only when a
+core's optional C fast path built in place). It is redone only when a
 pyproject.toml, setup.py or that C source changed since the last time.
+uv installs it, put into the virtualenv by pip; pip itself where uv cannot.
 
 The suite needs a PostgreSQL server: by default a database `test` on
 127.0.0.1:5432 that the user `postgres` reaches without a password (trust);
