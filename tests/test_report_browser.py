@@ -11,7 +11,6 @@ import os
 import sys
 from pathlib import Path
 
-import matplotlib.image
 import pytest
 
 from ledger.cli.main import main
@@ -35,6 +34,8 @@ def browser() -> None:
 def _pixels(page: Page, tmp_path: Path) -> object:
     shot = tmp_path / "screenshot.png"
     shot.write_bytes(page.screenshot)
+    import matplotlib.image  # here: not in every test process that collects the suite
+
     return matplotlib.image.imread(shot)
 
 

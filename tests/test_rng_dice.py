@@ -221,15 +221,21 @@ THROWS = 200_000
 # Chi-square critical values at p = 0.001, used only when scipy is absent.
 CRITICAL_0_001 = {5: 20.515, 13: 34.528, 15: 37.697, 35: 66.619}
 
-try:
-    from scipy.stats import chisquare  # type: ignore[import-untyped, unused-ignore]
-except ImportError:  # pragma: no cover - scipy is installed in the dev venv
-    chisquare = None
+
+def scipy_chisquare() -> Any:
+    """scipy's chisquare, None without scipy: imported when a test first needs it,
+    not by every test process as it collects the suite (0.9 s of CPU each)."""
+    try:
+        from scipy.stats import chisquare  # type: ignore[import-untyped, unused-ignore]
+    except ImportError:  # pragma: no cover - scipy is installed in the dev venv
+        return None
+    return chisquare
 
 
 def chi2_passes(observed: Sequence[int], expected: Sequence[float]) -> tuple[float, bool]:
     """(statistic, not rejected at p = 0.001) for a goodness-of-fit test."""
     assert sum(observed) == pytest.approx(sum(expected))
+    chisquare = scipy_chisquare()
     if chisquare is not None:
         result = chisquare(observed, expected)
         return float(result.statistic), float(result.pvalue) > 0.001

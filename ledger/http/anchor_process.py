@@ -40,7 +40,7 @@ def start(env: dict[str, str] | None = None) -> SideProcess:
 
 def main(argv: list[str]) -> int:
     from ledger.casino.opened import open_ledger
-    from ledger.http.asgi import passphrase
+    from ledger.http.serve_settings import passphrase
     from ledger.store.anchor import AnchorSettings
 
     end_with(int(argv[0]))

@@ -19,20 +19,23 @@ from ledger.casino.opened import open_ledger
 from ledger.http import gc_pauses
 from ledger.http.app import Service, create_app
 from ledger.http.rng import SharedRngServer
+from ledger.http.serve_settings import (
+    ANCHOR_ENV,
+    PEERS_ENV,
+    READ_ONLY_ENV,
+    RNG_ENV,
+    SUPERVISOR_ENV,
+    TILES_ENV,
+    WRITER_ENV,
+    passphrase,
+)
 from ledger.http.tokens import TokenStore
-from ledger.node import PASSPHRASE_ENV, keys_dir
+from ledger.node import keys_dir
 from ledger.rng.server import default_rng_dir as rng_dir_beside
 from ledger.store.config import STORE_ENV
 from ledger.store.sealed_rows import SEALED_ENV
 
 log = logging.getLogger("ledger.serve")
-RNG_ENV = "LEDGER_RNG_DIR"
-TILES_ENV = "LEDGER_SERVE_TILES"  # a tiles directory to serve at /tlog/ (`serve --tiles`)
-ANCHOR_ENV = "LEDGER_SERVE_ANCHOR"  # "0": this worker never checkpoints (several workers)
-SUPERVISOR_ENV = "LEDGER_SERVE_SUPERVISOR"  # the pid of `ledger serve --workers N`, N > 1
-READ_ONLY_ENV = "LEDGER_SERVE_READ_ONLY"  # "1": no signing key (`ledger serve --read-only`)
-WRITER_ENV = "LEDGER_SERVE_WRITER"  # the writer process's socket: bets are placed there
-PEERS_ENV = "LEDGER_SERVE_PEERS"  # host:port the writer takes other nodes' bets on ("off": none)
 
 __all__ = [
     "ANCHOR_ENV",
@@ -47,11 +50,6 @@ __all__ = [
     "default_rng_dir",
     "passphrase",
 ]
-
-
-def passphrase() -> bytes | None:
-    value = os.environ.get(PASSPHRASE_ENV)
-    return value.encode() if value else None
 
 
 def default_rng_dir() -> Path:

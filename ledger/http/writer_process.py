@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
     from ledger.casino.opened import open_ledger
     from ledger.casino.runner import WAIT_ENV
     from ledger.http import gc_pauses
-    from ledger.http.asgi import ANCHOR_ENV, PEERS_ENV, passphrase
+    from ledger.http.serve_settings import ANCHOR_ENV, PEERS_ENV, passphrase
     from ledger.store.sealed_rows import SEALED_ENV
 
     end_with(int(argv[0]))
