@@ -30,7 +30,7 @@ PG_URL = os.environ.get("LEDGER_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5
 PASSPHRASE = b"correct horse battery staple"
 
 # No progress lines on the captured stderr of a slow run (tests assert it is
-# empty); tests/test_cli_progress.py turns them on where it checks them.
+# empty); tests/cli/test_cli_progress.py turns them on where it checks them.
 os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
 use_bytecode_cache()  # before xdist starts its workers: they and every subprocess inherit it
 
@@ -217,7 +217,7 @@ def keys(tmp_path: Path) -> KeyDirectory:
 
 @pytest.fixture
 def node(store_url: str, keys: KeyDirectory) -> Iterator[Node]:
-    # No background anchor: tests checkpoint explicitly (tests/test_anchor.py runs it).
+    # No background anchor: tests checkpoint explicitly (tests/store/test_anchor.py runs it).
     opened = open_node(
         store_url, str(keys.path), passphrase=PASSPHRASE, anchor_seconds=0, anchor_events=0
     )

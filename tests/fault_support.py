@@ -30,8 +30,8 @@ from ledger.http.tokens import ApiRole, TokenStore
 from ledger.node import open_node
 from tests.casino_support import notifications
 from tests.conftest import PASSPHRASE
+from tests.http.test_http_serve import LIMITS, call
 from tests.ports import free_port
-from tests.test_http_serve import LIMITS, call
 
 WALLETS = 12
 

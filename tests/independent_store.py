@@ -1,5 +1,5 @@
 """A store holding every kind of event the ledger writes, for the independent
-verifier (`tests/test_export_independent.py`), which runs this as a separate
+verifier (`tests/export/test_export_independent.py`), which runs this as a separate
 program, as it runs `ledger`: it never imports this module (nor anything of
 the ledger's), it only reads the bundle `ledger export` makes of the store.
 

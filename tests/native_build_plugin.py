@@ -1,7 +1,7 @@
 """A pytest plugin (`-p tests.native_build_plugin`): the C fast path the tests
 call is the build at `$LEDGER_TEST_NATIVE`, not the one installed in place.
 
-tests/test_native_sanitized.py builds `ledger/crypto/_native.c` with
+tests/audit/test_native_sanitized.py builds `ledger/crypto/_native.c` with
 AddressSanitizer and UndefinedBehaviorSanitizer into a temporary directory
 and runs the differential tests in a fresh interpreter with this plugin, so
 every call into `ledger.crypto.native` reaches the sanitized code. Loaded

@@ -1,6 +1,6 @@
 """A synthetic log for the witness tests: leaves, roots, proofs and signed
 checkpoints, built with the project's RFC 9162 code (held to the
-transparency-dev vectors by tests/test_merkle.py)."""
+transparency-dev vectors by tests/crypto/test_merkle.py)."""
 
 from __future__ import annotations
 

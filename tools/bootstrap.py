@@ -158,7 +158,7 @@ def missing_system_packages() -> dict[str, str]:
 
 
 def sanitizer_packages() -> list[str]:
-    """What tests/test_native_sanitized.py lacks to build ledger/crypto/_native.c
+    """What tests/audit/test_native_sanitized.py lacks to build ledger/crypto/_native.c
     under gcc's sanitizers: gcc itself, or the runtimes its libgcc-N-dev brings."""
     gcc = shutil.which("gcc")
     if gcc is None:

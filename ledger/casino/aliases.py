@@ -2,11 +2,11 @@
 field the ledger answered to before `act` became its one play command (and
 before its names became game-neutral, and a game was called a game), kept
 where users may have used them, with what each is now (`ALIASES`, the list
-docs/cli.md's "Aliases" shows and tests/test_aliases.py holds to the code);
+docs/cli.md's "Aliases" shows and tests/casino/test_aliases.py holds to the code);
 and the Python API's play aliases themselves, each a translation into the
 move `act` would take, played by the same `play` (`ledger.casino.play`),
 never a second path. Outside this module an older name is spelt only on a
-line that says so (`# alias`), as `ALIASES` spells it (tests/test_glossary.py).
+line that says so (`# alias`), as `ALIASES` spells it (tests/house/test_glossary.py).
 
 An alias keeps its own command name in its request's record (a retry of a
 request made through it before, under any release, gets its first answer),

@@ -3,7 +3,7 @@ read-only property answering what the name it stands for holds (the list of
 every alias: `ledger.casino.aliases.ALIASES`, shown in docs/cli.md); and the
 one rule for a game named by its name now or its older one.
 
-A line here spelling an older name says so (`# alias`): tests/test_glossary.py
+A line here spelling an older name says so (`# alias`): tests/house/test_glossary.py
 finds every older word outside the modules that own them, but on such a line
 a spelling `ALIASES` lists."""
 

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 #: The topics of the events whose payload keys were renamed (each one's
-#: `get_topic`: tests/test_stored_names.py holds them to the classes).
+#: `get_topic`: tests/store/test_stored_names.py holds them to the classes).
 ROUND_OPENED: Final = "ledger.domain.round:Round.Opened"
 TABLE_OPENED: Final = "ledger.domain.game_table:GameTable.Opened"
 
