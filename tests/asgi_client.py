@@ -7,7 +7,7 @@ make thousands. This one drives httpx's ASGITransport on an event loop of
 this thread's own instead; the app's synchronous routes still run in anyio's
 worker threads, as they do when served. Responses are httpx's, as the
 TestClient's are. A response is read whole: a stream that never ends (the
-feed's `follow`) needs a real server (tests/http/test_http_feed.py runs one).
+feed's `follow`) needs a real server (tests/http_api/test_http_feed.py runs one).
 """
 
 from __future__ import annotations

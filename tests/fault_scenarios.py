@@ -23,7 +23,7 @@ import psycopg
 
 from tests.conftest import PG_DSN, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
 from tests.fault_support import Burst, Server, Service, check_burst, service_env, set_up_casino
-from tests.http.test_http_serve import ledger
+from tests.http_api.test_http_serve import ledger
 from tests.pg_cluster import Cluster, replicated, single
 from tests.small_disk import fill, small_filesystem
 

@@ -30,7 +30,7 @@ from ledger.http.tokens import ApiRole, TokenStore
 from ledger.node import open_node
 from tests.casino_support import notifications
 from tests.conftest import PASSPHRASE
-from tests.http.test_http_serve import LIMITS, call
+from tests.http_api.test_http_serve import LIMITS, call
 from tests.ports import free_port
 
 WALLETS = 12

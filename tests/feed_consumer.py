@@ -1,4 +1,4 @@
-"""A feed consumer as a process of its own (tests/http/test_http_feed.py kills it):
+"""A feed consumer as a process of its own (tests/http_api/test_http_feed.py kills it):
 it follows `GET /v1/events/stream` from the last position in its file and
 appends each event, one line each, flushed, before reading the next.
 

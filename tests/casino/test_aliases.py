@@ -30,7 +30,7 @@ from ledger.simulation import TableSpec
 from tests.casino_support import dealer_device, event_count
 from tests.conftest import ledger_cli
 from tests.house.test_readme import commands
-from tests.http.test_http_roles import signed
+from tests.http_api.test_http_roles import signed
 from tests.http_support import Api, make_api
 
 CLI_DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"

@@ -22,7 +22,7 @@ from ledger.store.application import LedgerApplication
 from tests.attacker import Attacker
 from tests.cli.test_cli_pipes import first_stream
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
-from tests.http.test_http_serve import ledger, serving, token
+from tests.http_api.test_http_serve import ledger, serving, token
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

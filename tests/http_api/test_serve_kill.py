@@ -25,7 +25,7 @@ from ledger.node import open_node
 from tests import local_http
 from tests.casino_support import notifications
 from tests.conftest import PASSPHRASE
-from tests.http.test_http_serve import LIMITS, call, ledger, token
+from tests.http_api.test_http_serve import LIMITS, call, ledger, token
 from tests.ports import free_port
 
 CLIENTS = 12

@@ -13,8 +13,8 @@ import pytest
 from ledger.http.app import openapi_document
 from ledger.node import Node
 from tests.casino_support import dealer_device
-from tests.http.test_http_attestation import rng_xidach_over_http
-from tests.http.test_http_roles import coin_round, rng_round
+from tests.http_api.test_http_attestation import rng_xidach_over_http
+from tests.http_api.test_http_roles import coin_round, rng_round
 from tests.http_support import Api, make_api
 
 DRAW, THROW = "/v1/rounds/{round_id}/draw", "/v1/rounds/{round_id}/throw"

@@ -26,7 +26,7 @@ def api(node: Node, tmp_path: Path) -> Api:
     return made
 
 
-# The committed document (tests/http/test_http_api.py holds it to the served one).
+# The committed document (tests/http_api/test_http_api.py holds it to the served one).
 schema = schemathesis.openapi.from_path(
     Path(__file__).resolve().parents[2] / "docs" / "openapi.json"
 )

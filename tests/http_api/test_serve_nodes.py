@@ -22,9 +22,9 @@ import pytest
 
 from ledger.casino.round_routes import ROUTE_SECONDS
 from tests.conftest import PG_DSN, new_store
-from tests.http.test_http_serve import call, token
-from tests.http.test_serve_kill import Server, funded_round
-from tests.http.test_serve_writer_process import (
+from tests.http_api.test_http_serve import call, token
+from tests.http_api.test_serve_kill import Server, funded_round
+from tests.http_api.test_serve_writer_process import (
     BetBurst,
     bet,
     checkpointed_and_verified,

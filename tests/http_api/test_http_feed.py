@@ -22,7 +22,7 @@ from ledger.audit.proofs import verify_inclusion_bundle
 from ledger.export.records import event_record
 from ledger.node import Node
 from tests import local_http
-from tests.http.test_http_serve import serving, token
+from tests.http_api.test_http_serve import serving, token
 from tests.http_support import Api, make_api
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,8 +16,8 @@ import pytest
 from ledger.http.app import openapi_document
 from ledger.node import Node
 from tests.api_1_rounds import api_1_round
-from tests.http.test_http_contract import check
-from tests.http.test_http_roles import SCENARIOS, Call, coin_round, toss
+from tests.http_api.test_http_contract import check
+from tests.http_api.test_http_roles import SCENARIOS, Call, coin_round, toss
 from tests.http_support import Api, make_api
 
 DOC = openapi_document()

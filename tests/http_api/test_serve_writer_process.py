@@ -23,9 +23,9 @@ import pytest
 
 from ledger.node import open_node
 from tests.casino_support import notifications
-from tests.http.test_http_serve import call, ledger, token
-from tests.http.test_serve_anchor_process import alive, anchored
-from tests.http.test_serve_kill import Server, funded_round
+from tests.http_api.test_http_serve import call, ledger, token
+from tests.http_api.test_serve_anchor_process import alive, anchored
+from tests.http_api.test_serve_kill import Server, funded_round
 
 WRITER_MODULE = b"ledger.http.writer_process"
 

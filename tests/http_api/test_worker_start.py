@@ -68,7 +68,7 @@ FORK_SERVER_SCRIPT = """
 import json, os, sys, threading
 from ledger.audit.log import parallel
 from ledger.audit.log.chunks import ChunkSpec
-from tests.http.test_worker_start import _imported_at_init, _ran_by_with_parent
+from tests.http_api.test_worker_start import _imported_at_init, _ran_by_with_parent
 
 stop = threading.Event()
 threading.Thread(target=stop.wait, daemon=True).start()  # as a store's pool does

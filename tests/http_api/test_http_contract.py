@@ -23,7 +23,7 @@ from ledger.crypto.keystore import KeyDirectory
 from ledger.http.app import Service, create_app, openapi_document
 from ledger.node import Node, open_node
 from tests.conftest import PASSPHRASE
-from tests.http.test_http_roles import SCENARIOS, Call, coin_round
+from tests.http_api.test_http_roles import SCENARIOS, Call, coin_round
 from tests.http_support import LIMITS, Api, make_api
 
 DOC = openapi_document()
@@ -169,7 +169,7 @@ CALLERS = ("operator", "cashier", "auditor", "admin")
 
 @pytest.mark.parametrize("name", sorted(OPERATIONS))
 def test_each_operations_success_is_what_it_declares(api: Api, name: str) -> None:
-    """A real success of each operation (tests/http/test_http_roles.py's scenarios)
+    """A real success of each operation (tests/http_api/test_http_roles.py's scenarios)
     matches its declared model, and so does a retry's answer after a restart
     (the result the store kept); a table device's call goes through the route,
     not the bets' fast path, so both are checked."""

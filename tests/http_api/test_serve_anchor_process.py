@@ -26,7 +26,7 @@ from ledger.node import open_node
 from ledger.store.checkpoint_lock import DEFAULT_DIRECTORY
 from tests import local_http
 from tests.conftest import PASSPHRASE
-from tests.http.test_http_serve import call, token
+from tests.http_api.test_http_serve import call, token
 from tests.ports import free_port
 
 ANCHOR_MODULE = "ledger.http.anchor_process"
