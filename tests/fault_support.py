@@ -28,6 +28,7 @@ import httpx
 
 from ledger.http.tokens import ApiRole, TokenStore
 from ledger.node import open_node
+from tests import local_http
 from tests.casino_support import notifications
 from tests.conftest import PASSPHRASE
 from tests.http_api.test_http_serve import LIMITS, call
@@ -95,11 +96,8 @@ class Server(Service):
         super().__init__(cwd, f"serve-{self.port}", args, service_env(**env))
         deadline = time.monotonic() + 90
         while True:
-            try:
-                if httpx.get(f"{self.base}/openapi.json", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
+            if local_http.serving(self.base):
+                return
             if not self.alive() or time.monotonic() > deadline:
                 self.crash()
                 raise AssertionError(f"ledger serve did not start: {self.text()}")
@@ -193,7 +191,7 @@ class Burst:
     def _client(self, n: int) -> None:
         headers = {"Authorization": f"Bearer {self.casino.operator}"}
         path = f"/v1/rounds/{self.casino.round_id}/bets"
-        with httpx.Client(base_url=self.base, timeout=30) as http:
+        with local_http.client(base_url=self.base, timeout=30) as http:
             while not self._stop.is_set():
                 key = str(uuid.uuid4())
                 body = {"account_id": self.casino.wallets[n % WALLETS], "bet": {"bet": "big"},
@@ -300,7 +298,7 @@ def check_burst(cwd: Path, store: str, base: str, burst: Burst) -> int:
         return bet_id
 
     keys = list(burst.sent)
-    with httpx.Client(base_url=base, timeout=60) as http, ThreadPoolExecutor(4) as pool:
+    with local_http.client(base_url=base, timeout=60) as http, ThreadPoolExecutor(4) as pool:
         burst.acked.update(zip(keys, pool.map(lambda k: again(http, k), keys), strict=True))
     log = read_log(cwd, store)
     assert log.placed == Counter(burst.acked.values())

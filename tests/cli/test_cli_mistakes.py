@@ -138,14 +138,8 @@ def test_serve_workers_stop_when_their_parent_is_killed(
     process, port = server
     deadline = time.monotonic() + 90
     while True:
-        try:
-            if (
-                local_http.get(f"http://127.0.0.1:{port}/openapi.json", timeout=2).status_code
-                == 200
-            ):
-                break
-        except httpx.TransportError:
-            pass
+        if local_http.serving(f"http://127.0.0.1:{port}"):
+            break
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, "the server never answered"
         time.sleep(0.3)

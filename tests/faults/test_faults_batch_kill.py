@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from tests import local_http
 from tests.fault_support import Casino, Server, read_log, set_up_casino
 
 BATCH = 50
@@ -31,7 +32,7 @@ class Batches(threading.Thread):
     def run(self) -> None:
         path = f"/v1/rounds/{self.casino.round_id}/bets/batch"
         headers = {"Authorization": f"Bearer {self.casino.operator}"}
-        with httpx.Client(base_url=self.base, timeout=30) as http:
+        with local_http.client(base_url=self.base, timeout=30) as http:
             for n in range(10_000):
                 bets = [
                     {
@@ -83,7 +84,7 @@ def test_a_server_killed_mid_batch_loses_no_acknowledged_bet(
         path = f"/v1/rounds/{casino.round_id}/bets/batch"
         headers = {"Authorization": f"Bearer {casino.operator}"}
         placed: dict[str, str] = {}
-        with httpx.Client(base_url=again.base, timeout=60) as http:
+        with local_http.client(base_url=again.base, timeout=60) as http:
             for bets in client.sent:
                 answer = http.post(path, json={"bets": bets}, headers=headers)
                 assert answer.status_code == 200, answer.text

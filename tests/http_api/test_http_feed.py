@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from ledger.audit.proofs import verify_inclusion_bundle
@@ -125,7 +124,7 @@ def test_a_consumer_killed_mid_stream_resumes_without_gap_or_duplicate(
         written = [0]
 
         def writer() -> None:
-            with httpx.Client(base_url=base, timeout=60) as http:
+            with local_http.client(base_url=base, timeout=60) as http:
                 headers = {"Authorization": f"Bearer {cashier}"}
                 n = 0
                 while writing.is_set():

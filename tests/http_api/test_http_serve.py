@@ -78,11 +78,8 @@ def serving_together(
             started.append((server, base, log))
             deadline = time.monotonic() + 60
             while True:
-                try:
-                    if local_http.get(f"{base}/openapi.json", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
+                if local_http.serving(base):
+                    break
                 assert server.poll() is None, log.read_text()
                 assert time.monotonic() < deadline, log.read_text()
                 time.sleep(0.05)  # a server starts in a second or two: poll often

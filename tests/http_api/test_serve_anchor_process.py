@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 
 from ledger.crypto.checkpoint import Checkpoint
@@ -45,11 +44,8 @@ def started(cwd: Path, store: str, log: Path | None = None) -> tuple[subprocess.
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while True:
-        try:
-            if local_http.get(f"{base}/openapi.json", timeout=2).status_code == 200:
-                return process, base
-        except httpx.TransportError:
-            pass
+        if local_http.serving(base):
+            return process, base
         assert process.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
 

@@ -50,11 +50,8 @@ class Server:
         )  # fmt: skip
         deadline = time.monotonic() + 90
         while True:
-            try:
-                if local_http.get(f"{self.base}/openapi.json", timeout=2).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
+            if local_http.serving(self.base):
+                return
             assert self.process.poll() is None and time.monotonic() < deadline, self.log.name
             time.sleep(0.05)
 
@@ -110,7 +107,7 @@ def test_a_burst_survives_kill_9_of_the_server(tmp_path: Path, store_url: str) -
     stop = threading.Event()
 
     def client(n: int) -> None:
-        with httpx.Client(base_url=server.base, timeout=30) as http:
+        with local_http.client(base_url=server.base, timeout=30) as http:
             while not stop.is_set():
                 key = str(uuid.uuid4())
                 body = {"account_id": wallets[n % WALLETS], "bet": {"bet": "big"}, "stake": 10}

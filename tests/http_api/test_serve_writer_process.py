@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from ledger.node import open_node
+from tests import local_http
 from tests.casino_support import notifications
 from tests.http_api.test_http_serve import call, ledger, token
 from tests.http_api.test_serve_anchor_process import alive, anchored
@@ -208,7 +209,7 @@ class BetBurst:
         self._deadline = time.monotonic() + 120
 
     def _client(self, base: str, wallet: str) -> None:
-        with httpx.Client(base_url=base, timeout=60) as http:
+        with local_http.client(base_url=base, timeout=60) as http:
             while not self._stop.is_set():
                 key = str(uuid.uuid4())
                 body = {"account_id": wallet, "bet": {"bet": "big"}, "stake": 10}

@@ -14,11 +14,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from ledger.crypto.keys import Keyring
 from ledger.store.application import LedgerApplication
+from tests import local_http
 from tests.attacker import Attacker
 from tests.cli.test_cli_pipes import first_stream
 from tests.conftest import PASSPHRASE, PG_URL, drop_pg_schema, new_pg_schema, require_postgres
@@ -162,7 +162,7 @@ def test_the_mirror_is_verified_exported_served_and_mirrored_again(
         copy_base,
         _,
     ):
-        refused = httpx.post(
+        refused = local_http.post(
             f"{copy_base}/v1/accounts",
             json={"owner": "a", "currency": "EUR"},
             headers={
