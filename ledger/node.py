@@ -11,6 +11,7 @@ from ledger.crypto.envelope import SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring, Role
 from ledger.crypto.keystore import KeyDirectory
 from ledger.errors import ConfigError, LedgerError
+from ledger.privacy.personal import PersonalData
 from ledger.store.anchor import Anchor, AnchorSettings
 from ledger.store.application import LedgerApplication
 from ledger.store.checkpoint_lock import LOCK_ENV, open_lock
@@ -259,6 +260,7 @@ def open_node(
         signer=signer,
         create=writable,
         keyring_source=directory.keyring,
+        personal=PersonalData(directory.path, passphrase),
     )
     node = Node(app, directory, keyring, passphrase)
     if not writable:

@@ -43,9 +43,11 @@ TARGET_BETS_PER_S = 3_000
 def open_casino(url: str, keys: bench.Keys) -> Any:
     from ledger.casino import Casino
     from ledger.plugins.manager import get_plugin_manager
+    from ledger.privacy.personal import PersonalData
     from ledger.store.application import LedgerApplication
 
-    app = LedgerApplication(url, keyring=keys.keyring, signer=keys.node_signer)
+    personal = PersonalData(keys.path, None)  # owners and dealers sealed, as a node seals them
+    app = LedgerApplication(url, keyring=keys.keyring, signer=keys.node_signer, personal=personal)
     return app, Casino(app, get_plugin_manager().games())
 
 

@@ -47,6 +47,7 @@ def open_floor(url: str, keys: bench.Keys, games: Any, game_id: str, players: in
     from ledger.crypto.keys import Role
     from ledger.crypto.keystore import KeyDirectory
     from ledger.devices import DealerDevice
+    from ledger.privacy.personal import PersonalData
     from ledger.store.application import LedgerApplication
 
     # A physical table: every outcome is a dealer device's signed report.
@@ -54,7 +55,12 @@ def open_floor(url: str, keys: bench.Keys, games: Any, game_id: str, players: in
     if not directory.keyring().with_role(Role.DEALER_DEVICE):
         directory.create("bench-device", Role.DEALER_DEVICE, None)
     device = DealerDevice(directory.signer(Role.DEALER_DEVICE, None))
-    app = LedgerApplication(url, keyring=directory.keyring(), signer=keys.node_signer)
+    app = LedgerApplication(
+        url,
+        keyring=directory.keyring(),
+        signer=keys.node_signer,
+        personal=PersonalData(directory.path, None),  # owners and dealers sealed, as a node does
+    )
     try:
         casino = Casino(app, games)
         wallets = []

@@ -306,12 +306,18 @@ def python_run(kind: str, seconds: float) -> float:
     """The same commands through the Python API, one process, one caller: commands/s."""
     from ledger.casino import Casino
     from ledger.plugins.manager import get_plugin_manager
+    from ledger.privacy.personal import PersonalData
     from ledger.rng.server import RngServer
     from ledger.store.application import LedgerApplication
 
     with bench.temp_dir("ledger-load-py-") as workdir, bench.fresh_store(kind, workdir) as url:
         keys = bench.make_keys(workdir)
-        app = LedgerApplication(url, keyring=keys.keyring, signer=keys.node_signer)
+        app = LedgerApplication(
+            url,
+            keyring=keys.keyring,
+            signer=keys.node_signer,
+            personal=PersonalData(keys.path, None),  # owners and dealers sealed, as a node does
+        )
         try:
             casino = Casino(app, get_plugin_manager().games())
             rng = RngServer()

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import uuid
+
 from ledger.casino.runner import Body, Work
-from ledger.domain.account import Account
+from ledger.domain.account import Account, check_kind
+from ledger.domain.money import check_currency
+from ledger.privacy.personal import PersonalData
 
 
-def open_account(kind: str, owner: str, currency: str) -> Body:
+def open_account(personal: PersonalData, kind: str, owner: str, currency: str) -> Body:
+    """The owner is sealed under the new account's own subject key (made here,
+    in the writer, so a retried request makes none)."""
+
     def body(work: Work) -> tuple[str, list[Account]]:
-        account = Account.open(kind, owner, currency)
+        check_kind(kind), check_currency(currency)  # refused before a key is made
+        account_id = uuid.uuid4()
+        sealed = personal.seal_owner(str(account_id), owner)
+        account = Account.open(kind, sealed, currency, account_id)
         return str(account.id), [account]
 
     return body

@@ -9,10 +9,11 @@ from types import MappingProxyType
 
 from ledger.crypto.keys import Keyring
 from ledger.domain.round import Round
-from ledger.errors import InvalidCommandError, NotFoundError
+from ledger.errors import ConfigError, InvalidCommandError, NotFoundError
 from ledger.games.api import BetView
 from ledger.games.step_cache import StepCache
 from ledger.plugins.registry import LoadedGame
+from ledger.privacy.personal import PersonalData
 from ledger.store.application import LedgerApplication
 
 
@@ -22,6 +23,16 @@ class Context:
     games: Mapping[str, LoadedGame]
     # Each round's last replay, so a command continues it (see step_cache).
     steps: StepCache = field(default_factory=StepCache)
+
+    @property
+    def personal(self) -> PersonalData:
+        """The node's personal-data keys: what owners and dealers are sealed with."""
+        if self.app.personal is None:
+            raise ConfigError(
+                "this ledger application has no key store for personal data: "
+                "open it with ledger.node.open_node (or ledger.casino.open_ledger)"
+            )
+        return self.app.personal
 
     def game(self, game_id: str) -> LoadedGame:
         try:

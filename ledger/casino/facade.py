@@ -35,6 +35,7 @@ from ledger.domain.account import PLAYER, Account
 from ledger.domain.aliases import game_named
 from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
+from ledger.domain.names import check_name
 from ledger.domain.round import Round
 from ledger.domain.round_records import BetResult, Limits
 from ledger.domain.stored_names import OPEN_TABLE_GAME_ARG
@@ -101,6 +102,11 @@ class Casino:
     def account(self, account_id: UUID | str) -> Account:
         return self._get(Account, account_id, Kind.ACCOUNT)
 
+    def owner(self, account_id: UUID | str) -> str:
+        """The account's owner in clear (the node's vault opened: its passphrase),
+        `[erased]` once erased; `account(...).owner` is the value as sealed."""
+        return self.context.personal.reveal("owner", self.account(account_id).owner)
+
     def round(self, round_id: UUID | str) -> Round:
         return self._get(Round, round_id, Kind.ROUND)
 
@@ -165,8 +171,10 @@ class Casino:
     def open_account(
         self, *, request_id: str, owner: str, currency: str, kind: str = PLAYER
     ) -> str:
-        args = {"owner": owner, "currency": currency, "kind": kind}
-        body = accounts.open_account(kind, owner, currency)
+        check_name(owner, "owner")  # before a key or a tag is made for it
+        personal = self.context.personal
+        args = {"owner": personal.tag("owner", owner), "currency": currency, "kind": kind}
+        body = accounts.open_account(personal, kind, owner, currency)
         return str(self.runner.run("open_account", request_id, args, body))
 
     def deposit(self, *, request_id: str, account_id: str, amount: int) -> int:
@@ -211,7 +219,8 @@ class Casino:
         return str(self.runner.run("open_table", request_id, args, body))
 
     def open_round(self, *, request_id: str, table_id: str, dealer: str) -> str:
-        args = {"table_id": str(table_id), "dealer": dealer}
+        check_name(dealer, "dealer")
+        args = {"table_id": str(table_id), "dealer": self.context.personal.tag("dealer", dealer)}
         body = tables.open_round(self.context, table_id, dealer)
         return str(self.runner.run("open_round", request_id, args, body))
 

@@ -53,6 +53,7 @@ def open_round(context: Context, table_id: str, dealer: str) -> Body:
         table = work.table(table_id)
         game = context.game(table.game)
         table.check_rng_round()
+        sealed = context.personal.seal_dealer(dealer)  # after every refusal: no key for nothing
         game_round = Round(
             table_id=table.id,
             game=game.id,
@@ -63,7 +64,7 @@ def open_round(context: Context, table_id: str, dealer: str) -> Body:
             currency=table.currency,
             limits=table.limits,
             house_account=table.house_account,
-            dealer=dealer,
+            dealer=sealed,
             seed_id=table.active_seed,
         )
         if table.active_seed is None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ledger.cli.passphrase import read_passphrase
@@ -43,6 +44,25 @@ def check_keys_path(given: str | None) -> None:
 
 def passphrase_for(args: argparse.Namespace, *, confirm: bool = False) -> bytes | None:
     return None if getattr(args, "unencrypted", False) else read_passphrase(confirm=confirm)
+
+
+def add_reveal_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--reveal",
+        action="store_true",
+        help=f"show {what} in clear (personal data, sealed in the log: asks for the key "
+        "passphrase); without it they show as [sealed]",
+    )
+
+
+def revealer(args: argparse.Namespace, keys_path: Path) -> Callable[[str, object], str]:
+    """How a command shows a personal value: in clear with `--reveal` (the
+    vault opened with the passphrase), else `[sealed]` (docs/privacy.md)."""
+    from ledger.privacy.personal import PersonalData, shown
+
+    if not getattr(args, "reveal", False):
+        return lambda _field, value: shown(value)
+    return PersonalData(keys_path, read_passphrase()).reveal
 
 
 @dataclass(frozen=True)

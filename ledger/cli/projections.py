@@ -18,7 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ledger.cli.common import WithLedger
+from ledger.cli.common import WithLedger, add_reveal_option, revealer
 from ledger.cli.progress import progress_bar
 from ledger.cli.rounds import add_round_actions
 from ledger.domain.currency import format_major, minor_unit_exponent
@@ -50,6 +50,7 @@ def add_projection_commands(commands: Any) -> None:
     balances.add_argument(
         "--json", action="store_true", help="JSON with raw integer minor units (for programs)"
     )
+    add_reveal_option(balances, "owners")
     balances.set_defaults(handler=cmd_balances)
 
     rounds = commands.add_parser("rounds", help="round summaries (projection)")
@@ -114,7 +115,8 @@ def cmd_balances(args: argparse.Namespace) -> WithLedger:
         from ledger.projections import queries
 
         node = _caught_up(ledger)
-        owners = {wallet(a.account_id): a.owner for a in queries.accounts(node.app)}
+        shown = revealer(args, node.keys.path)
+        owners = {wallet(a.account_id): shown("owner", a.owner) for a in queries.accounts(node.app)}
         if args.account is not None:
             _print_account(node, args.account, owners, as_json=args.json)
             return 0
@@ -154,12 +156,13 @@ def _print_account(node: Node, name: str, owners: dict[str, str], *, as_json: bo
     totals = found[0]
     balance = sum(r.balance for r in queries.balances(node.app, wallet(account_id)))
     if as_json:
-        print(json.dumps({**dataclasses.asdict(totals), "balance": balance}, indent=2))
+        document = {**dataclasses.asdict(totals), "owner": owners.get(wallet(account_id))}
+        print(json.dumps({**document, "balance": balance}, indent=2))
         return
     money = partial(format_major, currency=totals.currency)
     print(f"account      {totals.account_id}")
     print(f"kind         {totals.kind}")
-    print(f"owner        {totals.owner}")
+    print(f"owner        {owners.get(wallet(account_id), '')}")
     print(f"status       {totals.status}")
     print(f"currency     {totals.currency}")
     print(f"balance      {money(balance)}")

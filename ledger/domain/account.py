@@ -21,11 +21,17 @@ from ledger.domain.money import (
     transfer,
     wallet,
 )
-from ledger.domain.names import check_name
+from ledger.domain.names import PersonalValue, check_personal
 from ledger.errors import InvalidCommandError
 
 PLAYER = "player"
 HOUSE = "house"
+
+
+def check_kind(kind: str) -> str:
+    if kind not in (PLAYER, HOUSE):
+        raise InvalidCommandError(f"account kind must be {PLAYER!r} or {HOUSE!r}")
+    return kind
 
 
 class Account(PlainCopy, Aggregate):
@@ -35,7 +41,7 @@ class Account(PlainCopy, Aggregate):
     class Opened(Aggregate.Created):
         class_version: ClassVar[int] = 1
         kind: str
-        owner: str
+        owner: PersonalValue
         currency: str
 
     class Deposited(Aggregate.Event):
@@ -71,7 +77,7 @@ class Account(PlainCopy, Aggregate):
         reason: str
 
     @event(Opened)
-    def __init__(self, kind: str, owner: str, currency: str) -> None:
+    def __init__(self, kind: str, owner: PersonalValue, currency: str) -> None:
         self.kind = kind
         self.owner = owner
         self.currency = currency
@@ -79,10 +85,18 @@ class Account(PlainCopy, Aggregate):
         self.closed = False
 
     @classmethod
-    def open(cls, kind: str, owner: str, currency: str) -> Account:
-        if kind not in (PLAYER, HOUSE):
-            raise InvalidCommandError(f"account kind must be {PLAYER!r} or {HOUSE!r}")
-        return cls(kind=kind, owner=check_name(owner, "owner"), currency=check_currency(currency))
+    def open(
+        cls, kind: str, owner: PersonalValue, currency: str, account_id: UUID | None = None
+    ) -> Account:
+        """A new account; `owner` sealed (`ledger.privacy`) unless it names no
+        person (a table's house), `account_id` the id it was sealed for."""
+        return cls._create(
+            cls.Opened,
+            id=account_id,
+            kind=check_kind(kind),
+            owner=check_personal(owner, "owner"),
+            currency=check_currency(currency),
+        )
 
     @property
     def ledger_name(self) -> str:

@@ -16,6 +16,7 @@ from eventsourcing.domain import Aggregate, event
 from ledger.domain.aliases import RoundAliases
 from ledger.domain.copying import PlainCopy
 from ledger.domain.money import Posting, check_amount, check_balanced
+from ledger.domain.names import PersonalValue
 from ledger.domain.round_records import (
     BETTING,
     CLOSED,
@@ -55,7 +56,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         currency: str
         limits: Limits
         house_account: UUID
-        dealer: str
+        dealer: PersonalValue
         seed_id: str | None
         settlement_api: int
         code_hash: str
@@ -198,7 +199,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         currency: str,
         limits: Limits,
         house_account: UUID,
-        dealer: str,
+        dealer: PersonalValue,
         seed_id: str | None = None,
         settlement_api: int = 1,
         code_hash: str = "",

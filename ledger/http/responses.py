@@ -22,6 +22,12 @@ from ledger.http.tokens import ApiRole
 
 RoundStatus = Literal["betting", "closed", "decided", "settled", "voided"]
 
+# Personal data (docs/privacy.md): sealed in the log, shown to this node's callers.
+PERSONAL = (
+    "personal data, sealed in the log under its data subject's key and shown here in clear; "
+    "`[erased]` once erased (`ledger erase`), `[sealed]` where this node holds no key for it"
+)
+
 
 class Answer(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -35,7 +41,7 @@ class AccountOpened(Answer):
 class Account(Answer):
     account_id: str
     kind: Literal["player", "house"] = Field(description="a player's wallet or a table's house")
-    owner: str
+    owner: str = Field(description=PERSONAL)
     currency: str = Field(description="ISO 4217 code")
     balance: int = Field(description="minor units")
     closed: bool
@@ -127,7 +133,7 @@ class Round(Answer):
     )
     currency: str
     limits: TableLimits = Field(description="the table's limits as the round opened")
-    dealer: str
+    dealer: str = Field(description=PERSONAL)
     status: RoundStatus
     seed_id: str | None = Field(
         description="the table's committed seed its dice or cards are drawn from; null at a "
@@ -178,7 +184,7 @@ class RoundSummary(Answer):
         json_schema_extra=DEPRECATED,
     )
     currency: str
-    dealer: str
+    dealer: str = Field(description=PERSONAL)
     status: RoundStatus
     bets: int = Field(description="standing bets: placed and not withdrawn")
     bets_withdrawn: int

@@ -24,15 +24,16 @@ from ledger.http.errors import status_of
 from ledger.http.tokens import Token
 from ledger.plugins.paytable import PaytableLine
 from ledger.plugins.registry import LoadedGame
+from ledger.privacy.personal import PersonalData
 from ledger.projections.queries import Balance, RoundSummary
 
 
-def account(found: Account) -> responses.Account:
+def account(found: Account, personal: PersonalData) -> responses.Account:
     return responses.Account.model_validate(
         {
             "account_id": str(found.id),
             "kind": found.kind,
-            "owner": found.owner,
+            "owner": personal.reveal("owner", found.owner),
             "currency": found.currency,
             "balance": found.balance,
             "closed": found.closed,
@@ -57,7 +58,9 @@ def table(found: GameTable) -> responses.Table:
     )
 
 
-def round_state(found: Round, moves: dict[str, list[str]]) -> responses.Round:
+def round_state(
+    found: Round, moves: dict[str, list[str]], personal: PersonalData
+) -> responses.Round:
     """A round's state and log; `moves`: who may do what next (`Casino.moves`)."""
     return responses.Round.model_validate(
         {
@@ -72,7 +75,7 @@ def round_state(found: Round, moves: dict[str, list[str]]) -> responses.Round:
             "settlement_api": found.settlement_api,
             "currency": found.currency,
             "limits": dict(found.limits),
-            "dealer": found.dealer,
+            "dealer": personal.reveal("dealer", found.dealer),
             "status": found.status,
             "seed_id": found.seed_id,
             "draws": found.draws,
@@ -90,9 +93,18 @@ def round_state(found: Round, moves: dict[str, list[str]]) -> responses.Round:
     )
 
 
-def round_summaries(rows: Iterable[RoundSummary]) -> responses.Rounds:
+def round_summaries(rows: Iterable[RoundSummary], personal: PersonalData) -> responses.Rounds:
     return responses.Rounds.model_validate(
-        {"rounds": [{**dataclasses.asdict(r), **_older_names(r)} for r in rows]}
+        {
+            "rounds": [
+                {
+                    **dataclasses.asdict(r),
+                    "dealer": personal.reveal("dealer", r.dealer),
+                    **_older_names(r),
+                }
+                for r in rows
+            ]
+        }
     )
 
 

@@ -2,11 +2,12 @@
 
 A subject is a person the ledger records a personal value of: a player (by
 account) or a dealer. Its key is 32 random bytes in a file of its own under
-`<keys>/subjects/`, wrapped (AES-256-GCM) under the vault key; the vault key
-is encrypted with the node's passphrase, as the signing keys are
-(`vault.key`). Erasing a subject deletes its key file (and, for a dealer,
-the index entry that finds it by name): nothing left on disk opens its
-values, and no name leads to it.
+`<keys>/subjects/`, wrapped (AES-256-GCM) under the vault key. The vault key
+is derived (HKDF-SHA256) from a private key kept exactly as the signing keys
+are, a PKCS#8 file encrypted with the node's passphrase (`vault.pem`): the
+same protection, written and read by the same code. Erasing a subject
+deletes its key file (and, for a dealer, the index entry that finds it by
+name): nothing left on disk opens its values, and no name leads to it.
 
 A dealer's subject is found by name through `by-name/<HMAC of the name>`;
 the HMAC's key is the vault key, so the index confirms no guess to someone
@@ -20,21 +21,21 @@ import hmac
 import os
 import re
 import secrets
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from ledger.errors import KeyStoreError, NotFoundError
 
 SUBJECTS: Final = "subjects"
-VAULT_FILE: Final = "vault.key"
+VAULT_FILE: Final = "vault.pem"
 KEY_BYTES: Final = 32
-_SUBJECT = re.compile(r"^(account|dealer)-[0-9a-f-]{32,36}$")
+_SUBJECT = re.compile(
+    r"^(account|dealer)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
 _WRAP_AAD: Final = b"casino-ledger subject key v1\x00"
-_VAULT_AAD: Final = b"casino-ledger vault key v1"
-# scrypt's cost for the vault key: as slow to guess as the signing keys' own
-# PKCS#8 encryption is meant to be, paid once when a node opens.
-_SCRYPT_N, _SCRYPT_R, _SCRYPT_P = 2**15, 8, 1
+_VAULT_INFO: Final = b"casino-ledger vault key v1"
 
 
 def account_subject(account_id: str) -> str:
@@ -60,14 +61,18 @@ class Vault:
     @classmethod
     def open(cls, keys_dir: Path, passphrase: bytes | None, *, create: bool) -> Vault:
         """The vault key of `keys_dir` (made when `create` and missing)."""
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+        from ledger.crypto.keys import read_private_key, write_private_key
+
         path = keys_dir / VAULT_FILE
         if not path.exists():
             if not create:
                 raise KeyStoreError(f"no vault key at {path}: no personal data was sealed here")
-            vault = cls(secrets.token_bytes(KEY_BYTES))
-            _write_new(path, _lock(vault.key, passphrase))
-            return vault
-        return cls(_unlock(path.read_bytes(), passphrase, path))
+            keys_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_private_key(path, Ed25519PrivateKey.generate(), passphrase)
+            _sync_directory(keys_dir)
+        return cls(_derive(read_private_key(path, passphrase)))
 
     def wrap(self, subject: str, key: bytes) -> bytes:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -115,7 +120,7 @@ class SubjectKeys:
             return index.read_text(encoding="ascii").strip()
         if not create:
             return None
-        subject = f"dealer-{secrets.token_hex(16)}"
+        subject = f"dealer-{uuid.uuid4()}"  # ids in one form: a UUID, hyphenated
         self.key_of(subject, create=True)
         index.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         _write_new(index, subject.encode("ascii"))
@@ -135,37 +140,15 @@ class SubjectKeys:
         return existed
 
 
-def _lock(key: bytes, passphrase: bytes | None) -> bytes:
-    """The vault key as stored: scrypt(passphrase) wraps it; clear only when the
-    node's keys are kept unencrypted too (no passphrase)."""
-    if not passphrase:
-        return b"clear\x00" + key
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+def _derive(private_key: Any) -> bytes:
+    """The vault key: HKDF-SHA256 of the vault file's private key bytes."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-    salt, nonce = secrets.token_bytes(16), secrets.token_bytes(12)
-    kek = Scrypt(salt=salt, length=32, n=_SCRYPT_N, r=_SCRYPT_R, p=_SCRYPT_P).derive(passphrase)
-    return b"scrypt\x00" + salt + nonce + AESGCM(kek).encrypt(nonce, key, _VAULT_AAD)
-
-
-def _unlock(stored: bytes, passphrase: bytes | None, path: Path) -> bytes:
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
-
-    kind, _, body = stored.partition(b"\x00")
-    if kind == b"clear" and len(body) == KEY_BYTES:
-        return body
-    if kind != b"scrypt" or len(body) != 16 + 12 + KEY_BYTES + 16:
-        raise KeyStoreError(f"{path} is not a vault key")
-    if not passphrase:
-        raise KeyStoreError(f"{path} is encrypted: a passphrase is needed")
-    salt, nonce, sealed = body[:16], body[16:28], body[28:]
-    kek = Scrypt(salt=salt, length=32, n=_SCRYPT_N, r=_SCRYPT_R, p=_SCRYPT_P).derive(passphrase)
-    try:
-        return AESGCM(kek).decrypt(nonce, sealed, _VAULT_AAD)
-    except InvalidTag:
-        raise KeyStoreError(f"wrong passphrase for {path} (or the file was altered)") from None
+    raw = private_key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    return HKDF(hashes.SHA256(), KEY_BYTES, salt=None, info=_VAULT_INFO).derive(raw)
 
 
 def _write_new(path: Path, data: bytes) -> None:

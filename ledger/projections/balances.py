@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from ledger.domain.account import Account
 from ledger.domain.money import Posting
+from ledger.domain.names import personal_text
 from ledger.domain.round import Round
 from ledger.domain.round_records import BetResult
 from ledger.projections.base import Handler, Projection, utc_text
@@ -71,7 +72,7 @@ class Balances(Projection):
             (
                 str(event.originator_id),
                 event.kind,
-                event.owner,
+                personal_text(event.owner),
                 event.currency,
                 utc_text(event.timestamp),
             ),

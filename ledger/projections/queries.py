@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ledger.domain.names import PersonalValue, personal_from_text
 from ledger.projections.rounds import FINAL_STATUSES
 from ledger.projections.sql import Sql
 from ledger.store.application import LedgerApplication
@@ -25,7 +26,7 @@ class Balance:
 class AccountTotals:
     account_id: str
     kind: str
-    owner: str
+    owner: PersonalValue  # sealed, unless recorded in clear before sealing (docs/privacy.md)
     currency: str
     status: str
     deposits: int
@@ -44,7 +45,7 @@ class RoundSummary:
     game: str
     game_version: str
     currency: str
-    dealer: str
+    dealer: PersonalValue
     status: str
     bets: int
     bets_withdrawn: int
@@ -106,7 +107,7 @@ def accounts(app: LedgerApplication, account_id: str | None = None) -> list[Acco
         AccountTotals(
             str(r[0]),
             str(r[1]),
-            str(r[2]),
+            personal_from_text(str(r[2])),
             str(r[3]),
             str(r[4]),
             int(r[5]),
@@ -143,7 +144,7 @@ def rounds(app: LedgerApplication, *, open_only: bool = False) -> list[RoundSumm
             str(r[3]),
             str(r[4]),
             str(r[5]),
-            str(r[6]),
+            personal_from_text(str(r[6])),
             str(r[7]),
             int(r[8]),
             int(r[9]),

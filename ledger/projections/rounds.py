@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ledger.domain.game_table import GameTable
+from ledger.domain.names import personal_text
 from ledger.domain.round import Round
 from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED
 from ledger.projections.base import Handler, Projection, ProjectionError, utc_text
@@ -91,7 +92,7 @@ class Rounds(Projection):
                 event.game,
                 event.game_version,
                 event.currency,
-                event.dealer,
+                personal_text(event.dealer),
                 BETTING,
                 at,
                 at,

@@ -26,6 +26,7 @@ from ledger.crypto.signing import Signer
 from ledger.crypto.validity import key_problem
 from ledger.domain.key_registry import KEY_REGISTRY_ID, KeyRegistry
 from ledger.errors import ConfigError, KeyStoreError, StoreUnavailableError
+from ledger.privacy.personal import PersonalData
 from ledger.store.config import describe, environment_for
 from ledger.store.drivers import loaded_errors
 from ledger.store.merkle_log import MerkleLogTables, stream_of
@@ -84,8 +85,12 @@ class LedgerApplication(Application[UUID]):
         create: bool = True,
         keyring_source: Callable[[], Keyring] | None = None,
         clock: Callable[[], int] | None = None,
+        personal: PersonalData | None = None,
     ) -> None:
         self.store_url = store
+        # The node's personal-data keys (`ledger.node.open_node` gives them): the
+        # casino seals owners and dealers with them; None records none.
+        self.personal = personal
         self._clock = clock  # signing time in µs (None: the system clock)
         self._keyring = keyring
         self._keyring_source = keyring_source

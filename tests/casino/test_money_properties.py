@@ -46,6 +46,7 @@ from ledger.domain.money import MAX_AMOUNT, cashier, imbalance, in_play, posting
 from ledger.domain.round import Round
 from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, Limits
 from ledger.errors import InvalidCommandError
+from ledger.privacy.personal import PersonalData
 from ledger.store.application import LedgerApplication
 from tests.casino_support import domain_events, event_count
 from tests.coin_game import COIN_GAMES
@@ -117,7 +118,10 @@ class MoneyMachine(RuleBasedStateMachine):
         super().__init__()
         self.directory = Path(tempfile.mkdtemp(prefix="money-"))
         self.app = LedgerApplication(
-            f"sqlite:///{self.directory / 'ledger.db'}", keyring=keys.keyring, signer=keys.node
+            f"sqlite:///{self.directory / 'ledger.db'}",
+            keyring=keys.keyring,
+            signer=keys.node,
+            personal=PersonalData(self.directory / "keys", None),
         )
         self.casino = Casino(self.app, COIN_GAMES)
         self.operator = keys.operator

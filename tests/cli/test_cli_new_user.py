@@ -1054,8 +1054,12 @@ def test_balances_show_owners_and_major_units(
     document = json.loads(capsys.readouterr().out)
     rows = document["balances"]
     # The simulation plays in VND (exponent 0): the same integers, with separators.
-    players = [r for r in rows if r["owner"] and r["owner"].startswith("player-")]
+    # A player's owner is personal data: [sealed] unless asked for (--reveal).
+    players = [r for r in rows if r["owner"] == "[sealed]"]
     assert players
+    assert main(["balances", "--json", "--reveal"]) == 0
+    revealed = json.loads(capsys.readouterr().out)["balances"]
+    assert {r["owner"] for r in revealed} >= {"player-0001"}
     for row in rows:
         assert isinstance(row["balance"], int)
         assert row["minor_unit_exponent"] == minor_unit_exponent(row["currency"])

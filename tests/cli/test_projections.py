@@ -212,7 +212,9 @@ def test_balances_match_the_aggregates(node: Node) -> None:
     totals = {t.account_id: t for t in queries.accounts(node.app)}
     for owner, account_id in day.accounts.items():
         t = totals[account_id]
-        assert (t.kind, t.owner) == (PLAYER, owner)
+        assert t.kind == PLAYER and t.owner == casino.account(account_id).owner  # sealed
+        assert node.app.personal is not None
+        assert node.app.personal.reveal("owner", t.owner) == owner
         assert (
             t.deposits - t.withdrawals - t.staked + t.returned == casino.account(account_id).balance
         )
@@ -620,7 +622,12 @@ def test_cli_balances_and_rebuild(node: Node, cli: Callable[..., tuple[int, str,
     code, out, _ = cli("balances", day.accounts["alice"])
     assert code == 0
     major = f"{alice_balance // 100:,}.{alice_balance % 100:02d}"  # EUR: 2 decimals
-    assert "owner        alice" in out and f"balance      {major}\n" in out
+    assert "owner        [sealed]" in out and f"balance      {major}\n" in out
+    code, out, err = cli("balances", day.accounts["alice"], "--reveal")  # no passphrase given
+    assert code == 2 and "passphrase" in err and "alice" not in out
+    os.environ["LEDGER_PASSPHRASE"] = PASSPHRASE.decode()  # the cli fixture's monkeypatch undoes it
+    code, out, _ = cli("balances", day.accounts["alice"], "--reveal")  # personal data, asked
+    assert code == 0 and "owner        alice" in out
     code, out, _ = cli("balances", "cashier:EUR")
     assert code == 0 and out.splitlines()[1].split()[:3] == ["cashier:EUR", "EUR", "-135.00"]
     code, out, _ = cli("balances", day.open_round)

@@ -19,10 +19,10 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "errors",
         "inputs outbound",  # what a user names (paths, JSON files); requests to peers
         "crypto domain",  # signatures and canonical bytes; the aggregates
-        # the sealed event store; the games contract; a device's report; a witness
-        # (C2SP); personal values sealed per subject
-        "store games devices witness privacy",
-        "rng plugins node projections revocation",
+        "privacy",  # personal values sealed per data subject, their keys
+        # the sealed event store; the games contract; a device's report; a witness (C2SP)
+        "store games devices witness",
+        "rng plugins node projections revocation erasure",
         "casino audit",  # the write path; verification
         "simulation export",
         "report http mirror",  # the HTTP API; the regulator's copy of a node's log

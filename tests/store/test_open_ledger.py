@@ -11,6 +11,7 @@ import pytest
 
 from ledger.casino import Casino, open_ledger
 from ledger.crypto.keystore import KeyDirectory
+from ledger.privacy.sealed import is_sealed
 from tests.conftest import PASSPHRASE
 
 LEDGER = Path(__file__).resolve().parents[2] / "ledger"
@@ -27,7 +28,9 @@ def test_it_opens_the_node_the_games_and_the_python_api(
         account = ledger.casino.open_account(request_id="a", owner="ann", currency="EUR")
         assert ledger.casino.account(account).balance == 0
     with open_ledger(writable=False) as reader:  # the settings name the same ledger
-        assert reader.casino.account(account).owner == "ann"
+        assert is_sealed(reader.casino.account(account).owner)  # the log holds it sealed
+    with open_ledger(writable=False, passphrase=PASSPHRASE) as reader:  # the vault opens
+        assert reader.casino.owner(account) == "ann"
 
 
 def test_no_opener_outside_it_builds_a_node_or_a_casino_on_its_own() -> None:

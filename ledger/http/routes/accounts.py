@@ -22,7 +22,7 @@ def open_account(
 @router.endpoint("GET", "/accounts/{account_id}", READERS, responses.Account)
 def get_account(account_id: Uuid, casino: CasinoDep) -> responses.Account:
     """An account's state, from its events."""
-    return views.account(casino.account(account_id))
+    return views.account(casino.account(account_id), casino.context.personal)
 
 
 @router.endpoint("POST", "/accounts/{account_id}/deposits", (CASHIER,), responses.WalletBalance)

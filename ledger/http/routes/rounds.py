@@ -37,7 +37,9 @@ def open_round(
 def get_round(round_id: RoundId, caller: Caller, casino: CasinoDep) -> responses.Round:
     """A round's state and log, from its events."""
     check_own_table(caller, casino, round_id)
-    return views.round_state(casino.round(round_id), casino.moves(round_id))
+    return views.round_state(
+        casino.round(round_id), casino.moves(round_id), casino.context.personal
+    )
 
 
 @router.endpoint("GET", "/rounds", READERS, responses.Rounds)
@@ -47,4 +49,6 @@ def list_rounds(
 ) -> responses.Rounds:
     """Round summaries (the rounds projection, caught up first)."""
     service.catch_up()
-    return views.round_summaries(queries.rounds(service.app, open_only=open_only))
+    return views.round_summaries(
+        queries.rounds(service.app, open_only=open_only), service.casino.context.personal
+    )
