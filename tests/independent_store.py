@@ -15,7 +15,8 @@ dealer's natural), ngũ linh (against the dealer's too), aces by hand size, a
 hit while bust (penalised), checks, the dealer's 28 rule, a misdeal after a
 natural was paid, 3:2 on an odd stake under `xidach-house`. Then a
 checkpoint, a key revocation (the dealer device key these rounds used), a
-recorded verification run signed by an auditor key, and a last checkpoint.
+dealer's personal data erased, a recorded verification run signed by an
+auditor key, and a last checkpoint.
 """
 
 from __future__ import annotations
@@ -329,6 +330,7 @@ def build(store: str, keys: str, seeds: tuple[str, ...]) -> int:
     for step in (
         ["checkpoint"],
         ["keys", "revoke", DEVICE, "--reason", "the shoe was sent for repair"],
+        ["erase", "--dealer", "D01", "--reason", "the dealer asked, 2026-12-05"],
         ["verify", "--record", "--workers", "1"],
         ["checkpoint"],
     ):

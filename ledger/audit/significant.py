@@ -18,6 +18,8 @@ One streaming pass over the log, in log order, memory flat in its size
   (or only a game version / code hash) different from the previous round
   of the same game;
 - ``verification``: a recorded `ledger verify --record` run and its result;
+- ``erasure``: a data subject's personal data erased (operator-signed; the
+  subject's id and the reason, no personal value; docs/privacy.md);
 - ``split-view``: a witness refused a checkpoint of this log because it had
   seen another log (ledger.domain.witness_reports; docs/witnesses.md).
 
@@ -61,12 +63,13 @@ _FAULT_ACTION = re.compile(rb'"action": ?"fault"')
 REVOKED = "ledger.domain.key_registry:KeyRegistry.KeyRevoked"
 VERIFIED = "ledger.domain.audit_trail:AuditTrail.VerificationRecorded"
 SPLIT_VIEW = "ledger.domain.witness_reports:WitnessReports.SplitViewReported"
+ERASED = "ledger.domain.erasures:Erasures.SubjectErased"
 _SIGNED_AS = {
     "operator": "operator signature",
     "auditor": "auditor signature",
     "source": "dealer device report",
 }
-_INTERESTING = {OPENED, VOIDED, RESUMED, CORRECTED, REVOKED, VERIFIED, FAULT, SPLIT_VIEW}
+_INTERESTING = {OPENED, VOIDED, RESUMED, CORRECTED, REVOKED, VERIFIED, FAULT, SPLIT_VIEW, ERASED}
 
 KINDS = (
     "fault",
@@ -80,6 +83,7 @@ KINDS = (
     "rules-changed",
     "plugin-changed",
     "verification",
+    "erasure",
     "split-view",
 )
 
@@ -341,6 +345,19 @@ class _Scanner:
                 f"{run.get('tree_size')} events (root {str(run.get('root'))[:16]})"
                 + (f": {run.get('message')}" if run.get("message") else ""),
                 {**run, "auditor_key_id": auditor.get("key_id")},
+            )
+        elif topic == ERASED:
+            yield SignificantEvent(
+                position,
+                at,
+                "erasure",
+                stream,
+                f"data subject {state.get('subject')} erased: {state.get('reason')!r}",
+                {
+                    "subject": state.get("subject"),
+                    "reason": state.get("reason"),
+                    "operator_key_id": (state.get("operator") or {}).get("key_id"),
+                },
             )
         elif topic == SPLIT_VIEW:
             note = str(state.get("checkpoint", ""))

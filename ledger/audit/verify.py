@@ -36,6 +36,7 @@ from ledger.audit.games.sources import SourceAudit
 from ledger.audit.level import Level as Level  # where the rest of the ledger imports it from
 from ledger.audit.log.checkpoints import load_checkpoints, unanchored_note
 from ledger.audit.log.chunks import ChunkResult, ChunkSpec, Problem, no_cycle_collection
+from ledger.audit.log.erasures import RecordedErasure, recorded_erasures
 from ledger.audit.log.key_times import Coverage, checkpoint_times
 from ledger.audit.log.log_events import Event
 from ledger.audit.log.log_source import LogSource, StoreLog
@@ -121,6 +122,7 @@ class Verifier:
         )
         self.checkpoints_read: list[Checkpoint] = []
         self.runs: list[RecordedRun] = []
+        self.erasures: list[RecordedErasure] = []
         self.coverage = Coverage([])
         self.times: list[tuple[int, int]] = []
         self._key_problems: list[VerificationError] = []
@@ -187,10 +189,14 @@ class Verifier:
 
     def recorded_runs(self) -> None:
         """Step 3: every auditor's recorded verification run, its signature (its
-        size and root are held to the tree at step 6)."""
+        size and root are held to the tree at step 6); every operator's recorded
+        erasure of personal data, its signature."""
         problems: list[VerificationError] = []
         log = self.log
         self.runs = recorded_runs(log.rows, log.transcoder, self.keyring, self.coverage, problems)
+        self.erasures = recorded_erasures(
+            log.rows, log.transcoder, self.keyring, self.coverage, problems
+        )
         self._add(Step.RUNS, problems)
 
     def envelopes(self, merge: Merge, result: ChunkResult) -> None:
@@ -379,6 +385,7 @@ class Verifier:
     ) -> None:
         report, checkpoints, options = self.report, self.checkpoints_read, self.options
         report.recorded_runs = len(self.runs)
+        report.erasures = len(self.erasures)
         report.revocations = len(self._revocations)
         report.root = merge.root()
         report.checkpoint_root = checkpoints[-1].root.hex() if checkpoints else None

@@ -38,6 +38,7 @@ class VerificationReport:
     root: str = ""  # the whole log's Merkle root (hex) the events give
     checkpoint_root: str | None = None  # the newest valid checkpoint's root (hex)
     recorded_runs: int = 0  # recorded verification runs checked (signature, size, root)
+    erasures: int = 0  # recorded erasures of personal data checked (operator signature)
     revocations: int = 0  # revocations the log records, judged
     proofs: str = "consistency proofs the store serves between checkpoints verified"
     # The stored Merkle rows compared with the tree up to this size (0: not
@@ -122,7 +123,12 @@ class VerificationReport:
             (
                 Step.RUNS,
                 f"{_n(self.recorded_runs, 'recorded verification run')} checked: auditor "
-                "signatures, and each run's tree size and root against the log",
+                "signatures, and each run's tree size and root against the log"
+                + (
+                    f"; {_n(self.erasures, 'erasure')} of personal data: operator signatures"
+                    if self.erasures
+                    else ""
+                ),
             ),
             (
                 Step.ENVELOPES,

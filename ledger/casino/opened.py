@@ -15,6 +15,7 @@ from functools import cached_property
 from types import TracebackType
 
 from ledger.casino.facade import Casino
+from ledger.erasure import finish_erasures
 from ledger.node import Node, open_node
 from ledger.plugins.manager import Plugins, get_plugin_manager
 from ledger.plugins.registry import LoadedGame
@@ -81,4 +82,11 @@ def open_ledger(
         anchor_seconds=anchor_seconds,
         anchor_events=anchor_events,
     )
+    personal = node.app.personal
+    if writable and personal is not None and personal.has_vault():
+        try:  # an erasure a crash cut short (its event recorded, its key not yet gone)
+            finish_erasures(node.app, personal)
+        except BaseException:
+            node.close()
+            raise
     return Ledger(node, plugins)

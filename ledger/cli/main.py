@@ -27,6 +27,7 @@ from typing import NoReturn
 
 from ledger.cli.audit import add_audit_commands
 from ledger.cli.common import WithLedger, check_keys_path, run_with_ledger
+from ledger.cli.erase import add_erase_command
 from ledger.cli.events import add_events_command
 from ledger.cli.export import add_export_command
 from ledger.cli.games import add_game_commands
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_serve_commands(commands)
     add_seed_commands(commands)
     add_migrate_command(commands)
+    add_erase_command(commands)
     add_witness_commands(commands)
     _anywhere(parser, ("--store", "--keys"))
     return parser

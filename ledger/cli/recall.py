@@ -15,6 +15,8 @@ from ledger.cli.args import uuid_text
 from ledger.cli.common import WithLedger, loaded_plugins
 from ledger.domain.currency import format_major
 from ledger.domain.stored_names import ROUND_OPENED, current_names
+from ledger.privacy.personal import ERASED, shown
+from ledger.privacy.sealed import is_sealed
 
 if TYPE_CHECKING:
     from ledger.audit.recall import Recall, RecalledEvent
@@ -58,23 +60,30 @@ def _source(source: dict[str, Any]) -> str:
     return "the node's command" if kind == "command" else f"source {kind!r}"
 
 
-def describe(event: RecalledEvent, currency: str) -> list[str]:
-    """What the event says, in lines for a person (facts verified before this)."""
+def describe(
+    event: RecalledEvent, currency: str, erased: frozenset[str] = frozenset()
+) -> list[str]:
+    """What the event says, in lines for a person (facts verified before this);
+    a personal value as `[sealed]`, `[erased]` once its subject is in `erased`."""
     facts = event.facts or {}
+    if event.kind == "Opened":
+        return _opened(facts, currency, erased)
     said = _DESCRIBED.get(event.kind)
     if said is None:
         return [f"{event.kind}: {json.dumps(facts, sort_keys=True)}"]
     return said(facts, currency, event)
 
 
-def _opened(facts: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+def _opened(facts: dict[str, Any], currency: str, erased: frozenset[str]) -> list[str]:
     f = current_names(ROUND_OPENED, facts)  # the facts as stored: their names now
+    dealer = f.get("dealer")
+    subject = dealer["subject"] if isinstance(dealer, dict) and is_sealed(dealer) else None
     seed = f.get("seed_id")
     limits = f.get("limits") or {}
     return [
         f"round opened: game {f.get('game')} {f.get('game_version')} "
         f"(rules {str(f.get('rules_hash'))[:16]}, settlement API {f.get('settlement_api')}) "
-        f"at table {f.get('table_id')}, dealer {f.get('dealer')}",
+        f"at table {f.get('table_id')}, dealer {ERASED if subject in erased else shown(dealer)}",
         (f"RNG table: randomness from committed seed {seed}" if seed else "physical table")
         + f"; limits {format_major(limits.get('min_bet', 0), currency)}"
         f"..{format_major(limits.get('max_bet', 0), currency)} {currency} a bet, "
@@ -170,7 +179,6 @@ def _resumed(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str
 
 #: Each event kind's lines (any other kind: its facts as JSON).
 _DESCRIBED: dict[str, Callable[[dict[str, Any], str, RecalledEvent], list[str]]] = {
-    "Opened": _opened,
     "BetPlaced": _bet_placed,
     "BetWithdrawn": _bet_withdrawn,
     "BettingClosed": _betting_closed,
@@ -185,7 +193,7 @@ _DESCRIBED: dict[str, Callable[[dict[str, Any], str, RecalledEvent], list[str]]]
 }
 
 
-def render(recall: Recall) -> str:
+def render(recall: Recall, erased: frozenset[str] = frozenset()) -> str:
     currency = recall.currency or "XXX"
     lines = [
         f"REPLAY of round {recall.round_id}: re-derived from its signed events, not a live view",
@@ -200,7 +208,7 @@ def render(recall: Recall) -> str:
             lines.append(f"{head}{event.kind}: {event.problem}")
         if event.facts is None:
             continue
-        said = describe(event, currency)
+        said = describe(event, currency, erased)
         lines.append(f"{head}{said[0]}" if not event.problem else f"{' ' * len(head)}{said[0]}")
         lines += [f"{' ' * len(head)}{line}" for line in said[1:]]
         lines.append(f"{' ' * len(head)}{_who(event)}")
@@ -225,8 +233,11 @@ def cmd_recall(args: argparse.Namespace) -> WithLedger:
 
         node = ledger.node
         keyring = Keyring.load(Path(args.keyring)) if args.keyring else node.keyring
+        from ledger.erasure import erased_subjects
+
         recall = recall_round(node.app, keyring, ledger.games, args.round)
-        print(json.dumps(recall.to_json(), indent=2) if args.json else render(recall))
+        erased = erased_subjects(node.app)
+        print(json.dumps(recall.to_json(), indent=2) if args.json else render(recall, erased))
         return 0 if recall.ok else 1
 
     # A broken plugin fails before the store is opened.

@@ -45,6 +45,7 @@ from ledger.crypto.envelope import (
 )
 from ledger.crypto.keys import Keyring
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID
+from ledger.domain.erasures import ERASURES_ID
 from ledger.domain.key_registry import KEY_REGISTRY_ID
 from ledger.errors import ConfigError, VerificationError
 from ledger.export.bundle_files import EVENTS
@@ -62,8 +63,8 @@ from ledger.export.records import stream_type_version
 from ledger.store.merkle_log import CheckpointRow
 from ledger.store.recorders import Row
 
-# Streams verification reads before the log (revocations, recorded runs).
-INDEXED: Final = (str(KEY_REGISTRY_ID), str(AUDIT_TRAIL_ID))
+# Streams verification reads before the log (revocations, recorded runs, erasures).
+INDEXED: Final = (str(KEY_REGISTRY_ID), str(AUDIT_TRAIL_ID), str(ERASURES_ID))
 _INDEXED_BYTES: Final = tuple(s.encode() for s in INDEXED)
 _decode = json.JSONDecoder().decode
 _ENVELOPE_KEY: Final = b',"envelope":"'

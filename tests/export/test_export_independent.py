@@ -343,6 +343,7 @@ def lines(path: Path) -> Iterator[dict[str, Any]]:
 ACTOR_FACT_DOMAIN = b"casino-ledger/actor-fact/v1\n"
 KEY_REGISTRY = str(uuid5(NAMESPACE_URL, "casino-ledger/key-registry"))
 AUDIT_TRAIL = str(uuid5(NAMESPACE_URL, "casino-ledger/audit-trail"))
+ERASURES = str(uuid5(NAMESPACE_URL, "casino-ledger/erasures"))
 REQUESTS = uuid5(NAMESPACE_URL, "casino-ledger/request")
 DICE_DOMAIN = b"casino-ledger/dice/v1\n"
 DECK_DOMAIN = b"casino-ledger/deck/v1\n"
@@ -823,6 +824,7 @@ class Contents:
     wallets: int = 0  # wallets whose events match their postings
     revocations: int = 0
     runs: int = 0  # recorded verification runs
+    erasures: int = 0  # recorded erasures of personal data
 
 
 # An RNG draw to recompute: seed id, round, throw counter (dice) or deck
@@ -859,7 +861,7 @@ class ContentAudit:
         when = when_of(event, first)
         self.leaves.append(event.leaf)
         owner = kind.partition(".")[0]
-        fixed = {"KeyRegistry": KEY_REGISTRY, "AuditTrail": AUDIT_TRAIL}
+        fixed = {"KeyRegistry": KEY_REGISTRY, "AuditTrail": AUDIT_TRAIL, "Erasures": ERASURES}
         check((stream in fixed.values()) == (owner in fixed), f"{where}: on the wrong stream")
         check(owner not in fixed or stream == fixed[owner], f"{where}: on the wrong stream")
         if "postings" in payload:
@@ -882,6 +884,12 @@ class ContentAudit:
             self.found.revocations += 1
         elif kind == "AuditTrail.VerificationRecorded":
             self.recorded_run(payload, event, when, where)
+        elif kind == "Erasures.SubjectErased":
+            fact = {"kind": "personal-data-erased", "subject": payload["subject"]}
+            self.signed(
+                "operator", {**fact, "reason": payload["reason"]}, payload["operator"], when, where
+            )
+            self.found.erasures += 1
 
     # Money.
 
@@ -1724,8 +1732,8 @@ def test_every_kind_of_event_verifies_independently(every: dict[str, Path]) -> N
     every posting and wallet, the revocation and the recorded run."""
     found = verify_bundle(every["whole"]).contents
     assert found.actor_signatures["dealer-device"] > 40
-    # Two voids, a resume, two corrections, a revocation.
-    assert found.actor_signatures["operator"] == 6
+    # Two voids, a resume, two corrections, a revocation, an erasure.
+    assert found.actor_signatures["operator"] == 7 and found.erasures == 1
     assert found.actor_signatures["auditor"] == found.runs == found.revocations == 1
     assert (
         found.corrections == 2 and found.voids >= 4

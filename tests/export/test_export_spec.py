@@ -38,6 +38,7 @@ from ledger.crypto.keys import Role, to_micros
 from ledger.crypto.signing import InMemorySigner
 from ledger.domain.account import Account
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID, AuditTrail, verification_fact
+from ledger.domain.erasures import Erasures
 from ledger.domain.game_table import GameTable
 from ledger.domain.key_registry import KEY_REGISTRY_ID, KeyRegistry, revocation_fact
 from ledger.domain.request import REQUEST_NAMESPACE, Request, request_uuid
@@ -62,7 +63,7 @@ LEDGER = Path(sys.executable).parent / "ledger"
 RELEASES = Path(__file__).resolve().parents[1] / "data"
 OPENED = "ledger.domain.round:Round.Opened"
 OLD_STORES = {"0.1": "release-0.1-store", "0.2": "release-0.2-store", "v2": "pre-rename-store"}
-AGGREGATES = (Account, GameTable, Round, Request, KeyRegistry, AuditTrail)
+AGGREGATES = (Account, GameTable, Round, Request, KeyRegistry, AuditTrail, Erasures)
 
 
 def section(title: str) -> str:
@@ -260,7 +261,7 @@ def fields_of(event_class: type) -> set[str]:
 def test_every_event_type_has_a_schema_of_exactly_its_fields() -> None:
     schema = json.loads(PAYLOADS.read_text())
     types = event_types()
-    assert len(types) == 27
+    assert len(types) == 29
     assert set(schema["properties"]["type"]["enum"]) == set(types)
     for name, event_class in types.items():
         current, *older = schema["$defs"][name].get("oneOf", [schema["$defs"][name]])
