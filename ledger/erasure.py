@@ -20,7 +20,7 @@ from ledger.crypto.actor import sign_fact
 from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
-from ledger.crypto.validity import key_problem
+from ledger.crypto.validity import operator_may_sign_now
 from ledger.domain.erasures import ERASURES_ID, Erasures, erasure_fact
 from ledger.domain.names import MAX_TEXT, check_name
 from ledger.errors import InvalidCommandError, NotFoundError
@@ -50,14 +50,7 @@ def erase_subject(
         raise InvalidCommandError(f"data subject {subject} is already erased")
     if not personal.holds(subject):
         raise NotFoundError(f"no data subject {subject} on this node (no key is held for it)")
-    signing = app.signing_keyring().get(operator.key_id)
-    if signing is None or signing.role is not Role.OPERATOR:
-        raise InvalidCommandError(
-            f"key {operator.key_id[:16]} is not an operator key in the keyring"
-        )
-    problem = key_problem(signing, now_micros())
-    if problem is not None:
-        raise InvalidCommandError(f"operator key {signing.name} may not sign now: {problem}")
+    operator_may_sign_now(app.signing_keyring(), operator.key_id, now_micros())
     signature = sign_fact(operator, erasure_fact(subject, reason), Role.OPERATOR)
     register.erase(
         subject=subject,

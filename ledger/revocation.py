@@ -15,7 +15,7 @@ from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import PublicKeyRecord, Role, from_micros
 from ledger.crypto.keystore import KeyDirectory
 from ledger.crypto.signing import Signer
-from ledger.crypto.validity import key_problem
+from ledger.crypto.validity import operator_may_sign_now
 from ledger.domain.key_registry import KEY_REGISTRY_ID, KeyRegistry, revocation_fact
 from ledger.errors import InvalidCommandError, KeyStoreError
 from ledger.store.application import LedgerApplication
@@ -63,14 +63,7 @@ def revoke_key(
         registry = KeyRegistry()
     if record.key_id in registry.revoked:
         raise InvalidCommandError(f"key {record.name!r} is already revoked in the log")
-    signing = app.signing_keyring().get(operator.key_id)
-    if signing is None or signing.role is not Role.OPERATOR:
-        raise InvalidCommandError(
-            f"key {operator.key_id[:16]} is not an operator key in the keyring"
-        )
-    problem = key_problem(signing, now_micros())
-    if problem is not None:
-        raise InvalidCommandError(f"operator key {signing.name} may not sign now: {problem}")
+    operator_may_sign_now(app.signing_keyring(), operator.key_id, now_micros())
     fact = revocation_fact(record.key_id, reason, revoked_at)
     signature = sign_fact(operator, fact, Role.OPERATOR)
     registry.revoke(

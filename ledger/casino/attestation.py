@@ -15,7 +15,7 @@ from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
-from ledger.crypto.validity import key_problem
+from ledger.crypto.validity import operator_may_sign_now
 from ledger.domain.round import Round
 from ledger.domain.round_sources import FAULTY_DRAW
 from ledger.domain.signed_facts import action_fact
@@ -31,14 +31,7 @@ _SIGNED_FIELDS = ("kind", "key_id", "signature")  # what a device report keeps o
 def check_operator(context: Context, operator: Signer) -> Signer:
     """An operator key the keyring knows that may sign now (valid, not revoked in
     the keyring or the log: `ledger.crypto.validity`): else nothing is recorded."""
-    record = context.signing_keyring().get(operator.key_id)
-    if record is None or record.role is not Role.OPERATOR:
-        raise InvalidCommandError(
-            f"key {operator.key_id[:16]} is not an operator key in the keyring"
-        )
-    problem = key_problem(record, now_micros())
-    if problem is not None:
-        raise InvalidCommandError(f"operator key {record.name} may not sign now: {problem}")
+    operator_may_sign_now(context.signing_keyring(), operator.key_id, now_micros())
     return operator
 
 

@@ -18,7 +18,8 @@ carrying event's signing time, `covered_at` = its first covering checkpoint).
 
 from __future__ import annotations
 
-from ledger.crypto.keys import NEVER, PublicKeyRecord, from_micros
+from ledger.crypto.keys import NEVER, Keyring, PublicKeyRecord, Role, from_micros
+from ledger.errors import InvalidCommandError
 
 Window = tuple[int, int, int]  # a key's (not_before, not_after, revoked_at) in µs; NEVER: none
 
@@ -87,6 +88,18 @@ def key_problem(
 ) -> str | None:
     """`signing_problem` for a keyring entry: why `record` may not sign at `at`."""
     return signing_problem(at, record.window_micros(), covered_at, covered_size)
+
+
+def operator_may_sign_now(keyring: Keyring, key_id: str, now: int) -> PublicKeyRecord:
+    """The keyring's operator key `key_id`, when it may sign at `now` (µs: valid,
+    not revoked); else one clear refusal, before anything is recorded."""
+    record = keyring.get(key_id)
+    if record is None or record.role is not Role.OPERATOR:
+        raise InvalidCommandError(f"key {key_id[:16]} is not an operator key in the keyring")
+    problem = key_problem(record, now)
+    if problem is not None:
+        raise InvalidCommandError(f"operator key {record.name} may not sign now: {problem}")
+    return record
 
 
 def _iso(micros: int) -> str:

@@ -13,7 +13,6 @@ import ast
 import io
 import os
 import re
-import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from ledger.errors import (
 )
 from tests.cli.test_cli_pipes import flip_first_event
 from tests.conftest import PG_URL, drop_pg_schema, require_postgres
+from tests.doc_pages import FENCE, RUN, run_block, user_env
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -56,8 +56,6 @@ PAGES = [
     ),
 ]
 FRONT_PAGE_BYTES = 12 * 1024
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
-RUN = {"sh": "sh", "bash": "sh", "console": "sh", "python": "python"}
 README_PG = "postgresql://postgres@127.0.0.1:5432/test"
 
 
@@ -68,38 +66,16 @@ def blocks() -> list[tuple[str, str]]:
 def test_every_runnable_block_runs(tmp_path: Path) -> None:
     require_postgres()
     schema = f"readme_{uuid.uuid4().hex[:12]}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
-    env |= {
-        "LEDGER_PASSPHRASE": "readme passphrase",
-        "LEDGER_PROGRESS_INTERVAL": "off",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-    }
+    env = user_env("readme passphrase")
     ran = {"sh": 0, "python": 0}
     try:
         for lang, body in blocks():
-            kind = RUN.get(lang)
-            if kind is None:
-                continue
             # The PostgreSQL example runs in a schema of its own (and on the
             # tests' server when LEDGER_TEST_PG_URL points elsewhere).
             body = body.replace("schema=readme_floor1", f"schema={schema}")
             body = body.replace(README_PG, PG_URL)
-            if kind == "sh":
-                command = ["bash", "-euo", "pipefail", "-c", body]
-            else:
-                command = [sys.executable, "-c", body]
-            result = subprocess.run(
-                command,
-                cwd=tmp_path,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            assert result.returncode == 0, f"README block failed:\n{body}\n{result.stderr}"
-            assert "Traceback" not in result.stderr, result.stderr
-            ran[kind] += 1
+            if run_block(lang, body, tmp_path, env) is not None:
+                ran[RUN[lang]] += 1
     finally:
         drop_pg_schema(schema)
     assert ran["sh"] >= 5 and ran["python"] >= 2, ran

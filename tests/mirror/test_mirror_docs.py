@@ -4,45 +4,26 @@ table of attacks names exists."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.house.test_readme import FENCE
+from tests.doc_pages import blocks, run_block, user_env
 from tests.ports import free_port
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "mirror.md"
 
 
 def test_every_runnable_block_of_the_mirror_page_runs(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_")}
-    env |= {
-        "LEDGER_PASSPHRASE": "mirror passphrase",
-        "LEDGER_PROGRESS_INTERVAL": "off",
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-    }
+    env = user_env("mirror passphrase")
     ports = {"8790": str(free_port()), "8791": str(free_port())}  # beside other tests' servers
     outputs = []
-    for lang, body in FENCE.findall(PAGE.read_text()):
-        if lang != "sh":
-            assert lang == "", lang
-            continue
+    for lang, body in blocks(PAGE):
+        assert lang in ("sh", ""), lang
         for documented, used in ports.items():
             body = body.replace(documented, used)
-        done = subprocess.run(
-            ["bash", "-euo", "pipefail", "-c", body],
-            cwd=tmp_path,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
-        assert done.returncode == 0, f"block failed:\n{body}\n{done.stdout}\n{done.stderr}"
-        assert "Traceback" not in done.stderr, done.stderr
-        outputs.append(done.stdout)
+        out = run_block(lang, body, tmp_path, env)
+        if out is not None:
+            outputs.append(out)
     assert len(outputs) == 2
     first, later = re.findall(r"^mirror: \+(\d+) events, holding (\d+)", outputs[0], re.M)
     assert int(first[0]) == int(first[1]) > 0 and int(later[1]) == int(first[1]) + int(later[0])

@@ -17,10 +17,11 @@ from typing import Any
 
 from eventsourcing.persistence import Transcoder
 
+from ledger.audit.log.fixed_streams import StreamEvent, stream_events
 from ledger.audit.log.key_times import Coverage, SignedWhen
 from ledger.audit.log.log_rows import LogRows
 from ledger.crypto.actor import actor_signature, check_fact_signature
-from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_envelope, where
+from ledger.crypto.envelope import SignerCheck, where
 from ledger.crypto.keys import Keyring, Role, from_micros
 from ledger.crypto.validity import key_problem
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID, RECORDED_TOPIC, verification_fact
@@ -46,46 +47,47 @@ def recorded_runs(
 ) -> list[RecordedRun]:
     """Every recorded run, checked; raise `VerificationError` naming the first bad
     one (with `problems`: add it there and read the trail no further)."""
-    signer_check = SignerCheck(keyring)
     runs: list[RecordedRun] = []
-    previous, version = GENESIS_HASH, 1
-    while (row := tables.row_by_stream(_STREAM, version)) is not None:
-        notification_id, _, _, topic, state = row
-        position = tables.position_of(notification_id)
-        try:
-            envelope = open_envelope(bytes(state), stream=_STREAM, version=version)
-            check_row(envelope, stream=_STREAM, version=version, topic=topic)
-            signer_check.check_signature(envelope, stream=_STREAM, version=version)
-            if envelope.prev_hash != previous:
-                raise VerificationError("chain broken", where=where(_STREAM, version))
-            if topic == RECORDED_TOPIC:
-                when = coverage.when(position, envelope.signed_at)
-                run = _checked_run(transcoder, envelope.payload, keyring, version, when)
-                if envelope.signed_at is not None and run["verified_at"] > envelope.signed_at:
-                    raise VerificationError(
-                        "verification run made after the event recording it was signed",
-                        where=where(_STREAM, version),
-                    )
-                if run["tree_size"] > position:
-                    raise VerificationError(
-                        f"verification run claims a tree of {run['tree_size']} events, more "
-                        f"than the log held before it ({position})",
-                        where=where(_STREAM, version),
-                    )
-                root = bytes.fromhex(run["root"]) if run["root"] is not None else None
-                runs.append(RecordedRun(position, run["tree_size"], root, run["result"]))
-        except VerificationError as exc:
-            problem = VerificationError(
-                f"audit trail: {exc} (log position {position})",
-                position=position,
-                kind=exc.kind,
-            )
-            if problems is None:
-                raise problem from exc
-            problems.append(problem)
-            break
-        previous, version = envelope.entry_hash, version + 1
+    try:
+        for event in stream_events(tables, _STREAM, SignerCheck(keyring)):
+            if event.topic == RECORDED_TOPIC:
+                runs.append(_recorded(transcoder, event, keyring, coverage))
+    except VerificationError as exc:
+        problem = VerificationError(
+            f"audit trail: {exc} (log position {exc.position})",
+            position=exc.position,
+            kind=exc.kind,
+        )
+        if problems is None:
+            raise problem from exc
+        problems.append(problem)
     return runs
+
+
+def _recorded(
+    transcoder: Transcoder, event: StreamEvent, keyring: Keyring, coverage: Coverage
+) -> RecordedRun:
+    """One recorded run, checked, and the claims it makes about the log."""
+    envelope, version, position = event.envelope, event.version, event.position
+    try:
+        when = coverage.when(position, envelope.signed_at)
+        run = _checked_run(transcoder, envelope.payload, keyring, version, when)
+        if envelope.signed_at is not None and run["verified_at"] > envelope.signed_at:
+            raise VerificationError(
+                "verification run made after the event recording it was signed",
+                where=event.label,
+            )
+        if run["tree_size"] > position:
+            raise VerificationError(
+                f"verification run claims a tree of {run['tree_size']} events, more "
+                f"than the log held before it ({position})",
+                where=event.label,
+            )
+    except VerificationError as exc:
+        exc.position = position
+        raise
+    root = bytes.fromhex(run["root"]) if run["root"] is not None else None
+    return RecordedRun(position, run["tree_size"], root, run["result"])
 
 
 def _checked_run(
