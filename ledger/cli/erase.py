@@ -1,10 +1,15 @@
 """`ledger erase SUBJECT --reason TEXT`: erase a data subject's personal data
 (docs/privacy.md): an operator-signed event naming the subject, then its key
-destroyed. Every proof stays valid; the subject's values read as [erased]."""
+destroyed. Every proof stays valid; the subject's values read as [erased].
+`ledger privacy report`: the personal values the log holds in clear (recorded
+before sealing), which cannot be erased."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import sys
 from functools import partial
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -65,6 +70,33 @@ def _erase(
     return 0
 
 
+def cmd_privacy_report(args: argparse.Namespace) -> WithLedger:
+    def run(ledger: Ledger) -> int:
+        from ledger.audit.clear_values import clear_values
+
+        found = list(clear_values(ledger.node.app))
+        for value in found:
+            if args.json:
+                print(json.dumps(dataclasses.asdict(value)))
+            else:
+                print(
+                    f"{value.position:>9}  {value.event:<15} {value.field:<7} {value.stream}  "
+                    "in clear: cannot be erased"
+                )
+        print(
+            f"{len(found)} personal value{'s' * (len(found) != 1)} recorded in clear (before "
+            "sealing): they cannot be erased without breaking every proof above them; every "
+            "other owner and dealer is sealed and can be erased (ledger erase)"
+            if found
+            else "no personal value is recorded in clear: every owner and dealer is sealed "
+            "and can be erased (ledger erase)",
+            file=sys.stderr if args.json else sys.stdout,
+        )
+        return 0
+
+    return WithLedger(run)
+
+
 def add_erase_command(commands: Any) -> None:
     parser = commands.add_parser(
         "erase",
@@ -88,3 +120,9 @@ def add_erase_command(commands: Any) -> None:
         help="the operator key signing it (default: the only one held)",
     )
     parser.set_defaults(handler=cmd_erase)
+    privacy = commands.add_parser("privacy", help="personal data in the log (docs/privacy.md)")
+    report = privacy.add_subparsers(dest="privacy_command", required=True).add_parser(
+        "report", help="the personal values recorded in clear, before sealing: not erasable"
+    )
+    report.add_argument("--json", action="store_true", help="one JSON object a line")
+    report.set_defaults(handler=cmd_privacy_report)

@@ -6,6 +6,8 @@ and on bundles exported before and after, on both stores."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -227,3 +229,27 @@ def test_a_mirror_and_the_feed_of_an_erased_store_hold_no_value_and_verify(
         copied = written_bytes(tmp_path / "mirror", copy_url)
         assert not found(copied, OWNER, KEPT, DEALER)
         assert found(copied, REASON)  # the search reads the copy: it finds this
+
+
+def test_the_privacy_report_names_what_a_store_recorded_in_clear(
+    node: Node, store_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store written before sealing: every owner and dealer it holds in clear is
+    listed (a house account names no one); a store written now: none."""
+    older = tmp_path / "older"
+    shutil.copytree(Path(__file__).parents[1] / "data" / "pre-rename-store", older)
+    with ledger_cli(f"sqlite:///{older / 'ledger.db'}", older / "keys") as run:
+        capsys.readouterr()
+        assert run("privacy", "report", "--json") == 0
+        captured = capsys.readouterr()
+    listed = [json.loads(line) for line in captured.out.splitlines()]
+    assert {(v["event"], v["field"]) for v in listed} == {
+        ("Account.Opened", "owner"),
+        ("Round.Opened", "dealer"),
+    }
+    assert f"{len(listed)} personal values recorded in clear" in captured.err
+    played(node)
+    with ledger_cli(store_url, node.keys.path) as run:
+        capsys.readouterr()
+        assert run("privacy", "report") == 0
+    assert capsys.readouterr().out.startswith("no personal value is recorded in clear")
