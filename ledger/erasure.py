@@ -12,7 +12,9 @@ proof still verifies.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
+from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError
 
@@ -21,6 +23,7 @@ from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Role
 from ledger.crypto.signing import Signer
 from ledger.crypto.validity import operator_may_sign_now
+from ledger.domain.account import Account
 from ledger.domain.erasures import ERASURES_ID, Erasures, erasure_fact
 from ledger.domain.names import MAX_TEXT, check_name
 from ledger.errors import InvalidCommandError, NotFoundError
@@ -49,7 +52,7 @@ def erase_subject(
     if subject in register.erased:
         raise InvalidCommandError(f"data subject {subject} is already erased")
     if not personal.holds(subject):
-        raise NotFoundError(f"no data subject {subject} on this node (no key is held for it)")
+        raise NotFoundError(_not_held(app, subject))
     operator_may_sign_now(app.signing_keyring(), operator.key_id, now_micros())
     signature = sign_fact(operator, erasure_fact(subject, reason), Role.OPERATOR)
     register.erase(
@@ -59,6 +62,24 @@ def erase_subject(
     )
     app.save(register)
     return Erased(subject, operator.key_id, personal.erase(subject))
+
+
+def _not_held(app: LedgerApplication, subject: str) -> str:
+    """Why there is nothing to erase for `subject`: an account whose owner the
+    log holds in clear says so (a house account, or a store written before
+    sealing), any other names no subject this node holds a key for."""
+    kind, _, account_id = subject.partition("-")
+    if kind == "account":
+        account: object = None
+        with contextlib.suppress(AggregateNotFoundError, ValueError):  # no such account
+            account = app.repository.get(UUID(account_id))
+        if isinstance(account, Account) and isinstance(account.owner, str):
+            return (
+                f"account {account_id}'s owner is recorded in clear (a table's house account, "
+                "or a store written before sealing): nothing sealed to erase "
+                "(ledger privacy report lists such values)"
+            )
+    return f"no data subject {subject} on this node (no key is held for it)"
 
 
 def finish_erasures(

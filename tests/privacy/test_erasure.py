@@ -151,6 +151,7 @@ def test_owners_and_dealers_are_sealed_and_erased_with_every_proof_intact(
         (("OWNER", "--reason", " "), "--reason must be a non-empty text"),
         (("OWNER", "--reason", "r", "--operator-key", "nope"), "nope"),
         (("OWNER", "--dealer", DEALER, "--reason", "r"), "name one data subject"),
+        (("HOUSE", "--reason", "r"), "owner is recorded in clear (a table's house account"),
     ],
 )
 def test_bad_input_erases_and_records_nothing(
@@ -160,11 +161,12 @@ def test_bad_input_erases_and_records_nothing(
     args: tuple[str, ...],
     says: str,
 ) -> None:
-    _, owner, _, _ = played(node)
+    casino, owner, _, round_id = played(node)
+    house = str(casino.round(round_id).house_account)
     node.keys.create("operator-1", Role.OPERATOR, PASSPHRASE)
     keys = sorted(p.name for p in (node.keys.path / "subjects").rglob("*"))
     count = event_count(node.app)
-    argv = [owner if a == "OWNER" else a for a in args]
+    argv = [{"OWNER": owner, "HOUSE": house}.get(a, a) for a in args]
     capsys.readouterr()
     with ledger_cli(store_url, node.keys.path) as run:
         code = run("erase", *argv)
