@@ -16,6 +16,7 @@ without it, and after an erasure there is nothing left to confirm.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
@@ -70,7 +71,17 @@ class Vault:
             if not create:
                 raise KeyStoreError(f"no vault key at {path}: no personal data was sealed here")
             keys_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-            write_private_key(path, Ed25519PrivateKey.generate(), passphrase)
+            # Written whole under a temporary name, then linked: two processes
+            # sealing their first value at once (serve's workers) share the
+            # vault the first of them made.
+            temporary = keys_dir / f".{VAULT_FILE}.{secrets.token_hex(8)}.tmp"
+            write_private_key(temporary, Ed25519PrivateKey.generate(), passphrase)
+            try:
+                _sync_file(temporary)
+                with contextlib.suppress(FileExistsError):
+                    os.link(temporary, path)
+            finally:
+                temporary.unlink(missing_ok=True)
             _sync_directory(keys_dir)
         return cls(_derive(read_private_key(path, passphrase)))
 
@@ -110,8 +121,9 @@ class SubjectKeys:
             return None
         key = secrets.token_bytes(KEY_BYTES)
         self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _write_new(path, self.vault.wrap(subject, key))
-        return key
+        if _write_new(path, self.vault.wrap(subject, key)):
+            return key
+        return self.vault.unwrap(subject, path.read_bytes())  # another process's, made first
 
     def dealer(self, name: str, *, create: bool = False) -> str | None:
         """The subject of the dealer called `name` (made when `create`)."""
@@ -123,8 +135,11 @@ class SubjectKeys:
         subject = f"dealer-{uuid.uuid4()}"  # ids in one form: a UUID, hyphenated
         self.key_of(subject, create=True)
         index.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _write_new(index, subject.encode("ascii"))
-        return subject
+        if _write_new(index, subject.encode("ascii")):
+            return subject
+        # Another process named this dealer first (serve's workers): theirs stands.
+        (self.path / f"{subject}.key").unlink(missing_ok=True)
+        return index.read_text(encoding="ascii").strip()
 
     def erase(self, subject: str) -> bool:
         """Destroy `subject`'s key and any name that finds it; whether a key was there."""
@@ -132,8 +147,11 @@ class SubjectKeys:
         names = self.path / "by-name"
         if names.is_dir():
             for entry in names.iterdir():
-                if entry.read_text(encoding="ascii").strip() == subject:
-                    entry.unlink()
+                if entry.name.startswith("."):
+                    continue  # another process's file still being written
+                with contextlib.suppress(FileNotFoundError):
+                    if entry.read_text(encoding="ascii").strip() == subject:
+                        entry.unlink()
         existed = path.exists()
         path.unlink(missing_ok=True)
         _sync_directory(self.path)
@@ -151,14 +169,34 @@ def _derive(private_key: Any) -> bytes:
     return HKDF(hashes.SHA256(), KEY_BYTES, salt=None, info=_VAULT_INFO).derive(raw)
 
 
-def _write_new(path: Path, data: bytes) -> None:
-    """Write a new file readable by its owner alone, durably."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
+def _write_new(path: Path, data: bytes) -> bool:
+    """Write a new file readable by its owner alone, durably and whole: written
+    and synced under a temporary name, then linked to `path` (a crash leaves
+    no half-written file there). False when another process made `path` first:
+    its file stands, this one is dropped."""
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            return False
+    finally:
+        temporary.unlink(missing_ok=True)
     _sync_directory(path.parent)
+    return True
+
+
+def _sync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _sync_directory(path: Path) -> None:

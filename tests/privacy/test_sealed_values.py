@@ -4,7 +4,9 @@ nothing, and no clear value or subject key is ever on disk."""
 
 from __future__ import annotations
 
+import multiprocessing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +93,37 @@ def test_a_subject_key_file_altered_is_refused(tmp_path: Path, keys: SubjectKeys
 def test_a_subject_id_not_the_ledger_s_is_refused(given: str) -> None:
     with pytest.raises(NotFoundError, match="not a data subject id"):
         check_subject(given)
+
+
+def _seal_at_once(keys_dir: str, start: Any, answers: Any) -> None:
+    from ledger.privacy.personal import PersonalData
+
+    personal = PersonalData(Path(keys_dir), PASSPHRASE)
+    start.wait()
+    answers.put(personal.seal_dealer("Lan")["subject"])
+
+
+def test_processes_sealing_their_first_values_at_once_share_one_vault_and_subject(
+    tmp_path: Path,
+) -> None:
+    """`serve`'s workers each seal their first value with nobody's vault made yet,
+    and name the same new dealer at once: one vault, one subject, no stray key."""
+    from ledger.privacy.personal import PersonalData
+
+    context = multiprocessing.get_context("fork")
+    start, answers = context.Barrier(6), context.Queue()
+    workers = [
+        context.Process(target=_seal_at_once, args=(str(tmp_path), start, answers))
+        for _ in range(6)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(60)
+        assert worker.exitcode == 0
+    subjects = {answers.get(timeout=5) for _ in workers}
+    assert len(subjects) == 1
+    (subject,) = subjects
+    assert sorted(p.name for p in (tmp_path / "subjects").glob("*.key")) == [f"{subject}.key"]
+    assert not [p for p in tmp_path.rglob("*.tmp")]
+    assert PersonalData(tmp_path, PASSPHRASE).dealer_subject("Lan") == subject
