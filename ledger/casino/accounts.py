@@ -15,7 +15,8 @@ def open_account(personal: PersonalData, kind: str, owner: str, currency: str) -
     in the writer, so a retried request makes none)."""
 
     def body(work: Work) -> tuple[str, list[Account]]:
-        check_kind(kind), check_currency(currency)  # refused before a key is made
+        check_kind(kind)  # refused before a key is made
+        check_currency(currency)
         account_id = uuid.uuid4()
         sealed = personal.seal_owner(str(account_id), owner)
         account = Account.open(kind, sealed, currency, account_id)

@@ -28,7 +28,6 @@ class PersonalData:
         self.keys_dir = keys_dir
         self._passphrase = passphrase
         self._keys: SubjectKeys | None = None
-        self._dealers: dict[str, str] = {}  # name -> subject, this process's lookups
         self._lock = threading.Lock()
 
     def _subject_keys(self, *, create: bool) -> SubjectKeys | None:
@@ -52,11 +51,10 @@ class PersonalData:
     def seal_dealer(self, name: str) -> dict[str, str]:
         """A round's dealer as its Round.Opened event records it (one subject a name)."""
         keys = self._writing()
-        subject = self._dealers.get(name)
-        if subject is None or keys.key_of(subject) is None:
-            subject = keys.dealer(name, create=True)
-            assert subject is not None
-            self._dealers[name] = subject
+        # The name index read each time (no copy kept here): another process
+        # may have erased the dealer since, and a new subject is made then.
+        subject = keys.dealer(name, create=True)
+        assert subject is not None
         return seal(keys, subject, "dealer", name)
 
     def dealer_subject(self, name: str) -> str | None:
@@ -83,7 +81,6 @@ class PersonalData:
     def erase(self, subject: str) -> bool:
         """Destroy `subject`'s key; whether there was one to destroy."""
         keys = self._subject_keys(create=False)
-        self._dealers = {name: s for name, s in self._dealers.items() if s != subject}
         return keys.erase(subject) if keys is not None else False
 
     def has_vault(self) -> bool:

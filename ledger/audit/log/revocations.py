@@ -22,10 +22,11 @@ from typing import Any
 
 from eventsourcing.persistence import Transcoder
 
+from ledger.audit.log.fixed_streams import stream_events
 from ledger.audit.log.key_times import Coverage
 from ledger.audit.log.log_rows import LogRows
 from ledger.crypto.actor import actor_signature, check_fact_signature
-from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, check_row, open_envelope, where
+from ledger.crypto.envelope import SignerCheck, where
 from ledger.crypto.keys import Keyring, Role, from_micros
 from ledger.crypto.validity import key_problem
 from ledger.domain.key_registry import KEY_REGISTRY_ID, REVOKED_TOPIC, revocation_fact
@@ -55,34 +56,29 @@ def log_revocations(
     """Every revocation recorded in the log, signatures checked, in log order.
     A bad event raises; with `problems`, it is added there and the registry is
     read no further (what follows a broken link cannot be told apart)."""
-    signer_check = SignerCheck(keyring)
     found: list[LogRevocation] = []
-    previous, version = GENESIS_HASH, 1
-    while (row := tables.row_by_stream(_STREAM, version)) is not None:
-        notification_id, _, _, topic, state = row
-        try:
-            envelope = open_envelope(state, stream=_STREAM, version=version)
-            check_row(envelope, stream=_STREAM, version=version, topic=topic)
-            signer_check.check_signature(envelope, stream=_STREAM, version=version)
-            if envelope.prev_hash != previous:
-                raise VerificationError("chain broken", where=where(_STREAM, version))
-            if topic == REVOKED_TOPIC:
-                key_id, at, operator = _checked_fact(transcoder, envelope.payload, keyring, version)
-                position = tables.position_of(notification_id)
-                label = where(_STREAM, version)
+    try:
+        for event in stream_events(tables, _STREAM, SignerCheck(keyring)):
+            if event.topic == REVOKED_TOPIC:
+                payload = event.envelope.payload
+                try:
+                    key_id, at, operator = _checked_fact(
+                        transcoder, payload, keyring, event.version
+                    )
+                except VerificationError as exc:
+                    exc.position = event.position
+                    raise
+                signed_at = event.envelope.signed_at
                 found.append(
-                    LogRevocation(key_id, at, operator, position, envelope.signed_at, label)
+                    LogRevocation(key_id, at, operator, event.position, signed_at, event.label)
                 )
-        except VerificationError as exc:
-            position = tables.position_of(notification_id)
-            problem = VerificationError(
-                f"key registry: {exc} (log position {position})", position=position
-            )
-            if problems is None:
-                raise problem from exc
-            problems.append(problem)
-            break
-        previous, version = envelope.entry_hash, version + 1
+    except VerificationError as exc:
+        problem = VerificationError(
+            f"key registry: {exc} (log position {exc.position})", position=exc.position
+        )
+        if problems is None:
+            raise problem from exc
+        problems.append(problem)
     return found
 
 
