@@ -254,8 +254,9 @@ class Verifier:
         # With several processes, workers verify the chunks while this one settles
         # each chunk once it is merged (its envelope findings known by then).
         pipelined = level is Level.SETTLEMENT and report.workers > 1
+        expected_accounts = {c.size: c.accounts for c in self.checkpoints_read if c.accounts}
         merge: Merge = log.merger(self.found) or ChunkMerge(
-            self.found, claimed, expected_roots, trusted, log, resume, tree_to
+            self.found, claimed, expected_roots, trusted, log, resume, tree_to, expected_accounts
         )
         audit = self._settlement_audit()
         proven = self._proofs_to_check()
@@ -391,6 +392,7 @@ class Verifier:
         report.checkpoint_root = checkpoints[-1].root.hex() if checkpoints else None
         report.events = count
         report.streams = merge.streams()
+        report.account_heads = merge.account_heads()
         report.checkpoints = len(checkpoints)
         report.covered = checkpoints[-1].size if checkpoints else 0
         newest = checkpoints[-1] if checkpoints else None
@@ -413,6 +415,7 @@ class Verifier:
             saved_at=started_at,
             spanning=merge.spanning_kept(),
             settlement=self._settled_state,
+            account_heads=list(merge.accounts.heads.values()),
         )
 
 

@@ -28,6 +28,7 @@ class VerificationReport:
     level: Level
     events: int = 0
     streams: int = 0
+    account_heads: str = "the account heads maps not read"  # step 6's, as the merge says
     checkpoints: int = 0
     covered: int = 0  # events under the newest checkpoint
     unanchored: str | None = None  # the tail not under a checkpoint: its size and age
@@ -146,7 +147,8 @@ class VerificationReport:
                 Step.MERKLE,
                 "the root at every checkpoint size recomputed from the events"
                 + (" and the kept checkpoint's" if self.trusted_size is not None else "")
-                + self._stored_tree(),
+                + self._stored_tree()
+                + f"; {self.account_heads}",
             ),
             (Step.PROOFS, self.proofs),
         ]

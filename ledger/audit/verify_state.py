@@ -39,17 +39,20 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from ledger.audit.games.round_archive import RoundArchive
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError
+from ledger.store.account_heads import Head
 
 # 2: no stream heads, rows hashed in one framing; 3: table kinds; 4: the digest
 # of each chunk's stored Merkle rows beside its rows', and the nodes that span
 # chunks; 5: a round's facts name its game and draws as the code does (game_id,
-# draws; its pins game, game_version)
-STATE_FORMAT = 5
+# draws; its pins game, game_version); 6: each account's head (the account
+# heads map the checkpoints sign, `ledger.audit.log.account_heads`)
+STATE_FORMAT = 6
 STATE_FILE = "state.json"
 ROUNDS_FILE = "rounds.bin"
 
@@ -85,6 +88,7 @@ class VerifyState:
     # events gave them: (level, index, hash); the next run compares the stored ones.
     spanning: list[tuple[int, int, bytes]] = field(default_factory=list)
     settlement: dict[str, Any] | None = None  # SettlementAudit.saved(), at level settlement
+    account_heads: list[Head] = field(default_factory=list)  # each account's, at `size`
     source: Path | None = field(default=None, compare=False)  # the directory it was read from
 
     @property
@@ -118,6 +122,10 @@ class VerifyState:
             "revocations": dict(sorted(self.revocations.items())),
             "saved_at": self.saved_at,
             "settlement": self.settlement,
+            "account_heads": [
+                [str(h.account), h.version, h.position, h.entry_hash.hex()]
+                for h in self.account_heads
+            ],
         }
 
     @classmethod
@@ -161,6 +169,10 @@ class VerifyState:
             saved_at=int(data["saved_at"]),
             spanning=[(int(n[0]), int(n[1]), bytes.fromhex(n[2])) for n in data["spanning"]],
             settlement=data.get("settlement"),
+            account_heads=[
+                Head(UUID(h[0]), int(h[1]), int(h[2]), bytes.fromhex(h[3]))
+                for h in data["account_heads"]
+            ],
             source=source,
         )
 

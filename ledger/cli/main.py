@@ -31,6 +31,7 @@ from ledger.cli.erase import add_erase_command
 from ledger.cli.events import add_events_command
 from ledger.cli.export import add_export_command
 from ledger.cli.games import add_game_commands
+from ledger.cli.history import add_history_command
 from ledger.cli.keys import add_key_commands
 from ledger.cli.migrate import add_migrate_command
 from ledger.cli.mirror import add_mirror_command
@@ -71,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_events_command(commands)
     add_tiles_command(commands)
     add_recall_command(commands)
+    add_history_command(commands)
     add_report_command(commands)
     add_serve_commands(commands)
     add_seed_commands(commands)

@@ -40,6 +40,7 @@ _SIGNATURE_SIZE = 64
 _DECIMAL = re.compile(r"0|[1-9][0-9]*")  # no sign, no leading zeros, ASCII digits only
 _MAX_SIZE = 2**63 - 1  # the store's BIGINT column, and the spec's uint64 in practice
 _TIME = "time "
+_ACCOUNTS = "accounts "
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,9 @@ class Checkpoint:
     # signers), in note order, and where the log's own line sits among them.
     others: tuple[SignatureLine, ...] = ()
     log_line: int = 0
+    # The root of the account heads map at `size` (`ledger.crypto.heads_map`),
+    # an extension line after the time; None in checkpoints signed before it.
+    accounts: bytes | None = None
 
     @property
     def legacy(self) -> bool:
@@ -70,7 +74,10 @@ class Checkpoint:
     def text(self) -> str:
         """The signed text (C2SP tlog-checkpoint body, with the time extension line)."""
         root = base64.b64encode(self.root).decode()
-        return f"{self.origin}\n{self.size}\n{root}\n{_TIME}{self.issued_at.isoformat()}\n"
+        text = f"{self.origin}\n{self.size}\n{root}\n{_TIME}{self.issued_at.isoformat()}\n"
+        if self.accounts is not None:
+            text += f"{_ACCOUNTS}{base64.b64encode(self.accounts).decode()}\n"
+        return text
 
     body = text  # the name before C2SP notes; kept for callers
 
@@ -115,17 +122,27 @@ class Checkpoint:
         root: bytes,
         signer: NamedSigner,
         now: datetime | None = None,
+        accounts: bytes | None = None,
     ) -> Checkpoint:
-        """A C2SP checkpoint signed by `signer` under its key name."""
+        """A C2SP checkpoint signed by `signer` under its key name (with the
+        account heads map's root `accounts`, when given)."""
         if signer.name is None:
             raise ConfigError("a checkpoint's signer needs its key name (load it by name)")
         try:
             hashed = key_hash(signer.name, signer.public_key)
         except NoteError as exc:
             raise ConfigError(f"cannot sign checkpoints: {exc}") from exc
-        unsigned = cls(origin, size, root, now or datetime.now(UTC), signer.name, b"", hashed)
-        signature = signer.sign(unsigned.signed_message)
-        return cls(origin, size, root, unsigned.issued_at, signer.name, signature, hashed)
+        unsigned = cls(
+            origin,
+            size,
+            root,
+            now or datetime.now(UTC),
+            signer.name,
+            b"",
+            hashed,
+            accounts=accounts,
+        )
+        return replace(unsigned, signature=signer.sign(unsigned.signed_message))
 
     @classmethod
     def from_note(cls, text: object) -> Checkpoint:
@@ -281,11 +298,13 @@ def _parse(note: str) -> Checkpoint:
     line = signatures[index]
     others = tuple(other for i, other in enumerate(signatures) if i != index)
     lines = text.split("\n")[:-1]
-    if len(lines) != 4:
+    if len(lines) not in (4, 5):
         raise NoteError(
-            f"the text has {len(lines)} lines, not 4 (origin, tree size, root hash, time)"
+            f"the text has {len(lines)} lines, not 4 or 5 "
+            "(origin, tree size, root hash, time, and the accounts root)"
         )
-    origin, size_text, root_text, time_line = lines
+    origin, size_text, root_text, time_line = lines[:4]
+    accounts = _accounts_root(lines[4]) if len(lines) == 5 else None
     if not origin:
         raise NoteError("the origin line is empty")
     if not _DECIMAL.fullmatch(size_text) or int(size_text) > _MAX_SIZE:
@@ -312,11 +331,29 @@ def _parse(note: str) -> Checkpoint:
             f"the signature line holds {len(line.blob)} bytes, not a 4-byte key hash and "
             "a 64-byte Ed25519 signature"
         )
-    if hashed is None and others:
-        raise NoteError("an old-form checkpoint carries exactly one signature line")
+    if hashed is None and (others or accounts is not None):
+        raise NoteError("an old-form checkpoint carries exactly one signature line and 4 lines")
     return Checkpoint(
-        origin, int(size_text), root, issued_at, line.name, signature, hashed, others, index
+        origin,
+        int(size_text),
+        root,
+        issued_at,
+        line.name,
+        signature,
+        hashed,
+        others,
+        index,
+        accounts,
     )
+
+
+def _accounts_root(line: str) -> bytes:
+    if not line.startswith(_ACCOUNTS):
+        raise NoteError("the fifth line is not the 'accounts' extension line")
+    root = strict_b64decode(line.removeprefix(_ACCOUNTS), "the accounts root")
+    if len(root) != 32:
+        raise NoteError(f"the accounts root is {len(root)} bytes, not 32")
+    return root
 
 
 def newest_valid(

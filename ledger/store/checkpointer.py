@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
 
@@ -45,6 +46,7 @@ from ledger.crypto.merkle import CompactRange, hash_children, inclusion_proof, v
 from ledger.crypto.signing import NamedSigner
 from ledger.crypto.validity import key_problem
 from ledger.errors import ConfigError, ConflictError, VerificationError
+from ledger.store.account_heads import AccountHeadsTable, Head, HeadsTracker, is_account_event
 from ledger.store.checkpoint_lock import CheckpointLock
 from ledger.store.merkle_log import (
     MerkleLogTables,
@@ -97,6 +99,7 @@ class _Plan:
     frontier: CompactRange
     leaves: list[LeafRow]
     nodes: list[NodeRow]
+    accounts: bytes  # the account heads map's root once the batch is in
 
 
 @dataclass(frozen=True)
@@ -157,6 +160,7 @@ class Checkpointer:
         # Where the newest signed checkpoint is kept out of the store's reach
         # (None: the store alone; a test or a read-only tool).
         self.lock = lock
+        self.heads = HeadsTracker(AccountHeadsTable(tables.recorder), self._checked_entry_hash)
         self._first: tuple[int, bytes] | None = None  # the log's first event, once read
         # The first catch_up counts every event up to the resume point; later
         # ones only those since the point this process last checked.
@@ -203,6 +207,13 @@ class Checkpointer:
         # new rows) is done on a read snapshot, without the store's write lock:
         # on SQLite that lock is the writers' too, and holding it while hashing
         # stalled every commit behind the checkpointer.
+        try:
+            return self._planned_batch(keyring)
+        except BaseException:
+            self.heads.forget()  # its map may hold a batch that was not stored
+            raise
+
+    def _planned_batch(self, keyring: Keyring) -> tuple[Checkpoint | None, int]:
         with self.tables.recorder.snapshot() as cursor:  # one state, every statement
             plan = self._plan(cursor)
         if plan is None:
@@ -216,9 +227,11 @@ class Checkpointer:
             if plan.kept is not None and plan.kept.size > plan.size:
                 checkpoint = plan.kept  # signed once already: stored, not signed again
             else:
-                checkpoint = self._sign(keyring, plan.frontier, plan.anchor, plan.kept)
+                checkpoint = self._sign(keyring, plan)
                 self._keep(plan.genesis, plan.kept_note, checkpoint)
             self.tables.append(plan.leaves, plan.nodes, checkpoint, cursor)
+            self.heads.table.insert(self.heads.pending.values(), checkpoint.size, cursor)
+        self.heads.stored(checkpoint.size)
         self._verified = _Verified(checkpoint, plan.leaves[-1][1])
         self.on_checkpoint(checkpoint)
         return checkpoint, len(plan.leaves)
@@ -247,17 +260,27 @@ class Checkpointer:
                 raise self._refusal(kept, f"the store holds only {size + len(rows)} events")
             return None
         frontier = load_compact_range(self.tables, size, cursor)
+        self.heads.at(size, last_id, anchor.accounts if anchor else None, cursor)
         leaves: list[LeafRow] = []
         nodes: list[NodeRow] = []
+        moved: dict[UUID, Head] = {}  # each account's last event in the batch
         for notification_id, originator_id, version, topic, state in rows:
             leaf_hash = self._checked_entry_hash(
                 notification_id, originator_id, version, topic, state
             )
+            if is_account_event(topic):
+                account = UUID(stream_of(originator_id))
+                moved[account] = Head(account, version, frontier.end, leaf_hash)
             leaves.append((frontier.end, notification_id, leaf_hash))
             frontier.append(leaf_hash, nodes)
+        accounts = self.heads.advance(moved)
         if kept is not None and behind and frontier.root() != kept.root:
             raise self._refusal(kept, f"the store's first {kept.size} events differ")
-        return _Plan(size, last_id, anchor, genesis, kept_note, kept, frontier, leaves, nodes)
+        if kept is not None and behind and kept.accounts not in (None, accounts):
+            raise self._refusal(kept, f"the store's account heads at {kept.size} differ")
+        return _Plan(
+            size, last_id, anchor, genesis, kept_note, kept, frontier, leaves, nodes, accounts
+        )
 
     def _keep(self, genesis: bytes | None, kept_note: str | None, checkpoint: Checkpoint) -> None:
         """Swap the lock from the note read to `checkpoint`, before the store commits it."""
@@ -266,24 +289,19 @@ class Checkpointer:
         if not self.lock.swap(self.origin, genesis, kept_note, checkpoint.to_note()):
             raise _Moved()
 
-    def _sign(
-        self,
-        keyring: Keyring,
-        frontier: CompactRange,
-        anchor: Checkpoint | None,
-        kept: Checkpoint | None,
-    ) -> Checkpoint:
+    def _sign(self, keyring: Keyring, plan: _Plan) -> Checkpoint:
         now = self.clock()
-        for earlier in (anchor, kept):
+        for earlier in (plan.anchor, plan.kept):
             if earlier is not None and earlier.issued_at > now:
                 now = earlier.issued_at  # times never go backwards as size grows
         self._check_signing_key(keyring, now)
         return Checkpoint.sign(
             origin=self.origin,
-            size=frontier.end,
-            root=frontier.root(),
+            size=plan.frontier.end,
+            root=plan.frontier.root(),
             signer=self.signer,
             now=now,
+            accounts=plan.accounts,
         )
 
     def _kept(

@@ -26,6 +26,7 @@ from psycopg.sql import SQL, Composable, Identifier, Literal
 from ledger.store.recorders import (
     CHECKPOINTS,
     COSIGNATURES,
+    HEADS,
     LEAVES,
     LEDGER_TABLES,
     NODES,
@@ -83,6 +84,11 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
                 "CREATE TABLE IF NOT EXISTS {schema}.{t} (request_id text PRIMARY KEY, "
                 "originator_id uuid NOT NULL, originator_version bigint NOT NULL)"
             ).format(schema=schema, t=Identifier(REQUESTS)),
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {schema}.{t} (account uuid NOT NULL, "
+                "tree_size bigint NOT NULL, version bigint NOT NULL, position bigint NOT NULL, "
+                "entry_hash bytea NOT NULL, PRIMARY KEY (account, tree_size))"
+            ).format(schema=schema, t=Identifier(HEADS)),
             SQL(_PG_REFUSE).format(schema=schema),
         ]
         self.insert_requests_statement = SQL(
@@ -203,5 +209,6 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
             checkpoints=SQL("{}.{}").format(schema, Identifier(CHECKPOINTS)),
             cosignatures=SQL("{}.{}").format(schema, Identifier(COSIGNATURES)),
             requests=SQL("{}.{}").format(schema, Identifier(REQUESTS)),
+            heads=SQL("{}.{}").format(schema, Identifier(HEADS)),
             id=SQL("notification_id"),
         )

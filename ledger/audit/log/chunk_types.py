@@ -76,6 +76,9 @@ class ChunkResult:
     firsts: dict[str, tuple[int, int, bytes]] = field(default_factory=dict)
     lasts: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)  # by position: every bad row
+    # Every account event: (position, stream, version, entry hash), for the
+    # account heads map the checkpoints sign (`ledger.audit.log.account_heads`).
+    accounts: list[tuple[int, str, int, bytes]] = field(default_factory=list)
     facts: Any = None  # what a source's own chunk reader found, for its merge
     digest: str | None = None  # the rows' digest, when the spec asks for it
     rows: int = 0  # rows read (a digest-only chunk has no leaves)
@@ -116,6 +119,10 @@ class Merge(Protocol):
     def finish(self, count: int, sizes: set[int]) -> None: ...
     def check_stored_tree(self) -> None: ...
     def streams(self) -> int: ...
+    def account_heads(self) -> str:
+        """What step 6 made of the account heads maps the checkpoints sign."""
+        ...
+
     def root(self) -> str:
         """The log's root as the events give it (hex)."""
         ...

@@ -52,6 +52,7 @@ from ledger.crypto.native import native
 from ledger.crypto.signing import sign_open_address, verify_signature
 from ledger.crypto.validity import Window, signing_problem, trusted_span
 from ledger.errors import VerificationError, with_article
+from ledger.store.account_heads import is_account_event
 from ledger.store.merkle_log import stream_of
 from ledger.store.recorders import Row
 
@@ -131,6 +132,7 @@ class ChunkWalk:
         self.lasts: dict[str, tuple[int, bytes]] = {}
         self.hashes: list[bytes] = []
         self.problems: list[Problem] = []
+        self.accounts: list[tuple[int, str, int, bytes]] = []
         self.cuts: list[int] = []  # checkpoint sizes inside the chunk, as reached
         self.wanted = set(spec.checkpoint_sizes)
         self.position = spec.first_leaf
@@ -161,6 +163,17 @@ class ChunkWalk:
                     continue
             self.row(rows[index])
             index += 1
+        self._account_events(rows, batch_first)
+
+    def _account_events(self, rows: list[Row], batch_first: int) -> None:
+        """The batch's account events, once their entry hashes are known (the
+        topic column is held to the signed header by the walk itself)."""
+        offset = batch_first - self.spec.first_leaf
+        for index, (_, originator_id, version, topic, _) in enumerate(rows):
+            if is_account_event(topic) and type(version) is int:
+                entry_hash = self.hashes[offset + index]
+                stream = stream_of(originator_id)
+                self.accounts.append((batch_first + index, stream, version, entry_hash))
 
     def row(self, row: Row) -> None:
         """One row: the fast path, else the explaining one; a bad row still takes
@@ -288,11 +301,21 @@ class ChunkWalk:
             for entry_hash in self.hashes:
                 leaves.append(entry_hash)
             return ChunkResult(
-                spec, leaves, firsts=self.firsts, lasts=self.lasts, problems=self.problems
+                spec,
+                leaves,
+                firsts=self.firsts,
+                lasts=self.lasts,
+                problems=self.problems,
+                accounts=self.accounts,
             )
         tree = AlignedLeaves(spec.first_leaf, self.hashes, use_native=use_native)
         result = ChunkResult(
-            spec, tree.compact_range(), firsts=self.firsts, lasts=self.lasts, problems=self.problems
+            spec,
+            tree.compact_range(),
+            firsts=self.firsts,
+            lasts=self.lasts,
+            problems=self.problems,
+            accounts=self.accounts,
         )
         result.at_size = {size: tree.compact_range(size) for size in self.cuts}
         if keep_tree:  # for the stored Merkle rows: compared, then dropped

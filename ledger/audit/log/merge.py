@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ledger.audit.findings import Finding, Findings, Step
+from ledger.audit.log.account_heads import AccountHeadsCheck
 from ledger.audit.log.checkpoints import kept_mismatch
 from ledger.audit.log.chunk_types import Merge as Merge
 from ledger.audit.log.chunks import ChunkResult, Problem, link_problem
@@ -89,6 +90,7 @@ class ChunkMerge:
         log: LogSource,
         resume: VerifyState | None = None,
         tree_to: int = 0,
+        expected_accounts: Mapping[int, bytes] | None = None,
     ) -> None:
         self.found = found
         self.claimed = claimed
@@ -111,6 +113,10 @@ class ChunkMerge:
         self.tree_to = tree_to
         self.spanning: list[tuple[int, int, bytes]] = []
         self.tree_found: list[Mismatches] = []  # the chunks' stored rows found bad
+        # The account heads map: from the saved state's heads when resumed.
+        self.accounts = AccountHeadsCheck(
+            expected_accounts or {}, resume.account_heads if resume else ()
+        )
 
     def _problem(self, step: Step, problem: Problem) -> None:
         if self.first_bad is None or problem.position < self.first_bad:
@@ -182,6 +188,9 @@ class ChunkMerge:
             whole = self.tree.copy()
             whole.extend(partial)
             self._root(size, whole.root(), result.spec.first_leaf)
+        first = result.spec.first_leaf
+        for size, message in self.accounts.observe(first, first + result.count, result.accounts):
+            self._problem(Step.MERKLE, Problem(size - 1, message, located=True))
         self.tree.extend(result.leaves, self.spanning if self.tree_to else None)
 
     def spanning_kept(self) -> list[tuple[int, int, bytes]]:
@@ -223,6 +232,12 @@ class ChunkMerge:
 
     def close(self) -> None:
         self.heads.close()  # (its scratch file goes)
+
+    def account_heads(self) -> str:
+        checked = self.accounts.checked
+        if not checked:
+            return "no checkpoint read signs an account heads map"
+        return f"the account heads map at {checked} checkpoint sizes recomputed from the events"
 
     def streams(self) -> int:
         """Streams in the log: a resumed run's state's and the new ones."""

@@ -1,0 +1,92 @@
+"""`ledger history`: an account's history in a span, with the proof that none of
+its rounds is missing (docs/history.md specifies the format).
+
+The proof is made against the newest checkpoint that signs an account heads
+map: the account's head as that map holds it (with the map's proof), then the
+account's events from the head back, each linked to the next by its `prev`,
+to the span's boundary. Nothing stored is taken on trust: the stored heads
+must give the signed root, and each stored event the hash the one after it
+(or the head) names, else the history is refused (`VerificationError`).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from typing import Any
+from uuid import UUID
+
+from ledger.audit.proofs import newest_checkpoint
+from ledger.crypto.keys import Keyring
+from ledger.errors import ConfigError, VerificationError
+from ledger.history.account_events import AccountEvent, read_account_event
+from ledger.history.span import Movement, Span, rounds_of, walk
+from ledger.store.account_heads import AccountHeadsTable, Head, heads_map
+from ledger.store.application import LedgerApplication
+
+FORMAT = "casino-ledger/account-history/v1"
+
+
+def history_proof(
+    app: LedgerApplication, keyring: Keyring, account: UUID, span: Span
+) -> dict[str, Any]:
+    checkpoint = newest_checkpoint(app, keyring)
+    if checkpoint is None or checkpoint.accounts is None:
+        raise ConfigError(
+            "no checkpoint signs the accounts' heads yet: run `ledger checkpoint` "
+            "(a store written before this release gets them from its next checkpoint)"
+        )
+    table = AccountHeadsTable(app.tables.recorder)
+    with app.tables.recorder.read() as cursor:
+        heads = table.at(checkpoint.size, cursor)
+    built = heads_map(heads)
+    if built.root() != checkpoint.accounts:
+        raise VerificationError(
+            f"the stored account heads do not give the map the checkpoint of size "
+            f"{checkpoint.size} signs: they were altered (`ledger verify` checks the log)"
+        )
+    head = next((h for h in heads if h.account == account), None)
+    if head is None:
+        raise ConfigError(f"no account {account} in the log's first {checkpoint.size} events")
+    read: list[AccountEvent] = []
+
+    def movements_back() -> Iterator[Movement]:
+        for event in _events_back(app, head):
+            read.append(event)
+            yield event.movement
+
+    taken = list(walk(span, movements_back()))  # it stops reading at the boundary
+    movements = [movement for movement, boundary in taken if not boundary]
+    return {
+        "format": FORMAT,
+        "account": str(account),
+        "span": span.to_json(),
+        "checkpoint": checkpoint.to_note(),
+        "head": {
+            "version": head.version,
+            "position": head.position,
+            "entry_hash": head.entry_hash.hex(),
+        },
+        "map_proof": [sibling.hex() for sibling in built.proof(head.key)],
+        "events": [base64.b64encode(event.state).decode() for event in read],
+        "movements": [m.to_json() for m in movements],
+        "rounds": rounds_of(movements),
+    }
+
+
+def _events_back(app: LedgerApplication, head: Head) -> Iterator[AccountEvent]:
+    """The account's events from `head` back, each the one its successor links to."""
+    expected = head.entry_hash
+    stream = str(head.account)
+    for version in range(head.version, 0, -1):
+        row = app.tables.row_by_stream(stream, version)
+        if row is None:
+            raise VerificationError(f"account {stream} version {version} is missing")
+        event = read_account_event(bytes(row[4]), stream, version)
+        if event.envelope.entry_hash != expected:
+            raise VerificationError(
+                f"account {stream} version {version} is not the event its successor "
+                "(or the signed head) names: it was altered"
+            )
+        expected = event.envelope.prev_hash
+        yield event
