@@ -81,12 +81,10 @@ def cmd_history(args: argparse.Namespace) -> WithLedger | int:
         raise ConfigError(f"{out} exists: give a new file")
 
     def run(ledger: Ledger) -> int:
-        from uuid import UUID
-
         from ledger.history.proof import history_proof
 
         node = ledger.node
-        proof = history_proof(node.app, node.keyring, UUID(args.account), span)
+        proof = history_proof(node.app, node.keyring, args.account, span)
         if out is not None:
             with out.open("x") as file:  # whole or not at all: a new file
                 json.dump(proof, file, indent=1)

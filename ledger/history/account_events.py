@@ -25,9 +25,13 @@ def read_account_event(state: bytes, account: str, version: int) -> AccountEvent
     else `VerificationError` saying what is wrong."""
     envelope = open_envelope(state, stream=account, version=version)
     label = f"account {account} version {version}"
-    if envelope.stream != account or envelope.version != version:
+    if envelope.stream != account:
         raise VerificationError(
-            f"the envelope is of stream {envelope.stream} version {envelope.version}",
+            f"the event here is of stream {envelope.stream}, not this account's", where=label
+        )
+    if envelope.version != version:
+        raise VerificationError(
+            f"the event here is version {envelope.version}: an event was removed, added or moved",
             where=label,
         )
     if hashlib.sha256(envelope.payload).digest() != envelope.payload_hash:

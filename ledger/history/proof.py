@@ -18,18 +18,21 @@ from uuid import UUID
 
 from ledger.audit.proofs import newest_checkpoint
 from ledger.crypto.keys import Keyring
-from ledger.errors import ConfigError, VerificationError
+from ledger.errors import ConfigError, NotFoundError, VerificationError
 from ledger.history.account_events import AccountEvent, read_account_event
 from ledger.history.span import Movement, Span, rounds_of, walk
 from ledger.store.account_heads import AccountHeadsTable, Head, heads_map
 from ledger.store.application import LedgerApplication
+from ledger.store.stream_ids import Kind, require_stream
 
 FORMAT = "casino-ledger/account-history/v1"
 
 
 def history_proof(
-    app: LedgerApplication, keyring: Keyring, account: UUID, span: Span
+    app: LedgerApplication, keyring: Keyring, given: object, span: Span
 ) -> dict[str, Any]:
+    """The proof for the account id `given` (NotFoundError: no such account)."""
+    account = UUID(require_stream(app.tables, given, Kind.ACCOUNT))
     checkpoint = newest_checkpoint(app, keyring)
     if checkpoint is None or checkpoint.accounts is None:
         raise ConfigError(
@@ -47,7 +50,9 @@ def history_proof(
         )
     head = next((h for h in heads if h.account == account), None)
     if head is None:
-        raise ConfigError(f"no account {account} in the log's first {checkpoint.size} events")
+        raise NotFoundError(
+            f"account {account} is not under a checkpoint yet: run `ledger checkpoint`"
+        )
     read: list[AccountEvent] = []
 
     def movements_back() -> Iterator[Movement]:

@@ -359,6 +359,44 @@ class Recall(Answer):
     problems: list[str]
 
 
+class HistoryHead(Answer):
+    version: int = Field(description="the account stream's newest version under the checkpoint")
+    position: int = Field(description="its log position (Merkle leaf index)")
+    entry_hash: str = Field(description="its entry hash, hex")
+
+
+class HistoryMovement(Answer):
+    version: int
+    type: str = Field(description="the account event's type, e.g. Account.Debited")
+    at: str = Field(description="the event's signed timestamp, ISO 8601")
+    amount: int | None = Field(description="minor units (None: the event moves no money)")
+    round: str | None = Field(description="the round it paid into or out of")
+    reference: str | None = Field(description="stake <bet id>, return <bet id>, ...")
+
+
+class HistoryRound(Answer):
+    round: str
+    debited: int = Field(
+        description="what the account paid into the round in the span, minor units"
+    )
+    credited: int = Field(description="what it took from the round in the span, minor units")
+
+
+class AccountHistory(Answer):
+    """A player's history, proven complete: docs/history.md specifies every field
+    and how to check it with the public keys alone."""
+
+    format: Literal["casino-ledger/account-history/v1"]
+    account: str
+    span: dict[str, int | str] = Field(description='{"last": N} or {"since": ISO 8601 time}')
+    checkpoint: str = Field(description="the signed checkpoint note (with its accounts line)")
+    head: HistoryHead
+    map_proof: list[str] = Field(description="the account heads map's siblings, root first, hex")
+    events: list[str] = Field(description="the account's envelopes, base64, newest first")
+    movements: list[HistoryMovement]
+    rounds: list[HistoryRound]
+
+
 class NewestCheckpoint(Answer):
     size: int = Field(description="how many events of the log it covers (Merkle leaves)")
     note: str = Field(description="the signed checkpoint note, as kept for consistency proofs")

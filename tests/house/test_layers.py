@@ -25,6 +25,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "rng plugins node projections revocation erasure",
         "casino audit",  # the write path; verification
         "simulation export",
+        "history",  # a player's history proven complete
         "report http mirror",  # the HTTP API; the regulator's copy of a node's log
         "cli",
     )

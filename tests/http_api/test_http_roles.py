@@ -231,6 +231,10 @@ def _consistency(api: Api) -> Call:
     return Call("/v1/proofs/consistency", {"checkpoint": note})
 
 
+def _history(api: Api) -> Call:
+    return Call(f"/v1/accounts/{_checkpointed(api)}/history", params={"last": 3})
+
+
 def _newest(api: Api) -> Call:
     _checkpointed(api)
     return Call("/v1/checkpoints/newest")
@@ -259,6 +263,7 @@ def _round(api: Api) -> Call:
 SCENARIOS: dict[str, Callable[[Api], Call]] = {
     "POST /v1/accounts": lambda api: Call("/v1/accounts", {"owner": "o", "currency": "EUR"}),
     "GET /v1/accounts/{account_id}": _account,
+    "GET /v1/accounts/{account_id}/history": _history,
     "POST /v1/accounts/{account_id}/deposits": lambda api: Call(
         f"/v1/accounts/{api.wallet(1_000)}/deposits", {"amount": 10}
     ),

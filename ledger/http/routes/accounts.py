@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from fastapi import Query
+
+from ledger.history.proof import history_proof
+from ledger.history.span import MAX_LAST, Span
 from ledger.http import models, responses, views
-from ledger.http.dependencies import CASHIER, READERS, CasinoDep, IdempotencyKey, Uuid
+from ledger.http.dependencies import CASHIER, READERS, CasinoDep, IdempotencyKey, ServiceDep, Uuid
 from ledger.http.routing import Router
 
 router = Router()
@@ -23,6 +29,20 @@ def open_account(
 def get_account(account_id: Uuid, casino: CasinoDep) -> responses.Account:
     """An account's state, from its events."""
     return views.account(casino.account(account_id), casino.context.personal)
+
+
+@router.endpoint("GET", "/accounts/{account_id}/history", READERS, responses.AccountHistory)
+def history(
+    account_id: Uuid,
+    service: ServiceDep,
+    last: Annotated[int | None, Query(ge=1, le=MAX_LAST)] = None,
+    since: Annotated[str | None, Query(max_length=40)] = None,
+) -> responses.AccountHistory:
+    """The account's rounds in a span (`last` rounds, default 10, or `since` a date or
+    time), with the proof that none is missing (`ledger history`, docs/history.md)."""
+    app = service.app
+    proof = history_proof(app, app.current_keyring(), account_id, Span.of(last, since))
+    return responses.AccountHistory.model_validate(proof, strict=False)
 
 
 @router.endpoint("POST", "/accounts/{account_id}/deposits", (CASHIER,), responses.WalletBalance)
