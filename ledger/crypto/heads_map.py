@@ -75,6 +75,7 @@ class HeadsMap:
         self._keys: list[int] = []  # sorted: a subtree is a slice of it
         self._leaves: dict[int, bytes] = {}
         self._nodes: dict[tuple[int, int], bytes] = {}  # (depth, prefix) -> hash
+        self._deepest = -1  # no node is kept below this depth
 
     @classmethod
     def of(cls, leaves: dict[bytes, bytes]) -> HeadsMap:
@@ -92,14 +93,9 @@ class HeadsMap:
         if number not in self._leaves:
             insort(self._keys, number)
         self._leaves[number] = leaf
-        keys = self._keys
-        for depth in range(KEY_BITS + 1):
-            shift = KEY_BITS - depth
-            prefix = number >> shift
-            low = bisect_left(keys, prefix << shift)
-            if bisect_left(keys, (prefix + 1) << shift, low) - low <= 1:
-                break  # a leaf or nothing from here down: no node is kept below
-            self._nodes.pop((depth, prefix), None)
+        pop = self._nodes.pop
+        for depth in range(self._deepest + 1):  # the nodes above it, forgotten
+            pop((depth, number >> (KEY_BITS - depth)), None)
 
     def root(self) -> bytes:
         return self._hash(0, 0, 0, len(self._keys))
@@ -139,4 +135,5 @@ class HeadsMap:
                 self._hash(depth + 1, prefix << 1 | 1, middle, high),
             )
             self._nodes[(depth, prefix)] = kept
+            self._deepest = max(self._deepest, depth)
         return kept
