@@ -17,12 +17,16 @@ from typing import Any
 from uuid import UUID
 
 from ledger.audit.proofs import newest_checkpoint
+from ledger.crypto.heads_map import HeadsMap
 from ledger.crypto.keys import Keyring
+from ledger.crypto.merkle import hash_leaf
 from ledger.errors import ConfigError, NotFoundError, VerificationError
+from ledger.export.records import split_envelope
 from ledger.history.account_events import AccountEvent, read_account_event
 from ledger.history.span import Movement, Span, rounds_of, walk
 from ledger.store.account_heads import AccountHeadsTable, Head, heads_map
 from ledger.store.application import LedgerApplication
+from ledger.store.merkle_log import stream_of
 from ledger.store.stream_ids import Kind, require_stream
 
 FORMAT = "casino-ledger/account-history/v1"
@@ -39,15 +43,7 @@ def history_proof(
             "no checkpoint signs the accounts' heads yet: run `ledger checkpoint` "
             "(a store written before this release gets them from its next checkpoint)"
         )
-    table = AccountHeadsTable(app.tables.recorder)
-    with app.tables.recorder.read() as cursor:
-        heads = table.at(checkpoint.size, cursor)
-    built = heads_map(heads)
-    if built.root() != checkpoint.accounts:
-        raise VerificationError(
-            f"the stored account heads do not give the map the checkpoint of size "
-            f"{checkpoint.size} signs: they were altered (`ledger verify` checks the log)"
-        )
+    heads, built = _signed_heads(app, checkpoint.size, checkpoint.accounts)
     head = next((h for h in heads if h.account == account), None)
     if head is None:
         raise NotFoundError(
@@ -77,6 +73,37 @@ def history_proof(
         "movements": [m.to_json() for m in movements],
         "rounds": rounds_of(movements),
     }
+
+
+def _signed_heads(app: LedgerApplication, size: int, signed: bytes) -> tuple[list[Head], HeadsMap]:
+    """Every account's head under the checkpoint of `size`, as the map it signs
+    holds them: the stored rows when they give its root, else read again from
+    the events (a store whose rows were lost or altered; a copy made before the
+    rows existed); `VerificationError` when neither does."""
+    table = AccountHeadsTable(app.tables.recorder)
+    with app.tables.recorder.read() as cursor:
+        heads = table.at(size, cursor)
+        built = heads_map(heads)
+        if built.root() == signed:
+            return heads, built
+        last = app.tables.leaves(size - 1, size)
+        last_id = last[0][1] if last else 0
+        moved: dict[UUID, Head] = {}
+        for position, row in table.account_rows(last_id, cursor):
+            account = UUID(stream_of(row[1]))
+            try:
+                entry = hash_leaf(split_envelope(row[4])[1])
+            except ValueError:
+                entry = b""  # not an envelope: the root will not match
+            moved[account] = Head(account, row[2], position, entry)
+    heads = list(moved.values())
+    built = heads_map(heads)
+    if built.root() != signed:
+        raise VerificationError(
+            f"neither the stored account heads nor the events give the map the checkpoint of "
+            f"size {size} signs: the store was altered (`ledger verify` says where)"
+        )
+    return heads, built
 
 
 def _events_back(app: LedgerApplication, head: Head) -> Iterator[AccountEvent]:

@@ -59,6 +59,7 @@ from ledger.mirror.limits import BATCH, RECHECK
 from ledger.mirror.pending import PendingTables
 from ledger.mirror.source import FeedEvent, Source
 from ledger.plugins.registry import LoadedGame
+from ledger.store.account_heads import AccountHeadsTable, Head
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import CheckpointRow, MerkleLogTables, parse_checkpoint_row
 from ledger.store.recorder_type import SealedRecorder
@@ -489,7 +490,10 @@ class Mirror:
                 raise _altered_here(ours[0].text)
             raise self._refuse(f"{found.headline()}", found)
         self._claim()
-        self._write(rows, leaves, nodes, checkpoints)
+        # The account heads the batch moved, for the map its last checkpoint signs
+        # (verify recomputed it: a history is proven from a mirror as from a node).
+        moved = [h for h in report.state.account_heads if h.position >= first_leaf]
+        self._write(rows, leaves, nodes, checkpoints, moved)
         self._save(report.state, report)
         if len(report.state.chunks) > self.compact_after + report.state.size // CHUNK_LEAVES:
             self._compact()
@@ -504,9 +508,11 @@ class Mirror:
         leaves: list[LeafRow],
         nodes: list[NodeRow],
         checkpoints: list[Checkpoint],
+        moved: list[Head],
     ) -> None:
         """One transaction: the rows under the ids they were verified with, the
-        Merkle rows and the checkpoints; refused if anyone else wrote meanwhile."""
+        Merkle rows, the checkpoints and the account heads they sign; refused if
+        anyone else wrote meanwhile."""
         tables = self.app.tables
         recorder = tables.recorder
         expected = rows[0][0] - 1 if rows else tables.highest_id()
@@ -536,6 +542,8 @@ class Mirror:
             tables.append(leaves, nodes, None, cursor)
             for checkpoint in checkpoints:
                 tables.append([], [], checkpoint, cursor)
+            if checkpoints:
+                AccountHeadsTable(recorder).insert(moved, checkpoints[-1].size, cursor)
 
 
 def _altered_here(what: str) -> VerificationError:

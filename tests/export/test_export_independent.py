@@ -205,6 +205,7 @@ class Checkpoint:
     size: int
     root: bytes
     issued_at: int  # µs
+    accounts: bytes | None = None  # the account heads map's root (docs/history.md)
 
 
 def note_key_hash(name: str, raw: bytes) -> bytes:
@@ -247,15 +248,37 @@ def open_note(note: str, keys: dict[str, Key], role: str) -> tuple[str, Key]:
 
 
 def read_checkpoint(note: str, keys: dict[str, Key]) -> Checkpoint:
-    """The text's lines: origin, size, base64 root, `time <ISO-8601>`."""
+    """The text's lines: origin, size, base64 root, `time <ISO-8601>`, and in
+    newer checkpoints `accounts <base64 root>`."""
     text, key = open_note(note, keys, "checkpoint")
-    origin, size, root, time_line = text.splitlines()
+    origin, size, root, time_line, *more = text.splitlines()
     check(time_line.startswith("time ") and size.isdigit(), "not a checkpoint")
+    check(more == [] or (len(more) == 1 and more[0].startswith("accounts ")), "not a checkpoint")
+    accounts = base64.b64decode(more[0][9:], validate=True) if more else None
     issued_at = micros(time_line[5:])
     check(key.not_before <= issued_at, "checkpoint signed before its key was valid")
     check(key.not_after is None or issued_at < key.not_after, "signed after its key expired")
     check(key.revoked_at is None or issued_at < key.revoked_at, "checkpoint by a revoked key")
-    return Checkpoint(origin, int(size), base64.b64decode(root, validate=True), issued_at)
+    return Checkpoint(origin, int(size), base64.b64decode(root, validate=True), issued_at, accounts)
+
+
+def heads_root(heads: dict[bytes, bytes], depth: int = 0) -> bytes:
+    """The account heads map's root by docs/history.md's definition: no
+    account, 32 zero bytes; one, its leaf; else SHA-256(0x03 || left || right)."""
+    if len(heads) <= 1:
+        return next(iter(heads.values()), bytes(32))
+    bit = lambda key: int.from_bytes(key, "big") >> (255 - depth) & 1  # noqa: E731
+    left = {k: v for k, v in heads.items() if not bit(k)}
+    right = {k: v for k, v in heads.items() if bit(k)}
+    return hashlib.sha256(
+        b"\x03" + heads_root(left, depth + 1) + heads_root(right, depth + 1)
+    ).digest()
+
+
+def account_leaf(event: Event) -> tuple[bytes, bytes]:
+    key = hashlib.sha256(event.stream.encode()).digest()
+    numbers = event.version.to_bytes(8, "big") + event.position.to_bytes(8, "big")
+    return key, hashlib.sha256(b"\x02" + key + numbers + event.leaf).digest()
 
 
 def plain(obj: dict[str, Any]) -> Any:
@@ -1450,6 +1473,7 @@ def verify_bundle(bundle: Path) -> Verified:
             extends.add((older.size, newer.size))
     heads: dict[str, tuple[int, bytes]] = {}
     leaves: list[bytes] = []
+    accounts: list[Event] = []  # every account event, for the account heads maps
     last_position, proven = -1, 0
     for record in lines(bundle / "events.jsonl"):
         event = read_event(record, keys)
@@ -1466,6 +1490,8 @@ def verify_bundle(bundle: Path) -> Verified:
             check(event.version == head[0] + 1, f"stream {event.stream} skips a version")
             check(event.prev == head[1].hex(), f"stream {event.stream}: chain broken")
         heads[event.stream] = (event.version, event.leaf)
+        if record["type"].startswith("Account."):
+            accounts.append(event)
         if proofs is not None:
             proof = next(proofs)
             check(proof["position"] == event.position, "proof for another event")
@@ -1486,6 +1512,9 @@ def verify_bundle(bundle: Path) -> Verified:
         for size, checkpoint in checkpoints.items():
             check(size <= len(leaves), f"checkpoint of size {size} covers missing events")
             check(merkle_root(leaves[:size]) == checkpoint.root, f"root of size {size} differs")
+            if checkpoint.accounts is not None:
+                under = dict(account_leaf(e) for e in accounts if e.position < size)
+                check(heads_root(under) == checkpoint.accounts, f"accounts of size {size} differ")
     count = len(leaves) if whole else proven
     check(count == manifest["events"], "the manifest's count is not the events'")
     return Verified(count, len(heads), len(checkpoints), proven, audit.finish())

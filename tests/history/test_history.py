@@ -29,6 +29,7 @@ from tests.attacker import Attacker
 from tests.casino_support import seen
 from tests.conftest import ledger_cli
 from tests.http_support import make_api
+from tests.mirror_support import ClientSource, mirror_url, opened_mirror
 
 LIMITS = {"min_bet": 10, "max_bet": 5_000, "max_round": 10_000}
 
@@ -162,21 +163,48 @@ def test_a_stale_head_fails_against_the_newer_checkpoint(node: Node, tables: Tab
 
 
 def test_the_stored_heads_are_never_trusted(node: Node, tables: Tables, store_url: str) -> None:
-    """An attacker rolls the player's stored head back: no proof is made from
-    it; the next checkpoint rebuilds the map from the checked events and
-    signs the true one; verify passes."""
+    """An attacker rolls the player's stored head back: the proof is made from
+    the events instead (the rows do not give the signed root), and the next
+    checkpoint rebuilds the map from the checked events; an altered account
+    event removed, which no read gives the signed map from, stops the proof."""
     tables.play(3)
     attacker = Attacker(store_url)
     attacker.sql(
         "UPDATE ledger_account_heads SET version = version - 1 WHERE account = ?",
         (attacker.key(tables.player),),
     )
-    with pytest.raises(VerificationError, match="stored account heads do not give the map"):
-        tables.proof(Span(last=2))
+    assert len(check(node, tables.proof(Span(last=10))).rounds) == 3
     tables.play(1)  # a new checkpointer process: it reads the stored heads first
     assert len(check(node, tables.proof(Span(last=10))).rounds) == 4
     report = verify_store(node.app, node.keyring, VerifyOptions(level=Level.INTEGRITY))
     assert "the account heads map at 2 checkpoint sizes recomputed" in report.summary()
+    newest = attacker.sql(
+        f"SELECT MAX(originator_version) FROM {attacker.events} WHERE originator_id = ?",
+        (attacker.key(tables.player),),
+    )[0][0]
+    attacker.sql(  # the player's last movement removed from the store
+        f"DELETE FROM {attacker.events} WHERE originator_id = ? AND originator_version = ?",
+        (attacker.key(tables.player), newest),
+    )
+    attacker.sql("DELETE FROM ledger_account_heads")
+    with pytest.raises(VerificationError, match="neither the stored account heads nor the events"):
+        tables.proof(Span(last=2))
+
+
+def test_a_mirror_proves_a_history_as_its_source_does(
+    node: Node, tables: Tables, store_url: str, tmp_path: Path
+) -> None:
+    tables.play(3)
+    api = make_api(node, tmp_path / "api")
+    (tmp_path / "mirror").mkdir()
+    for copy_url in mirror_url(store_url, tmp_path / "mirror"):
+        with opened_mirror(copy_url, node.keyring, ClientSource(api), tmp_path / "m") as mirror:
+            mirror.sync()
+            proof = history_proof(mirror.app, node.keyring, tables.player, Span(last=10))
+            rows = AccountHeadsTable(mirror.app.tables.recorder)
+            with mirror.app.tables.recorder.read() as cursor:
+                assert rows.at(10**9, cursor)  # the mirror stored the heads it verified
+    assert check(node, proof).rounds == check(node, tables.proof(Span(last=10))).rounds
 
 
 def test_a_checkpoint_signing_a_wrong_map_is_a_finding(
