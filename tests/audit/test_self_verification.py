@@ -31,6 +31,7 @@ from tests.coin_game import coin_games
 from tests.conftest import PASSPHRASE, ledger_cli
 from tests.installed import installed_games
 from tests.reproducible import reproducible_session
+from tests.schemas import schema
 
 
 def play(node: Node, n: int) -> None:
@@ -227,6 +228,10 @@ def test_events_significant_and_the_report_list_the_runs(
         assert ledger("events", "--significant", "--json") == 0
         lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
         assert ledger("report", str(page)) == 0
+        assert ledger("export", str(tmp_path / "bundle")) == 0
+    records = [json.loads(line) for line in (tmp_path / "bundle" / "events.jsonl").open()]
+    (recorded,) = [r for r in records if r["type"] == "AuditTrail.SelfVerificationRecorded"]
+    schema("payloads").validate(recorded)  # docs/schemas/payloads.json describes it
     (run,) = [line for line in lines if line["kind"] == "self-verification"]
     assert run["stream"] == str(AUDIT_TRAIL_ID) and run["details"]["result"] == "passed"
     text = page.read_text()
