@@ -18,7 +18,12 @@ from ledger.cli.args import MAX_INT64, int_range, uuid_text
 from ledger.cli.common import WithLedger, games_at, loaded_plugins, run_with_ledger
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
-from ledger.cli.self_verify import add_self_verify_option, beside_follow, refuse_without_follow
+from ledger.cli.self_verify import (
+    add_self_verify_option,
+    announce,
+    plan_beside_follow,
+    refuse_without_follow,
+)
 from ledger.cli.tiles import publish_tiles
 from ledger.crypto.roles import Role
 from ledger.errors import CannotCheckError, ConfigError, VerificationError
@@ -71,8 +76,11 @@ def _checkpoint(
         node.passphrase = read_passphrase() if node.keys.encrypted(Role.CHECKPOINT) else None
         checkpointer = node.checkpointer()
         if args.follow:
-            checking = beside_follow(args, node)  # the node's own verification, on a schedule
+            self_verify = plan_beside_follow(args, node)  # the node's own, on a schedule
+            checking = self_verify[1]() if self_verify is not None else None
             print("following the log (Ctrl-C to stop)", file=sys.stderr)
+            if self_verify is not None:
+                announce(self_verify[0])
             try:
                 interrupted = _follow_until_interrupted(checkpointer, lambda: publish(True))
             finally:

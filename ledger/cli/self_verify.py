@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ledger.cli.args import SELF_VERIFY_DEFAULT, duration_or_off
@@ -51,11 +52,14 @@ def refuse_without_follow(args: argparse.Namespace) -> None:
         raise ConfigError("--self-verify-every runs beside --follow: give both, or neither")
 
 
-def beside_follow(args: argparse.Namespace, node: Node) -> SideProcess | None:
-    """`checkpoint --follow`'s self-verification process (None: off). Its runs are
-    sealed by the ledger-node key: asked for with no such key here, refused; by
-    default, off and said in one line (a checkpointing service beside writers
-    may hold the checkpoint key alone)."""
+def plan_beside_follow(
+    args: argparse.Namespace, node: Node
+) -> tuple[int, Callable[[], SideProcess]] | None:
+    """`checkpoint --follow`'s self-verification, checked now (before it says it
+    follows): its period and what starts its process, or None (off). Its runs are sealed by
+    the ledger-node key: asked for with no such key here, refused; by default,
+    off and said in one line (a checkpointing service beside writers may hold
+    the checkpoint key alone)."""
     from ledger.cli.passphrase import read_passphrase
     from ledger.http import self_verification_process
     from ledger.node import PASSPHRASE_ENV, holds_private_key
@@ -82,5 +86,8 @@ def beside_follow(args: argparse.Namespace, node: Node) -> SideProcess | None:
         passphrase = node.passphrase if node.passphrase is not None else read_passphrase()
         node.keys.signer(Role.LEDGER_NODE, passphrase)  # a wrong passphrase: one line, now
         env[PASSPHRASE_ENV] = passphrase.decode()
-    announce(every)
-    return self_verification_process.start(every, None, env)
+
+    def start() -> SideProcess:
+        return self_verification_process.start(every, None, env)
+
+    return every, start

@@ -56,7 +56,10 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
     signal.signal(signal.SIGTERM, _exit)
     signal.signal(signal.SIGINT, _exit)
-    say_ready(READY)
+    try:
+        say_ready(READY)
+    except BrokenPipeError:  # the process that started it is gone already
+        return 0
     os.nice(NICENESS)
     from ledger.audit.self_status import SelfStatus
     from ledger.audit.self_verification import SelfVerifier, follow_schedule
