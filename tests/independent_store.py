@@ -16,7 +16,8 @@ hit while bust (penalised), checks, the dealer's 28 rule, a misdeal after a
 natural was paid, 3:2 on an odd stake under `xidach-house`. Then a
 checkpoint, a key revocation (the dealer device key these rounds used), a
 dealer's personal data erased, a recorded verification run signed by an
-auditor key, and a last checkpoint.
+auditor key, the node's own scheduled self-verification run, and a last
+checkpoint.
 """
 
 from __future__ import annotations
@@ -24,10 +25,13 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from reproducible import reproducible_session  # beside this program
 
+from ledger.audit.self_verification import SelfVerifier
 from ledger.casino import Casino
 from ledger.cli.main import main
 from ledger.crypto.keys import Role
@@ -332,11 +336,22 @@ def build(store: str, keys: str, seeds: tuple[str, ...]) -> int:
         ["keys", "revoke", DEVICE, "--reason", "the shoe was sent for repair"],
         ["erase", "--dealer", "D01", "--reason", "the dealer asked, 2026-12-05"],
         ["verify", "--record", "--workers", "1"],
-        ["checkpoint"],
     ):
         if main([*cli, *step]) != 0:
             return 1
-    return 0
+    self_verify(store, keys, passphrase)
+    return 0 if main([*cli, "checkpoint"]) == 0 else 1
+
+
+def self_verify(store: str, keys: str, passphrase: bytes) -> None:
+    """One run of the node's scheduled self-verification, recorded."""
+    node = open_node(store, keys, passphrase=passphrase, anchor_seconds=0)
+    try:
+        with tempfile.TemporaryDirectory() as state:
+            found = SelfVerifier(node.app, get_plugin_manager().games(), Path(state)).run_once()
+        assert found.finding is None, found.finding
+    finally:
+        node.close()
 
 
 if __name__ == "__main__":

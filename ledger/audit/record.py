@@ -1,5 +1,7 @@
 """`ledger verify --record`: a verification run's result appended to the log,
-signed by the auditor who ran it (an `auditor` key) and sealed by the node.
+signed by the auditor who ran it (an `auditor` key) and sealed by the node;
+a node's own scheduled run (`ledger.audit.self_verification`), sealed by the
+node alone, as its own event.
 
 The run states exactly what was checked: the level, the tree size and the
 log's root the events gave, the newest checkpoint it verified against, the
@@ -13,6 +15,7 @@ from dataclasses import asdict
 from typing import Any
 
 from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError
 
 from ledger.audit.verify import VerificationReport
 from ledger.crypto.actor import sign_fact
@@ -72,11 +75,31 @@ def failed_run(
 def record_run(app: LedgerApplication, run: dict[str, Any], auditor: Signer) -> None:
     """Append `run`, signed by `auditor` (refused unless it is an auditor key)."""
     signature = sign_fact(auditor, verification_fact(run), Role.AUDITOR)
-    try:
-        trail: AuditTrail = app.repository.get(AUDIT_TRAIL_ID)
-    except AggregateNotFoundError:
-        trail = AuditTrail()
+    trail = _trail(app)
     trail.record_verification(
         run=run, auditor={"key_id": signature["key_id"], "signature": signature["signature"]}
     )
     app.save(trail)
+
+
+def record_self_run(app: LedgerApplication, run: dict[str, Any], attempts: int = 3) -> None:
+    """Append the node's own run, sealed by the node's key. An auditor's run
+    recorded at the same moment takes the trail's next version first: read
+    the trail again and append after it."""
+    for attempt in range(attempts):
+        trail = _trail(app)
+        trail.record_self_verification(run=run)
+        try:
+            app.save(trail)
+            return
+        except IntegrityError:
+            if attempt == attempts - 1:
+                raise
+
+
+def _trail(app: LedgerApplication) -> AuditTrail:
+    try:
+        trail: AuditTrail = app.repository.get(AUDIT_TRAIL_ID)
+    except AggregateNotFoundError:
+        trail = AuditTrail()
+    return trail

@@ -18,6 +18,8 @@ One streaming pass over the log, in log order, memory flat in its size
   (or only a game version / code hash) different from the previous round
   of the same game;
 - ``verification``: a recorded `ledger verify --record` run and its result;
+- ``self-verification``: a node's own scheduled verification run and its
+  result (`ledger.audit.self_verification`), signed by the node's key;
 - ``erasure``: a data subject's personal data erased (operator-signed; the
   subject's id and the reason, no personal value; docs/privacy.md);
 - ``split-view``: a witness refused a checkpoint of this log because it had
@@ -62,6 +64,7 @@ ACTION = _ROUND + "ActionRecorded"
 _FAULT_ACTION = re.compile(rb'"action": ?"fault"')
 REVOKED = "ledger.domain.key_registry:KeyRegistry.KeyRevoked"
 VERIFIED = "ledger.domain.audit_trail:AuditTrail.VerificationRecorded"
+SELF_VERIFIED = "ledger.domain.audit_trail:AuditTrail.SelfVerificationRecorded"
 SPLIT_VIEW = "ledger.domain.witness_reports:WitnessReports.SplitViewReported"
 ERASED = "ledger.domain.erasures:Erasures.SubjectErased"
 _SIGNED_AS = {
@@ -69,7 +72,18 @@ _SIGNED_AS = {
     "auditor": "auditor signature",
     "source": "dealer device report",
 }
-_INTERESTING = {OPENED, VOIDED, RESUMED, CORRECTED, REVOKED, VERIFIED, FAULT, SPLIT_VIEW, ERASED}
+_INTERESTING = {
+    OPENED,
+    VOIDED,
+    RESUMED,
+    CORRECTED,
+    REVOKED,
+    VERIFIED,
+    SELF_VERIFIED,
+    FAULT,
+    SPLIT_VIEW,
+    ERASED,
+}
 
 KINDS = (
     "fault",
@@ -83,6 +97,7 @@ KINDS = (
     "rules-changed",
     "plugin-changed",
     "verification",
+    "self-verification",
     "erasure",
     "split-view",
 )
@@ -333,19 +348,8 @@ class _Scanner:
                     "operator_key_id": (state.get("operator") or {}).get("key_id"),
                 },
             )
-        elif topic == VERIFIED:
-            run = plain(state.get("run") or {})
-            auditor = state.get("auditor") or {}
-            yield SignificantEvent(
-                position,
-                at,
-                "verification",
-                stream,
-                f"verification at level {run.get('level')}: {run.get('result')} over "
-                f"{run.get('tree_size')} events (root {str(run.get('root'))[:16]})"
-                + (f": {run.get('message')}" if run.get("message") else ""),
-                {**run, "auditor_key_id": auditor.get("key_id")},
-            )
+        elif topic in (VERIFIED, SELF_VERIFIED):
+            yield _run_event(position, at, stream, topic, state)
         elif topic == ERASED:
             yield SignificantEvent(
                 position,
@@ -378,6 +382,28 @@ class _Scanner:
                     | {"witness_size": state.get("witness_size")}
                 ),
             )
+
+
+def _run_event(
+    position: int, at: datetime, stream: str, topic: str, state: dict[str, Any]
+) -> SignificantEvent:
+    """A recorded verification run: an auditor's, or the node's own scheduled one."""
+    run = plain(state.get("run") or {})
+    if topic == SELF_VERIFIED:
+        kind, what, who = "self-verification", "self-verification by the node", {}
+    else:
+        auditor = state.get("auditor") or {}
+        kind, what, who = "verification", "verification", {"auditor_key_id": auditor.get("key_id")}
+    return SignificantEvent(
+        position,
+        at,
+        kind,
+        stream,
+        f"{what} at level {run.get('level')}: {run.get('result')} over "
+        f"{run.get('tree_size')} events (root {str(run.get('root'))[:16]})"
+        + (f": {run.get('message')}" if run.get("message") else ""),
+        {**run, **who},
+    )
 
 
 def iter_significant(

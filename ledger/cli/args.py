@@ -46,6 +46,32 @@ def seconds_range(low: float, high: float) -> Callable[[str], float]:
     return parse
 
 
+_DURATION = re.compile(r"([0-9]{1,9})(s|m|h|d)")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_DURATION = 366 * 86400  # a schedule longer than a year is a typo
+SELF_VERIFY_DEFAULT = 86400  # GLI-19: at least every 24 hours
+
+
+def duration_or_off(text: str) -> int:
+    """A schedule's period in whole seconds ("30s", "15m", "24h", "1d"), or 0
+    for "off"."""
+    if text == "off":
+        return 0
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration: a whole number and a unit, s, m, h or d "
+            "(30s, 15m, 24h, 1d), or off"
+        )
+    seconds = int(match[1]) * _UNIT_SECONDS[match[2]]
+    if not 1 <= seconds <= MAX_DURATION:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 1s..366d, or off")
+    return seconds
+
+
+duration_or_off.__name__ = "duration"
+
+
 def uuid_text(text: str) -> str:
     """A stream or round id: a UUID, in its canonical lower-case form."""
     try:

@@ -18,6 +18,12 @@ from ledger.cli.args import MAX_INT64, int_range, uuid_text
 from ledger.cli.common import WithLedger, games_at, loaded_plugins, run_with_ledger
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
+from ledger.cli.self_verify import (
+    add_self_verify_option,
+    announce,
+    plan_beside_follow,
+    refuse_without_follow,
+)
 from ledger.cli.tiles import publish_tiles
 from ledger.crypto.roles import Role
 from ledger.errors import CannotCheckError, ConfigError, VerificationError
@@ -47,6 +53,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> WithLedger:
     not given), then print or export the newest checkpoint whose signature verifies."""
     export = _export_path(args.export)
     tiles = _tiles_path(args.tiles)
+    refuse_without_follow(args)
     return WithLedger(partial(_checkpoint, args, export, tiles))
 
 
@@ -69,8 +76,16 @@ def _checkpoint(
         node.passphrase = read_passphrase() if node.keys.encrypted(Role.CHECKPOINT) else None
         checkpointer = node.checkpointer()
         if args.follow:
+            self_verify = plan_beside_follow(args, node)  # the node's own, on a schedule
+            checking = self_verify[1]() if self_verify is not None else None
             print("following the log (Ctrl-C to stop)", file=sys.stderr)
-            interrupted = _follow_until_interrupted(checkpointer, lambda: publish(True))
+            if self_verify is not None:
+                announce(self_verify[0])
+            try:
+                interrupted = _follow_until_interrupted(checkpointer, lambda: publish(True))
+            finally:
+                if checking is not None:
+                    checking.stop()
         with progress_bar("checkpointing") as (advance, _):
             checkpointer.catch_up(progress=advance)
         if node.witnesses is not None:  # what the witnesses answer in time goes out too
@@ -444,6 +459,7 @@ def add_audit_commands(commands: Any) -> None:
         metavar="DIR",
         help="also publish the log as C2SP tlog-tiles in DIR (kept current with --follow)",
     )
+    add_self_verify_option(checkpoint, "with --follow, the service")
     checkpoint.add_argument(
         "--no-sign",
         action="store_true",

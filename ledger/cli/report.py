@@ -57,7 +57,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         with progress_bar("significant events") as (advance, _):
             significant = collect(app, advance)
         if level is None:
-            status = not_verified(app, keyring, significant.last_verification)
+            status = not_verified(
+                app,
+                keyring,
+                significant.last_verification,
+                significant.last_self_verification,
+            )
         else:
             with progress_bar("verifying") as (advance, _):
                 status = run_verifier(app, keyring, level, games, advance)

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from ledger.cli.args import int_range
+from ledger.cli.args import SELF_VERIFY_DEFAULT, int_range
 from ledger.cli.common import WithLedger
+from ledger.cli.self_verify import add_self_verify_option, announce
 from ledger.domain.api_roles import ApiRole
 from ledger.errors import ConfigError, NotFoundError
 from ledger.inputs import existing_directory, output_file
@@ -47,6 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     and anchor processes."""
     from ledger.http.tokens import TokenStore
 
+    args.self_verify_every = _self_verify_every(args)
     directory = _prepare(args)
     if not TokenStore(directory.path).list():
         print(
@@ -59,6 +61,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
+    if args.self_verify_every:
+        announce(args.self_verify_every)
     ended = _run(args, writable=not args.read_only)
     if ended > 0:  # it said why when it stopped (its "anchoring stopped: ..." line)
         print(
@@ -67,6 +71,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
         return ended
     return 0
+
+
+def _self_verify_every(args: argparse.Namespace) -> int:
+    """The self-verification's period in seconds (0: off). A read-only node holds
+    no ledger-node key to record its runs with: off, and refused when asked for."""
+    given = args.self_verify_every
+    if args.read_only:
+        if given:
+            raise ConfigError(
+                "--self-verify-every: a --read-only node records nothing, its runs included"
+            )
+        return 0
+    return SELF_VERIFY_DEFAULT if given is None else int(given)
 
 
 def _prepare(args: argparse.Namespace) -> KeyDirectory:
@@ -142,6 +159,7 @@ def _run(args: argparse.Namespace, *, writable: bool) -> int:
             os.environ[SEALED_ENV] = str(Path(sockets) / "sealed.sock")
             anchor = anchor_process.start()
         writer = _start_writer(Path(sockets)) if writable else None
+        checking = _start_self_verification(Path(sockets), args.self_verify_every)
         try:
             uvicorn.run(
                 "ledger.http.asgi:build",
@@ -152,6 +170,8 @@ def _run(args: argparse.Namespace, *, writable: bool) -> int:
                 log_level=args.log_level,
             )
         finally:
+            if checking is not None:
+                checking.stop()
             if writer is not None:
                 writer.stop()
             ended = anchor.stop() if anchor is not None else 0
@@ -171,6 +191,21 @@ def _start_writer(directory: Path) -> SideProcess | None:
         return None
     os.environ[asgi.WRITER_ENV] = str(path)
     return writer
+
+
+def _start_self_verification(directory: Path, every: int) -> SideProcess | None:
+    """The node's one self-verification process (none when off), its status file
+    named to the workers for their health endpoint."""
+    if not every:
+        return None
+    from ledger.audit.self_status import STATUS_FILE
+    from ledger.http import self_verification_process
+    from ledger.http.serve_settings import SELF_EVERY_ENV, SELF_STATUS_ENV
+
+    status = directory / STATUS_FILE
+    os.environ[SELF_STATUS_ENV] = str(status)
+    os.environ[SELF_EVERY_ENV] = str(every)
+    return self_verification_process.start(every, status)
 
 
 def peers_address(given: str, url: str) -> str:
@@ -306,6 +341,7 @@ def add_serve_commands(commands: Any) -> None:
         help="where this node's writer takes the bets other nodes on the PostgreSQL store "
         "hand it (default: a free loopback port; 'off': none)",
     )
+    add_self_verify_option(serve, "the node")
     serve.add_argument("--unencrypted", action="store_true", help="the keys have no passphrase")
     serve.add_argument(
         "--read-only",

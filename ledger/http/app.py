@@ -27,6 +27,7 @@ from typing import Any, cast
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
+from ledger.audit.self_status import SelfStatus
 from ledger.http.bet_fast_path import BetFastPath
 from ledger.http.errors import install_error_handlers
 from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit, JsonBodies
@@ -55,11 +56,13 @@ def create_app(
     max_body: int = MAX_BODY,
     fast_bets: bool = True,
     tiles: Path | None = None,
+    self_status: SelfStatus | None = None,
 ) -> FastAPI:
     """The ASGI application over `service` (see `ledger serve`); `fast_bets` serves
     operators' bets through `ledger.http.bet_fast_path` (tests turn it off to
     compare it with the route); `tiles`, a tiles directory served at /tlog/
-    (`ledger.http.tlog`), to anyone."""
+    (`ledger.http.tlog`), to anyone; `self_status`, what the node's scheduled
+    self-verification last found, for `GET /v1/health`."""
     # /docs with Swagger UI's files from the fastapi-offline package: no CDN.
     api = FastAPIOffline(
         title=TITLE,
@@ -70,6 +73,7 @@ def create_app(
         static_url=DOCS_ASSETS,
     )
     api.state.service = service  # what the routes' dependencies hand them
+    api.state.self_status = self_status
     install_error_handlers(api)
     declare_error_body(api)
     for router in ROUTERS:

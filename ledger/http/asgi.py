@@ -15,6 +15,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
+from ledger.audit.self_status import SelfStatus
 from ledger.casino.opened import open_ledger
 from ledger.http import gc_pauses
 from ledger.http.app import Service, create_app
@@ -24,6 +25,8 @@ from ledger.http.serve_settings import (
     PEERS_ENV,
     READ_ONLY_ENV,
     RNG_ENV,
+    SELF_EVERY_ENV,
+    SELF_STATUS_ENV,
     SUPERVISOR_ENV,
     TILES_ENV,
     WRITER_ENV,
@@ -96,7 +99,9 @@ def build() -> FastAPI:
         except OSError as exc:  # it stopped: this worker places its bets itself
             log.warning("the writer process cannot be reached (%s): bets are placed here", exc)
     tiles = os.environ.get(TILES_ENV)
-    app = create_app(service, tiles=Path(tiles) if tiles else None)
+    checked = os.environ.get(SELF_STATUS_ENV)
+    self_status = SelfStatus(Path(checked), int(os.environ[SELF_EVERY_ENV])) if checked else None
+    app = create_app(service, tiles=Path(tiles) if tiles else None, self_status=self_status)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:

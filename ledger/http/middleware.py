@@ -19,8 +19,10 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-# Served without a token: the API's own description.
-PUBLIC_PATHS = frozenset({"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+# Served without a token: the API's own description, and the node's health.
+PUBLIC_PATHS = frozenset(
+    {"/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc", "/v1/health"}
+)
 DOCS_ASSETS = "/docs/assets"  # Swagger UI's own files (public, like the page)
 
 

@@ -474,3 +474,23 @@ class TokenInfo(Answer):
 
 class Tokens(Answer):
     tokens: list[TokenInfo]
+
+
+# The node's health.
+class SelfVerification(Answer):
+    every_seconds: int | None = Field(
+        description="how often the node verifies its log, seconds; null: off (or not this node)"
+    )
+    last_run_at: str | None = Field(
+        description="when the last run began (ISO 8601); null: none yet"
+    )
+    result: Literal["passed", "failed"] | None = Field(description="the last run's; null: none yet")
+    tree_size: int | None = Field(description="the events the last run verified")
+    finding: str | None = Field(description="the last run's first finding, in one line; null: none")
+
+
+class Health(Answer):
+    status: Literal["ok", "degraded"] = Field(
+        description="degraded while the last self-verification failed; bets are still taken"
+    )
+    self_verification: SelfVerification

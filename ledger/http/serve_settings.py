@@ -16,6 +16,10 @@ SUPERVISOR_ENV = "LEDGER_SERVE_SUPERVISOR"  # the pid of `ledger serve --workers
 READ_ONLY_ENV = "LEDGER_SERVE_READ_ONLY"  # "1": no signing key (`ledger serve --read-only`)
 WRITER_ENV = "LEDGER_SERVE_WRITER"  # the writer process's socket: bets are placed there
 PEERS_ENV = "LEDGER_SERVE_PEERS"  # host:port the writer takes other nodes' bets on ("off": none)
+# The self-verification's status file (`ledger.audit.self_status`) and its period in
+# seconds, for the health endpoint (unset: self-verification off).
+SELF_STATUS_ENV = "LEDGER_SERVE_SELF_STATUS"
+SELF_EVERY_ENV = "LEDGER_SERVE_SELF_EVERY"
 
 
 def passphrase() -> bytes | None:

@@ -1,8 +1,9 @@
-"""The significant events the report lists, and the latest recorded verification run.
+"""The significant events the report lists, and the latest recorded verification runs.
 
 `ledger.audit.significant.iter_significant` streams them in log order; the
 report keeps a count per kind, the newest `SHOWN` of them (memory bounded
-however long the log), and the newest recorded verification run.
+however long the log), the newest auditor's recorded verification run and
+the newest of the node's own scheduled ones.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class Significant:
     counts: Counter[str] = field(default_factory=Counter)
     newest: deque[SignificantEvent] = field(default_factory=lambda: deque(maxlen=SHOWN))
     last_verification: SignificantEvent | None = None
+    last_self_verification: SignificantEvent | None = None
 
     @property
     def total(self) -> int:
@@ -35,4 +37,6 @@ def collect(app: LedgerApplication, progress: Callable[[int], None] | None = Non
         found.newest.append(event)
         if event.kind == "verification":
             found.last_verification = event
+        elif event.kind == "self-verification":
+            found.last_self_verification = event
     return found

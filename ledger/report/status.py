@@ -64,9 +64,13 @@ READ_CHECKS = (
 
 
 def not_verified(
-    app: LedgerApplication, keyring: Keyring, recorded: SignificantEvent | None = None
+    app: LedgerApplication,
+    keyring: Keyring,
+    recorded: SignificantEvent | None = None,
+    self_run: SignificantEvent | None = None,
 ) -> Status:
-    """Not verified by this report; the newest recorded `verify --record` run quoted."""
+    """Not verified by this report; the newest recorded `verify --record` run
+    quoted, and the newest of the node's own scheduled runs."""
     newest = newest_checkpoint(app, keyring)
     lines = [READ_CHECKS]
     if recorded is None:
@@ -79,6 +83,12 @@ def not_verified(
             f"{recorded.summary}. This report did not re-check it (`ledger verify` checks "
             f"every recorded run), and events after log position {run.get('tree_size')} are "
             "not covered by it."
+        )
+    if self_run is not None:
+        lines.append(
+            f"The node's newest self-verification (log position {self_run.position}, signed "
+            f"{self_run.at.isoformat()} by its ledger-node key, not an auditor's): "
+            f"{self_run.summary}. This report did not re-check it either."
         )
     return Status(
         "not verified",

@@ -907,6 +907,8 @@ class ContentAudit:
             self.found.revocations += 1
         elif kind == "AuditTrail.VerificationRecorded":
             self.recorded_run(payload, event, when, where)
+        elif kind == "AuditTrail.SelfVerificationRecorded":  # the node's own: its envelope signs
+            self.run_claims(payload["run"], event, where)
         elif kind == "Erasures.SubjectErased":
             fact = {"kind": "personal-data-erased", "subject": payload["subject"]}
             self.signed(
@@ -1397,6 +1399,12 @@ class ContentAudit:
         for moment in (run["verified_at"], when.at):
             problem = key_problem(key, moment, when.covered)
             check(problem is None, f"{where}: auditor key {key.name}: {problem}")
+        self.run_claims(run, event, where)
+        self.found.actor_signatures["auditor"] = self.found.actor_signatures.get("auditor", 0) + 1
+        self.found.runs += 1
+
+    def run_claims(self, run: dict[str, Any], event: Event, where: str) -> None:
+        """What a recorded run says of the log: its time, its size, its roots."""
         check(event.signed_at is None or run["verified_at"] <= event.signed_at, f"{where}: late")
         check(run["tree_size"] <= event.position, f"{where}: a run over events after it")
         if self.whole and run["root"] is not None:
@@ -1405,8 +1413,6 @@ class ContentAudit:
         if self.whole and run["checkpoint"] is not None:
             size, root = run["checkpoint"]["size"], run["checkpoint"]["root"]
             check(merkle_root(self.leaves[:size]).hex() == root, f"{where}: its checkpoint")
-        self.found.actor_signatures["auditor"] = self.found.actor_signatures.get("auditor", 0) + 1
-        self.found.runs += 1
 
     def finish(self) -> Contents:
         for life in self.rounds.values() if self.whole_rounds else ():
@@ -1841,6 +1847,8 @@ class Forger:
             run["root"] = merkle_root(leaves[: run["tree_size"]]).hex()
         if run["checkpoint"] is not None:
             run["checkpoint"]["root"] = merkle_root(leaves[: run["checkpoint"]["size"]]).hex()
+        if "auditor" not in payload:  # the node's own run: its envelope, resealed, signs it
+            return
         signed = payload["auditor"]
         signed["signature"] = self.fact(signed["key_id"], {"kind": "verification-run", **run})
 
@@ -1859,6 +1867,9 @@ class Forger:
         leaves: list[bytes] = []
         for index, record in enumerate(records):
             if runs and record["type"] == "AuditTrail.VerificationRecorded":
+                self.resign_run(record["payload"], leaves)
+                changed.add(index)
+            if record["type"] == "AuditTrail.SelfVerificationRecorded":  # the node key's own
                 self.resign_run(record["payload"], leaves)
                 changed.add(index)
             envelope = base64.b64decode(record["envelope"])

@@ -208,7 +208,8 @@ def test_every_error_response_is_the_one_error_body_by_reference(api: Api) -> No
         for operations in document["paths"].values()
         for operation in operations.values()
         for status, response in operation["responses"].items()
-        if int(status) >= 400
+        # (the public health's 503 is its answer when degraded, not an error: `Health`)
+        if int(status) >= 400 and (operation["x-roles"] or status != "503")
     ]
     assert len(errors) > 100
     for response in errors:

@@ -23,7 +23,7 @@ from ledger.crypto.keystore import KeyDirectory
 from ledger.http.app import Service, create_app, openapi_document
 from ledger.node import Node, open_node
 from tests.conftest import PASSPHRASE
-from tests.http_api.test_http_roles import SCENARIOS, Call, coin_round
+from tests.http_api.test_http_roles import PUBLIC, SCENARIOS, Call, coin_round
 from tests.http_support import LIMITS, Api, make_api
 
 DOC = openapi_document()
@@ -72,6 +72,11 @@ def check(response: httpx.Response, method: str, template: str) -> None:
 def test_every_operation_declares_its_errors_with_the_one_error_body() -> None:
     for template, methods in DOC["paths"].items():
         for method, op in methods.items():
+            if f"{method.upper()} {template}" in PUBLIC:  # no token, no input: a bug of ours
+                assert op["responses"]["500"]["content"]["application/json"]["schema"] == {
+                    "$ref": ERROR_REF
+                }
+                continue
             wanted = {"400", "401", "403", "404", "422", "500", "503"}
             if method != "get":
                 wanted |= {"409", "413"}
@@ -175,21 +180,24 @@ def test_each_operations_success_is_what_it_declares(api: Api, name: str) -> Non
     not the bets' fast path, so both are checked."""
     method, template = name.split(" ", 1)
     allowed = OPERATIONS[name]["x-roles"]
-    role = next(r for r in CALLERS if r in allowed)
+    role = next((r for r in CALLERS if r in allowed), None)  # (None: public, no token)
     coin_round(api)  # an open round with a bet: no listing is empty, nor the feed
-    succeeds(api, method, template, SCENARIOS[name](api), api.tokens[role])
+    token = api.tokens[role] if role is not None else None
+    succeeds(api, method, template, SCENARIOS[name](api), token)
     if "table-device" in allowed:
         call = SCENARIOS[name](api)
         assert call.table is not None, name
         succeeds(api, method, template, call, api.device_token(call.table))
 
 
-def succeeds(api: Api, method: str, template: str, call: Call, token: str) -> None:
+def succeeds(api: Api, method: str, template: str, call: Call, token: str | None) -> None:
     """`call` succeeds as declared, and so does the same call with the same
     Idempotency-Key to a restarted server (no result in memory), with the same bytes."""
     service = api.service
     restarted = Service(service.app, service.games, service.rng, service.tokens)
-    headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": call.key or str(uuid.uuid4())}
+    headers = {"Idempotency-Key": call.key or str(uuid.uuid4())}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
     first, again = (
         client.request(method, call.path, json=call.body, params=call.params, headers=headers)
         for client in (api.client, TestClient(create_app(restarted)))

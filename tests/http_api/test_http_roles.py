@@ -316,14 +316,18 @@ SCENARIOS: dict[str, Callable[[Api], Call]] = {
     "GET /v1/games/{game_id}/paytable": lambda api: Call("/v1/games/taixiu/paytable"),
     "GET /v1/tokens": lambda api: Call("/v1/tokens"),
     "POST /v1/tokens/{token_id}/revoke": _revoke,
+    "GET /v1/health": lambda api: Call("/v1/health"),
 }
 
 DOCUMENT = openapi_document()
-ROUTES = {
+DECLARED = {
     f"{method.upper()} {path}": operation["x-roles"]
     for path, operations in DOCUMENT["paths"].items()
     for method, operation in operations.items()
 }
+# Open to anyone, with no token (x-roles empty): the node's health, for monitoring.
+PUBLIC = {route for route, roles in DECLARED.items() if not roles}
+ROUTES = {route: roles for route, roles in DECLARED.items() if roles}
 
 
 def send(api: Api, method: str, call: Call, token: str | None) -> Any:
@@ -343,8 +347,16 @@ def test_every_served_route_has_a_scenario_and_roles(node: Node, tmp_path: Path)
         if isinstance(original, APIRoute) and original.include_in_schema  # (not /docs: public)
         for method in route.methods
     }
-    assert served == set(SCENARIOS) == set(ROUTES)
-    assert all(ROUTES[r] for r in ROUTES)
+    assert served == set(SCENARIOS) == set(ROUTES) | PUBLIC
+    assert {"GET /v1/health"} == PUBLIC
+
+
+def test_the_public_route_answers_without_a_token_and_with_any(node: Node, tmp_path: Path) -> None:
+    api = make_api(node, tmp_path)
+    for token in (None, "garbage", *api.tokens.values()):
+        response = send(api, "GET", Call("/v1/health"), token)
+        assert response.status_code == 200, (token, response.text)
+        assert response.json()["status"] == "ok"
 
 
 @pytest.mark.parametrize("route", sorted(ROUTES))
@@ -422,6 +434,7 @@ POLICY: dict[str, set[str]] = {
         else {"operator"}
     )
     for route in SCENARIOS
+    if route not in PUBLIC
 }
 
 

@@ -8,6 +8,11 @@ revoked when the run was made, never after the event was signed), and the
 claims it makes about the log: the tree size it verified is no larger than
 the log before it, and `verify_store` checks its root against the log's root
 at that size like a checkpoint's.
+
+A node's own scheduled run (`AuditTrail.SelfVerificationRecorded`) carries no
+auditor's signature: the node's envelope signature, checked like every
+envelope's (a ledger-node key valid when it signed), is its signature, and
+it makes the same claims, checked the same way.
 """
 
 from __future__ import annotations
@@ -24,7 +29,12 @@ from ledger.crypto.actor import actor_signature, check_fact_signature
 from ledger.crypto.envelope import SignerCheck, where
 from ledger.crypto.keys import Keyring, Role, from_micros
 from ledger.crypto.validity import key_problem
-from ledger.domain.audit_trail import AUDIT_TRAIL_ID, RECORDED_TOPIC, verification_fact
+from ledger.domain.audit_trail import (
+    AUDIT_TRAIL_ID,
+    RECORDED_TOPIC,
+    SELF_RECORDED_TOPIC,
+    verification_fact,
+)
 from ledger.errors import VerificationError
 
 _STREAM = str(AUDIT_TRAIL_ID)
@@ -36,6 +46,7 @@ class RecordedRun:
     tree_size: int
     root: bytes | None  # the log's root at tree_size the run verified (None: it failed)
     result: str
+    by_node: bool = False  # the node's own scheduled run, not an auditor's
 
 
 def recorded_runs(
@@ -50,7 +61,7 @@ def recorded_runs(
     runs: list[RecordedRun] = []
     try:
         for event in stream_events(tables, _STREAM, SignerCheck(keyring)):
-            if event.topic == RECORDED_TOPIC:
+            if event.topic in (RECORDED_TOPIC, SELF_RECORDED_TOPIC):
                 runs.append(_recorded(transcoder, event, keyring, coverage))
     except VerificationError as exc:
         problem = VerificationError(
@@ -71,7 +82,8 @@ def _recorded(
     envelope, version, position = event.envelope, event.version, event.position
     try:
         when = coverage.when(position, envelope.signed_at)
-        run = _checked_run(transcoder, envelope.payload, keyring, version, when)
+        by_node = event.topic == SELF_RECORDED_TOPIC
+        run = _checked_run(transcoder, envelope.payload, keyring, version, when, by_node)
         if envelope.signed_at is not None and run["verified_at"] > envelope.signed_at:
             raise VerificationError(
                 "verification run made after the event recording it was signed",
@@ -87,16 +99,22 @@ def _recorded(
         exc.position = position
         raise
     root = bytes.fromhex(run["root"]) if run["root"] is not None else None
-    return RecordedRun(position, run["tree_size"], root, run["result"])
+    return RecordedRun(position, run["tree_size"], root, run["result"], by_node)
 
 
 def _checked_run(
-    transcoder: Transcoder, payload: bytes, keyring: Keyring, version: int, when: SignedWhen
+    transcoder: Transcoder,
+    payload: bytes,
+    keyring: Keyring,
+    version: int,
+    when: SignedWhen,
+    by_node: bool = False,
 ) -> dict[str, Any]:
     label = where(_STREAM, version)
     try:
         data: dict[str, Any] = transcoder.decode(payload)
-        run, signed = data["run"], actor_signature(data["auditor"])
+        run = data["run"]
+        signed = None if by_node else actor_signature(data["auditor"])
         size, root, at = run["tree_size"], run["root"], run["verified_at"]
         result = run["result"]
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
@@ -121,6 +139,8 @@ def _checked_run(
         from_micros(at)
     except OverflowError:
         raise VerificationError("verification time out of range", where=label) from None
+    if signed is None:  # the node's own: its envelope's signature, already checked
+        return dict(run)
     auditor = check_fact_signature(keyring, verification_fact(run), signed, Role.AUDITOR, label)
     # Judged at the run's own time and at its event's: both must be inside the
     # key's validity, and a revoked key's run counts only under a checkpoint

@@ -10,6 +10,7 @@ from ledger.http.routes import (
     bets,
     events,
     games,
+    health,
     interventions,
     play,
     rounds,
@@ -32,4 +33,5 @@ ROUTERS: tuple[Router, ...] = (
     games.router,
     events.router,
     tokens.router,
+    health.router,
 )
