@@ -39,6 +39,7 @@ from ledger.cli.output import flush_before_exit, tolerate_closed_pipes
 from ledger.cli.projections import add_projection_commands
 from ledger.cli.recall import add_recall_command
 from ledger.cli.report import add_report_command
+from ledger.cli.retention import add_retention_commands
 from ledger.cli.seeds import add_seed_commands
 from ledger.cli.serve import add_serve_commands
 from ledger.cli.simulate import add_simulate_command
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_seed_commands(commands)
     add_migrate_command(commands)
     add_erase_command(commands)
+    add_retention_commands(commands)
     add_witness_commands(commands)
     _anywhere(parser, ("--store", "--keys"))
     return parser

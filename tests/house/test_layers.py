@@ -25,7 +25,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "rng plugins node projections revocation erasure",
         "casino audit",  # the write path; verification
         "simulation export",
-        "history",  # a player's history proven complete
+        "history retention",  # a player's history proven complete; retention as policy
         "report http mirror",  # the HTTP API; the regulator's copy of a node's log
         "cli",
     )
