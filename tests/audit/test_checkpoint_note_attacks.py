@@ -5,6 +5,7 @@ stores, and never makes `verify` crash."""
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -115,13 +116,19 @@ def double_space(note: str) -> str:
     return note.replace("\u2014 ", "\u2014  ", 1)
 
 
-def downgraded_to_old_form(note: str) -> str:
-    """The key hash stripped and the key id named: the old form's signature is
-    over a prefixed text, so the C2SP signature does not verify there."""
+def downgraded_keeping_accounts(note: str) -> str:
+    """The key hash stripped and the key id named, as the old form has it."""
     raw = base64.b64decode(_signature_field(note))
     return note.replace("\u2014 checkpoint ", "\u2014 {key_id} ").replace(
         _signature_field(note), base64.b64encode(raw[4:]).decode()
     )
+
+
+def downgraded_to_old_form(note: str) -> str:
+    """As above, and the accounts line dropped (the old form had four lines): the
+    old form's signature is over a prefixed text, so the C2SP signature does
+    not verify there."""
+    return re.sub(r"\naccounts [^\n]*\n", "\n", downgraded_keeping_accounts(note), count=1)
 
 
 MALFORMED: dict[str, tuple[NoteEdit, str]] = {
@@ -138,7 +145,11 @@ MALFORMED: dict[str, tuple[NoteEdit, str]] = {
     "size with '+'": (size_with_plus, "without sign or leading zeros"),
     "size in Arabic-Indic digits": (size_in_other_digits, "without sign or leading zeros"),
     "size with '_'": (size_with_underscore, "without sign or leading zeros"),
-    "an extra extension line": (extra_extension_line, "the text has 5 lines, not 4"),
+    "an extra extension line": (extra_extension_line, "the text has 6 lines, not 4 or 5"),
+    "downgraded, the accounts line kept": (
+        downgraded_keeping_accounts,
+        "an old-form checkpoint carries exactly one signature line and 4 lines",
+    ),
     "two spaces after the dash": (double_space, "signature line 1 is not"),
 }
 
