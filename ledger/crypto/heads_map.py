@@ -100,6 +100,9 @@ class HeadsMap:
     def root(self) -> bytes:
         return self._hash(0, 0, 0, len(self._keys))
 
+    def leaf(self, key: bytes) -> bytes | None:
+        return self._leaves.get(int.from_bytes(key, "big"))
+
     def proof(self, key: bytes) -> list[bytes]:
         """The siblings from the root down to `key`'s leaf (KeyError: not in the map)."""
         number = int.from_bytes(key, "big")

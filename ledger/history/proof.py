@@ -17,6 +17,7 @@ from typing import Any
 from uuid import UUID
 
 from ledger.audit.proofs import newest_checkpoint
+from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.heads_map import HeadsMap
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import hash_leaf
@@ -37,18 +38,7 @@ def history_proof(
 ) -> dict[str, Any]:
     """The proof for the account id `given` (NotFoundError: no such account)."""
     account = UUID(require_stream(app.tables, given, Kind.ACCOUNT))
-    checkpoint = newest_checkpoint(app, keyring)
-    if checkpoint is None or checkpoint.accounts is None:
-        raise ConfigError(
-            "no checkpoint signs the accounts' heads yet: run `ledger checkpoint` "
-            "(a store written before this release gets them from its next checkpoint)"
-        )
-    heads, built = _signed_heads(app, checkpoint.size, checkpoint.accounts)
-    head = next((h for h in heads if h.account == account), None)
-    if head is None:
-        raise NotFoundError(
-            f"account {account} is not under a checkpoint yet: run `ledger checkpoint`"
-        )
+    checkpoint, head, built = _signed_head(app, keyring, account)
     read: list[AccountEvent] = []
 
     def movements_back() -> Iterator[Movement]:
@@ -75,35 +65,70 @@ def history_proof(
     }
 
 
-def _signed_heads(app: LedgerApplication, size: int, signed: bytes) -> tuple[list[Head], HeadsMap]:
-    """Every account's head under the checkpoint of `size`, as the map it signs
-    holds them: the stored rows when they give its root, else read again from
-    the events (a store whose rows were lost or altered; a copy made before the
-    rows existed); `VerificationError` when neither does."""
+RACES = 3  # a checkpoint committed between reading it and its heads: read both again
+
+
+def _signed_head(
+    app: LedgerApplication, keyring: Keyring, account: UUID
+) -> tuple[Checkpoint, Head, HeadsMap]:
+    """The newest checkpoint that signs a map, the account's head in it and the
+    map: from the stored rows when they give its root (the head's own fields
+    hashing to its leaf there), else read again from the events (rows lost or
+    altered; a copy made before they existed); `VerificationError` when
+    neither does."""
     table = AccountHeadsTable(app.tables.recorder)
+    for _ in range(RACES):
+        checkpoint = _newest_with_map(app, keyring)
+        signed = checkpoint.accounts
+        with app.tables.recorder.snapshot() as cursor:
+            built = table.leaves(checkpoint.size, cursor)
+            head = table.one(account, cursor)
+        if built is None or built.root() != signed:
+            continue
+        if head is None:
+            raise NotFoundError(
+                f"account {account} is not under a checkpoint yet: run `ledger checkpoint`"
+            )
+        if built.leaf(head.key) != head.leaf:
+            break  # the row was altered: the events say what it is
+        return checkpoint, head, built
+    heads = _heads_from_events(app, checkpoint.size)
+    built = heads_map(heads.values())
+    if built.root() != signed:
+        raise VerificationError(
+            f"neither the stored account heads nor the events give the map the checkpoint of "
+            f"size {checkpoint.size} signs: the store was altered (`ledger verify` says where)"
+        )
+    if account not in heads:
+        raise NotFoundError(
+            f"account {account} is not under a checkpoint yet: run `ledger checkpoint`"
+        )
+    return checkpoint, heads[account], built
+
+
+def _newest_with_map(app: LedgerApplication, keyring: Keyring) -> Checkpoint:
+    checkpoint = newest_checkpoint(app, keyring)
+    if checkpoint is None or checkpoint.accounts is None:
+        raise ConfigError(
+            "no checkpoint signs the accounts' heads yet: run `ledger checkpoint` "
+            "(a store written before this release gets them from its next checkpoint)"
+        )
+    return checkpoint
+
+
+def _heads_from_events(app: LedgerApplication, size: int) -> dict[UUID, Head]:
+    last = app.tables.leaves(size - 1, size)
+    last_id = last[0][1] if last else 0
+    heads: dict[UUID, Head] = {}
     with app.tables.recorder.read() as cursor:
-        heads = table.at(size, cursor)
-        built = heads_map(heads)
-        if built.root() == signed:
-            return heads, built
-        last = app.tables.leaves(size - 1, size)
-        last_id = last[0][1] if last else 0
-        moved: dict[UUID, Head] = {}
-        for position, row in table.account_rows(last_id, cursor):
+        for position, row in AccountHeadsTable(app.tables.recorder).account_rows(last_id, cursor):
             account = UUID(stream_of(row[1]))
             try:
                 entry = hash_leaf(split_envelope(row[4])[1])
             except ValueError:
                 entry = b""  # not an envelope: the root will not match
-            moved[account] = Head(account, row[2], position, entry)
-    heads = list(moved.values())
-    built = heads_map(heads)
-    if built.root() != signed:
-        raise VerificationError(
-            f"neither the stored account heads nor the events give the map the checkpoint of "
-            f"size {size} signs: the store was altered (`ledger verify` says where)"
-        )
-    return heads, built
+            heads[account] = Head(account, row[2], position, entry)
+    return heads
 
 
 def _events_back(app: LedgerApplication, head: Head) -> Iterator[AccountEvent]:

@@ -543,7 +543,7 @@ class Mirror:
             for checkpoint in checkpoints:
                 tables.append([], [], checkpoint, cursor)
             if checkpoints:
-                AccountHeadsTable(recorder).insert(moved, checkpoints[-1].size, cursor)
+                AccountHeadsTable(recorder).upsert(moved, checkpoints[-1].size, cursor)
 
 
 def _altered_here(what: str) -> VerificationError:

@@ -1,13 +1,14 @@
 """The account heads map as the checkpointer keeps it, and its table.
 
 Each checkpoint signs the root of the map (`ledger.crypto.heads_map`) at its
-size. The checkpointer keeps the map in memory between batches and stores,
-in the checkpoint's own transaction, a row per account its batch moved
-(`ledger_account_heads`: append-only, one row per account and checkpoint).
-The rows are an index, the attacker's to edit: the map built from them must
-hash to the root the newest checkpoint signed before anything is added to it,
-else it is built again from the checked events, and a log whose events do not
-give the signed root gets no checkpoint.
+size. The checkpointer keeps the map in memory between batches and, in the
+checkpoint's own transaction, brings `ledger_account_heads` up to it: a row
+per account (its key, its leaf, its head's version, position and entry hash)
+as of the newest checkpoint. The rows are an index, the attacker's to edit,
+and the one table that is updated in place: the map they give must hash to
+the root the newest checkpoint signed before anything is added to it, else it
+is built again from the checked events, and a log whose events do not give
+the signed root gets no checkpoint.
 """
 
 from __future__ import annotations
@@ -58,19 +59,15 @@ class AccountHeadsTable:
         self.recorder = recorder
         sql = recorder.sql
         self._sqlite = recorder.dialect == "sqlite"
-        self._insert = sql(
-            "INSERT INTO {heads} (account, tree_size, version, position, entry_hash) "
-            "VALUES (%s, %s, %s, %s, %s)"
+        self._upsert = sql(
+            "INSERT INTO {heads} (account, tree_size, key, leaf, version, position, entry_hash) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (account) DO UPDATE SET "
+            "tree_size = excluded.tree_size, key = excluded.key, leaf = excluded.leaf, "
+            "version = excluded.version, position = excluded.position, "
+            "entry_hash = excluded.entry_hash"
         )
-        self._at = sql(
-            "SELECT h.account, h.version, h.position, h.entry_hash FROM {heads} h JOIN "
-            "(SELECT account, MAX(tree_size) AS size FROM {heads} WHERE tree_size <= %s "
-            "GROUP BY account) newest ON h.account = newest.account AND h.tree_size = newest.size"
-        )
-        self._one = sql(
-            "SELECT version, position, entry_hash FROM {heads} WHERE account = %s "
-            "AND tree_size <= %s ORDER BY tree_size DESC LIMIT 1"
-        )
+        self._leaves = sql("SELECT key, leaf, tree_size FROM {heads}")
+        self._one = sql("SELECT version, position, entry_hash FROM {heads} WHERE account = %s")
         self._rows = sql(
             "SELECT {id}, originator_id, originator_version, topic, "
             f"CASE WHEN substr(topic, 1, {len(ACCOUNT_TOPIC)}) = '{ACCOUNT_TOPIC}' "
@@ -80,20 +77,29 @@ class AccountHeadsTable:
     def _column(self, account: UUID) -> object:
         return account.hex if self._sqlite else account
 
-    def insert(self, heads: Iterable[Head], tree_size: int, cursor: Cursor) -> None:
+    def upsert(self, heads: Iterable[Head], tree_size: int, cursor: Cursor) -> None:
+        """The heads as of the checkpoint of `tree_size`, in its transaction."""
         rows = [
-            (self._column(h.account), tree_size, h.version, h.position, h.entry_hash) for h in heads
+            (self._column(h.account), tree_size, h.key, h.leaf, h.version, h.position, h.entry_hash)
+            for h in heads
         ]
         if rows:
-            cursor.executemany(self._insert, rows)
+            cursor.executemany(self._upsert, rows)
 
-    def at(self, size: int, cursor: Cursor) -> list[Head]:
-        """Every account's head as stored for the checkpoint of `size` (unchecked)."""
-        cursor.execute(self._at, (size,))
-        return [_head(row[0], row[1], row[2], row[3]) for row in cursor.fetchall()]
+    def leaves(self, size: int, cursor: Cursor) -> HeadsMap | None:
+        """The map the stored rows give, when every row is of a checkpoint of at
+        most `size` (None: a newer checkpoint's rows; unchecked: hold its root
+        to the signed one)."""
+        cursor.execute(self._leaves)
+        pairs: dict[bytes, bytes] = {}
+        for key, leaf, tree_size in cursor.fetchall():
+            if type(tree_size) is not int or tree_size > size:
+                return None
+            pairs[bytes(key)] = bytes(leaf)
+        return HeadsMap.of(pairs)
 
-    def one(self, account: UUID, size: int, cursor: Cursor) -> Head | None:
-        cursor.execute(self._one, (self._column(account), size))
+    def one(self, account: UUID, cursor: Cursor) -> Head | None:
+        cursor.execute(self._one, (self._column(account),))
         row = cursor.fetchone()
         return None if row is None else _head(account, row[0], row[1], row[2])
 
@@ -147,8 +153,8 @@ class HeadsTracker:
         if self._map is not None and self._size == size:
             return
         self.forget()
-        stored = heads_map(self.table.at(size, cursor))
-        if signed is not None and stored.root() == signed:
+        stored = self.table.leaves(size, cursor)
+        if signed is not None and stored is not None and stored.root() == signed:
             self._map, self._size = stored, size
             return
         heads = self._from_events(last_id, cursor)

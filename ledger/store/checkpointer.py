@@ -230,7 +230,7 @@ class Checkpointer:
                 checkpoint = self._sign(keyring, plan)
                 self._keep(plan.genesis, plan.kept_note, checkpoint)
             self.tables.append(plan.leaves, plan.nodes, checkpoint, cursor)
-            self.heads.table.insert(self.heads.pending.values(), checkpoint.size, cursor)
+            self.heads.table.upsert(self.heads.pending.values(), checkpoint.size, cursor)
         self.heads.stored(checkpoint.size)
         self._verified = _Verified(checkpoint, plan.leaves[-1][1])
         self.on_checkpoint(checkpoint)

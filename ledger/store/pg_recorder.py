@@ -85,9 +85,9 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
                 "originator_id uuid NOT NULL, originator_version bigint NOT NULL)"
             ).format(schema=schema, t=Identifier(REQUESTS)),
             SQL(
-                "CREATE TABLE IF NOT EXISTS {schema}.{t} (account uuid NOT NULL, "
-                "tree_size bigint NOT NULL, version bigint NOT NULL, position bigint NOT NULL, "
-                "entry_hash bytea NOT NULL, PRIMARY KEY (account, tree_size))"
+                "CREATE TABLE IF NOT EXISTS {schema}.{t} (account uuid PRIMARY KEY, "
+                "tree_size bigint NOT NULL, key bytea NOT NULL, leaf bytea NOT NULL, "
+                "version bigint NOT NULL, position bigint NOT NULL, entry_hash bytea NOT NULL)"
             ).format(schema=schema, t=Identifier(HEADS)),
             SQL(_PG_REFUSE).format(schema=schema),
         ]

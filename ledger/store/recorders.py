@@ -25,10 +25,12 @@ COSIGNATURES = "ledger_cosignatures"  # witnesses' cosigned checkpoints (ledger.
 # retry finds its first result. An index, not a record: the signed event is
 # the record, and a row that names the wrong event is refused when read.
 REQUESTS = "ledger_request_index"
-# Each account's stream head as of each checkpoint that moved it: the leaves of
-# the account heads map (`ledger.crypto.heads_map`) the checkpoint signs.
+# Each account's stream head under the newest checkpoint, with its key and leaf
+# in the account heads map (`ledger.crypto.heads_map`) the checkpoint signs.
+# An index kept up to date (not append-only): every read is held to the signed
+# root, and the events give it again when it does not match.
 HEADS = "ledger_account_heads"
-LEDGER_TABLES = (LEAVES, NODES, CHECKPOINTS, COSIGNATURES, REQUESTS, HEADS)
+LEDGER_TABLES = (LEAVES, NODES, CHECKPOINTS, COSIGNATURES, REQUESTS)
 
 # A raw event row: (notification id, stream id, version, topic, stored bytes).
 Row = tuple[int, str, int, str, bytes]
@@ -67,9 +69,10 @@ def _sqlite_schema(events: str) -> list[str]:
         "witness TEXT NOT NULL, note TEXT NOT NULL, PRIMARY KEY (tree_size, witness))",
         f"CREATE TABLE IF NOT EXISTS {REQUESTS} (request_id TEXT PRIMARY KEY, "
         "originator_id TEXT NOT NULL, originator_version INTEGER NOT NULL) WITHOUT ROWID",
-        f"CREATE TABLE IF NOT EXISTS {HEADS} (account TEXT NOT NULL, tree_size INTEGER NOT NULL, "
-        "version INTEGER NOT NULL, position INTEGER NOT NULL, entry_hash BLOB NOT NULL, "
-        "PRIMARY KEY (account, tree_size)) WITHOUT ROWID",
+        f"CREATE TABLE IF NOT EXISTS {HEADS} (account TEXT PRIMARY KEY, "
+        "tree_size INTEGER NOT NULL, key BLOB NOT NULL, leaf BLOB NOT NULL, "
+        "version INTEGER NOT NULL, position INTEGER NOT NULL, entry_hash BLOB NOT NULL) "
+        "WITHOUT ROWID",
     ]
     for table in (events, *LEDGER_TABLES):
         for operation in ("UPDATE", "DELETE"):
