@@ -75,8 +75,9 @@ def _prepare(args: argparse.Namespace) -> KeyDirectory:
     store or a broken plugin is one line before any worker starts."""
     from ledger.casino import open_ledger
     from ledger.cli.passphrase import read_passphrase
+    from ledger.crypto.keystore import keys_dir
     from ledger.http import asgi
-    from ledger.node import PASSPHRASE_ENV, keys_dir, refuse_new_keys_beside_events
+    from ledger.node import PASSPHRASE_ENV, refuse_new_keys_beside_events
     from ledger.store.application import probe_store
     from ledger.store.config import store_url
 
@@ -238,8 +239,8 @@ def _expiry(text: str) -> datetime:
 
 
 def cmd_tokens(args: argparse.Namespace) -> int | WithLedger:
+    from ledger.crypto.keystore import keys_dir
     from ledger.http.tokens import TokenStore
-    from ledger.node import keys_dir
 
     store = TokenStore(keys_dir(args.keys).path)
     if args.tokens_command == "create":
