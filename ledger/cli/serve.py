@@ -7,9 +7,7 @@ import argparse
 import errno
 import json
 import os
-import socket
 import sys
-import tempfile
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -128,6 +126,8 @@ def _prepare(args: argparse.Namespace) -> KeyDirectory:
 def _run(args: argparse.Namespace, *, writable: bool) -> int:
     """uvicorn's workers beside the writer and anchor processes, all stopped
     together; the anchor process's exit code (0 when none ran or it ended well)."""
+    import tempfile
+
     import uvicorn
 
     from ledger.http import asgi
@@ -210,6 +210,8 @@ def _anchors_apart() -> bool:
 def check_listen(host: str, port: int) -> None:
     """The address resolves and the port is free: else one line now, rather
     than uvicorn's log (and its exit code 3) after "serving"."""
+    import socket  # here: the commands that serve nothing never import it
+
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except (socket.gaierror, UnicodeError) as exc:
