@@ -20,7 +20,6 @@ from eventsourcing.persistence import (
 )
 from eventsourcing.postgres import PostgresApplicationRecorder
 from eventsourcing.utils import retry
-from psycopg.errors import SyntaxError as PsycopgSyntaxError
 from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composable, Identifier, Literal
 
@@ -109,20 +108,6 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
                 ).format(schema=schema, t=Identifier(table)),
             ]
         self.notify_statement = SQL("NOTIFY {}").format(Identifier(self.channel_name))
-
-    def _create_table(self, curs: Any) -> None:
-        """The library's statements and ours (composite types aside: the library
-        makes each in a transaction of its own first), in their order and in its
-        one transaction, sent as one query: one round trip where there were 26,
-        for every writer that opens the store (4 ms of the 5 an open of an
-        existing store took, about a tenth of creating it in an empty schema)."""
-        script = SQL(";\n").join(
-            [s for s in self.sql_create_statements if "CREATE TYPE" not in s.as_string()]
-        )
-        try:
-            curs.execute(script, prepare=False)
-        except PsycopgSyntaxError as exc:
-            raise ProgrammingError(f"Syntax error: '{exc}' in: {script.as_string()}") from exc
 
     @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
     def insert_events(
