@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ledger.crypto.envelope import SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring, Role
-from ledger.crypto.keystore import KeyDirectory
+from ledger.crypto.keystore import KeyDirectory, keys_dir
 from ledger.errors import ConfigError, LedgerError
 from ledger.privacy.personal import PersonalData
 from ledger.store.anchor import Anchor, AnchorSettings
@@ -18,6 +18,7 @@ from ledger.store.checkpoint_lock import LOCK_ENV, open_lock
 from ledger.store.checkpointer import DEFAULT_ORIGIN, Checkpointer
 from ledger.store.config import describe, store_url
 from ledger.store.merkle_log import MerkleLogTables, parse_checkpoint_row, stream_of
+from ledger.store.origin import ORIGIN_ENV
 from ledger.store.sealed_rows import SealedRowsReceiver, SealedRowsSender
 from ledger.store.sealing import SealingMapper
 from ledger.store.witnessing import (
@@ -28,15 +29,8 @@ from ledger.store.witnessing import (
     parse_witnesses,
 )
 
-KEYS_ENV = "LEDGER_KEYS"
-DEFAULT_KEYS = "keys"
 PASSPHRASE_ENV = "LEDGER_PASSPHRASE"
-ORIGIN_ENV = "LEDGER_ORIGIN"
 log = logging.getLogger(__name__)
-
-
-def keys_dir(given: str | None = None) -> KeyDirectory:
-    return KeyDirectory(Path(given or os.environ.get(KEYS_ENV) or DEFAULT_KEYS))
 
 
 def origin() -> str:
@@ -169,25 +163,6 @@ def refuse_new_keys_beside_events(store: str | None, directory: KeyDirectory) ->
             f"{describe(store_url(store))} already holds {held:,} events sealed by such keys: "
             "point --keys (or LEDGER_KEYS) at that store's keys directory; "
             "no keys made, nothing written"
-        )
-
-
-def check_expected_origin(tables: MerkleLogTables) -> None:
-    """For a reader (verify): when LEDGER_ORIGIN is set, the store's newest
-    checkpoint is for that origin, else the store is another log (ConfigError).
-    A checkpoint row that cannot be read is left to verify to report."""
-    wanted = os.environ.get(ORIGIN_ENV)
-    newest = tables.newest_checkpoint_row() if wanted else None
-    if newest is None:
-        return
-    try:
-        found = parse_checkpoint_row(newest).origin
-    except (LedgerError, ValueError, TypeError):
-        return
-    if found != wanted:
-        raise ConfigError(
-            f"{ORIGIN_ENV} is {wanted!r} but the store's checkpoints are for {found!r}: "
-            f"this store holds another log (or unset {ORIGIN_ENV})"
         )
 
 

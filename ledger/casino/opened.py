@@ -13,12 +13,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import TracebackType
+from typing import TYPE_CHECKING
 
-from ledger.casino.facade import Casino
 from ledger.erasure import finish_erasures
 from ledger.node import Node, open_node
 from ledger.plugins.manager import Plugins, get_plugin_manager
 from ledger.plugins.registry import LoadedGame
+
+if TYPE_CHECKING:
+    from ledger.casino.facade import Casino
 
 
 @dataclass
@@ -41,7 +44,10 @@ class Ledger:
 
     @cached_property
     def casino(self) -> Casino:
-        """The Python API (`ledger.casino.Casino`) over the node and the games."""
+        """The Python API (`ledger.casino.Casino`) over the node and the games,
+        imported when first asked for: a command that only reads never builds it."""
+        from ledger.casino.facade import Casino
+
         return Casino(self.node.app, self.games)
 
     def close(self) -> None:

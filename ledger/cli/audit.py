@@ -174,7 +174,7 @@ def _load_trusted(path: str | None) -> Checkpoint | None:
 def _verify_keyring(args: argparse.Namespace) -> tuple[Keyring, str]:
     """The keyring verify trusts: the auditor's own copy (--keyring), else the keys directory's."""
     from ledger.crypto.keys import Keyring
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
 
     if args.keyring:
         return Keyring.load(Path(args.keyring)), args.keyring
@@ -246,7 +246,7 @@ def _auditor(args: argparse.Namespace) -> tuple[Signer, bytes] | None:
     so a wrong key or passphrase fails before the work)."""
     if not args.record:
         return None
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
 
     passphrase = read_passphrase()
     return keys_dir(args.keys).signer(Role.AUDITOR, passphrase, args.auditor_key), passphrase
@@ -395,8 +395,8 @@ class _StoreRun:
     def verify(self) -> tuple[VerificationReport, Any]:
         from ledger.audit.findings import Findings
         from ledger.audit.verify import Sinks, VerifyOptions, verify_store
-        from ledger.node import check_expected_origin
         from ledger.store.application import LedgerApplication
+        from ledger.store.origin import check_expected_origin
 
         args, level = self.args, self.level
         games = games_at(level)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 def check_keys_path(given: str | None) -> None:
     """The keys directory may be missing (simulate creates it), never a file."""
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
 
     path = keys_dir(given).path
     if path.exists() and not path.is_dir():
@@ -98,7 +98,7 @@ def open_ledger_from_args(
 ) -> Ledger:
     """The ledger `--store`/`--keys` (or their settings) name, by `open_ledger`."""
     from ledger.casino.opened import open_ledger
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
 
     directory = keys_dir(args.keys)
     directory.keyring()  # fail on missing keys before asking for a passphrase

@@ -35,7 +35,7 @@ def subject_named(given: str) -> str:
 
 
 def cmd_erase(args: argparse.Namespace) -> WithLedger:
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
 
     if (args.subject is None) == (args.dealer is None):
         raise NotFoundError("name one data subject: SUBJECT (or an account id), or --dealer NAME")

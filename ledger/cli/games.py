@@ -6,7 +6,6 @@ import argparse
 from typing import Any
 
 from ledger.cli.common import loaded_plugins
-from ledger.domain.percent import percent
 
 
 def cmd_games(args: argparse.Namespace) -> int:
@@ -24,6 +23,7 @@ def cmd_games(args: argparse.Namespace) -> int:
 
 
 def cmd_paytable(args: argparse.Namespace) -> int:
+    from ledger.domain.percent import percent
     from ledger.plugins.paytable import paytable
 
     game = loaded_plugins().game(args.game)

@@ -95,8 +95,8 @@ def cmd_history(args: argparse.Namespace) -> WithLedger | int:
 
 def _check_file(args: argparse.Namespace) -> int:
     from ledger.crypto.keys import Keyring
+    from ledger.crypto.keystore import keys_dir
     from ledger.history.check import check_history
-    from ledger.node import keys_dir
 
     path = Path(args.check)
     try:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def cmd_keys_create(args: argparse.Namespace) -> int:
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
 
     directory = keys_dir(args.keys)
     if args.unencrypted and not args.yes_unencrypted:
@@ -36,8 +36,8 @@ def cmd_keys_list(args: argparse.Namespace) -> int:
     A checkpoint key also shows its C2SP note verifier key (`name+hash+base64`),
     the form any signed-note tool takes to check our checkpoints."""
     from ledger.crypto.keys import to_micros
+    from ledger.crypto.keystore import keys_dir
     from ledger.crypto.validity import key_problem
-    from ledger.node import keys_dir
 
     directory = keys_dir(args.keys)
     keyring = directory.keyring()
@@ -84,7 +84,7 @@ def _verifier_key(record: PublicKeyRecord) -> str:
 
 
 def cmd_keys_use(args: argparse.Namespace) -> int:
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
 
     record = keys_dir(args.keys).use(args.name)
     print(f"{record.role.value} signing key is now {record.name} ({record.key_id})")
@@ -93,7 +93,7 @@ def cmd_keys_use(args: argparse.Namespace) -> int:
 
 def cmd_keys_revoke(args: argparse.Namespace) -> WithLedger:
     from ledger.crypto.envelope import now_micros
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
     from ledger.revocation import revoke_key
 
     directory = keys_dir(args.keys)

@@ -49,7 +49,7 @@ def _dry_run(ledger: Ledger) -> int:
 
 def _migrate(args: argparse.Namespace, reason: str, passphrase: bytes, ledger: Ledger) -> int:
     from ledger.casino.migrate import VOID
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
 
     casino = ledger.casino
     found = casino.rounds_to_migrate()

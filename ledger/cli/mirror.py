@@ -163,9 +163,9 @@ def _line(done: Pass, level: Level) -> str:
 
 
 def cmd_mirror(args: argparse.Namespace) -> int:
+    from ledger.crypto.keystore import keys_dir
     from ledger.mirror.copy import Mirror
     from ledger.mirror.source import Source
-    from ledger.node import keys_dir
     from ledger.store.application import LedgerApplication
 
     level = Level.parse(args.level)

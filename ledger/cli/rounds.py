@@ -35,7 +35,7 @@ def operator_signer(directory: KeyDirectory, name: str | None, passphrase: bytes
 
 
 def cmd_round_action(args: argparse.Namespace) -> WithLedger:
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
 
     reason = check_name(args.reason, "--reason", limit=MAX_TEXT)
     plugins = loaded_plugins()  # a broken plugin fails before a passphrase is asked for

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 def rng_from_args(args: argparse.Namespace) -> RngServer:
     """The RNG directory's seeds (never created here: a missing one holds none)."""
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
     from ledger.rng.server import RngServer, default_rng_dir
 
     directory = Path(args.rng_dir) if args.rng_dir else default_rng_dir(keys_dir(args.keys).path)

@@ -7,9 +7,7 @@ import argparse
 import errno
 import json
 import os
-import socket
 import sys
-import tempfile
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -92,8 +90,9 @@ def _prepare(args: argparse.Namespace) -> KeyDirectory:
     store or a broken plugin is one line before any worker starts."""
     from ledger.casino import open_ledger
     from ledger.cli.passphrase import read_passphrase
+    from ledger.crypto.keystore import keys_dir
     from ledger.http import asgi
-    from ledger.node import PASSPHRASE_ENV, keys_dir, refuse_new_keys_beside_events
+    from ledger.node import PASSPHRASE_ENV, refuse_new_keys_beside_events
     from ledger.store.application import probe_store
     from ledger.store.config import store_url
 
@@ -144,6 +143,8 @@ def _prepare(args: argparse.Namespace) -> KeyDirectory:
 def _run(args: argparse.Namespace, *, writable: bool) -> int:
     """uvicorn's workers beside the writer and anchor processes, all stopped
     together; the anchor process's exit code (0 when none ran or it ended well)."""
+    import tempfile
+
     import uvicorn
 
     from ledger.http import asgi
@@ -244,6 +245,8 @@ def _anchors_apart() -> bool:
 def check_listen(host: str, port: int) -> None:
     """The address resolves and the port is free: else one line now, rather
     than uvicorn's log (and its exit code 3) after "serving"."""
+    import socket  # here: the commands that serve nothing never import it
+
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except (socket.gaierror, UnicodeError) as exc:
@@ -273,8 +276,8 @@ def _expiry(text: str) -> datetime:
 
 
 def cmd_tokens(args: argparse.Namespace) -> int | WithLedger:
+    from ledger.crypto.keystore import keys_dir
     from ledger.http.tokens import TokenStore
-    from ledger.node import keys_dir
 
     store = TokenStore(keys_dir(args.keys).path)
     if args.tokens_command == "create":

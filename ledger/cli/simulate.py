@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 def cmd_simulate(args: argparse.Namespace) -> WithLedger:
     """A casino session on the store, then checkpoint, projections, verify and a summary."""
-    from ledger.node import keys_dir, refuse_new_keys_beside_events
+    from ledger.crypto.keystore import keys_dir
+    from ledger.node import refuse_new_keys_beside_events
     from ledger.rng.server import default_rng_dir
     from ledger.simulation import (
         SessionConfig,

@@ -71,8 +71,8 @@ def _check(args: argparse.Namespace) -> int:
     """`tiles DIR --check`: reads only, so its failures say what was found, not
     that nothing was written."""
     from ledger.crypto.keys import Keyring
+    from ledger.crypto.keystore import keys_dir
     from ledger.export.tiles_check import check_tiles
-    from ledger.node import keys_dir
 
     directory = existing_directory(args.directory, "tiles directory")
     keyring = Keyring.load(Path(args.keyring)) if args.keyring else keys_dir(args.keys).keyring()

@@ -33,12 +33,20 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # The keys a ledger node needs to record and checkpoint; the set-up makes them.
 NODE_KEY_NAMES = {Role.LEDGER_NODE: "ledger-node", Role.CHECKPOINT: "checkpoint"}
 SIGNING_FILE = "signing.json"
+KEYS_ENV = "LEDGER_KEYS"
+DEFAULT_KEYS = "keys"
 
 
 def key_env(role: Role) -> str:
     """The environment variable naming the key that signs for `role`, e.g. LEDGER_NODE_KEY."""
     name = "NODE" if role is Role.LEDGER_NODE else role.value.upper().replace("-", "_")
     return f"LEDGER_{name}_KEY"
+
+
+def keys_dir(given: str | None = None) -> KeyDirectory:
+    """The keys directory `given`, else $LEDGER_KEYS, else ./keys (read by
+    every command, the auditor's too: no node is imported to find it)."""
+    return KeyDirectory(Path(given or os.environ.get(KEYS_ENV) or DEFAULT_KEYS))
 
 
 class KeyDirectory:

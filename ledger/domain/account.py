@@ -38,25 +38,28 @@ class Account(PlainCopy, Aggregate):
     """A wallet (never negative) or a house bankroll (may run negative: the
     house pays what it owes)."""
 
-    class Opened(Aggregate.Created):
+    class Event(Aggregate.Event):  # declared: the events below are used as written, not rebuilt
+        pass
+
+    class Opened(Aggregate.Created, Event):
         class_version: ClassVar[int] = 1
         kind: str
         owner: PersonalValue
         currency: str
 
-    class Deposited(Aggregate.Event):
+    class Deposited(Event):
         class_version: ClassVar[int] = 1
         amount: int
         request_id: str
         postings: list[Posting]
 
-    class Withdrawn(Aggregate.Event):
+    class Withdrawn(Event):
         class_version: ClassVar[int] = 1
         amount: int
         request_id: str
         postings: list[Posting]
 
-    class Debited(Aggregate.Event):
+    class Debited(Event):
         """Money left for a round (a stake, or a house payout); postings on the round."""
 
         class_version: ClassVar[int] = 1
@@ -64,7 +67,7 @@ class Account(PlainCopy, Aggregate):
         round_id: UUID
         reference: str
 
-    class Credited(Aggregate.Event):
+    class Credited(Event):
         """Money came from a round (a return, a payout, a lost stake to the house)."""
 
         class_version: ClassVar[int] = 1
@@ -72,7 +75,7 @@ class Account(PlainCopy, Aggregate):
         round_id: UUID
         reference: str
 
-    class Closed(Aggregate.Event):
+    class Closed(Event):
         class_version: ClassVar[int] = 1
         reason: str
 

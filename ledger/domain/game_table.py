@@ -36,7 +36,10 @@ def check_kind(kind: object) -> TableKind:
 
 
 class GameTable(TableAliases, PlainCopy, Aggregate):
-    class Opened(Aggregate.Created):
+    class Event(Aggregate.Event):  # declared: the events below are used as written, not rebuilt
+        pass
+
+    class Opened(Aggregate.Created, Event):
         """`game` is the game its rounds play (its id); versions 1 and 2 stored
         it under an older name (`ledger.domain.stored_names`), upcast as read."""
 
@@ -57,7 +60,7 @@ class GameTable(TableAliases, PlainCopy, Aggregate):
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             upcast(TABLE_OPENED, 2, state)
 
-    class SeedCommitted(Aggregate.Event):
+    class SeedCommitted(Event):
         """The RNG's commitment (SHA-256) to a secret seed (for dice and cards),
         made before any round on it opens; the seed itself is revealed when it
         is retired."""
@@ -66,12 +69,12 @@ class GameTable(TableAliases, PlainCopy, Aggregate):
         seed_id: str
         commitment: str
 
-    class SeedRevealed(Aggregate.Event):
+    class SeedRevealed(Event):
         class_version: ClassVar[int] = 1
         seed_id: str
         seed: str  # hex
 
-    class RoundsInPlayChanged(Aggregate.Event):
+    class RoundsInPlayChanged(Event):
         """RNG tables count their rounds in play: a seed is never revealed while
         a round that draws from it is still open."""
 

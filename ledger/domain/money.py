@@ -11,8 +11,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Final, TypedDict
 
-import pycountry
-
 from ledger.errors import InvalidCommandError
 
 # Anything above this many minor units is a typo or an attack, not a bet
@@ -47,7 +45,12 @@ def check_currency(code: object) -> str:
 
     pycountry matches case-insensitively: returning its own spelling keeps one
     cashier account and one balance per currency, however the code was typed.
+    Imported here, where a code is checked: pycountry reads its installed
+    version's metadata when imported (about 10 ms of every process that imports
+    money, most of which never checks a currency).
     """
+    import pycountry
+
     found = pycountry.currencies.get(alpha_3=code) if isinstance(code, str) else None
     if found is None or not isinstance(code, str) or len(code) != 3:
         raise InvalidCommandError(f"{code!r} is not an ISO 4217 currency code")

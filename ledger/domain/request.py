@@ -19,7 +19,10 @@ def request_uuid(request_id: str) -> UUID:
 
 
 class Request(PlainCopy, Aggregate):
-    class Completed(Aggregate.Created):
+    class Event(Aggregate.Event):  # declared: the events below are used as written, not rebuilt
+        pass
+
+    class Completed(Aggregate.Created, Event):
         class_version: ClassVar[int] = 1
         request_id: str
         command: str

@@ -40,7 +40,10 @@ from ledger.errors import InvalidCommandError
 
 
 class Round(RoundAliases, PlainCopy, Aggregate):
-    class Opened(Aggregate.Created):
+    class Event(Aggregate.Event):  # declared: the events below are used as written, not rebuilt
+        pass
+
+    class Opened(Aggregate.Created, Event):
         """`game` is the game's id; `game_version` the plugin distribution's
         version and `code_hash` its code, both for information: a round pins the
         game's rules (`rules_hash`) and `settlement_api`. `seed_id` is the
@@ -71,7 +74,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         def upcast_v2_v3(state: dict[str, Any]) -> None:
             upcast(ROUND_OPENED, 2, state)
 
-    class BetPlaced(Aggregate.Event):
+    class BetPlaced(Event):
         """A bet, and the request that placed it: `request_id` and `fingerprint`
         (the hex SHA-256 of the request's canonical arguments) are its request's
         record, so a retry is answered from this signed event (version 2; a
@@ -90,7 +93,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["fingerprint"] = None  # its request was recorded on its own
 
-    class BetWithdrawn(Aggregate.Event):
+    class BetWithdrawn(Event):
         class_version: ClassVar[int] = 1
         bet_id: str
         account_id: str
@@ -98,15 +101,15 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         request_id: str
         postings: list[Posting]
 
-    class BettingClosed(Aggregate.Event):
+    class BettingClosed(Event):
         class_version: ClassVar[int] = 1
 
-    class OutcomeRecorded(Aggregate.Event):
+    class OutcomeRecorded(Event):
         class_version: ClassVar[int] = 1
         outcome: dict[str, Any]
         source: dict[str, Any]
 
-    class FaultRecorded(Aggregate.Event):
+    class FaultRecorded(Event):
         """A faulty draw of dice (cocked, stacked, not flat, too few bounces),
         settlement API 1: recorded, never settled."""
 
@@ -115,11 +118,11 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         source: dict[str, Any]
         faults: int  # faulty draws in this round so far, this one included
 
-    class BettingReopened(Aggregate.Event):
+    class BettingReopened(Event):
         class_version: ClassVar[int] = 1
         reason: str
 
-    class Corrected(Aggregate.Event):
+    class Corrected(Event):
         """A settled result recorded wrongly, corrected by an operator: the first
         settlement is reversed with compensating postings and the round is
         settled again on the right outcome. Nothing is edited."""
@@ -143,19 +146,19 @@ class Round(RoundAliases, PlainCopy, Aggregate):
             state["step"] = None
             state["settled_at"] = {}
 
-    class Resumed(Aggregate.Event):
+    class Resumed(Event):
         class_version: ClassVar[int] = 1
         reason: str
         operator: OperatorSignature
 
-    class Voided(Aggregate.Event):
+    class Voided(Event):
         class_version: ClassVar[int] = 1
         reason: str
         operator: OperatorSignature | None
         returns: list[BetResult]
         postings: list[Posting]
 
-    class ActionRecorded(Aggregate.Event):
+    class ActionRecorded(Event):
         """Action number `step` of the round, as the game offered it: who took it,
         its arguments, the randomness it drew (dice faces or cards) and the
         source attesting it (the RNG with its seed and counter or deck
@@ -173,7 +176,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         flags: list[str]
         betting: bool
 
-    class Settled(Aggregate.Event):
+    class Settled(Event):
         """Bets settled with their balanced postings. Settlement API 1: every
         bet at once (`step` None). API 2: the bets action number `step`
         settled (any subset); `over` when no bet is left unsettled."""

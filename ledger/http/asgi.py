@@ -17,6 +17,7 @@ from fastapi import FastAPI
 
 from ledger.audit.self_status import SelfStatus
 from ledger.casino.opened import open_ledger
+from ledger.crypto.keystore import keys_dir
 from ledger.http import gc_pauses
 from ledger.http.app import Service, create_app
 from ledger.http.rng import SharedRngServer
@@ -33,7 +34,6 @@ from ledger.http.serve_settings import (
     passphrase,
 )
 from ledger.http.tokens import TokenStore
-from ledger.node import keys_dir
 from ledger.rng.server import default_rng_dir as rng_dir_beside
 from ledger.store.config import STORE_ENV
 from ledger.store.sealed_rows import SEALED_ENV
