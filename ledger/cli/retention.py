@@ -80,7 +80,7 @@ def cmd_plan(args: argparse.Namespace) -> WithLedger:
 
 
 def cmd_apply(args: argparse.Namespace) -> WithLedger:
-    from ledger.node import keys_dir
+    from ledger.crypto.keystore import keys_dir
 
     policy = _load(args)
     passphrase = read_passphrase()
