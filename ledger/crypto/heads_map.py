@@ -93,9 +93,14 @@ class HeadsMap:
         if number not in self._leaves:
             insort(self._keys, number)
         self._leaves[number] = leaf
-        pop = self._nodes.pop
-        for depth in range(self._deepest + 1):  # the nodes above it, forgotten
-            pop((depth, number >> (KEY_BITS - depth)), None)
+        # The nodes above it, forgotten, from the deepest kept up: one found and
+        # the next one up gone means an earlier `set` forgot the rest already.
+        pop, found = self._nodes.pop, False
+        for depth in range(self._deepest, -1, -1):
+            if pop((depth, number >> (KEY_BITS - depth)), None) is not None:
+                found = True
+            elif found:
+                break
 
     def root(self) -> bytes:
         return self._hash(0, 0, 0, len(self._keys))
@@ -133,10 +138,14 @@ class HeadsMap:
         kept = self._nodes.get((depth, prefix))
         if kept is None:
             middle = self._middle(depth, prefix, low, high)
-            kept = node(
-                self._hash(depth + 1, prefix << 1, low, middle),
-                self._hash(depth + 1, prefix << 1 | 1, middle, high),
-            )
+            left = self._leaves[self._keys[low]] if middle - low == 1 else None
+            right = self._leaves[self._keys[middle]] if high - middle == 1 else None
+            kept = hashlib.sha256(
+                NODE_PREFIX
+                + (left or self._hash(depth + 1, prefix << 1, low, middle))
+                + (right or self._hash(depth + 1, prefix << 1 | 1, middle, high))
+            ).digest()
             self._nodes[(depth, prefix)] = kept
-            self._deepest = max(self._deepest, depth)
+            if depth > self._deepest:
+                self._deepest = depth
         return kept

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from uuid import UUID
 
+from ledger.crypto.heads_map import account_key, head_leaf
 from ledger.store.account_heads import Head, heads_map
 
 AccountEvent = tuple[int, str, int, bytes]  # (log position, stream, version, entry hash)
@@ -22,40 +23,57 @@ AccountEvent = tuple[int, str, int, bytes]  # (log position, stream, version, en
 class AccountHeadsCheck:
     def __init__(self, expected: Mapping[int, bytes], saved: Iterable[Head] = ()) -> None:
         self.expected = dict(expected)  # checkpoint size -> the accounts root it signed
-        self.heads: dict[UUID, Head] = {head.account: head for head in saved}
-        self.map = heads_map(self.heads.values())
+        # Each account's head by its stream id as the chunks name it (canonical
+        # text): (version, position, entry hash); Heads are made only to save them.
+        self._heads: dict[str, tuple[int, int, bytes]] = {
+            str(h.account): (h.version, h.position, h.entry_hash) for h in saved
+        }
+        self._keys: dict[str, bytes] = {}  # stream -> its key in the map, once hashed
+        self.map = heads_map(saved)
         # Moved since the map was last brought up to date: the map is needed at
         # checkpoint sizes only, so an account moved often is re-hashed once.
-        self.moved: dict[UUID, Head] = {}
+        self._moved: set[str] = set()
         self.checked = 0  # checkpoint sizes whose map was compared
+
+    @property
+    def heads(self) -> dict[UUID, Head]:
+        """Every account's head so far (for a saved state)."""
+        return {UUID(stream): Head(UUID(stream), *head) for stream, head in self._heads.items()}
 
     def observe(self, first: int, end: int, events: list[AccountEvent]) -> list[tuple[int, str]]:
         """A chunk's leaves [first, end) and its account events: (size, message)
         for each checkpoint inside whose signed map the events do not give."""
         found: list[tuple[int, str]] = []
-        index = 0
+        heads, moved, index, count = self._heads, self._moved, 0, len(events)
         for size in sorted(s for s in self.expected if first < s <= end):
-            while index < len(events) and events[index][0] < size:
-                self._apply(events[index])
+            while index < count and events[index][0] < size:
+                position, stream, version, entry_hash = events[index]
+                heads[stream] = (version, position, entry_hash)
+                moved.add(stream)
                 index += 1
             self.checked += 1
-            for head in self.moved.values():
-                self.map.set(head.key, head.leaf)
-            self.moved.clear()
-            if self.map.root() != self.expected[size]:
+            root = self._bring_up_to_date()
+            if root != self.expected[size]:
                 found.append(
                     (
                         size,
                         f"the checkpoint of size {size} signs an account heads map "
                         f"(root {self.expected[size].hex()[:16]}…) that the account events "
-                        f"before it do not give (root {self.map.root().hex()[:16]}…)",
+                        f"before it do not give (root {root.hex()[:16]}…)",
                     )
                 )
-        for event in events[index:]:
-            self._apply(event)
+        for position, stream, version, entry_hash in events[index:]:
+            heads[stream] = (version, position, entry_hash)
+            moved.add(stream)
         return found
 
-    def _apply(self, event: AccountEvent) -> None:
-        position, stream, version, entry_hash = event
-        head = Head(UUID(stream), version, position, entry_hash)
-        self.heads[head.account] = self.moved[head.account] = head
+    def _bring_up_to_date(self) -> bytes:
+        keys, heads = self._keys, self._heads
+        for stream in self._moved:
+            key = keys.get(stream)
+            if key is None:
+                key = keys[stream] = account_key(stream)
+            version, position, entry_hash = heads[stream]
+            self.map.set(key, head_leaf(key, version, position, entry_hash))
+        self._moved.clear()
+        return self.map.root()
