@@ -294,6 +294,17 @@ def table_batches(events: int, per_stream: int = 10, seed: int = 1) -> list[list
     return [list(table.collect_events()) for table in make_tables(events, per_stream, seed)]
 
 
+def read_one_event(app: Any, signer_check: Any, stream: str) -> None:
+    """A read baseline: one event by its stream index, its envelope checked (row,
+    signature): the least any read of a verified fact costs."""
+    from ledger.crypto.envelope import check_row, open_envelope
+
+    row = app.tables.row_by_stream(stream, 1)
+    envelope = open_envelope(bytes(row[4]), stream=stream, version=1)
+    check_row(envelope, stream=stream, version=1, topic=row[3])
+    signer_check.check_signature(envelope, stream=stream, version=1)
+
+
 # --- statistics and output -------------------------------------------------
 
 

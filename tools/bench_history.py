@@ -49,16 +49,6 @@ def sample_wallets(app: Any, count: int, seed: int) -> list[str]:
     return random.Random(seed).sample(players, min(count, len(players)))
 
 
-def read_one(app: Any, signer_check: Any, stream: str) -> None:
-    """The baseline: one event by its stream index, its envelope checked."""
-    from ledger.crypto.envelope import check_row, open_envelope
-
-    row = app.tables.row_by_stream(stream, 1)
-    envelope = open_envelope(bytes(row[4]), stream=stream, version=1)
-    check_row(envelope, stream=stream, version=1, topic=row[3])
-    signer_check.check_signature(envelope, stream=stream, version=1)
-
-
 def cli_wall(store: str, keys: str, account: str, runs: int) -> list[float]:
     ledger = Path(sys.executable).parent / "ledger"
     env = os.environ | {"LEDGER_PROGRESS_INTERVAL": "off"}
@@ -116,7 +106,7 @@ def main() -> int:
                         checked_ms.append((done - made) * 1000)
                         sizes.append(len(proof["events"]))
                     else:
-                        read_one(app, signer_check, account)
+                        bench.read_one_event(app, signer_check, account)
                         base_ms.append((time.perf_counter() - started) * 1000)
                 advance(1)
         accounts_in_map = len(sample_wallets(app, 10**9, 0))

@@ -50,16 +50,6 @@ def sample_rounds(app: Any, count: int, seed: int) -> list[str]:
     return random.Random(seed).sample(rounds, min(count, len(rounds)))
 
 
-def read_one(app: Any, signer_check: Any, stream: str) -> None:
-    """The baseline: one event by its stream index, its envelope checked."""
-    from ledger.crypto.envelope import check_row, open_envelope
-
-    row = app.tables.row_by_stream(stream, 1)
-    envelope = open_envelope(bytes(row[4]), stream=stream, version=1)
-    check_row(envelope, stream=stream, version=1, topic=row[3])
-    signer_check.check_signature(envelope, stream=stream, version=1)
-
-
 def main() -> int:
     from ledger.audit.recall import recall_round
     from ledger.crypto.envelope import SignerCheck
@@ -103,7 +93,7 @@ def main() -> int:
                         by_game.setdefault(game, []).append(recall_ms[-1])
                         failed += 0 if recall.ok else 1
                     else:
-                        read_one(app, signer_check, round_id)
+                        bench.read_one_event(app, signer_check, round_id)
                         base_ms.append((time.perf_counter() - started) * 1000)
                 advance(1)
     finally:
