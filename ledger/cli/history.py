@@ -17,7 +17,6 @@ from ledger.errors import ConfigError
 
 if TYPE_CHECKING:
     from ledger.casino.opened import Ledger
-    from ledger.crypto.keys import Keyring
     from ledger.history.check import CheckedHistory
 
 CHECKED = (
@@ -58,10 +57,7 @@ def render(checked: CheckedHistory, proof: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _check_and_show(proof: dict[str, Any], keyring: Keyring, as_json: bool) -> int:
-    from ledger.history.check import check_history
-
-    checked = check_history(proof, keyring)
+def _show(checked: CheckedHistory, proof: dict[str, Any], as_json: bool) -> int:
     print(json.dumps(proof, indent=2) if as_json else render(checked, proof))
     return 0
 
@@ -81,6 +77,7 @@ def cmd_history(args: argparse.Namespace) -> WithLedger | int:
         raise ConfigError(f"{out} exists: give a new file")
 
     def run(ledger: Ledger) -> int:
+        from ledger.history.check import check_history
         from ledger.history.proof import history_proof
 
         node = ledger.node
@@ -88,7 +85,7 @@ def cmd_history(args: argparse.Namespace) -> WithLedger | int:
         if out is not None:
             with out.open("x") as file:  # whole or not at all: a new file
                 json.dump(proof, file, indent=1)
-        return _check_and_show(proof, node.keyring, args.json)
+        return _show(check_history(proof, node.keyring), proof, args.json)
 
     return WithLedger(run)
 
@@ -105,10 +102,10 @@ def _check_file(args: argparse.Namespace) -> int:
         raise ConfigError(f"{path} is not a history proof: {exc}") from None
     keyring = Keyring.load(Path(args.keyring)) if args.keyring else keys_dir(args.keys).keyring()
     try:
-        check_history(proof, keyring)
+        checked = check_history(proof, keyring)
     except ValueError as exc:
         raise ConfigError(f"{path} is not a history proof: {exc}") from None
-    return _check_and_show(proof, keyring, args.json)
+    return _show(checked, proof, args.json)
 
 
 def add_history_command(commands: Any) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 from uuid import UUID
 
@@ -39,11 +40,11 @@ class Head:
     position: int
     entry_hash: bytes
 
-    @property
+    @cached_property
     def key(self) -> bytes:
         return account_key(self.account)
 
-    @property
+    @cached_property
     def leaf(self) -> bytes:
         return head_leaf(self.key, self.version, self.position, self.entry_hash)
 
@@ -103,6 +104,17 @@ class AccountHeadsTable:
         row = cursor.fetchone()
         return None if row is None else _head(account, row[0], row[1], row[2])
 
+    def heads_from_events(
+        self, last_id: int, cursor: Cursor, entry_hash: Callable[[Row], bytes]
+    ) -> dict[UUID, Head]:
+        """Every account's head up to `last_id`, read from the events, each
+        event's entry hash as `entry_hash` gives it (checked, or not)."""
+        heads: dict[UUID, Head] = {}
+        for position, row in self.account_rows(last_id, cursor):
+            account = UUID(row[1])
+            heads[account] = Head(account, row[2], position, entry_hash(row))
+        return heads
+
     def account_rows(self, last_id: int, cursor: Cursor) -> Iterable[tuple[int, Row]]:
         """(log position, row) of each account event up to `last_id`, in log order;
         the other events are counted, their bytes not read."""
@@ -157,7 +169,7 @@ class HeadsTracker:
         if signed is not None and stored is not None and stored.root() == signed:
             self._map, self._size = stored, size
             return
-        heads = self._from_events(last_id, cursor)
+        heads = self.table.heads_from_events(last_id, cursor, lambda row: self._checked(*row))
         built = heads_map(heads.values())
         if signed is not None and built.root() != signed:
             raise VerificationError(
@@ -165,14 +177,6 @@ class HeadsTracker:
                 "the log's events: nothing was checkpointed past it"
             )
         self._map, self._size, self.pending = built, size, heads
-
-    def _from_events(self, last_id: int, cursor: Cursor) -> dict[UUID, Head]:
-        heads: dict[UUID, Head] = {}
-        for position, row in self.table.account_rows(last_id, cursor):
-            entry = self._checked(*row)
-            account = UUID(row[1])
-            heads[account] = Head(account, row[2], position, entry)
-        return heads
 
     def advance(self, heads: dict[UUID, Head]) -> bytes:
         """The root once `heads` (the batch's last event of each account moved) are in."""
