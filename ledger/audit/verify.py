@@ -34,6 +34,7 @@ from ledger.audit.games.round_rules import RoundRulesAudit
 from ledger.audit.games.settlement import SettlementAudit
 from ledger.audit.games.sources import SourceAudit
 from ledger.audit.level import Level as Level  # where the rest of the ledger imports it from
+from ledger.audit.log.archives import ArchivedSummary, check_archived_table, recorded_archives
 from ledger.audit.log.checkpoints import load_checkpoints, unanchored_note
 from ledger.audit.log.chunks import ChunkResult, ChunkSpec, Problem, no_cycle_collection
 from ledger.audit.log.erasures import RecordedErasure, recorded_erasures
@@ -123,6 +124,7 @@ class Verifier:
         self.checkpoints_read: list[Checkpoint] = []
         self.runs: list[RecordedRun] = []
         self.erasures: list[RecordedErasure] = []
+        self.archived = ArchivedSummary()
         self.coverage = Coverage([])
         self.times: list[tuple[int, int]] = []
         self._key_problems: list[VerificationError] = []
@@ -197,6 +199,11 @@ class Verifier:
         self.erasures = recorded_erasures(
             log.rows, log.transcoder, self.keyring, self.coverage, problems
         )
+        if isinstance(log, StoreLog):
+            recorded = recorded_archives(log.rows, log.transcoder, self.keyring, problems)
+            resume = self.options.resume
+            start = resume.size if resume is not None else 0
+            self.archived = check_archived_table(log.archived_table, recorded, start, problems)
         self._add(Step.RUNS, problems)
 
     def envelopes(self, merge: Merge, result: ChunkResult) -> None:
@@ -289,6 +296,7 @@ class Verifier:
                         self.sinks.progress(result.count)
             # What the OK line names: the processes that did verify chunks, not those asked for.
             report.workers = max(1, len(ran_in))
+            self._archived_markers(merge)
             merge.finish(count, sizes)
             merge.check_stored_tree()
             try:
@@ -342,6 +350,26 @@ class Verifier:
             specs = rehashed + specs
         return specs, tree_to
 
+    def _archived_markers(self, merge: Merge) -> None:
+        """Step 6's end: the archived events' marker rows the walk met are the
+        table's rows the register's digests hold (none turned into one, none lost)."""
+        if not isinstance(merge, ChunkMerge) or merge.archived == self.archived.from_start:
+            return
+        message = (
+            f"the log reads {merge.archived} archived events' marker rows where the archive "
+            f"register's archives hold {self.archived.from_start}: an event was replaced "
+            "by a marker, or a marker removed"
+        )
+        self.found.add(Finding(FindingKind.ALTERED, Step.MERKLE, message))
+
+    def _settlement_steps(self) -> tuple[Step, ...]:
+        """The settlement steps the log's events can show: with events archived and
+        not given back, a round's own (10, 11), not money or seeds across rounds."""
+        steps = self.log.settlement_steps
+        if self.archived.applied and not getattr(self.log, "fills_archived", False):
+            return tuple(step for step in steps if step in (Step.RULES, Step.PAYOUTS))
+        return steps
+
     def _settlement_audit(self) -> SettlementAudit | None:
         """Steps 8-11's audit at level settlement (restored from a saved state)."""
         if self.options.level is not Level.SETTLEMENT:
@@ -349,7 +377,7 @@ class Verifier:
         games = self.options.games
         assert games is not None  # (refused without them at level settlement)
         audit = SettlementAudit(
-            self.keyring, games, self.coverage, self.found, steps=self.log.settlement_steps
+            self.keyring, games, self.coverage, self.found, steps=self._settlement_steps()
         )
         if self.options.resume is not None:
             audit.restore(*self.options.resume.saved_settlement())
@@ -387,6 +415,8 @@ class Verifier:
         report, checkpoints, options = self.report, self.checkpoints_read, self.options
         report.recorded_runs = len(self.runs)
         report.erasures = len(self.erasures)
+        report.archived = self.archived
+        report.archived_filled = bool(getattr(self.log, "fills_archived", False))
         report.revocations = len(self._revocations)
         report.root = merge.root()
         report.checkpoint_root = checkpoints[-1].root.hex() if checkpoints else None

@@ -14,6 +14,7 @@ from ledger.audit.findings import Findings, Step
 from ledger.audit.games.round_archive import RoundArchive
 from ledger.audit.games.settlement import SETTLEMENT_STEPS, SettlementCounts
 from ledger.audit.level import Level
+from ledger.audit.log.archives import ArchivedSummary
 from ledger.audit.verify_state import VerifyState
 
 
@@ -50,6 +51,8 @@ class VerificationReport:
     resumed_from: int | None = None  # the saved state's size, when resumed
     state: VerifyState | None = None  # the next state, when asked for and nothing was found
     rounds: RoundArchive | None = None  # its ended rounds' archive (level settlement)
+    archived: ArchivedSummary | None = None  # a store's archived events, as step 3 read them
+    archived_filled: bool = False  # their archives were given and read (`verify --archive`)
 
     @property
     def movements(self) -> int | None:
@@ -97,6 +100,7 @@ class VerificationReport:
             lines.append(f"   {step.value}: {text}")
         if self.unanchored:
             lines.append(f"   {self.unanchored}")
+        lines += [f"   {line}" for line in self._archived_lines()]
         return "\n".join(lines + [f"   {note}" for note in self.notes])
 
     def _steps(self) -> list[tuple[Step, str]]:
@@ -162,7 +166,39 @@ class VerificationReport:
                 )
             )
             return steps
-        return steps + _settlement_steps(self.settlement)
+        settled = _settlement_steps(self.settlement)
+        if self.archived is not None and self.archived.applied and not self.archived_filled:
+            unread = (
+                f"NOT CHECKED: {_n(self.archived.events, 'event')} of finished rounds are "
+                "archived, not in the store (`ledger verify --archive DIR` re-reads them)"
+            )
+            settled = [
+                (step, unread if step in (Step.MONEY, Step.SOURCES) else text)
+                for step, text in settled
+            ]
+        return steps + settled
+
+    def _archived_lines(self) -> list[str]:
+        """Which positions left the store for archives, and what that leaves unread."""
+        archived = self.archived
+        if archived is None or not archived.applied:
+            return []
+        lines = []
+        for record in archived.recorded:
+            if record.archive not in archived.applied:
+                continue
+            count, first, last = archived.applied[record.archive]
+            read = (
+                "re-read from the archive, every event checked and its leaf held to the stored one"
+                if self.archived_filled
+                else "NOT re-read (their leaf hashes, kept in the store, hold the roots)"
+            )
+            lines.append(
+                f"ARCHIVED: {_n(count, 'event')} ({_n(record.rounds, 'round')}) at log positions "
+                f"{first} to {last}, each listed in archive {record.archive}'s archived.txt "
+                f"(the table's rows match the digest its register event signs): {read}"
+            )
+        return lines
 
     def _stored_tree(self) -> str:
         """What the MERKLE step says of the store's own Merkle rows."""

@@ -373,6 +373,8 @@ def _refuse_store_options(args: argparse.Namespace) -> None:
         raise ConfigError(
             "--projections checks a store's read models against its log: a --bundle has none"
         )
+    if args.archive:
+        raise ConfigError("--archive gives a store's archived events back: a --bundle has none")
 
 
 class _StoreRun:
@@ -394,7 +396,7 @@ class _StoreRun:
 
     def verify(self) -> tuple[VerificationReport, Any]:
         from ledger.audit.findings import Findings
-        from ledger.audit.verify import Sinks, VerifyOptions, verify_store
+        from ledger.audit.verify import Sinks, VerifyOptions, verify_log, verify_store
         from ledger.store.application import LedgerApplication
         from ledger.store.origin import check_expected_origin
 
@@ -415,7 +417,14 @@ class _StoreRun:
             self.tree_size = app.tables.event_count()[0]
             with progress_bar("verifying") as (advance, set_total):
                 sinks = Sinks(progress=advance, on_total=set_total, findings=Findings())
-                report = verify_store(app, self.keyring, options, sinks)
+                if args.archive:
+                    from ledger.archive.fill import ArchivedStoreLog
+
+                    archives = [Path(directory) for directory in args.archive]
+                    log = ArchivedStoreLog(app, archives, self.keyring)
+                    report = verify_log(log, self.keyring, options, sinks)
+                else:
+                    report = verify_store(app, self.keyring, options, sinks)
             _report_findings(report, self.findings_out)
             if self.state_dir is not None and report.state is not None:
                 report.state.save(self.state_dir, report.rounds)
@@ -506,6 +515,13 @@ def _add_verify(commands: Any) -> None:
         "--keyring",
         metavar="FILE",
         help="your own copy of the public keyring (default: the keys directory's)",
+    )
+    verify.add_argument(
+        "--archive",
+        action="append",
+        metavar="DIR",
+        help="an archive the store's archived events are in (ledger archive; repeatable): "
+        "they are read back and checked with the rest",
     )
     verify.add_argument(
         "--bundle",

@@ -25,6 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ledger.cli.archive import add_archive_command
 from ledger.cli.audit import add_audit_commands
 from ledger.cli.common import WithLedger, check_keys_path, run_with_ledger
 from ledger.cli.erase import add_erase_command
@@ -80,6 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_migrate_command(commands)
     add_erase_command(commands)
     add_retention_commands(commands)
+    add_archive_command(commands)
     add_witness_commands(commands)
     _anywhere(parser, ("--store", "--keys"))
     return parser

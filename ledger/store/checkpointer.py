@@ -48,14 +48,10 @@ from ledger.crypto.validity import key_problem
 from ledger.errors import ConfigError, ConflictError, VerificationError
 from ledger.store.account_heads import AccountHeadsTable, Head, HeadsTracker, is_account_event
 from ledger.store.checkpoint_lock import CheckpointLock
-from ledger.store.merkle_log import (
-    MerkleLogTables,
-    StoredRowError,
-    parse_checkpoint_row,
-    stream_of,
-)
+from ledger.store.merkle_log import MerkleLogTables, StoredRowError, parse_checkpoint_row, stream_of
 from ledger.store.outage import follow_through_outages
 from ledger.store.recorders import Cursor, LeafRow, NodeRow, SealedSQLiteApplicationRecorder
+from ledger.store.recorders import marker_leaf as archived_leaf
 
 DEFAULT_ORIGIN = "casino-ledger"
 RACE_RETRIES = 20
@@ -432,10 +428,13 @@ class Checkpointer:
                 f"event {notification_id} is malformed: nothing was checkpointed past it"
             )
         state = bytes(state)
-        if type(topic) is str:
+        # An archived event's kept leaf (the caller holds it to the root), or exactly
+        # what this node sealed (checked as it was made).
+        known = archived_leaf(topic, state)
+        if known is None and type(topic) is str:
             known = self.sealed_entry(state, stream, version, topic)
-            if known is not None:  # exactly what this node sealed: checked as it was made
-                return known
+        if known is not None:
+            return known
         envelope = open_envelope(state, stream=stream, version=version)
         check_row(envelope, stream=stream, version=version, topic=topic)
         if self.signed_here(envelope.entry_hash) == envelope.signature:

@@ -17,7 +17,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.merkle import HASH_SIZE, hash_children
 from ledger.errors import VerificationError
 from ledger.store.recorder_type import SealedRecorder
-from ledger.store.recorders import Cursor, LeafRow, NodeRow, Row
+from ledger.store.recorders import Cursor, LeafRow, NodeRow, Row, archived_source
 
 CheckpointRow = tuple[object, object]  # (tree_size column, note column), both untrusted
 
@@ -104,29 +104,46 @@ class MerkleLogTables:
 
     def __init__(self, recorder: SealedRecorder) -> None:
         self.recorder = recorder
-        sql = recorder.sql
-        self._rows_after = sql(
-            "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
-            "WHERE {id} > %s ORDER BY {id} LIMIT %s"
+        self._is_sqlite = recorder.dialect == "sqlite"
+        archived = archived_source(recorder)
+
+        def sql(template: str) -> Any:
+            return recorder.sql(template.replace("{archived}", archived))
+
+        # The log's rows: the events, and in the place of each event that left
+        # for an archive its marker row (`ledger.store.archived`: its stream,
+        # version and leaf hash, topic NULL), merged in id order. Each part's
+        # index gives its own order: the databases merge the two without a sort.
+        def log(columns: str, where: str, tail: str = "") -> Any:
+            marker = columns.replace("topic, state", "NULL, leaf_hash").replace(
+                "{id}", "notification_id"
+            )
+            return sql(
+                f"SELECT {columns} FROM {{events}} WHERE {where} UNION ALL "
+                f"SELECT {marker} FROM {{archived}} "
+                f"WHERE {where.replace('{id}', 'notification_id')}{tail}"
+            )
+
+        def count(where: str) -> Any:
+            marker = where.replace("{id}", "notification_id")
+            return sql(
+                f"SELECT (SELECT COUNT(*) FROM {{events}} WHERE {where}) + "
+                f"(SELECT COUNT(*) FROM {{archived}} WHERE {marker})"
+            )
+
+        row = "{id}, originator_id, originator_version, topic, state"
+        self._rows_after = log(row, "{id} > %s", " ORDER BY 1 LIMIT %s")
+        self._rows_between = log(row, "{id} > %s AND {id} <= %s", " ORDER BY 1")
+        self._row_by_id = log(row, "{id} = %s")
+        self._row_by_stream = log(row, "originator_id = %s AND originator_version = %s")
+        self._position_of = count("{id} < %s")
+        self._count_ids = sql(
+            "SELECT (SELECT COUNT(*) FROM {events}) + (SELECT COUNT(*) FROM {archived}), "
+            "(SELECT MAX(m) FROM (SELECT MAX({id}) AS m FROM {events} UNION ALL "
+            "SELECT MAX(notification_id) FROM {archived}) AS t)"
         )
-        self._rows_between = sql(
-            "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
-            "WHERE {id} > %s AND {id} <= %s ORDER BY {id}"
-        )
-        self._row_by_id = sql(
-            "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
-            "WHERE {id} = %s"
-        )
-        self._row_by_stream = sql(
-            "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
-            "WHERE originator_id = %s AND originator_version = %s"
-        )
-        self._position_of = sql("SELECT COUNT(*) FROM {events} WHERE {id} < %s")
-        self._count_ids = sql("SELECT COUNT(*), MAX({id}) FROM {events}")
-        self._id_at_offset = sql("SELECT {id} FROM {events} ORDER BY {id} LIMIT 1 OFFSET %s")
-        self._id_after = sql(
-            "SELECT {id} FROM {events} WHERE {id} > %s ORDER BY {id} LIMIT 1 OFFSET %s"
-        )
+        self._id_at_offset = log("{id}", "1 = 1", " ORDER BY 1 LIMIT 1 OFFSET %s")
+        self._id_after = log("{id}", "{id} > %s", " ORDER BY 1 LIMIT 1 OFFSET %s")
         self._tail = sql(
             "SELECT leaf_index, notification_id FROM {leaves} ORDER BY leaf_index DESC LIMIT 1"
         )
@@ -155,18 +172,24 @@ class MerkleLogTables:
         self._newest_checkpoint_row = sql(
             "SELECT tree_size, note FROM {checkpoints} ORDER BY tree_size DESC LIMIT 1"
         )
-        self._highest_id = sql("SELECT MAX({id}) FROM {events}")
-        self._lowest_id = sql("SELECT MIN({id}) FROM {events}")
-        self._row_count = sql("SELECT COUNT(*) FROM {events}")
-        self._count_between = sql("SELECT COUNT(*) FROM {events} WHERE {id} > %s AND {id} <= %s")
+        self._highest_id = sql(
+            "SELECT MAX(m) FROM (SELECT MAX({id}) AS m FROM {events} UNION ALL "
+            "SELECT MAX(notification_id) FROM {archived}) AS t"
+        )
+        self._lowest_id = sql(
+            "SELECT MIN(m) FROM (SELECT MIN({id}) AS m FROM {events} UNION ALL "
+            "SELECT MIN(notification_id) FROM {archived}) AS t"
+        )
+        self._row_count = sql(
+            "SELECT (SELECT COUNT(*) FROM {events}) + (SELECT COUNT(*) FROM {archived})"
+        )
+        self._count_between = count("{id} > %s AND {id} <= %s")
         self._streams_between = sql(
-            "SELECT DISTINCT originator_id FROM {events} WHERE {id} > %s AND {id} <= %s"
+            "SELECT originator_id FROM {events} WHERE {id} > %s AND {id} <= %s UNION "
+            "SELECT originator_id FROM {archived} WHERE notification_id > %s "
+            "AND notification_id <= %s"
         )
-        self._last_row = sql(
-            "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
-            "ORDER BY {id} DESC LIMIT 1"
-        )
-        self._is_sqlite = recorder.dialect == "sqlite"
+        self._last_row = log(row, "1 = 1", " ORDER BY 1 DESC LIMIT 1")
         self._nodes_under_sql: dict[int, Any] = {}
 
     def stream_key(self, stream: str) -> object:
@@ -198,7 +221,7 @@ class MerkleLogTables:
     # Events, raw and in log order.
     def rows_after(self, after_id: int, limit: int, cursor: Cursor | None = None) -> list[Row]:
         with self._reading(cursor) as c:
-            c.execute(self._rows_after, (after_id, limit))
+            c.execute(self._rows_after, (after_id, after_id, limit))
             rows: list[Row] = c.fetchall()
             return rows
 
@@ -218,14 +241,14 @@ class MerkleLogTables:
 
     def rows_between(self, after_id: int, last_id: int) -> list[Row]:
         with self.recorder.read() as cursor:
-            cursor.execute(self._rows_between, (after_id, last_id))
+            cursor.execute(self._rows_between, (after_id, last_id, after_id, last_id))
             rows: list[Row] = cursor.fetchall()
             return rows
 
     def row_batches(self, after_id: int, last_id: int, size: int) -> Generator[list[Row]]:
         """The rows of `rows_between`, `size` at a time (one query, one read)."""
         with self.recorder.read() as cursor:
-            cursor.execute(self._rows_between, (after_id, last_id))
+            cursor.execute(self._rows_between, (after_id, last_id, after_id, last_id))
             # eventsourcing's SQLite cursor wraps sqlite3's without its fetchmany.
             source: Any = getattr(cursor, "sqlite_cursor", cursor)
             fetchmany = source.fetchmany
@@ -235,15 +258,16 @@ class MerkleLogTables:
     def streams_between(self, after_id: int, last_id: int) -> set[object]:
         """The stream id columns (as stored) of the rows with id in (after_id, last_id]."""
         with self.recorder.read() as cursor:
-            cursor.execute(self._streams_between, (after_id, last_id))
+            cursor.execute(self._streams_between, (after_id, last_id, after_id, last_id))
             return {row[0] for row in cursor.fetchall()}
 
     def row_by_id(self, notification_id: int, cursor: Cursor | None = None) -> Row | None:
-        row = self._one(self._row_by_id, (notification_id,), cursor)
+        row = self._one(self._row_by_id, (notification_id, notification_id), cursor)
         return tuple(row) if row else None
 
     def row_by_stream(self, stream: str, version: int, cursor: Cursor | None = None) -> Row | None:
-        row = self._one(self._row_by_stream, (self._key(stream), version), cursor)
+        key = self._key(stream)
+        row = self._one(self._row_by_stream, (key, version, key, version), cursor)
         return tuple(row) if row else None
 
     def indexed_requests(
@@ -292,11 +316,13 @@ class MerkleLogTables:
 
     def count_between(self, after_id: int, last_id: int, cursor: Cursor | None = None) -> int:
         """How many events have ids in (after_id, last_id]."""
-        return int(self._one(self._count_between, (after_id, last_id), cursor)[0])
+        return int(
+            self._one(self._count_between, (after_id, last_id, after_id, last_id), cursor)[0]
+        )
 
     def position_of(self, notification_id: int) -> int:
         """The log position of the row with this notification id (rows before it)."""
-        return int(self._one(self._position_of, (notification_id,), None)[0])
+        return int(self._one(self._position_of, (notification_id, notification_id), None)[0])
 
     def id_at_offset(self, offset: int) -> int | None:
         row = self._one(self._id_at_offset, (offset,), None)
@@ -305,7 +331,7 @@ class MerkleLogTables:
     def id_after(self, after_id: int, offset: int) -> int | None:
         """The id `offset` rows past the first event after `after_id`: from a known
         id, an index seek skips only those rows (`id_at_offset` skips all before)."""
-        row = self._one(self._id_after, (after_id, offset), None)
+        row = self._one(self._id_after, (after_id, after_id, offset), None)
         return int(row[0]) if row else None
 
     # The Merkle tables. Their rows are untrusted: a column that does not

@@ -24,6 +24,7 @@ from psycopg.rows import tuple_row
 from psycopg.sql import SQL, Composable, Identifier, Literal
 
 from ledger.store.recorders import (
+    ARCHIVED,
     CHECKPOINTS,
     COSIGNATURES,
     HEADS,
@@ -89,6 +90,12 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
                 "tree_size bigint NOT NULL, key bytea NOT NULL, leaf bytea NOT NULL, "
                 "version bigint NOT NULL, position bigint NOT NULL, entry_hash bytea NOT NULL)"
             ).format(schema=schema, t=Identifier(HEADS)),
+            SQL(
+                "CREATE TABLE IF NOT EXISTS {schema}.{t} (notification_id bigint PRIMARY KEY, "
+                "position bigint NOT NULL UNIQUE, originator_id uuid NOT NULL, "
+                "originator_version bigint NOT NULL, leaf_hash bytea NOT NULL, "
+                "archive text NOT NULL)"
+            ).format(schema=schema, t=Identifier(ARCHIVED)),
             SQL(_PG_REFUSE).format(schema=schema),
         ]
         self.insert_requests_statement = SQL(
@@ -210,5 +217,6 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
             cosignatures=SQL("{}.{}").format(schema, Identifier(COSIGNATURES)),
             requests=SQL("{}.{}").format(schema, Identifier(REQUESTS)),
             heads=SQL("{}.{}").format(schema, Identifier(HEADS)),
+            archived=SQL("{}.{}").format(schema, Identifier(ARCHIVED)),
             id=SQL("notification_id"),
         )

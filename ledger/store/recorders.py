@@ -30,7 +30,12 @@ REQUESTS = "ledger_request_index"
 # An index kept up to date (not append-only): every read is held to the signed
 # root, and the events give it again when it does not match.
 HEADS = "ledger_account_heads"
-LEDGER_TABLES = (LEAVES, NODES, CHECKPOINTS, COSIGNATURES, REQUESTS)
+# Each archived event's place in the log once its row has left for a verified
+# archive (`ledger.archive`): its stream, version and leaf hash, so the tree and
+# the chains of newer events stay whole. Append-only; held by `verify` to the
+# digest its archive register event signs.
+ARCHIVED = "ledger_archived"
+LEDGER_TABLES = (LEAVES, NODES, CHECKPOINTS, COSIGNATURES, REQUESTS, ARCHIVED)
 
 # A raw event row: (notification id, stream id, version, topic, stored bytes).
 Row = tuple[int, str, int, str, bytes]
@@ -57,6 +62,46 @@ class LedgerTables(Protocol):
     def sql(self, template: str) -> Any: ...
 
 
+def marker_leaf(topic: object, state: bytes) -> bytes | None:
+    """An archived event's marker row (topic NULL; `ledger.store.archived`): its
+    kept leaf hash; None for an event's row."""
+    return state if topic is None and len(state) == 32 else None
+
+
+def archived_source(recorder: Any) -> str:
+    """What the log reads name `{archived}` by: the table, or where a store last
+    opened for writing by an older release has none, no rows of its columns."""
+    try:
+        with recorder.read() as cursor:
+            cursor.execute(recorder.sql("SELECT 1 FROM {archived} WHERE 1 = 0"))
+            cursor.fetchall()
+    except Exception:  # (the driver's own "no such table"; nothing else runs here)
+        return _NO_ARCHIVED[recorder.dialect]
+    return "{archived}"
+
+
+_NO_ARCHIVED = {
+    "sqlite": "(SELECT NULL AS notification_id, NULL AS originator_id, "
+    "NULL AS originator_version, NULL AS leaf_hash WHERE 0)",
+    "postgresql": "(SELECT NULL::bigint AS notification_id, NULL::uuid AS originator_id, "
+    "NULL::bigint AS originator_version, NULL::bytea AS leaf_hash WHERE false) AS archived",
+}
+
+
+def _append_only_trigger(table: str, operation: str) -> str:
+    return (
+        f"CREATE TRIGGER IF NOT EXISTS {table}_append_only_{operation.lower()} "
+        f"BEFORE {operation} ON {table} BEGIN SELECT RAISE(ABORT, "
+        f"'ledger: {table} is append-only ({operation} refused)'); END"
+    )
+
+
+def sqlite_delete_guard(events: str) -> tuple[str, str]:
+    """(drop, create) of the events' DELETE trigger: an archive's removal lifts it
+    inside its own transaction and puts it back before the commit."""
+    return f"DROP TRIGGER {events}_append_only_delete", _append_only_trigger(events, "DELETE")
+
+
 def _sqlite_schema(events: str) -> list[str]:
     statements = [
         f"CREATE TABLE IF NOT EXISTS {LEAVES} (leaf_index INTEGER PRIMARY KEY, "
@@ -73,14 +118,13 @@ def _sqlite_schema(events: str) -> list[str]:
         "tree_size INTEGER NOT NULL, key BLOB NOT NULL, leaf BLOB NOT NULL, "
         "version INTEGER NOT NULL, position INTEGER NOT NULL, entry_hash BLOB NOT NULL) "
         "WITHOUT ROWID",
+        f"CREATE TABLE IF NOT EXISTS {ARCHIVED} (notification_id INTEGER PRIMARY KEY, "
+        "position INTEGER NOT NULL UNIQUE, originator_id TEXT NOT NULL, "
+        "originator_version INTEGER NOT NULL, leaf_hash BLOB NOT NULL, archive TEXT NOT NULL)",
     ]
     for table in (events, *LEDGER_TABLES):
         for operation in ("UPDATE", "DELETE"):
-            statements.append(
-                f"CREATE TRIGGER IF NOT EXISTS {table}_append_only_{operation.lower()} "
-                f"BEFORE {operation} ON {table} BEGIN SELECT RAISE(ABORT, "
-                f"'ledger: {table} is append-only ({operation} refused)'); END"
-            )
+            statements.append(_append_only_trigger(table, operation))
     return statements
 
 
@@ -162,6 +206,7 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
             cosignatures=COSIGNATURES,
             requests=REQUESTS,
             heads=HEADS,
+            archived=ARCHIVED,
             id="rowid",
         ).replace("%s", "?")
 

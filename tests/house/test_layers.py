@@ -25,6 +25,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "rng plugins node projections revocation erasure",
         "casino audit",  # the write path; verification
         "simulation export",
+        "archive",  # finished rounds moved into a verified archive
         "history retention",  # a player's history proven complete; retention as policy
         "report http mirror",  # the HTTP API; the regulator's copy of a node's log
         "cli",

@@ -79,6 +79,7 @@ class ChunkResult:
     # Every account event: (position, stream, version, entry hash), for the
     # account heads map the checkpoints sign (`ledger.audit.log.account_heads`).
     accounts: list[tuple[int, str, int, bytes]] = field(default_factory=list)
+    archived: int = 0  # archived events' marker rows in it (`ledger.store.archived`)
     facts: Any = None  # what a source's own chunk reader found, for its merge
     digest: str | None = None  # the rows' digest, when the spec asks for it
     rows: int = 0  # rows read (a digest-only chunk has no leaves)

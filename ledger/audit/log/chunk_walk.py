@@ -47,7 +47,7 @@ from ledger.crypto.envelope import (
     where,
 )
 from ledger.crypto.keys import NEVER
-from ledger.crypto.merkle import LEAF_PREFIX, AlignedLeaves, CompactRange
+from ledger.crypto.merkle import HASH_SIZE, LEAF_PREFIX, AlignedLeaves, CompactRange
 from ledger.crypto.native import native
 from ledger.crypto.signing import sign_open_address, verify_signature
 from ledger.crypto.validity import Window, signing_problem, trusted_span
@@ -134,6 +134,7 @@ class ChunkWalk:
         self.problems: list[Problem] = []
         self.accounts: list[tuple[int, str, int, bytes]] = []
         self.cuts: list[int] = []  # checkpoint sizes inside the chunk, as reached
+        self.archived = 0  # archived events' marker rows passed
         self.wanted = set(spec.checkpoint_sizes)
         self.position = spec.first_leaf
         self.cover = _Cover(spec.covering, self.wanted, self.position)
@@ -181,6 +182,9 @@ class ChunkWalk:
         unchanged when only its payload was altered; the roots it changes are
         found at the merge)."""
         _, originator_id, version, topic, state = row
+        if topic is None:
+            self._archived(originator_id, version, state)
+            return
         stream = "?"  # until this row's stream id is read
         try:
             if type(state) is not bytes or type(topic) is not str or type(version) is not int:
@@ -204,6 +208,21 @@ class ChunkWalk:
             entry_hash = leaf_anyway(state)
         if stream != "?" and type(version) is int:
             self.lasts[stream] = (version, entry_hash)
+        self.hashes.append(entry_hash)
+        self._moved(1)
+
+    def _archived(self, originator_id: object, version: object, leaf: object) -> None:
+        """An archived event's marker row (`ledger.store.archived`): its kept leaf
+        hash takes its place in the tree and, as its entry hash, in its stream
+        (the next event's link). The count is held to the archive register."""
+        self.archived += 1
+        if not isinstance(leaf, bytes | bytearray | memoryview) or len(leaf) != HASH_SIZE:
+            message = "an archived event's leaf hash is not a 32-byte hash"
+            self.problems.append(Problem(self.position, message))
+            leaf = bytes(HASH_SIZE)
+        entry_hash = bytes(leaf)
+        if originator_id is not None and type(version) is int:
+            self.lasts[stream_of(originator_id)] = (version, entry_hash)
         self.hashes.append(entry_hash)
         self._moved(1)
 
@@ -307,6 +326,7 @@ class ChunkWalk:
                 lasts=self.lasts,
                 problems=self.problems,
                 accounts=self.accounts,
+                archived=self.archived,
             )
         tree = AlignedLeaves(spec.first_leaf, self.hashes, use_native=use_native)
         result = ChunkResult(
@@ -316,6 +336,7 @@ class ChunkWalk:
             lasts=self.lasts,
             problems=self.problems,
             accounts=self.accounts,
+            archived=self.archived,
         )
         result.at_size = {size: tree.compact_range(size) for size in self.cuts}
         if keep_tree:  # for the stored Merkle rows: compared, then dropped

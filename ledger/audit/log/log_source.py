@@ -36,6 +36,7 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
 from ledger.errors import VerificationError
 from ledger.store.application import LedgerApplication
+from ledger.store.archived import ArchivedTable
 from ledger.store.merkle_log import MerkleLogTables
 
 
@@ -130,6 +131,10 @@ class StoreLog:
         self.rows = self.tables
         self.transcoder = app.mapper.transcoder
         self._cutting: Cutting | None = None
+
+    @property
+    def archived_table(self) -> ArchivedTable:
+        return ArchivedTable(self.tables)
 
     def plan(
         self,

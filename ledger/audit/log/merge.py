@@ -108,6 +108,7 @@ class ChunkMerge:
         self.first_bad: int | None = None  # the first position a chunk or link failed at
         self.roots: dict[int, bytes] = dict(resume.roots) if resume else {}  # size -> root
         self.saved: list[SavedChunk] = []  # the chunks read, for the next saved state
+        self.archived = 0  # archived events' marker rows the chunks passed
         # Step 6, the stored tree: the nodes the merges make (they span chunks,
         # so no chunk compared them), up to `tree_to`.
         self.tree_to = tree_to
@@ -153,6 +154,7 @@ class ChunkMerge:
                 )
             )
         self.tree_found += result.tree_problems
+        self.archived += result.archived
         if not spec.digest_only and spec.first_leaf != self.tree.end:
             raise changed_while_read(self.tree.end)
 

@@ -1,0 +1,281 @@
+"""An archive directory: written from the store, checked offline.
+
+    manifest.json   what it is: the log's origin, the archive's id and horizon,
+                    the checkpoint, its counts and the digest of archived.txt
+    checkpoint      the checkpoint it is verified against, as a C2SP signed
+                    note with the witnesses' cosignatures the store holds
+    tile/<L>/...    C2SP tlog-tiles hash tiles of the whole tree at that size
+                    (no entry bundles: the archived events are in events.jsonl)
+    events.jsonl    each archived event as an export bundle's event record
+                    (docs/export.md), in log order
+    archived.txt    each archived event's place: "position row-id stream
+                    version leaf-hash", in log order (its SHA-256 is the digest
+                    the archive register event signs)
+    keyring.json    the public keys that signed it
+
+`check_archive` trusts none of it: every envelope against its key and its
+stream's chain from the stream's first event, every leaf hash against the
+level-0 tile at its position, the tiles against the signed root, archived.txt
+against the events and the manifest.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, open_envelope
+from ledger.crypto.keys import Keyring
+from ledger.crypto.tiles import TILE_WIDTH, TileError, TileFrontier, TilePath, split_hashes
+from ledger.errors import VerificationError
+from ledger.export.records import event_record
+from ledger.store.archived import ArchivedEntry, entries_digest
+from ledger.store.merkle_log import MerkleLogTables
+
+FORMAT: Final = "casino-ledger-archive/1"
+MANIFEST, CHECKPOINT, EVENTS, ARCHIVED, KEYRING = (
+    "manifest.json",
+    "checkpoint",
+    "events.jsonl",
+    "archived.txt",
+    "keyring.json",
+)
+_LEAVES_BATCH: Final = 1 << 14
+
+
+@dataclass(frozen=True)
+class Manifest:
+    archive: str
+    origin: str
+    horizon: str
+    checkpoint_size: int
+    checkpoint_root: str
+    events: int
+    rounds: int
+    digest: str
+
+    def to_json(self) -> str:
+        return json.dumps({"format": FORMAT, **self.__dict__}, indent=2) + "\n"
+
+    @classmethod
+    def read(cls, directory: Path) -> Manifest:
+        try:
+            data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+            if data.pop("format") != FORMAT:
+                raise ValueError(f"not {FORMAT}")
+            return cls(**data)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise VerificationError(
+                f"{directory / MANIFEST} is not an archive manifest: {exc}"
+            ) from None
+
+
+def write_archive(
+    directory: Path,
+    manifest: Manifest,
+    checkpoint: Checkpoint,
+    tables: MerkleLogTables,
+    keyring: Keyring,
+    entries: list[ArchivedEntry],
+    currencies: dict[str, str | None],
+    progress: Callable[[int], None] | None = None,
+) -> None:
+    """Write every file of the archive into `directory` (which exists and is
+    empty), each flushed to disk before this returns."""
+    _write_tiles(directory, tables, checkpoint.size)
+    with (directory / EVENTS).open("w", encoding="utf-8") as events:
+        for start in range(0, len(entries), 1000):
+            part = entries[start : start + 1000]
+            for entry in part:
+                row = tables.row_by_id(entry.notification_id)
+                if row is None or row[3] is None:
+                    raise VerificationError(
+                        f"log position {entry.position} left the store while it was archived"
+                    )
+                record = event_record(entry.position, bytes(row[4]), currencies.get(entry.stream))
+                events.write(json.dumps(record, separators=(",", ":")) + "\n")
+            if progress is not None:
+                progress(len(part))
+        _sync(events)
+    with (directory / ARCHIVED).open("wb") as listed:
+        for entry in entries:
+            listed.write(entry.line())
+        _sync(listed)
+    _write_text(directory / CHECKPOINT, checkpoint.to_note())
+    _write_text(directory / KEYRING, keyring.to_json())
+    _write_text(directory / MANIFEST, manifest.to_json())
+
+
+def _write_text(path: Path, text: str) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        out.write(text)
+        _sync(out)
+
+
+def _sync(handle: Any) -> None:
+    handle.flush()
+    os.fsync(handle.fileno())
+
+
+def _write_tiles(directory: Path, tables: MerkleLogTables, size: int) -> None:
+    """The hash tiles of the tree of `size` leaves, from the stored leaf hashes
+    (the check that follows holds them to the signed root)."""
+    frontier = TileFrontier()
+    for begin in range(0, size, _LEAVES_BATCH):
+        for index, _, leaf in tables.leaves(begin, min(size, begin + _LEAVES_BATCH)):
+            if index != frontier.size:
+                raise VerificationError(f"the store's Merkle leaf {frontier.size} is missing")
+            for tile, hashes in frontier.append(bytes(leaf)):
+                _write_tile(directory, tile, hashes)
+    if frontier.size != size:
+        raise VerificationError(f"the store holds {frontier.size} Merkle leaves, not {size}")
+    for tile, hashes in frontier.partial():
+        _write_tile(directory, tile, hashes)
+
+
+def _write_tile(directory: Path, tile: TilePath, hashes: list[bytes]) -> None:
+    path = directory / str(tile)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        out.write(b"".join(hashes))
+        _sync(out)
+
+
+@dataclass(frozen=True)
+class ArchiveChecked:
+    manifest: Manifest
+    checkpoint: Checkpoint
+    events: int
+    streams: int
+
+
+def check_archive(
+    directory: Path, keyring: Keyring, progress: Callable[[int], None] | None = None
+) -> ArchiveChecked:
+    """Check every file of an archive directory (module doc); else raise
+    `VerificationError` naming the first thing wrong."""
+    manifest = Manifest.read(directory)
+    try:
+        checkpoint = Checkpoint.from_note((directory / CHECKPOINT).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise VerificationError(f"{directory / CHECKPOINT}: {exc.strerror}") from None
+    checkpoint.verify(keyring)
+    if (checkpoint.size, checkpoint.root.hex(), checkpoint.origin) != (
+        manifest.checkpoint_size,
+        manifest.checkpoint_root,
+        manifest.origin,
+    ):
+        raise VerificationError(f"{directory}: the manifest names another checkpoint")
+    level0 = _check_tiles(directory, checkpoint)
+    signer = SignerCheck(keyring)
+    heads: dict[str, tuple[int, bytes]] = {}
+    listed = _listed(directory / ARCHIVED)
+    count = 0
+    for record in _records(directory / EVENTS):
+        position, stream, version = record["position"], record["stream"], record["version"]
+        label = f"{directory / EVENTS} line {count + 1} (log position {position})"
+        state = base64.b64decode(record["envelope"], validate=True)
+        envelope = open_envelope(state, stream=stream, version=version)
+        signer.check_signature(envelope, stream=stream, version=version)
+        last = heads.get(stream, (0, GENESIS_HASH))
+        if version != last[0] + 1 or envelope.prev_hash != last[1]:
+            raise VerificationError(f"{label}: its stream's chain is broken (not whole)")
+        heads[stream] = (version, envelope.entry_hash)
+        if not 0 <= position < checkpoint.size or envelope.entry_hash != level0(position):
+            raise VerificationError(f"{label}: not the leaf the tiles hold at its position")
+        entry = next(listed, None)
+        if entry is None or (entry.position, entry.stream, entry.version, entry.leaf_hash) != (
+            position,
+            stream,
+            version,
+            envelope.entry_hash,
+        ):
+            raise VerificationError(f"{label}: {ARCHIVED} does not list it in its place")
+        if record != event_record(position, state, record.get("currency")):
+            raise VerificationError(f"{label}: its decoded fields are not its envelope's")
+        count += 1
+        if progress is not None and count % 1000 == 0:
+            progress(1000)
+    if next(listed, None) is not None:
+        raise VerificationError(f"{directory / ARCHIVED} lists events {EVENTS} does not hold")
+    digest = entries_digest(_listed(directory / ARCHIVED))
+    if (count, digest) != (manifest.events, manifest.digest):
+        raise VerificationError(f"{directory}: the manifest's count or digest is not its events'")
+    return ArchiveChecked(manifest, checkpoint, count, len(heads))
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                try:
+                    record = json.loads(line)
+                    if not isinstance(record, dict):
+                        raise ValueError("not an object")
+                    yield record
+                except ValueError as exc:
+                    raise VerificationError(f"{path} line {number}: {exc}") from None
+    except OSError as exc:
+        raise VerificationError(f"{path}: {exc.strerror}") from None
+
+
+def _listed(path: Path) -> Iterator[ArchivedEntry]:
+    try:
+        with path.open("rb") as lines:
+            for number, line in enumerate(lines, 1):
+                try:
+                    yield ArchivedEntry.from_line(line)
+                except ValueError:
+                    raise VerificationError(f"{path} line {number} is not an entry") from None
+    except OSError as exc:
+        raise VerificationError(f"{path}: {exc.strerror}") from None
+
+
+def _check_tiles(directory: Path, checkpoint: Checkpoint) -> Callable[[int], bytes]:
+    """The hash tiles hash to the signed root, each upper tile the one of the
+    tiles below it; the leaf hash at a position, read from its level-0 tile."""
+    size = checkpoint.size
+    frontier = TileFrontier()
+    for index in range((size + TILE_WIDTH - 1) // TILE_WIDTH):
+        width = min(TILE_WIDTH, size - index * TILE_WIDTH)
+        for leaf in _tile(directory, TilePath(0, index, width)):
+            for tile, row in frontier.append(leaf):
+                if tile.level and _read(directory, tile) != b"".join(row):
+                    raise VerificationError(f"{directory}: tile {tile} is not its tiles' below")
+    for tile, row in frontier.partial():
+        if tile.level and _read(directory, tile) != b"".join(row):
+            raise VerificationError(f"{directory}: tile {tile} is not its tiles' below")
+    if frontier.root() != checkpoint.root:
+        raise VerificationError(f"{directory}: the tiles do not hash to the signed root")
+
+    held: dict[int, list[bytes]] = {}  # the level-0 tile last read (positions rise)
+
+    def leaf_at(position: int) -> bytes:
+        index = position // TILE_WIDTH
+        if index not in held:
+            width = min(TILE_WIDTH, size - index * TILE_WIDTH)
+            held.clear()
+            held[index] = _tile(directory, TilePath(0, index, width))
+        return held[index][position % TILE_WIDTH]
+
+    return leaf_at
+
+
+def _tile(directory: Path, tile: TilePath) -> list[bytes]:
+    try:
+        return split_hashes(_read(directory, tile), tile.width)
+    except TileError as exc:
+        raise VerificationError(f"{directory}: tile {tile} {exc}") from None
+
+
+def _read(directory: Path, tile: TilePath) -> bytes:
+    try:
+        return (directory / str(tile)).read_bytes()
+    except OSError as exc:
+        raise VerificationError(f"{directory}: tile {tile}: {exc.strerror}") from None

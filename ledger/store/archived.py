@@ -1,0 +1,162 @@
+"""The archived events' table: each event that left the store for a verified
+archive (`ledger.archive`) keeps its place in the log here.
+
+One row per archived event: its position, row id, stream, version and leaf
+hash (which is also the chain link its stream's next event names). The log
+reads (`MerkleLogTables`) merge these rows, as marker rows whose topic is
+NULL, with the events in id order, so positions, the tree and the chains of
+newer events stay as they were. Its rows are the attacker's to edit like any
+other: `ledger verify` holds them to the digest the archive register event
+signs (`entries_digest`), and the tree holds each leaf hash to the signed roots.
+
+Rows arrive only with the removal of the events they stand for, in one
+transaction (`remove_events`): at any moment an event is in the store or
+here, never both and never neither.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+from uuid import UUID
+
+from ledger.store.merkle_log import MerkleLogTables, stream_of
+from ledger.store.recorders import sqlite_delete_guard
+
+#: Rows removed and recorded per statement batch (one transaction in all).
+BATCH: Final = 5000
+
+
+@dataclass(frozen=True)
+class ArchivedEntry:
+    position: int
+    notification_id: int
+    stream: str  # hyphenated, as the envelope signs it
+    version: int
+    leaf_hash: bytes
+
+    def line(self) -> bytes:
+        """The entry as the digest reads it (and an archive's `archived.txt` holds it)."""
+        return (
+            f"{self.position} {self.notification_id} {self.stream} {self.version} "
+            f"{self.leaf_hash.hex()}\n"
+        ).encode()
+
+    @classmethod
+    def from_line(cls, line: bytes) -> ArchivedEntry:
+        """One `line()`; ValueError when it is not one."""
+        position, notification_id, stream, version, leaf = line.decode("ascii").split(" ")
+        leaf_hash = bytes.fromhex(leaf.rstrip("\n"))
+        if len(leaf_hash) != 32 or str(UUID(stream)) != stream:
+            raise ValueError("not an archived entry")
+        entry = cls(int(position), int(notification_id), stream, int(version), leaf_hash)
+        if entry.line() != line:
+            raise ValueError("not an archived entry in its one form")
+        return entry
+
+
+def entries_digest(entries: Iterable[ArchivedEntry]) -> str:
+    """SHA-256 (hex) of the entries' lines in position order: what an archive
+    register event signs."""
+    digest = hashlib.sha256()
+    for entry in entries:
+        digest.update(entry.line())
+    return digest.hexdigest()
+
+
+class ArchivedTable:
+    """Reading the archived events' rows, and the one write that adds them."""
+
+    def __init__(self, tables: MerkleLogTables) -> None:
+        self.tables = tables
+        recorder = tables.recorder
+        self._sqlite = recorder.dialect == "sqlite"
+        self._entries = recorder.sql(
+            "SELECT position, notification_id, originator_id, originator_version, leaf_hash, "
+            "archive FROM {archived} ORDER BY position"
+        )
+        self._count = recorder.sql("SELECT archive, COUNT(*) FROM {archived} GROUP BY archive")
+        self._insert = recorder.sql(
+            "INSERT INTO {archived} (notification_id, position, originator_id, "
+            "originator_version, leaf_hash, archive) VALUES (%s, %s, %s, %s, %s, %s)"
+        )
+        self._delete = recorder.sql(
+            "DELETE FROM {events} WHERE {id} = %s AND originator_id = %s "
+            "AND originator_version = %s"
+        )
+
+    def counts(self) -> dict[str, int]:
+        """Rows per archive id (an archive with none has not removed its events yet)."""
+        with self.tables.recorder.read() as cursor:
+            cursor.execute(self._count)
+            return {str(archive): int(count) for archive, count in cursor.fetchall()}
+
+    def entries(self) -> Iterator[tuple[str, ArchivedEntry | None]]:
+        """(archive id, entry) of every row in position order; a row whose columns
+        are not an entry's gives None in its place (an edit: the digest says so)."""
+        with self.tables.recorder.read() as cursor:
+            cursor.execute(self._entries)
+            source: Any = getattr(cursor, "sqlite_cursor", cursor)
+            while batch := source.fetchmany(BATCH):
+                for position, nid, stream, version, leaf, archive in batch:
+                    yield str(archive), _entry(position, nid, stream, version, leaf)
+
+    def remove_events(self, archive: str, entries: Iterable[ArchivedEntry]) -> int:
+        """Record `entries` as archived in `archive` and remove their events, in one
+        transaction; each event must be there as the entry names it (else
+        nothing changes: `LookupError`). The number removed."""
+        recorder = self.tables.recorder
+        removed = 0
+        with recorder.write() as cursor:
+            if self._sqlite:
+                drop, create = sqlite_delete_guard(recorder.events_table)
+                cursor.execute(drop)
+            else:
+                cursor.execute(
+                    recorder.sql("ALTER TABLE {events} DISABLE TRIGGER ledger_append_only")
+                )
+            batch: list[ArchivedEntry] = []
+            for entry in entries:
+                batch.append(entry)
+                if len(batch) == BATCH:
+                    removed += self._remove(cursor, archive, batch)
+                    batch = []
+            if batch:
+                removed += self._remove(cursor, archive, batch)
+            if self._sqlite:
+                cursor.execute(create)
+            else:
+                cursor.execute(
+                    recorder.sql("ALTER TABLE {events} ENABLE TRIGGER ledger_append_only")
+                )
+        return removed
+
+    def _remove(self, cursor: Any, archive: str, batch: list[ArchivedEntry]) -> int:
+        key = self.tables.stream_key
+        for entry in batch:
+            cursor.execute(self._delete, (entry.notification_id, key(entry.stream), entry.version))
+            if getattr(cursor, "sqlite_cursor", cursor).rowcount != 1:
+                raise LookupError(
+                    f"log position {entry.position} ({entry.stream} v{entry.version}) is not "
+                    "in the store as its archive names it: nothing was removed"
+                )
+        cursor.executemany(
+            self._insert,
+            [
+                (e.notification_id, e.position, key(e.stream), e.version, e.leaf_hash, archive)
+                for e in batch
+            ],
+        )
+        return len(batch)
+
+
+def _entry(
+    position: object, nid: object, stream: object, version: object, leaf: object
+) -> ArchivedEntry | None:
+    if not (type(position) is int and type(nid) is int and type(version) is int):
+        return None
+    if not isinstance(leaf, bytes | bytearray | memoryview) or len(leaf) != 32 or stream is None:
+        return None
+    return ArchivedEntry(position, nid, stream_of(stream), version, bytes(leaf))
