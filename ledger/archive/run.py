@@ -69,7 +69,10 @@ def archive_rounds(
     """Archive the finished rounds older than `horizon` into `directory` (module doc)."""
     directory = directory.absolute()
     adopted = _adoptable(node, directory)
+    recorded_here = adopted is None and (directory / "manifest.json").is_file()
     finished = finish_archives(node)
+    if recorded_here:  # the same command again, after a crash: finished, or it was complete
+        return Archived(None, directory, 0, 0, 0, finished)
     if adopted is None:
         _check_target(directory)
     checkpointer = node.checkpointer()

@@ -52,6 +52,9 @@ def _archive(horizon: datetime, directory: Path, ledger: Ledger) -> int:
         done = archive_rounds(ledger.node, horizon, directory, advance)
     for archive in done.finished:
         print(f"finished archive {archive} (recorded before a crash): its events removed")
+    if done.archive is None and (done.directory / "manifest.json").is_file():
+        print(f"{done.directory} holds an archive recorded and applied: nothing more to do")
+        return 0
     if done.archive is None:
         print(f"nothing to archive: no finished round is older than {horizon.isoformat()}")
         return 0

@@ -54,8 +54,8 @@ def render(plan: RetentionPlan) -> str:
     )
     lines.append(
         f"  game records: {plan.rounds_past_keep} round(s) kept as long as the policy asks, "
-        f"{plan.rounds_kept} still within it; all stay in the live store (the archive tier is "
-        "not built: records are kept longer than asked, never shorter)"
+        f"{plan.rounds_kept} still within it; `ledger archive --before DATE --to DIR` moves "
+        "finished rounds into a verified archive (docs/archive.md)"
     )
     return "\n".join(lines)
 
@@ -105,8 +105,8 @@ def _apply(policy: Policy, operator: Any, ledger: Ledger) -> int:
         print(f"not erased here: {due.subject} (no key for it on this node: erase it where it is)")
     print(
         f"{len(applied.erased)} subject(s) erased under {policy.jurisdiction}'s policy; "
-        f"{len(plan.later)} not yet due; game records: nothing archived (the archive tier is "
-        "not built)"
+        f"{len(plan.later)} not yet due; game records are archived by `ledger archive "
+        "--before DATE --to DIR` (docs/archive.md)"
     )
     return 0
 

@@ -53,6 +53,7 @@ from ledger.export.records import (
 from ledger.export.tlog_proofs import write_tlog_proof
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
+from ledger.store.archived import ArchivedTable
 from ledger.store.merkle_log import (
     CheckpointRow,
     MerkleLogTables,
@@ -208,6 +209,7 @@ def export_bundle(
         selection = replace(
             selection, round_id=require_stream(app.tables, selection.round_id, Kind.ROUND)
         )
+    _refuse_archived(app, selection)
     scratch = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     try:
         summary = _export_into(app, keyring, scratch, selection, installed, progress, on_total)
@@ -219,6 +221,26 @@ def export_bundle(
         raise
     summary.directory = directory
     return summary
+
+
+def _refuse_archived(app: LedgerApplication, selection: Selection) -> None:
+    """An export reads the store: positions whose events left for an archive
+    (`ledger archive`) are not in it. The archive directory is the export of those."""
+    if selection.round_id is not None:
+        first = app.tables.row_by_stream(selection.round_id, 1)
+        if first is not None and first[3] is None:
+            raise ConfigError(
+                f"round {selection.round_id} is archived: its events are in its archive "
+                "directory's events.jsonl (ledger archive check DIR verifies it; docs/archive.md)"
+            )
+        return
+    archived = sum(ArchivedTable(app.tables).counts().values())
+    if archived:
+        raise ConfigError(
+            f"{archived} events of this store left it for archives (ledger archive): an export "
+            "of log positions would miss them; export single rounds, and keep the archive "
+            "directories, which verify on their own (docs/archive.md)"
+        )
 
 
 def _export_into(

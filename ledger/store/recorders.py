@@ -99,7 +99,9 @@ def _append_only_trigger(table: str, operation: str) -> str:
 def sqlite_delete_guard(events: str) -> tuple[str, str]:
     """(drop, create) of the events' DELETE trigger: an archive's removal lifts it
     inside its own transaction and puts it back before the commit."""
-    return f"DROP TRIGGER {events}_append_only_delete", _append_only_trigger(events, "DELETE")
+    return f"DROP TRIGGER IF EXISTS {events}_append_only_delete", _append_only_trigger(
+        events, "DELETE"
+    )
 
 
 def _sqlite_schema(events: str) -> list[str]:

@@ -1,0 +1,225 @@
+"""The archive tier (issue 40, item 3), on both stores: finished rounds leave
+the store for a verified archive; verify on the store alone names the archived
+positions and still checks the tree and chains; verify --archive re-derives
+everything; an attacker passing a deleted event off as archived, or editing
+the kept rows, is found; a crash after any step loses nothing; bad input
+archives nothing."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from ledger.archive.files import EVENTS, check_archive
+from ledger.archive.fill import ArchivedStoreLog
+from ledger.archive.run import STEPS, archive_rounds
+from ledger.audit.findings import Findings
+from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_log, verify_store
+from ledger.errors import ConfigError
+from ledger.node import Node
+from ledger.plugins.manager import get_plugin_manager
+from ledger.store.archived import ArchivedTable
+from tests.attacker import Attacker
+from tests.conftest import PASSPHRASE, ledger_cli
+from tests.history.test_history import Tables
+
+LEDGER = Path(sys.executable).parent / "ledger"
+
+
+def _options() -> VerifyOptions:
+    return VerifyOptions(level=Level.SETTLEMENT, games=get_plugin_manager().games(), workers=1)
+
+
+def _played(node: Node, rounds: int = 4) -> Tables:
+    tables = Tables(node)
+    tables.play(rounds)
+    return tables
+
+
+def test_archived_rounds_leave_the_store_and_the_log_still_verifies(
+    node: Node, tmp_path: Path
+) -> None:
+    tables = _played(node)
+    before = verify_store(node.app, node.keyring, _options())
+    done = archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    assert done.rounds == 4 and done.events > 4 * 4
+    for round_id in tables.rounds:  # each round's rows are markers now, none an event
+        assert node.app.tables.row_by_stream(round_id, 1)[3] is None
+    assert sum(ArchivedTable(node.app.tables).counts().values()) == done.events
+    tables.play(2)  # the log goes on over the archived positions
+    alone = verify_store(node.app, node.keyring, _options())
+    assert alone.archived is not None and alone.archived.events == done.events
+    assert "NOT re-read" in alone.summary() and "NOT CHECKED: " in alone.summary()
+    assert alone.resettled == 2  # the rounds still in the store, re-settled
+    given = ArchivedStoreLog(node.app, [done.directory], node.keyring)
+    full = verify_log(given, node.keyring, _options())
+    assert full.resettled == before.resettled + 2
+    assert full.movements is not None and before.movements is not None
+    assert full.movements > before.movements
+    assert "re-read from the archive" in full.summary()
+    checked = check_archive(done.directory, node.keyring)
+    assert checked.events == done.events and checked.streams == 4
+
+
+def test_verify_without_every_archive_is_refused(node: Node, tmp_path: Path) -> None:
+    _played(node, 2)
+    archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    with pytest.raises(ConfigError, match="give each with --archive"):
+        ArchivedStoreLog(node.app, [], node.keyring)
+
+
+def _findings(node: Node) -> Findings:
+    found = Findings()
+    verify_store(node.app, node.keyring, _options(), Sinks(findings=found))
+    return found
+
+
+def test_an_event_deleted_and_passed_off_as_archived_is_found(
+    node: Node, tmp_path: Path, store_url: str
+) -> None:
+    tables = _played(node, 3)
+    done = archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    tables.play(1)
+    node.checkpointer().catch_up()
+    live = tables.rounds[-1]
+    attacker = Attacker(store_url)
+    nid, _, version, _, _ = attacker.row(live, 2)  # a bet, still in the store
+    leaf = node.app.tables.leaf_hash(node.app.tables.position_of(nid))
+    attacker.sql(f"DELETE FROM {attacker.events} WHERE {attacker.id} = ?", (nid,))
+    attacker.sql(
+        "INSERT INTO ledger_archived (notification_id, position, originator_id, "
+        "originator_version, leaf_hash, archive) VALUES (?, ?, ?, ?, ?, ?)",
+        (nid, node.app.tables.position_of(nid), attacker.key(live), version, leaf, done.archive),
+    )
+    found = _findings(node)
+    assert any("is not what its register event signs" in f.text for f in found.items)
+
+
+def test_an_edited_archived_row_is_found(node: Node, tmp_path: Path, store_url: str) -> None:
+    _played(node, 2)
+    archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    attacker = Attacker(store_url)
+    attacker.sql(
+        "UPDATE ledger_archived SET leaf_hash = ? WHERE position = "
+        "(SELECT MIN(position) FROM ledger_archived)",
+        (bytes(32),),
+    )
+    messages = [f.text for f in _findings(node).items]
+    assert any("is not what its register event signs" in m for m in messages), messages
+
+
+def test_a_marker_row_added_among_the_events_is_found(
+    node: Node, tmp_path: Path, store_url: str
+) -> None:
+    tables = _played(node, 2)
+    archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    tables.play(1)
+    node.checkpointer().catch_up()
+    attacker = Attacker(store_url)
+    if not attacker.sqlite:  # (the attacker owns the schema too)
+        attacker.sql(f"ALTER TABLE {attacker.events} ALTER COLUMN topic DROP NOT NULL")
+    nid = attacker.row(tables.rounds[-1], 2)[0]
+    leaf = node.app.tables.leaf_hash(node.app.tables.position_of(nid))
+    attacker.sql(
+        f"UPDATE {attacker.events} SET topic = NULL, state = ? WHERE {attacker.id} = ?", (leaf, nid)
+    )
+    messages = [f.text for f in _findings(node).items]
+    assert any("archived events' marker rows" in m for m in messages)
+
+
+def _accounted(
+    node: Node, rounds: list[str], events: dict[tuple[str, int], bytes], target: Path
+) -> None:
+    """Every event of the rounds is in the store, or in a verified archive at `target`."""
+    archived: set[tuple[str, int]] = set()
+    if (target / "manifest.json").exists():
+        check_archive(target, node.keyring)
+        with (target / EVENTS).open() as lines:
+            for line in lines:
+                record = json.loads(line)
+                archived.add((record["stream"], record["version"]))
+                assert (
+                    base64.b64decode(record["envelope"])
+                    == events[(record["stream"], record["version"])]
+                )
+    for (stream, version), state in events.items():
+        row = node.app.tables.row_by_stream(stream, version)
+        assert row is not None
+        if row[3] is not None:
+            assert bytes(row[4]) == state
+        else:
+            assert (stream, version) in archived, f"{stream} v{version} is nowhere"
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_a_crash_after_any_step_loses_nothing(
+    node: Node, tmp_path: Path, store_url: str, step: str
+) -> None:
+    tables = _played(node, 2)
+    events = {}
+    for round_id in tables.rounds:
+        version = 1
+        while (row := node.app.tables.row_by_stream(round_id, version)) is not None:
+            events[(round_id, version)] = bytes(row[4])
+            version += 1
+    target = tmp_path / "a1"
+    env = {
+        **os.environ,
+        "LEDGER_PASSPHRASE": PASSPHRASE.decode(),
+        "LEDGER_ARCHIVE_STOP_AFTER": step,
+    }
+    command = [
+        str(LEDGER),
+        "--store",
+        store_url,
+        "--keys",
+        str(node.keys.path),
+        "archive",
+        "--before",
+        datetime.now(UTC).isoformat(),
+        "--to",
+        str(target),
+    ]
+    killed = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert killed.returncode == 137, killed.stderr
+    _accounted(node, tables.rounds, events, target)
+    env.pop("LEDGER_ARCHIVE_STOP_AFTER")
+    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    _accounted(node, tables.rounds, events, target)
+    assert all(node.app.tables.row_by_stream(r, 1)[3] is None for r in tables.rounds)
+    with ledger_cli(store_url, node.keys.path) as run:
+        assert run("verify", "--workers", 1, "--archive", target) == 0
+
+
+def test_bad_input_is_one_line_and_archives_nothing(
+    node: Node, tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _played(node, 1)
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "x").write_text("x")
+    locked = tmp_path / "a-file"  # (as root, no directory is unwritable: a file is no parent)
+    locked.write_text("x")
+    cases = [
+        ("--before", "yesterday", "--to", tmp_path / "a"),
+        ("--before", "2999-01-01", "--to", tmp_path / "a"),
+        ("--before", datetime.now(UTC).isoformat(), "--to", full),
+        ("--before", datetime.now(UTC).isoformat(), "--to", locked / "a"),
+        ("--before", datetime.now(UTC).isoformat()),
+    ]
+    with ledger_cli(store_url, node.keys.path) as run:
+        for case in cases:
+            capsys.readouterr()
+            assert run("archive", *case) == 2, case
+            err = capsys.readouterr().err
+            assert err.startswith("ledger: error: ") and err.count("\n") == 1, err
+    assert ArchivedTable(node.app.tables).counts() == {}
+    assert not (tmp_path / "a").exists() and locked.read_text() == "x"
