@@ -22,21 +22,25 @@ against the events and the manifest.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ledger.archive.due import log_rows
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, open_envelope
+from ledger.crypto.envelope import ENVELOPE_PREFIX, GENESIS_HASH, SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring
+from ledger.crypto.merkle import hash_leaf
 from ledger.crypto.tiles import TILE_WIDTH, TileError, TileFrontier, TilePath, split_hashes
-from ledger.errors import VerificationError
-from ledger.export.records import event_record
+from ledger.errors import ConfigError, VerificationError
+from ledger.export.records import event_line, event_record
 from ledger.store.archived import ArchivedEntry, entries_digest
-from ledger.store.merkle_log import MerkleLogTables
+from ledger.store.merkle_log import MerkleLogTables, stream_of
+from ledger.store.recorders import Row
 
 FORMAT: Final = "casino-ledger-archive/1"
 MANIFEST, CHECKPOINT, EVENTS, ARCHIVED, KEYRING = (
@@ -76,39 +80,54 @@ class Manifest:
             ) from None
 
 
+@dataclass(frozen=True)
+class Written:
+    events: int
+    digest: str  # of archived.txt
+
+
 def write_archive(
     directory: Path,
-    manifest: Manifest,
     checkpoint: Checkpoint,
     tables: MerkleLogTables,
     keyring: Keyring,
-    entries: list[ArchivedEntry],
-    currencies: dict[str, str | None],
+    rounds: Mapping[object, str | None],
     progress: Callable[[int], None] | None = None,
-) -> None:
-    """Write every file of the archive into `directory` (which exists and is
-    empty), each flushed to disk before this returns."""
+) -> Written:
+    """Write the tiles, the events of `rounds` (stream id column -> currency) and
+    their places into `directory` (which exists and is empty), reading the log
+    once; each file flushed to disk. The caller writes the manifest last."""
     _write_tiles(directory, tables, checkpoint.size)
-    with (directory / EVENTS).open("w", encoding="utf-8") as events:
-        for start in range(0, len(entries), 1000):
-            part = entries[start : start + 1000]
-            for entry in part:
-                row = tables.row_by_id(entry.notification_id)
-                if row is None or row[3] is None:
-                    raise VerificationError(
-                        f"log position {entry.position} left the store while it was archived"
-                    )
-                record = event_record(entry.position, bytes(row[4]), currencies.get(entry.stream))
-                events.write(json.dumps(record, separators=(",", ":")) + "\n")
-            if progress is not None:
-                progress(len(part))
+    digest, count, pending = hashlib.sha256(), 0, []
+    with (
+        (directory / EVENTS).open("w", encoding="utf-8") as events,
+        (directory / ARCHIVED).open("wb") as listed,
+    ):
+        for position, (nid, originator_id, version, _, state) in log_rows(
+            tables, checkpoint.size, progress
+        ):
+            if originator_id not in rounds:
+                continue
+            state = bytes(state)
+            pending.append(event_line(position, state, rounds[originator_id]))
+            header_end = ENVELOPE_PREFIX.size + int.from_bytes(state[4:6], "big")
+            leaf = hash_leaf(state[ENVELOPE_PREFIX.size : header_end])
+            line = ArchivedEntry(position, nid, stream_of(originator_id), version, leaf).line()
+            listed.write(line)
+            digest.update(line)
+            count += 1
+            if len(pending) == 1000:
+                events.write("".join(pending))
+                pending.clear()
+        events.write("".join(pending))
         _sync(events)
-    with (directory / ARCHIVED).open("wb") as listed:
-        for entry in entries:
-            listed.write(entry.line())
         _sync(listed)
     _write_text(directory / CHECKPOINT, checkpoint.to_note())
     _write_text(directory / KEYRING, keyring.to_json())
+    return Written(count, digest.hexdigest())
+
+
+def write_manifest(directory: Path, manifest: Manifest) -> None:
     _write_text(directory / MANIFEST, manifest.to_json())
 
 
@@ -208,6 +227,32 @@ def check_archive(
     if (count, digest) != (manifest.events, manifest.digest):
         raise VerificationError(f"{directory}: the manifest's count or digest is not its events'")
     return ArchiveChecked(manifest, checkpoint, count, len(heads))
+
+
+def archived_rows(directories: list[Path]) -> Callable[[str], list[Row]]:
+    """A round's rows as the store held them, read from whichever archive has
+    them (each archive checked by the caller first): its events in
+    events.jsonl, their row ids in archived.txt."""
+
+    def rows_of(stream: str) -> list[Row]:
+        for directory in directories:
+            places = {
+                (e.stream, e.version): e.notification_id for e in _listed(directory / ARCHIVED)
+            }
+            found: list[Row] = []
+            for record in _records(directory / EVENTS):
+                if record["stream"] == stream:
+                    state = base64.b64decode(record["envelope"], validate=True)
+                    topic = open_envelope(
+                        state, stream=stream, version=record["version"]
+                    ).event_type
+                    nid = places[(stream, record["version"])]
+                    found.append((nid, stream, record["version"], topic, state))
+            if found:
+                return found
+        raise ConfigError(f"round {stream} is in none of the archives given")
+
+    return rows_of
 
 
 def _records(path: Path) -> Iterator[dict[str, Any]]:

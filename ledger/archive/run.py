@@ -35,12 +35,12 @@ from uuid import uuid4
 from eventsourcing.application import AggregateNotFoundError
 
 from ledger.archive.due import rounds_due
-from ledger.archive.files import ARCHIVED, Manifest, check_archive, write_archive
+from ledger.archive.files import ARCHIVED, Manifest, check_archive, write_archive, write_manifest
 from ledger.audit.log.checkpoints import valid_checkpoints
 from ledger.domain.archives import ARCHIVES_ID, Archives
 from ledger.errors import ConfigError, VerificationError
 from ledger.node import Node
-from ledger.store.archived import ArchivedEntry, ArchivedTable, entries_digest
+from ledger.store.archived import ArchivedEntry, ArchivedTable
 
 STEPS: Final = ("chosen", "written", "checked", "renamed", "recorded", "anchored", "removed")
 
@@ -86,27 +86,26 @@ def archive_rounds(
             raise ConfigError("the log has no checkpoint yet: nothing can be archived")
         checkpoint = newest[-1]
         horizon_us = int(horizon.timestamp() * 1_000_000)
-        due = rounds_due(tables, horizon_us, checkpoint.size, progress)
+        rounds = rounds_due(tables, horizon_us, checkpoint.size, progress)
         _stop_after("chosen")
-        if not due.entries:
+        if not rounds:
             return Archived(None, directory, 0, 0, checkpoint.size, finished)
+        scratch = directory.parent / f".{directory.name}.partial"
+        shutil.rmtree(scratch, ignore_errors=True)  # an earlier run's, never finished
+        scratch.mkdir()
+        keyring = node.app.current_keyring()
+        written = write_archive(scratch, checkpoint, tables, keyring, rounds, progress)
         manifest = Manifest(
             archive=str(uuid4()),
             origin=checkpoint.origin,
             horizon=horizon.isoformat(),
             checkpoint_size=checkpoint.size,
             checkpoint_root=checkpoint.root.hex(),
-            events=len(due.entries),
-            rounds=len(due.rounds),
-            digest=entries_digest(due.entries),
+            events=written.events,
+            rounds=len(rounds),
+            digest=written.digest,
         )
-        scratch = directory.parent / f".{directory.name}.partial"
-        shutil.rmtree(scratch, ignore_errors=True)  # an earlier run's, never finished
-        scratch.mkdir()
-        keyring = node.app.current_keyring()
-        write_archive(
-            scratch, manifest, checkpoint, tables, keyring, due.entries, due.rounds, progress
-        )
+        write_manifest(scratch, manifest)
         _stop_after("written")
         check_archive(scratch, node.keyring)
         _stop_after("checked")

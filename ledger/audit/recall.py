@@ -25,7 +25,7 @@ checked against each event's entry hash.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -49,7 +49,7 @@ from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
-from ledger.store.stream_ids import Kind, require_stream
+from ledger.store.stream_ids import Kind, parse_id, require_stream
 
 OPENED = get_topic(Round.Opened)
 _COMMITTED = get_topic(GameTable.SeedCommitted)
@@ -301,15 +301,25 @@ def _seed_events(
 
 
 def recall_round(
-    app: LedgerApplication, keyring: Keyring, games: Mapping[str, LoadedGame], round_id: str
+    app: LedgerApplication,
+    keyring: Keyring,
+    games: Mapping[str, LoadedGame],
+    round_id: str,
+    archived: Callable[[str], list[Row]] | None = None,
 ) -> Recall:
     """Replay round `round_id` from its signed events (`NotFoundError` if it is none,
-    or not a round id at all)."""
+    or not a round id at all); `archived`: its rows from an archive directory,
+    when the store archived it (`ledger.archive.files.archived_rows`)."""
     tables = app.tables
-    # A round by its first event's signed type or stored column: a relabelled
-    # round is still recalled, and shown failing.
-    round_id = require_stream(tables, round_id, Kind.ROUND)
-    rows = stream_rows(tables, round_id)
+    first = tables.row_by_stream(str(parse_id(round_id, Kind.ROUND)), 1)
+    if archived is not None and first is not None and first[3] is None:
+        round_id = str(parse_id(round_id, Kind.ROUND))
+        rows = archived(round_id)  # each held to the leaf the store keeps at its place
+    else:
+        # A round by its first event's signed type or stored column: a relabelled
+        # round is still recalled, and shown failing.
+        round_id = require_stream(tables, round_id, Kind.ROUND)
+        rows = stream_rows(tables, round_id)
     # Revocations recorded in the log count as verify counts them; a revoked
     # key's facts are judged by the checkpoints covering them (read only then).
     keyring = merged(keyring, earliest(log_revocations(tables, app.mapper.transcoder, keyring)))

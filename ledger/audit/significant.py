@@ -22,6 +22,8 @@ One streaming pass over the log, in log order, memory flat in its size
   result (`ledger.audit.self_verification`), signed by the node's key;
 - ``erasure``: a data subject's personal data erased (operator-signed; the
   subject's id and the reason, no personal value; docs/privacy.md);
+- ``archive``: finished rounds moved into a verified archive (node-signed;
+  the archive, its directory, the count and digest of what left: docs/archive.md);
 - ``split-view``: a witness refused a checkpoint of this log because it had
   seen another log (ledger.domain.witness_reports; docs/witnesses.md).
 
@@ -67,6 +69,7 @@ VERIFIED = "ledger.domain.audit_trail:AuditTrail.VerificationRecorded"
 SELF_VERIFIED = "ledger.domain.audit_trail:AuditTrail.SelfVerificationRecorded"
 SPLIT_VIEW = "ledger.domain.witness_reports:WitnessReports.SplitViewReported"
 ERASED = "ledger.domain.erasures:Erasures.SubjectErased"
+ARCHIVED = "ledger.domain.archives:Archives.Sealed"
 _SIGNED_AS = {
     "operator": "operator signature",
     "auditor": "auditor signature",
@@ -83,6 +86,7 @@ _INTERESTING = {
     FAULT,
     SPLIT_VIEW,
     ERASED,
+    ARCHIVED,
 }
 
 KINDS = (
@@ -99,6 +103,7 @@ KINDS = (
     "verification",
     "self-verification",
     "erasure",
+    "archive",
     "split-view",
 )
 
@@ -363,6 +368,16 @@ class _Scanner:
                     "operator_key_id": (state.get("operator") or {}).get("key_id"),
                 },
             )
+        elif topic == ARCHIVED:
+            yield SignificantEvent(
+                position,
+                at,
+                "archive",
+                stream,
+                f"{state.get('events')} events of {state.get('rounds')} finished rounds older "
+                f"than {state.get('horizon')} archived in {state.get('directory')}",
+                {k: state.get(k) for k in ("archive", "directory", "horizon", "events", "digest")},
+            )
         elif topic == SPLIT_VIEW:
             note = str(state.get("checkpoint", ""))
             size = note.split("\n")[1] if note.count("\n") > 1 else "?"
@@ -425,6 +440,9 @@ def log_envelopes(
     position, after = 0, 0
     while rows := app.tables.rows_after(after, READ_BATCH):
         for _, originator_id, version, topic, state in rows:
+            if topic is None:  # an archived event's place (ledger.store.archived): not here
+                position += 1
+                continue
             stream = stream_of(originator_id)
             envelope = open_envelope(bytes(state), stream=stream, version=version)
             check_row(envelope, stream=stream, version=version, topic=topic)

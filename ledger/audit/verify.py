@@ -148,6 +148,7 @@ class Verifier:
             self.checkpoints()
             self.recorded_runs()
             merge, count, specs = self._read_the_log()  # 4-6 in chunks; 7 meanwhile; 8-11
+            self._archived_markers(merge)
         finally:
             self.log.end_plan()  # the cut has stopped reading: the store may close
         if self.found and self.sinks.findings is None:
@@ -296,7 +297,6 @@ class Verifier:
                         self.sinks.progress(result.count)
             # What the OK line names: the processes that did verify chunks, not those asked for.
             report.workers = max(1, len(ran_in))
-            self._archived_markers(merge)
             merge.finish(count, sizes)
             merge.check_stored_tree()
             try:

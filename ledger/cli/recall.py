@@ -235,7 +235,15 @@ def cmd_recall(args: argparse.Namespace) -> WithLedger:
         keyring = Keyring.load(Path(args.keyring)) if args.keyring else node.keyring
         from ledger.erasure import erased_subjects
 
-        recall = recall_round(node.app, keyring, ledger.games, args.round)
+        archived = None
+        if args.archive:
+            from ledger.archive.files import archived_rows, check_archive
+
+            directories = [Path(directory) for directory in args.archive]
+            for directory in directories:  # each checked whole before one event is read
+                check_archive(directory, keyring)
+            archived = archived_rows(directories)
+        recall = recall_round(node.app, keyring, ledger.games, args.round, archived)
         erased = erased_subjects(node.app)
         print(json.dumps(recall.to_json(), indent=2) if args.json else render(recall, erased))
         return 0 if recall.ok else 1
@@ -252,5 +260,11 @@ def add_recall_command(commands: Any) -> None:
     recall.add_argument("--json", action="store_true", help="JSON (integer minor units)")
     recall.add_argument(
         "--keyring", metavar="FILE", help="your own copy of the public keyring (default: keys dir)"
+    )
+    recall.add_argument(
+        "--archive",
+        action="append",
+        metavar="DIR",
+        help="an archive directory (ledger archive) holding the round, if the store archived it",
     )
     recall.set_defaults(handler=cmd_recall)

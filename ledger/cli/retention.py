@@ -54,9 +54,16 @@ def render(plan: RetentionPlan) -> str:
     )
     lines.append(
         f"  game records: {plan.rounds_past_keep} round(s) kept as long as the policy asks, "
-        f"{plan.rounds_kept} still within it; `ledger archive --before DATE --to DIR` moves "
-        "finished rounds into a verified archive (docs/archive.md)"
+        f"{plan.rounds_kept} still within it"
     )
+    if plan.archive_before is None:
+        lines.append("  archive: the policy archives nothing (no [archive] table)")
+    else:
+        lines.append(
+            f"  archive: {plan.rounds_to_archive} finished round(s) last written before "
+            f"{plan.archive_before.isoformat(timespec='seconds')} leave the live store for an "
+            "archive on apply (--archive-to DIR; docs/archive.md)"
+        )
     return "\n".join(lines)
 
 
@@ -83,12 +90,19 @@ def cmd_apply(args: argparse.Namespace) -> WithLedger:
     from ledger.crypto.keystore import keys_dir
 
     policy = _load(args)
+    if policy.archive_after_days is not None and args.archive_to is None:
+        raise ConfigError(
+            f"the policy archives finished rounds after {policy.archive_after_days} days: "
+            "give --archive-to DIR (a new or empty directory)"
+        )
     passphrase = read_passphrase()
     operator = operator_signer(keys_dir(args.keys), args.operator_key, passphrase)
-    return WithLedger(partial(_apply, policy, operator), writable=True, passphrase=passphrase)
+    archive_to = None if args.archive_to is None else Path(args.archive_to)
+    run = partial(_apply, policy, operator, archive_to)
+    return WithLedger(run, writable=True, passphrase=passphrase)
 
 
-def _apply(policy: Policy, operator: Any, ledger: Ledger) -> int:
+def _apply(policy: Policy, operator: Any, archive_to: Path | None, ledger: Ledger) -> int:
     from ledger.retention.apply import apply_retention
     from ledger.retention.plan import plan_retention
 
@@ -105,9 +119,19 @@ def _apply(policy: Policy, operator: Any, ledger: Ledger) -> int:
         print(f"not erased here: {due.subject} (no key for it on this node: erase it where it is)")
     print(
         f"{len(applied.erased)} subject(s) erased under {policy.jurisdiction}'s policy; "
-        f"{len(plan.later)} not yet due; game records are archived by `ledger archive "
-        "--before DATE --to DIR` (docs/archive.md)"
+        f"{len(plan.later)} not yet due"
     )
+    if plan.archive_before is not None and archive_to is not None:
+        from ledger.archive.run import archive_rounds
+
+        done = archive_rounds(ledger.node, plan.archive_before, archive_to)
+        if done.archive is None:
+            print(f"archive: no finished round last written before {plan.archive_before}")
+        else:
+            print(
+                f"archived {done.events} events of {done.rounds} finished rounds into "
+                f"{done.directory} (archive {done.archive}, recorded in the archive register)"
+            )
     return 0
 
 
@@ -125,5 +149,10 @@ def add_retention_commands(commands: Any) -> None:
     apply.add_argument("--policy", required=True, metavar="FILE", help="the policy (TOML)")
     apply.add_argument(
         "--operator-key", metavar="NAME", help="the operator key signing (default: the only one)"
+    )
+    apply.add_argument(
+        "--archive-to",
+        metavar="DIR",
+        help="where the rounds the policy's [archive] makes due go (a new or empty directory)",
     )
     apply.set_defaults(handler=cmd_apply)

@@ -238,6 +238,13 @@ class _EventReader:
         out = []
         for notification_id, originator_id, version, topic, state in rows:
             position = self.position
+            if topic is None:  # (ledger.store.archived)
+                raise VerificationError(
+                    "the event left the store for an archive (ledger archive): its entry is in "
+                    f"the archive, not here; tiles are written before rounds are archived: "
+                    f"{NOTHING_WRITTEN}",
+                    where=f"log position {position}",
+                )
             stream = self._streams.get(originator_id) or self._stream(originator_id)
             if not isinstance(state, bytes | bytearray | memoryview) or type(version) is not int:
                 raise VerificationError(

@@ -73,6 +73,8 @@ def events_after(app: LedgerApplication, after: int | None, limit: int) -> list[
     leaf_of = tables.leaf_indexes(rows[0][0], rows[-1][0]) if rows else {}
     records = []
     for offset, row in enumerate(rows):
+        if row[3] is None:  # an archived event's place (ledger.store.archived): not served
+            continue
         record = event_record(first + offset, bytes(row[4]), None)
         record["currency"] = currencies.of(stream_of(row[1]), record["version"], record["payload"])
         record["leaf_index"] = leaf_of.get(row[0])  # None until checkpointed

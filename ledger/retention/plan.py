@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ledger.audit.significant import log_envelopes
@@ -52,6 +52,8 @@ class RetentionPlan:
     erased: int = 0  # subjects erased already
     rounds_past_keep: int = 0  # rounds kept as long as the policy asks
     rounds_kept: int = 0
+    rounds_to_archive: int = 0  # finished rounds in the store past the policy's archive age
+    archive_before: datetime | None = None  # the archive horizon, when the policy has one
 
     def to_json(self) -> dict[str, Any]:
         def row(d: Due) -> dict[str, str]:
@@ -71,6 +73,10 @@ class RetentionPlan:
             "erased": self.erased,
             "rounds_past_keep": self.rounds_past_keep,
             "rounds_kept": self.rounds_kept,
+            "rounds_to_archive": self.rounds_to_archive,
+            "archive_before": None
+            if self.archive_before is None
+            else self.archive_before.isoformat(),
         }
 
 
@@ -117,6 +123,11 @@ def plan_retention(
     plan.due.sort(key=lambda d: d.due_at)
     plan.later.sort(key=lambda d: d.due_at)
     horizon = years_after(at, -policy.keep_game_records_years)
+    if policy.archive_after_days is not None:
+        plan.archive_before = at - timedelta(days=policy.archive_after_days)
+        plan.rounds_to_archive = sum(
+            over and last < plan.archive_before for last, over in rounds.values()
+        )
     for last, over in rounds.values():
         if over and last < horizon:
             plan.rounds_past_keep += 1

@@ -30,6 +30,8 @@ from ledger.errors import ConfigError
 FORMAT = "casino-ledger/retention/v1"
 MAX_YEARS = 100
 _TOP = {"format", "jurisdiction", "source", "game_records", "personal_data"}
+_ARCHIVE = {"after_days"}  # the one optional table: finished rounds into the archive tier
+MAX_DAYS = 36_500
 _GAME = {"keep_years"}
 _PERSONAL = {"erase_after_years", "keep_at_least_years"}
 
@@ -42,6 +44,9 @@ class Policy:
     erase_personal_after_years: int
     keep_personal_at_least_years: int
     sha256: str  # of the file's bytes: what an erasure's reason names
+    # Finished rounds leave the live store for an archive this many days after
+    # their last event (`ledger archive`); None: the policy archives nothing.
+    archive_after_days: int | None = None
 
     def describe(self) -> str:
         return (
@@ -63,6 +68,7 @@ def load_policy(path: Path) -> Policy:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path} is not a retention policy (TOML): {exc}") from None
     where = f"{path}"
+    archive = data.pop("archive", None)
     _keys(data, _TOP, where)
     if data["format"] != FORMAT:
         raise ConfigError(f"{where}: format must be {FORMAT!r}")
@@ -80,8 +86,17 @@ def load_policy(path: Path) -> Policy:
             f"{where} contradicts itself: personal data erased {erase} years after the "
             f"relationship ended, sooner than the {floor} years it must be kept"
         )
+    after = None
+    if archive is not None:
+        _keys(archive, _ARCHIVE, f"{where} [archive]")
+        after = archive["after_days"]
+        if type(after) is not int or not 0 <= after <= MAX_DAYS:
+            raise ConfigError(
+                f"{where} [archive] after_days must be a whole number from 0 to {MAX_DAYS}"
+            )
     sha = hashlib.sha256(raw).hexdigest()
-    return Policy(data["jurisdiction"].strip(), data["source"].strip(), keep, erase, floor, sha)
+    name, source = data["jurisdiction"].strip(), data["source"].strip()
+    return Policy(name, source, keep, erase, floor, sha, after)
 
 
 def _keys(table: Any, wanted: set[str], where: str) -> None:

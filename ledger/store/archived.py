@@ -23,7 +23,7 @@ from typing import Any, Final
 from uuid import UUID
 
 from ledger.store.merkle_log import MerkleLogTables, stream_of
-from ledger.store.recorders import sqlite_delete_guard
+from ledger.store.recorders import archived_source, sqlite_delete_guard
 
 #: Rows removed and recorded per statement batch (one transaction in all).
 BATCH: Final = 5000
@@ -73,11 +73,13 @@ class ArchivedTable:
         self.tables = tables
         recorder = tables.recorder
         self._sqlite = recorder.dialect == "sqlite"
+        # (A store an older release last wrote has no table yet: no rows, read as such.)
+        source = archived_source(recorder)
         self._entries = recorder.sql(
             "SELECT position, notification_id, originator_id, originator_version, leaf_hash, "
-            "archive FROM {archived} ORDER BY position"
+            f"archive FROM {source} ORDER BY position"
         )
-        self._count = recorder.sql("SELECT archive, COUNT(*) FROM {archived} GROUP BY archive")
+        self._count = recorder.sql(f"SELECT archive, COUNT(*) FROM {source} GROUP BY archive")
         self._insert = recorder.sql(
             "INSERT INTO {archived} (notification_id, position, originator_id, "
             "originator_version, leaf_hash, archive) VALUES (%s, %s, %s, %s, %s, %s)"

@@ -99,38 +99,45 @@ def stream_of(originator_id: object) -> str:
 _KEYS_PER_QUERY: Final = 400
 
 
+class _LogStatements:
+    """The log's rows: the events, and in the place of each event that left for
+    an archive its marker row (`ledger.store.archived`: its stream, version and
+    leaf hash, topic NULL), merged in id order. Each part's index gives its own
+    order: the databases merge the two without a sort."""
+
+    def __init__(self, recorder: SealedRecorder) -> None:
+        self.recorder = recorder
+        self.archived = archived_source(recorder)
+
+    def sql(self, template: str) -> Any:
+        return self.recorder.sql(template.replace("{archived}", self.archived))
+
+    def log(self, columns: str, where: str, tail: str = "") -> Any:
+        marker = columns.replace("topic, state", "NULL, leaf_hash").replace(
+            "{id}", "notification_id"
+        )
+        return self.sql(
+            f"SELECT {columns} FROM {{events}} WHERE {where} UNION ALL "
+            f"SELECT {marker} FROM {{archived}} "
+            f"WHERE {where.replace('{id}', 'notification_id')}{tail}"
+        )
+
+    def count(self, where: str) -> Any:
+        marker = where.replace("{id}", "notification_id")
+        return self.sql(
+            f"SELECT (SELECT COUNT(*) FROM {{events}} WHERE {where}) + "
+            f"(SELECT COUNT(*) FROM {{archived}} WHERE {marker})"
+        )
+
+
 class MerkleLogTables:
     """Typed access to the events (raw, in log order) and the Merkle tables."""
 
     def __init__(self, recorder: SealedRecorder) -> None:
         self.recorder = recorder
         self._is_sqlite = recorder.dialect == "sqlite"
-        archived = archived_source(recorder)
-
-        def sql(template: str) -> Any:
-            return recorder.sql(template.replace("{archived}", archived))
-
-        # The log's rows: the events, and in the place of each event that left
-        # for an archive its marker row (`ledger.store.archived`: its stream,
-        # version and leaf hash, topic NULL), merged in id order. Each part's
-        # index gives its own order: the databases merge the two without a sort.
-        def log(columns: str, where: str, tail: str = "") -> Any:
-            marker = columns.replace("topic, state", "NULL, leaf_hash").replace(
-                "{id}", "notification_id"
-            )
-            return sql(
-                f"SELECT {columns} FROM {{events}} WHERE {where} UNION ALL "
-                f"SELECT {marker} FROM {{archived}} "
-                f"WHERE {where.replace('{id}', 'notification_id')}{tail}"
-            )
-
-        def count(where: str) -> Any:
-            marker = where.replace("{id}", "notification_id")
-            return sql(
-                f"SELECT (SELECT COUNT(*) FROM {{events}} WHERE {where}) + "
-                f"(SELECT COUNT(*) FROM {{archived}} WHERE {marker})"
-            )
-
+        statements = _LogStatements(recorder)
+        sql, log, count = statements.sql, statements.log, statements.count
         row = "{id}, originator_id, originator_version, topic, state"
         self._rows_after = log(row, "{id} > %s", " ORDER BY 1 LIMIT %s")
         self._rows_between = log(row, "{id} > %s AND {id} <= %s", " ORDER BY 1")

@@ -81,10 +81,11 @@ def archived_source(recorder: Any) -> str:
 
 
 _NO_ARCHIVED = {
-    "sqlite": "(SELECT NULL AS notification_id, NULL AS originator_id, "
-    "NULL AS originator_version, NULL AS leaf_hash WHERE 0)",
-    "postgresql": "(SELECT NULL::bigint AS notification_id, NULL::uuid AS originator_id, "
-    "NULL::bigint AS originator_version, NULL::bytea AS leaf_hash WHERE false) AS archived",
+    "sqlite": "(SELECT NULL AS notification_id, NULL AS position, NULL AS originator_id, "
+    "NULL AS originator_version, NULL AS leaf_hash, NULL AS archive WHERE 0)",
+    "postgresql": "(SELECT NULL::bigint AS notification_id, NULL::bigint AS position, "
+    "NULL::uuid AS originator_id, NULL::bigint AS originator_version, NULL::bytea AS leaf_hash, "
+    "NULL::text AS archive WHERE false) AS archived",
 }
 
 

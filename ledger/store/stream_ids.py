@@ -108,6 +108,11 @@ def require_stream(tables: MerkleLogTables, given: object, kind: Kind) -> str:
     first = tables.row_by_stream(stream, 1)
     if first is None:
         raise unknown(stream, kind)
+    if first[3] is None:  # an archived event's marker row (ledger.store.archived)
+        raise NotFoundError(
+            f"{kind} {stream} is archived: its events are in an archive directory "
+            "(ledger recall ROUND --archive DIR reads it there; docs/archive.md)"
+        )
     nouns = [noun_of_topic(t) for t in (_signed_type(first), first[3]) if t is not None]
     if kind not in nouns:
         raise wrong_kind(stream, nouns[0], kind)

@@ -223,3 +223,26 @@ def test_bad_input_is_one_line_and_archives_nothing(
             assert err.startswith("ledger: error: ") and err.count("\n") == 1, err
     assert ArchivedTable(node.app.tables).counts() == {}
     assert not (tmp_path / "a").exists() and locked.read_text() == "x"
+
+
+def test_an_archived_round_is_recalled_from_its_archive_and_named_elsewhere(
+    node: Node, tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tables = _played(node, 2)
+    done = archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    archived = tables.rounds[0]
+    with ledger_cli(store_url, node.keys.path) as run:
+        capsys.readouterr()
+        assert run("recall", archived) == 2  # the store says where it went
+        assert "is archived" in capsys.readouterr().err
+        assert run("recall", archived, "--archive", done.directory, "--json") == 0
+        recalled = json.loads(capsys.readouterr().out)
+        assert recalled["round"] == archived and recalled["verified"] is True
+        assert all(event["position"] is not None for event in recalled["events"])
+        assert run("events", "--significant", "--json") == 0
+        kinds = [json.loads(line)["kind"] for line in capsys.readouterr().out.splitlines()]
+        assert "archive" in kinds
+        assert run("export", tmp_path / "whole") == 2  # positions would be missing: refused
+        assert "left it for archives" in capsys.readouterr().err
+        assert run("export", tmp_path / "one", "--round", archived) == 2
+        assert not (tmp_path / "whole").exists() and not (tmp_path / "one").exists()

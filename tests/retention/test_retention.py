@@ -5,6 +5,7 @@ policy in its reason, verify passing after; both stores."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -154,3 +155,47 @@ def test_apply_erases_what_is_due_signed_and_verify_passes(
     )
     assert report.erasures == 2
     assert casino.account(stays).balance == 1_000 - 100 + 200  # money is never erased
+
+
+ARCHIVE = "\n[archive]\nafter_days = {days}\n"
+
+
+@pytest.mark.parametrize("days, said", [(-1, "after_days must be"), ("1", "after_days must be")])
+def test_a_bad_archive_table_is_refused(tmp_path: Path, days: object, said: str) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(POLICY.format(erase=5, floor=0) + ARCHIVE.format(days=repr(days)))
+    with pytest.raises(ConfigError, match=said):
+        load_policy(path)
+    path.write_text(POLICY.format(erase=5, floor=0) + "\n[archive]\nafter = 3\n")
+    with pytest.raises(ConfigError, match="unknown key 'after'"):
+        load_policy(path)
+
+
+def test_apply_archives_the_rounds_the_policy_makes_due(
+    node: Node, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    casino_with_a_closed_account(node)
+    node.keys.create("operator-1", Role.OPERATOR, PASSPHRASE)
+    node.checkpointer().catch_up()
+    path = tmp_path / "p.toml"
+    path.write_text(POLICY.format(erase=50, floor=0) + ARCHIVE.format(days=1))
+    soon = plan_retention(node.app, load_policy(path), datetime.now(UTC))
+    assert soon.rounds_to_archive == 0  # the round ended less than a day ago
+    later = plan_retention(node.app, load_policy(path), datetime.now(UTC) + timedelta(days=2))
+    assert later.rounds_to_archive == 1 and later.archive_before is not None
+    with ledger_cli(node.app.store_url, node.keys.path) as run:
+        capsys.readouterr()
+        assert run("retention", "apply", "--policy", path) == 2  # where to? refused
+        assert "--archive-to DIR" in capsys.readouterr().err
+        assert run("retention", "plan", "--policy", path) == 0
+        assert "0 finished round(s) last written before" in capsys.readouterr().out
+    path.write_text(POLICY.format(erase=50, floor=0) + ARCHIVE.format(days=0))  # at once
+    moved = tmp_path / "archive"
+    with ledger_cli(node.app.store_url, node.keys.path) as run:
+        capsys.readouterr()
+        assert run("retention", "apply", "--policy", path, "--archive-to", moved) == 0
+        assert "archived " in capsys.readouterr().out and (moved / "manifest.json").is_file()
+        assert run("events", "--significant", "--json") == 0
+        kinds = [json.loads(line)["kind"] for line in capsys.readouterr().out.splitlines()]
+        assert "archive" in kinds
+        assert run("verify", "--workers", 1, "--archive", moved) == 0

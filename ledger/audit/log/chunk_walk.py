@@ -182,7 +182,7 @@ class ChunkWalk:
         unchanged when only its payload was altered; the roots it changes are
         found at the merge)."""
         _, originator_id, version, topic, state = row
-        if topic is None:
+        if topic is None and type(state) is bytes and len(state) == HASH_SIZE:
             self._archived(originator_id, version, state)
             return
         stream = "?"  # until this row's stream id is read
@@ -211,16 +211,12 @@ class ChunkWalk:
         self.hashes.append(entry_hash)
         self._moved(1)
 
-    def _archived(self, originator_id: object, version: object, leaf: object) -> None:
+    def _archived(self, originator_id: object, version: object, entry_hash: bytes) -> None:
         """An archived event's marker row (`ledger.store.archived`): its kept leaf
         hash takes its place in the tree and, as its entry hash, in its stream
-        (the next event's link). The count is held to the archive register."""
+        (the next event's link). The count is held to the archive register (a
+        NULL type beside anything but a hash is a row gone bad: explained)."""
         self.archived += 1
-        if not isinstance(leaf, bytes | bytearray | memoryview) or len(leaf) != HASH_SIZE:
-            message = "an archived event's leaf hash is not a 32-byte hash"
-            self.problems.append(Problem(self.position, message))
-            leaf = bytes(HASH_SIZE)
-        entry_hash = bytes(leaf)
         if originator_id is not None and type(version) is int:
             self.lasts[stream_of(originator_id)] = (version, entry_hash)
         self.hashes.append(entry_hash)
