@@ -44,6 +44,11 @@ class ConfigError(LedgerError):
     """A setting is missing or malformed (store URL, keys directory, level)."""
 
 
+class StateOutdatedError(ConfigError):
+    """A saved verify state the store has moved on from (events it covers left
+    for an archive since): verify in full once, and save a new state."""
+
+
 class KeyStoreError(LedgerError):
     """A key file is missing, malformed, or its passphrase is wrong."""
 

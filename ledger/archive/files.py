@@ -41,6 +41,7 @@ from ledger.export.records import event_line, event_record
 from ledger.store.archived import ArchivedEntry, entries_digest
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
+from ledger.store.witnessing import CosignatureTable
 
 FORMAT: Final = "casino-ledger-archive/1"
 MANIFEST, CHECKPOINT, EVENTS, ARCHIVED, KEYRING = (
@@ -122,7 +123,8 @@ def write_archive(
         events.write("".join(pending))
         _sync(events)
         _sync(listed)
-    _write_text(directory / CHECKPOINT, checkpoint.to_note())
+    # With the witnesses' cosignatures the store holds for it (none without witnesses).
+    _write_text(directory / CHECKPOINT, CosignatureTable(tables).cosigned(checkpoint).to_note())
     _write_text(directory / KEYRING, keyring.to_json())
     return Written(count, digest.hexdigest())
 
@@ -169,7 +171,7 @@ def _write_tile(directory: Path, tile: TilePath, hashes: list[bytes]) -> None:
 @dataclass(frozen=True)
 class ArchiveChecked:
     manifest: Manifest
-    checkpoint: Checkpoint
+    checkpoint: Checkpoint  # with the cosignature lines it carries (`others`)
     events: int
     streams: int
 

@@ -31,7 +31,7 @@ from ledger.audit.verify import Sinks, VerificationReport, VerifyOptions, verify
 from ledger.audit.verify_state import STATE_FILE, VerifyState
 from ledger.crypto.envelope import now_micros
 from ledger.crypto.keys import Keyring
-from ledger.errors import CannotCheckError, LedgerError, VerificationError
+from ledger.errors import CannotCheckError, LedgerError, StateOutdatedError, VerificationError
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
 
@@ -66,7 +66,11 @@ class SelfVerifier:
         started = now_micros()
         resume = VerifyState.load(self.state_dir) if self._has_state() else None
         try:
-            report, found = self._verify(keyring, resume)
+            try:
+                report, found = self._verify(keyring, resume)
+            except StateOutdatedError:  # events it covers were archived since: in full
+                resume = None
+                report, found = self._verify(keyring, None)
             if found and resume is not None:
                 # A resumed run names the chunk of old rows that changed, not the
                 # event: verify in full once, so the log names what was found.

@@ -34,7 +34,12 @@ from ledger.audit.games.round_rules import RoundRulesAudit
 from ledger.audit.games.settlement import SettlementAudit
 from ledger.audit.games.sources import SourceAudit
 from ledger.audit.level import Level as Level  # where the rest of the ledger imports it from
-from ledger.audit.log.archives import ArchivedSummary, check_archived_table, recorded_archives
+from ledger.audit.log.archives import (
+    ArchivedSummary,
+    check_archived_table,
+    check_resumable,
+    recorded_archives,
+)
 from ledger.audit.log.checkpoints import load_checkpoints, unanchored_note
 from ledger.audit.log.chunks import ChunkResult, ChunkSpec, Problem, no_cycle_collection
 from ledger.audit.log.erasures import RecordedErasure, recorded_erasures
@@ -205,6 +210,8 @@ class Verifier:
             resume = self.options.resume
             start = resume.size if resume is not None else 0
             self.archived = check_archived_table(log.archived_table, recorded, start, problems)
+            if resume is not None:
+                check_resumable(self.archived, resume.size)
         self._add(Step.RUNS, problems)
 
     def envelopes(self, merge: Merge, result: ChunkResult) -> None:

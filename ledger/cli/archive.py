@@ -85,7 +85,9 @@ def _check(args: argparse.Namespace) -> int:
         f"{checked.checkpoint.size} signed by the log's checkpoint key, archived.txt and the "
         f"manifest's digest; keys from {source}"
         + ("" if args.keyring else " (the archive's own: give --keyring to use yours)")
-        + "; NOT CHECKED here: the rounds' payouts (`ledger verify --archive` re-settles them)"
+        + f"; {len(checked.checkpoint.others)} witness cosignature line(s) carried"
+        + "; NOT CHECKED here: the cosignatures (a witness policy's job: docs/witnesses.md) and "
+        "the rounds' payouts (`ledger verify --archive` re-settles them)"
     )
     return 0
 

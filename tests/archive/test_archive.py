@@ -246,3 +246,45 @@ def test_an_archived_round_is_recalled_from_its_archive_and_named_elsewhere(
         assert "left it for archives" in capsys.readouterr().err
         assert run("export", tmp_path / "one", "--round", archived) == 2
         assert not (tmp_path / "whole").exists() and not (tmp_path / "one").exists()
+
+
+def test_a_saved_state_the_archive_moved_on_from_is_refused_and_the_node_verifies_in_full(
+    node: Node, tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ledger.audit.self_verification import SelfVerifier
+
+    tables = _played(node, 3)
+    state = tmp_path / "state"
+    own = SelfVerifier(node.app, get_plugin_manager().games(), tmp_path / "own")
+    assert own.run_once().finding is None  # the node's state, saved before the archive
+    with ledger_cli(store_url, node.keys.path) as run:
+        assert run("verify", "--workers", 1, "--save-state", state) == 0
+        archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+        tables.play(1)
+        capsys.readouterr()
+        assert run("verify", "--workers", 1, "--resume", state) == 2
+        err = capsys.readouterr().err
+        assert "verify in full once, and save a new state" in err and err.count("\n") == 1
+        assert run("verify", "--workers", 1) == 0
+    after = own.run_once()  # refused resume: the node verifies in full, and passes
+    assert after.finding is None and after.run["result"] == "passed"
+
+
+def test_the_archive_carries_the_witnesses_cosignatures(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ledger.crypto.checkpoint import Checkpoint
+    from ledger.store.witnessing import WITNESSES_ENV
+    from tests.mirror.test_witness_submission import log_witness, policy_for
+    from tests.witness_support import ServedWitness
+
+    with ServedWitness(log_witness(node, tmp_path)) as served:
+        monkeypatch.setenv(WITNESSES_ENV, served.setting)
+        _played(node, 2)  # (checkpointed: each checkpoint handed to the witness)
+        assert node.witnesses is not None
+        node.witnesses.close(wait=10)
+        done = archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    note = (done.directory / "checkpoint").read_text()
+    report = policy_for(served.witness, quorum=1).check(Checkpoint.from_note(note))
+    assert len(report.valid) == 1  # a witness's cosignature over the archive's checkpoint
+    assert check_archive(done.directory, node.keyring).checkpoint.others

@@ -24,7 +24,7 @@ from ledger.audit.log.log_rows import LogRows
 from ledger.crypto.envelope import SignerCheck
 from ledger.crypto.keys import Keyring
 from ledger.domain.archives import ARCHIVES_ID, SEALED_TOPIC
-from ledger.errors import VerificationError
+from ledger.errors import StateOutdatedError, VerificationError
 from ledger.store.archived import ArchivedTable
 
 _STREAM = str(ARCHIVES_ID)
@@ -100,6 +100,20 @@ def recorded_archives(
             )
         )
     return found
+
+
+def check_resumable(summary: ArchivedSummary, saved_size: int) -> None:
+    """A saved state's chunks hold the rows of its first `saved_size` positions:
+    an archive recorded after it (at or past that size) that removed some of
+    those rows changed them, as recorded. `StateOutdatedError` says so."""
+    for record in summary.recorded:
+        applied = summary.applied.get(record.archive)
+        if applied is not None and record.position >= saved_size and applied[1] < saved_size:
+            raise StateOutdatedError(
+                f"archive {record.archive} (recorded at log position {record.position}, after "
+                f"the saved state of size {saved_size}) moved {applied[0]} events, some of them "
+                "under the state, out of the store: verify in full once, and save a new state"
+            )
 
 
 def check_archived_table(
