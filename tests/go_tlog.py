@@ -53,9 +53,17 @@ def check_tlog_proof(binary: Path, proof: Path, vkey: str) -> subprocess.Complet
 
 
 def run_tlogcheck(
-    binary: Path, directory: Path, vkey: str, *, old: Path | None = None, sample: Sequence[int] = ()
+    binary: Path,
+    directory: Path,
+    vkey: str,
+    *,
+    old: Path | None = None,
+    sample: Sequence[int] = (),
+    leaves: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     command = [str(binary), "-dir", str(directory), "-vkey", vkey]
+    if leaves is not None:
+        command += ["-leaves", str(leaves)]
     if old is not None:
         command += ["-old", str(old)]
     if sample:

@@ -288,3 +288,24 @@ def test_the_archive_carries_the_witnesses_cosignatures(
     report = policy_for(served.witness, quorum=1).check(Checkpoint.from_note(note))
     assert len(report.valid) == 1  # a witness's cosignature over the archive's checkpoint
     assert check_archive(done.directory, node.keyring).checkpoint.others
+
+
+def test_go_x_mod_tlog_proves_each_archived_leaf_from_the_archive_alone(
+    node: Node, tmp_path: Path, tlogcheck: Path
+) -> None:
+    """Go's golang.org/x/mod/sumdb/{note,tlog}, which we did not write, reads the
+    archive's hash tiles against its signed checkpoint and proves each listed leaf."""
+    from tests.export.test_tiles import vkey_of
+    from tests.go_tlog import run_tlogcheck
+
+    _played(node, 3)
+    done = archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    vkey = vkey_of(done.directory, node.keyring)
+    ran = run_tlogcheck(tlogcheck, done.directory, vkey, leaves=done.directory / "archived.txt")
+    assert ran.returncode == 0, ran.stderr
+    assert f"OK {done.events} listed leaves are in the tree" in ran.stdout
+    listed = (done.directory / "archived.txt").read_text().splitlines()
+    position, rest = listed[0].split(" ", 1)
+    (tmp_path / "bad.txt").write_text(f"{position} {rest[:-1]}{'0' if rest[-1] != '0' else '1'}\n")
+    bad = run_tlogcheck(tlogcheck, done.directory, vkey, leaves=tmp_path / "bad.txt")
+    assert bad.returncode == 1 and "is not the listed one" in bad.stderr

@@ -11,6 +11,11 @@
 //   - with -old, a consistency proof (tlog.ProveTree, tlog.CheckTree) from an
 //     older checkpoint of the same log to the directory's.
 //
+// With -leaves FILE (an archive's archived.txt: "position row stream version
+// leaf-hash-hex" a line), the directory holds hash tiles only: each listed
+// leaf hash is checked against the authenticated level-0 tiles at its
+// position, instead of the entry bundles.
+//
 // With -proof FILE instead of -dir, it checks one C2SP tlog-proof file: its
 // checkpoint's signature, and its entry (the extra line) at its index under
 // that checkpoint's root (tlog.CheckRecord), with nothing else.
@@ -208,12 +213,49 @@ func checkProof(path string, verifier note.Verifier) {
 	fmt.Printf("OK entry %d is in the tree of size %d of %s\n", index, size, text[0])
 }
 
+// checkLeaves checks each "position row stream version leaf-hex" line's leaf
+// hash against the authenticated level-0 hashes, and proves its inclusion.
+func checkLeaves(path string, tree tlog.Tree, reader tlog.HashReader) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	count := 0
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		fields := strings.Split(line, " ")
+		if len(fields) != 5 {
+			fail("%s: %q is not a listed leaf", path, line)
+		}
+		i, err := strconv.ParseInt(fields[0], 10, 64)
+		if err != nil || i < 0 || i >= tree.N {
+			fail("%s: position %q is not in the tree", path, fields[0])
+		}
+		hashes, err := reader.ReadHashes([]int64{tlog.StoredHashIndex(0, i)})
+		if err != nil {
+			fail("reading the level-0 tile of %d: %v", i, err)
+		}
+		if fmt.Sprintf("%x", hashes[0][:]) != fields[4] {
+			fail("%s: the leaf at %d is not the listed one", path, i)
+		}
+		proof, err := tlog.ProveRecord(tree.N, i, reader)
+		if err != nil {
+			fail("inclusion proof of %d: %v", i, err)
+		}
+		if err := tlog.CheckRecord(proof, tree.N, tree.Hash, i, hashes[0]); err != nil {
+			fail("inclusion of %d: %v", i, err)
+		}
+		count++
+	}
+	fmt.Printf("OK %d listed leaves are in the tree of size %d, each proven\n", count, tree.N)
+}
+
 func main() {
 	dir := flag.String("dir", "", "the tiles directory")
 	proofFile := flag.String("proof", "", "a tlog-proof file to check (instead of -dir)")
 	vkey := flag.String("vkey", "", "the log's note verifier key")
 	old := flag.String("old", "", "an older checkpoint file of the same log")
 	sample := flag.String("sample", "", "entry indexes to prove, comma-separated")
+	leaves := flag.String("leaves", "", "an archive's archived.txt: its leaves, not entry bundles")
 	flag.Parse()
 	verifier, err := note.NewVerifier(*vkey)
 	if err != nil {
@@ -230,6 +272,10 @@ func main() {
 	tree := cp.tree
 	fmt.Printf("OK checkpoint %s size %d signed by %s\n", cp.origin, tree.N, verifier.Name())
 	reader := tlog.TileHashReader(tree, dirTiles{*dir})
+	if *leaves != "" {
+		checkLeaves(*leaves, tree, reader)
+		return
+	}
 
 	// Every entry against the authenticated level-0 hashes.
 	for start := int64(0); start < tree.N; start += 1 << height {
