@@ -35,6 +35,8 @@ def _before(text: str) -> datetime:
 def cmd_archive(args: argparse.Namespace) -> WithLedger | int:
     if args.archive_command == "check":
         return _check(args)
+    if args.archive_command == "list":
+        return WithLedger(partial(_list, args.positions))
     if args.before is None or args.to is None:
         raise ConfigError("ledger archive needs --before DATE and --to DIR")
     horizon = _before(args.before)
@@ -64,6 +66,34 @@ def _archive(horizon: datetime, directory: Path, ledger: Ledger) -> int:
         f"the checkpoint of size {done.checkpoint_size}); recorded in the archive register, "
         "then removed from the store"
     )
+    return 0
+
+
+def _list(positions: bool, ledger: Ledger) -> int:
+    """Each recorded archive and exactly the positions it took, as the store's
+    rows say once held to the digest its register event signs."""
+    from ledger.audit.log.archives import check_archived_table, recorded_archives
+    from ledger.errors import VerificationError
+    from ledger.store.archived import ArchivedTable
+
+    app, problems = ledger.node.app, list[VerificationError]()
+    records = recorded_archives(app.tables, app.mapper.transcoder, ledger.node.keyring, problems)
+    table = ArchivedTable(app.tables)
+    summary = check_archived_table(table, records, 0, problems)
+    if problems:
+        raise VerificationError(f"{problems[0]} (ledger verify lists every finding)")
+    for record in records:
+        count, first, last = summary.applied.get(record.archive, (0, -1, -1))
+        state = f"positions {first} to {last}" if count else "recorded, its events not removed yet"
+        print(
+            f"archive {record.archive}: {record.events} events of {record.rounds} rounds older "
+            f"than {record.horizon}, in {record.directory}; {state}"
+        )
+        if positions and count:
+            listed = [str(e.position) for a, e in table.entries() if a == record.archive and e]
+            print("  " + " ".join(listed))
+    if not records:
+        print("no archive: every event is in the store")
     return 0
 
 
@@ -104,3 +134,8 @@ def add_archive_command(commands: Any) -> None:
     check.add_argument("directory", metavar="DIR")
     check.add_argument("--keyring", metavar="FILE", help="public keyring (default: the archive's)")
     check.set_defaults(handler=cmd_archive)
+    listing = actions.add_parser(
+        "list", help="the archives and the log positions each took (held to their records)"
+    )
+    listing.add_argument("--positions", action="store_true", help="every position, not a range")
+    listing.set_defaults(handler=cmd_archive)

@@ -305,3 +305,20 @@ def test_go_x_mod_tlog_proves_each_archived_leaf_from_the_archive_alone(
     (tmp_path / "bad.txt").write_text(f"{position} {rest[:-1]}{'0' if rest[-1] != '0' else '1'}\n")
     bad = run_tlogcheck(tlogcheck, done.directory, vkey, leaves=tmp_path / "bad.txt")
     assert bad.returncode == 1 and "is not the listed one" in bad.stderr
+
+
+def test_archive_list_names_exactly_the_positions_each_archive_took(
+    node: Node, tmp_path: Path, store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _played(node, 2)
+    done = archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    listed = [int(line.split(" ")[0]) for line in (done.directory / "archived.txt").open()]
+    with ledger_cli(store_url, node.keys.path) as run:
+        capsys.readouterr()
+        assert run("archive", "list", "--positions") == 0
+        head, positions = capsys.readouterr().out.splitlines()
+        assert f"archive {done.archive}: {done.events} events of 2 rounds" in head
+        assert [int(p) for p in positions.split()] == listed
+        Attacker(store_url).sql("DELETE FROM ledger_archived WHERE position = ?", (listed[0],))
+        assert run("archive", "list") == 1  # the rows no longer match the signed digest
+        assert "is not what its register event signs" in capsys.readouterr().err
