@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -144,3 +145,19 @@ def existing_directory(given: str | Path, what: str) -> Path:
     if not path.is_dir():
         raise ConfigError(f"{what} {given} is a file, not a directory")
     return path
+
+
+def parse_moment(text: str, option: str) -> datetime:
+    """A date (`2026-12-01`: its midnight, UTC) or an ISO 8601 time with a UTC
+    offset, as `option` was given; a time without one is refused (whose zone?)."""
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(
+            f"{option} {text!r} is not a date (YYYY-MM-DD) or an ISO 8601 time"
+        ) from None
+    if moment.tzinfo is None:
+        if len(text) != 10:
+            raise ConfigError(f"{option} {text!r} has no UTC offset (add +00:00 or Z)")
+        moment = moment.replace(tzinfo=UTC)
+    return moment

@@ -17,19 +17,10 @@ from ledger.cli.common import WithLedger
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.errors import ConfigError
+from ledger.inputs import parse_moment
 
 if TYPE_CHECKING:
     from ledger.casino.opened import Ledger
-
-
-def _before(text: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(
-            f"--before {text!r} is not a date (YYYY-MM-DD) or an ISO 8601 time"
-        ) from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def cmd_archive(args: argparse.Namespace) -> WithLedger | int:
@@ -39,7 +30,7 @@ def cmd_archive(args: argparse.Namespace) -> WithLedger | int:
         return WithLedger(partial(_list, args.positions))
     if args.before is None or args.to is None:
         raise ConfigError("ledger archive needs --before DATE and --to DIR")
-    horizon = _before(args.before)
+    horizon = parse_moment(args.before, "--before")
     if horizon > datetime.now(UTC):
         raise ConfigError(f"--before {args.before} is in the future: nothing is older than it")
     return WithLedger(

@@ -17,6 +17,7 @@ from ledger.cli.common import WithLedger
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.rounds import operator_signer
 from ledger.errors import ConfigError
+from ledger.inputs import parse_moment
 
 if TYPE_CHECKING:
     from ledger.casino.opened import Ledger
@@ -25,13 +26,7 @@ if TYPE_CHECKING:
 
 
 def _at(text: str | None) -> datetime:
-    if text is None:
-        return datetime.now(UTC)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(f"--at {text!r} is not a date (YYYY-MM-DD) or an ISO 8601 time") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return datetime.now(UTC) if text is None else parse_moment(text, "--at")
 
 
 def render(plan: RetentionPlan) -> str:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ledger.errors import ConfigError
+from ledger.inputs import parse_moment
 
 DEFAULT_LAST = 10  # AGCO's recall: the most recent game and the nine before it
 MAX_LAST = 10_000
@@ -83,17 +84,7 @@ class Span:
 
 def parse_since(text: str) -> datetime:
     """A date (`2026-12-01`, midnight UTC) or a time with a UTC offset."""
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise ConfigError(
-            f"--since {text!r} is not a date (YYYY-MM-DD) or an ISO 8601 time"
-        ) from None
-    if moment.tzinfo is None:
-        if len(text) != 10:
-            raise ConfigError(f"--since {text!r} has no UTC offset (add +00:00 or Z)")
-        moment = moment.replace(tzinfo=UTC)  # a date: from its midnight, UTC
-    return moment
+    return parse_moment(text, "--since")
 
 
 def walk(span: Span, movements: Iterable[Movement]) -> Iterator[tuple[Movement, bool]]:
