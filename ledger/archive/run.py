@@ -118,7 +118,8 @@ def archive_rounds(
     _stop_after("recorded")
     checkpointer.catch_up(chase=False)
     _stop_after("anchored")
-    removed = _remove(node, manifest.archive, directory)
+    # (Checked by this process at step 4, or when adopted: `finish_archives` checks again.)
+    removed = _remove(node, manifest.archive, directory, checked=True)
     _stop_after("removed")
     return Archived(
         manifest.archive, directory, removed, manifest.rounds, manifest.checkpoint_size, finished
@@ -138,17 +139,19 @@ def finish_archives(node: Node) -> list[str]:
     return finished
 
 
-def _remove(node: Node, archive: str, directory: Path) -> int:
-    """Check the archive again, then remove its events from the store."""
-    try:
-        checked = check_archive(directory, node.keyring)
-    except VerificationError as exc:
-        raise ConfigError(
-            f"archive {archive} is recorded but {directory} does not check ({exc}): its "
-            "events stay in the store; put the archive back where it was written"
-        ) from None
-    if checked.manifest.archive != archive:
-        raise ConfigError(f"{directory} holds archive {checked.manifest.archive}, not {archive}")
+def _remove(node: Node, archive: str, directory: Path, *, checked: bool = False) -> int:
+    """Check the archive (unless this process just did), then remove its events
+    from the store."""
+    if not checked:
+        try:
+            found = check_archive(directory, node.keyring).manifest.archive
+        except VerificationError as exc:
+            raise ConfigError(
+                f"archive {archive} is recorded but {directory} does not check ({exc}): its "
+                "events stay in the store; put the archive back where it was written"
+            ) from None
+        if found != archive:
+            raise ConfigError(f"{directory} holds archive {found}, not {archive}")
     entries = _entries(directory / ARCHIVED)
     try:
         return ArchivedTable(node.app.tables).remove_events(archive, entries)
