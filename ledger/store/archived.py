@@ -17,13 +17,23 @@ here, never both and never neither.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
-from uuid import UUID
 
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import archived_source, sqlite_delete_guard
+
+_NUMBER = rb"(0|[1-9][0-9]*)"
+_LINE: Final = re.compile(
+    _NUMBER
+    + b" "
+    + _NUMBER
+    + rb" ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}) "
+    + _NUMBER
+    + rb" ([0-9a-f]{64})\n"
+)
 
 #: Rows removed and recorded per statement batch (one transaction in all).
 BATCH: Final = 5000
@@ -46,15 +56,18 @@ class ArchivedEntry:
 
     @classmethod
     def from_line(cls, line: bytes) -> ArchivedEntry:
-        """One `line()`; ValueError when it is not one."""
-        position, notification_id, stream, version, leaf = line.decode("ascii").split(" ")
-        leaf_hash = bytes.fromhex(leaf.rstrip("\n"))
-        if len(leaf_hash) != 32 or str(UUID(stream)) != stream:
-            raise ValueError("not an archived entry")
-        entry = cls(int(position), int(notification_id), stream, int(version), leaf_hash)
-        if entry.line() != line:
+        """One `line()`, in its one form; ValueError when it is not one."""
+        match = _LINE.fullmatch(line)
+        if match is None:
             raise ValueError("not an archived entry in its one form")
-        return entry
+        position, notification_id, stream, version, leaf = match.groups()
+        return cls(
+            int(position),
+            int(notification_id),
+            stream.decode(),
+            int(version),
+            bytes.fromhex(leaf.decode()),
+        )
 
 
 def entries_digest(entries: Iterable[ArchivedEntry]) -> str:

@@ -322,3 +322,45 @@ def test_archive_list_names_exactly_the_positions_each_archive_took(
         Attacker(store_url).sql("DELETE FROM ledger_archived WHERE position = ?", (listed[0],))
         assert run("archive", "list") == 1  # the rows no longer match the signed digest
         assert "is not what its register event signs" in capsys.readouterr().err
+
+
+def _flip_signature(line: str) -> str:
+    record = json.loads(line)
+    state = bytearray(base64.b64decode(record["envelope"]))
+    state[-100] ^= 1  # a payload byte: its hash no longer the header's
+    return line.replace(record["envelope"], base64.b64encode(bytes(state)).decode())
+
+
+@pytest.mark.parametrize(
+    "what",
+    ["decoded field", "envelope byte", "listed leaf", "line dropped", "tile", "manifest digest"],
+)
+def test_an_archive_edited_anywhere_does_not_check(node: Node, tmp_path: Path, what: str) -> None:
+    from ledger.errors import VerificationError
+    from ledger.store.archived import ArchivedEntry, entries_digest
+
+    _played(node, 2)
+    done = archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    directory = done.directory
+    listed = (directory / "archived.txt").read_bytes()
+    manifest = json.loads((directory / "manifest.json").read_text())
+    entries = [ArchivedEntry.from_line(line) for line in listed.splitlines(keepends=True)]
+    assert entries_digest(entries) == manifest["digest"]  # the digest, by its definition
+    events = (directory / EVENTS).read_text().splitlines(keepends=True)
+    if what == "decoded field":
+        events[1] = events[1].replace('"version":2', '"version":3', 1)
+    elif what == "envelope byte":
+        events[1] = _flip_signature(events[1])
+    elif what == "listed leaf":
+        listed = listed.replace(listed[-3:-1], b"00" if listed[-3:-1] != b"00" else b"11")
+    elif what == "line dropped":
+        events.pop()
+    elif what == "tile":
+        (directory / "tile" / "0" / "000.p" / str(done.checkpoint_size)).write_bytes(bytes(32))
+    else:
+        manifest["digest"] = "0" * 64
+    (directory / EVENTS).write_text("".join(events))
+    (directory / "archived.txt").write_bytes(listed)
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(VerificationError):
+        check_archive(directory, node.keyring)
