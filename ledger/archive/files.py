@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.archive.due import log_rows
+from ledger.archive.signatures import Signatures
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import ENVELOPE_PREFIX, GENESIS_HASH, SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring
@@ -176,9 +177,7 @@ class ArchiveChecked:
     streams: int
 
 
-def check_archive(
-    directory: Path, keyring: Keyring, progress: Callable[[int], None] | None = None
-) -> ArchiveChecked:
+def check_archive(directory: Path, keyring: Keyring) -> ArchiveChecked:
     """Check every file of an archive directory (module doc); else raise
     `VerificationError` naming the first thing wrong."""
     manifest = Manifest.read(directory)
@@ -194,7 +193,27 @@ def check_archive(
     ):
         raise VerificationError(f"{directory}: the manifest names another checkpoint")
     level0 = _check_tiles(directory, checkpoint)
-    signer = SignerCheck(keyring)
+    signer, signatures = SignerCheck(keyring), Signatures()
+    try:
+        count, streams, digest = _check_events(directory, checkpoint, level0, signer, signatures)
+        signatures.finish()
+    finally:
+        signatures.close()
+    if (count, digest) != (manifest.events, manifest.digest):
+        raise VerificationError(f"{directory}: the manifest's count or digest is not its events'")
+    return ArchiveChecked(manifest, checkpoint, count, streams)
+
+
+def _check_events(
+    directory: Path,
+    checkpoint: Checkpoint,
+    level0: Callable[[int], bytes],
+    signer: SignerCheck,
+    signatures: Signatures,
+) -> tuple[int, int, str]:
+    """Every event line against its listed place, its envelope, its stream's
+    chain and its leaf (signatures handed to `signatures`): (events, streams,
+    the digest of archived.txt)."""
     heads: dict[str, tuple[int, bytes]] = {}
     digest, count = hashlib.sha256(), 0
     listed = _listed_lines(directory / ARCHIVED)
@@ -211,7 +230,8 @@ def check_archive(
         if line != event_line(position, state, currency):
             raise VerificationError(f"{label}: not the record of its envelope at its place")
         envelope = open_envelope(state, stream=stream, version=version)
-        signer.check_signature(envelope, stream=stream, version=version)
+        public_key = signer.check_signer(envelope, stream=stream, version=version)
+        signatures.add(public_key, envelope.signed_message, envelope.signature, label)
         last = heads.get(stream, (0, GENESIS_HASH))
         if version != last[0] + 1 or envelope.prev_hash != last[1]:
             raise VerificationError(f"{label}: its stream's chain is broken (not whole)")
@@ -220,13 +240,9 @@ def check_archive(
         if position >= checkpoint.size or leaf != level0(position) or leaf != entry.leaf_hash:
             raise VerificationError(f"{label}: not the leaf the tiles hold at its position")
         count += 1
-        if progress is not None and count % 1000 == 0:
-            progress(1000)
     if next(listed, None) is not None:
         raise VerificationError(f"{directory / ARCHIVED} lists events {EVENTS} does not hold")
-    if (count, digest.hexdigest()) != (manifest.events, manifest.digest):
-        raise VerificationError(f"{directory}: the manifest's count or digest is not its events'")
-    return ArchiveChecked(manifest, checkpoint, count, len(heads))
+    return count, len(heads), digest.hexdigest()
 
 
 def archived_rows(directories: list[Path]) -> Callable[[str], list[Row]]:
