@@ -373,3 +373,27 @@ def test_an_archive_edited_anywhere_does_not_check(node: Node, tmp_path: Path, w
         assert "line 2 (log position" in str(raised.value) and "signature is invalid" in str(
             raised.value
         )
+
+
+def test_a_removal_that_does_not_find_every_event_removes_nothing(
+    node: Node, tmp_path: Path, store_url: str
+) -> None:
+    from ledger.archive.run import finish_archives
+
+    tables = _played(node, 2)
+    target = tmp_path / "a1"
+    env = {
+        **os.environ,
+        "LEDGER_PASSPHRASE": PASSPHRASE.decode(),
+        "LEDGER_ARCHIVE_STOP_AFTER": "anchored",
+    }
+    command = [str(LEDGER), "--store", store_url, "--keys", str(node.keys.path), "archive"]
+    command += ["--before", datetime.now(UTC).isoformat(), "--to", str(target)]
+    assert subprocess.run(command, env=env, capture_output=True, timeout=120).returncode == 137
+    attacker = Attacker(store_url)
+    nid = attacker.row(tables.rounds[-1], 3)[0]
+    attacker.sql(f"DELETE FROM {attacker.events} WHERE {attacker.id} = ?", (nid,))
+    with pytest.raises(ConfigError, match="nothing was removed"):
+        finish_archives(node)
+    assert ArchivedTable(node.app.tables).counts() == {}
+    assert node.app.tables.row_by_stream(tables.rounds[0], 1)[3] is not None  # still here
