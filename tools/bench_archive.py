@@ -106,6 +106,9 @@ def main() -> int:
         "archive_log_events_per_s": statistics.median(r.rate for r in archives),
         "archive_archived_events_per_s": statistics.median(moved),
         "archive_over_export_rate": statistics.median(ratios),
+        "archived_over_export_rate": statistics.median(
+            m / e.rate for m, e in zip(moved, exports, strict=True)
+        ),
         "export_peak_rss_mb": max(r.peak_rss_mb for r in exports),
         "archive_peak_rss_mb": max(r.peak_rss_mb for r in archives),
         "archive_cpu_s": statistics.median(r.cpu_seconds for r in archives),
