@@ -95,7 +95,7 @@ class Casino:
             found: Aggregate | None = self.app.repository.get(key, version=version)
         except AggregateNotFoundError:
             found = None
-        checked = require_aggregate(found, aggregate_id, kind)
+        checked = require_aggregate(found, aggregate_id, kind, self.app.tables)
         assert isinstance(checked, cls)
         return checked
 

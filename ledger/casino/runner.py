@@ -120,7 +120,7 @@ class Work:
             found: Aggregate | None = self._live.get(key)
         except AggregateNotFoundError:
             found = None
-        checked = require_aggregate(found, aggregate_id, kind)
+        checked = require_aggregate(found, aggregate_id, kind, self._live.tables)
         assert isinstance(checked, cls)
         self._handed.append(checked)
         return checked

@@ -24,7 +24,7 @@ from uuid import UUID
 from eventsourcing.domain import Aggregate
 
 from ledger.store.application import LedgerApplication
-from ledger.store.merkle_log import stream_of
+from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Cursor
 from ledger.store.sealing import SealedEventStore
 
@@ -44,6 +44,10 @@ class WorkingSet:
         # The notification id the live aggregates reflect the log up to (None:
         # nothing is live yet, so nothing before the first catch-up matters).
         self._seen: int | None = None
+
+    @property
+    def tables(self) -> MerkleLogTables:
+        return self._app.tables
 
     def __contains__(self, aggregate_id: UUID) -> bool:
         return aggregate_id in self._live

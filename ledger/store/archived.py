@@ -130,9 +130,7 @@ class ArchivedTable:
                 drop, create = sqlite_delete_guard(recorder.events_table)
                 cursor.execute(drop)
             else:
-                cursor.execute(
-                    recorder.sql("ALTER TABLE {events} DISABLE TRIGGER USER")
-                )
+                cursor.execute(recorder.sql("ALTER TABLE {events} DISABLE TRIGGER USER"))
             batch: list[ArchivedEntry] = []
             for entry in entries:
                 batch.append(entry)
@@ -144,9 +142,7 @@ class ArchivedTable:
             if self._sqlite:
                 cursor.execute(create)
             else:
-                cursor.execute(
-                    recorder.sql("ALTER TABLE {events} ENABLE TRIGGER USER")
-                )
+                cursor.execute(recorder.sql("ALTER TABLE {events} ENABLE TRIGGER USER"))
         return removed
 
     def _remove(self, cursor: Any, archive: str, batch: list[ArchivedEntry]) -> int:

@@ -90,10 +90,23 @@ def parse_id(given: object, kind: Kind) -> UUID:
         raise unknown(given, kind) from None
 
 
-def require_aggregate(found: Aggregate | None, given: object, kind: Kind) -> Aggregate:
+def archived(stream: object, kind: Kind) -> NotFoundError:
+    return NotFoundError(
+        f"{kind} {stream} is archived: its events are in an archive directory "
+        "(ledger recall ROUND --archive DIR reads it there; docs/archive.md)"
+    )
+
+
+def require_aggregate(
+    found: Aggregate | None, given: object, kind: Kind, tables: MerkleLogTables | None = None
+) -> Aggregate:
     """`found` (what the repository holds for id `given`, None: nothing) when
-    it is a `kind`; else the one refusal."""
+    it is a `kind`; else the one refusal (`tables`: to tell an archived stream)."""
     if found is None:
+        if tables is not None:
+            first = tables.row_by_stream(str(parse_id(given, kind)), 1)
+            if first is not None and first[3] is None:  # (ledger.store.archived)
+                raise archived(given, kind)
         raise unknown(given, kind)
     if not isinstance(found, _CLASSES[kind]):
         raise wrong_kind(given, NOUNS.get(type(found).__name__, type(found).__name__), kind)
@@ -109,10 +122,7 @@ def require_stream(tables: MerkleLogTables, given: object, kind: Kind) -> str:
     if first is None:
         raise unknown(stream, kind)
     if first[3] is None:  # an archived event's marker row (ledger.store.archived)
-        raise NotFoundError(
-            f"{kind} {stream} is archived: its events are in an archive directory "
-            "(ledger recall ROUND --archive DIR reads it there; docs/archive.md)"
-        )
+        raise archived(stream, kind)
     nouns = [noun_of_topic(t) for t in (_signed_type(first), first[3]) if t is not None]
     if kind not in nouns:
         raise wrong_kind(stream, nouns[0], kind)

@@ -22,6 +22,7 @@ from ledger.archive.fill import ArchivedStoreLog
 from ledger.archive.run import STEPS, archive_rounds
 from ledger.audit.findings import Findings
 from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_log, verify_store
+from ledger.crypto.keys import Role
 from ledger.errors import ConfigError
 from ledger.node import Node
 from ledger.plugins.manager import get_plugin_manager
@@ -242,6 +243,10 @@ def test_an_archived_round_is_recalled_from_its_archive_and_named_elsewhere(
         assert "left it for archives" in capsys.readouterr().err
         assert run("export", tmp_path / "one", "--round", archived) == 2
         assert not (tmp_path / "whole").exists() and not (tmp_path / "one").exists()
+        node.keys.create("op", Role.OPERATOR, PASSPHRASE)
+        capsys.readouterr()
+        assert run("rounds", "void", archived, "--reason", "late") == 2  # a write, refused
+        assert "is archived" in capsys.readouterr().err
 
 
 def test_a_saved_state_the_archive_moved_on_from_is_refused_and_the_node_verifies_in_full(
