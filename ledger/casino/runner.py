@@ -417,6 +417,11 @@ class CommandRunner:
         the index row only says where to look, and one that names an event not
         recording this request is refused (someone edited the index)."""
         row = self.app.tables.row_by_stream(str(stream), version, cursor)
+        if row is not None and row[3] is None:  # (ledger.store.archived)
+            raise VerificationError(
+                f"request {request_id!r} was recorded in stream {stream}, which is archived: "
+                "its result is in the archive (docs/archive.md)"
+            )
         event: Any = None if row is None else self.app.decode_row(row)
         if (
             event is None

@@ -22,6 +22,7 @@ from ledger.archive.fill import ArchivedStoreLog
 from ledger.archive.run import STEPS, archive_rounds
 from ledger.audit.findings import Findings
 from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_log, verify_store
+from ledger.casino import Casino
 from ledger.crypto.keys import Role
 from ledger.errors import ConfigError
 from ledger.node import Node
@@ -402,3 +403,21 @@ def test_a_removal_that_does_not_find_every_event_removes_nothing(
         finish_archives(node)
     assert ArchivedTable(node.app.tables).counts() == {}
     assert node.app.tables.row_by_stream(tables.rounds[0], 1)[3] is not None  # still here
+
+
+def test_a_retried_request_recorded_in_an_archived_round_says_so(
+    node: Node, tmp_path: Path
+) -> None:
+    from ledger.errors import VerificationError
+
+    tables = _played(node, 2)
+    archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    fresh = Casino(node.app, get_plugin_manager().games())  # (no answer kept in memory)
+    with pytest.raises(VerificationError, match="which is archived"):
+        fresh.place_bet(
+            request_id="b0-0",
+            round_id=tables.rounds[0],
+            account_id=tables.player,
+            bet={"bet": "small"},
+            stake=100,
+        )
