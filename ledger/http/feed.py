@@ -62,23 +62,27 @@ def check_position(app: LedgerApplication, after: int | None) -> None:
 
 
 def events_after(app: LedgerApplication, after: int | None, limit: int) -> list[dict[str, Any]]:
-    """At most `limit` event records after log position `after` (None: from the start)."""
+    """At most `limit` event records after log position `after` (None: from the
+    start). An archived event's place (`ledger.store.archived`) is not served:
+    the records' positions jump over it, and a page reads on past a run of them."""
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidCommandError(f"limit is 1..{MAX_LIMIT}, not {limit}")
     tables = app.tables
-    rows = tables.rows_after(_start(tables, after), limit)
     currencies = _Currencies(tables)
-    first = 0 if after is None else after + 1
-    # One query for the page's leaf indexes (one a row cost the feed two thirds of its time).
-    leaf_of = tables.leaf_indexes(rows[0][0], rows[-1][0]) if rows else {}
-    records = []
-    for offset, row in enumerate(rows):
-        if row[3] is None:  # an archived event's place (ledger.store.archived): not served
-            continue
-        record = event_record(first + offset, bytes(row[4]), None)
-        record["currency"] = currencies.of(stream_of(row[1]), record["version"], record["payload"])
-        record["leaf_index"] = leaf_of.get(row[0])  # None until checkpointed
-        records.append(record)
+    records: list[dict[str, Any]] = []
+    start, first = _start(tables, after), 0 if after is None else after + 1
+    while len(records) < limit and (rows := tables.rows_after(start, limit - len(records))):
+        # One query for the page's leaf indexes (one a row cost the feed two thirds of its time).
+        leaf_of = tables.leaf_indexes(rows[0][0], rows[-1][0])
+        for offset, row in enumerate(rows):
+            if row[3] is None:  # an archived event's place: its event is in an archive
+                continue
+            record = event_record(first + offset, bytes(row[4]), None)
+            stream = stream_of(row[1])
+            record["currency"] = currencies.of(stream, record["version"], record["payload"])
+            record["leaf_index"] = leaf_of.get(row[0])  # None until checkpointed
+            records.append(record)
+        start, first = rows[-1][0], first + len(rows)
     return records
 
 

@@ -421,3 +421,31 @@ def test_a_retried_request_recorded_in_an_archived_round_says_so(
             bet={"bet": "small"},
             stake=100,
         )
+
+
+def test_the_feed_jumps_over_archived_places_without_gap_or_duplicate(
+    node: Node, tmp_path: Path
+) -> None:
+    from tests.http_support import make_api
+
+    tables = _played(node, 3)
+    archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    tables.play(1)
+    node.checkpointer().catch_up()
+    live = []
+    for offset, (_, _, _, topic, _) in enumerate(node.app.tables.rows_after(0, 10**6)):
+        if topic is not None:
+            live.append(offset)
+    api = make_api(node, tmp_path / "api")
+    paged, after = [], None
+    while True:  # pages of 7: some all archived places, read on past
+        answer = api.get("/v1/events", limit=7, **({} if after is None else {"after": after}))
+        assert answer.status_code == 200, answer.text
+        page = answer.json()
+        paged += [record["position"] for record in page["events"]]
+        if page["next_after"] == after:
+            break
+        after = page["next_after"]
+    streamed = api.get("/v1/events/stream").text.splitlines()
+    assert paged == live
+    assert [json.loads(line)["position"] for line in streamed] == live

@@ -63,9 +63,10 @@ async def events_stream(
             for line in feed.stream_lines(app, position, limit - sent):
                 got += 1
                 yield line
+                # (positions jump over archived places: the next read starts after this one)
+                position = int(line[len(b'{"position":') : line.index(b",")])
             if got:
                 sent += got
-                position = (position if position is not None else -1) + got
             elif not follow:
                 return
             else:
