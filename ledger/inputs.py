@@ -161,3 +161,13 @@ def parse_moment(text: str, option: str) -> datetime:
             raise ConfigError(f"{option} {text!r} has no UTC offset (add +00:00 or Z)")
         moment = moment.replace(tzinfo=UTC)
     return moment
+
+
+def sync_path(path: Path) -> None:
+    """Flush a file's or a directory's entries to disk (a rename is durable only
+    once its directory is)."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)

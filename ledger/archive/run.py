@@ -39,6 +39,7 @@ from ledger.archive.files import ARCHIVED, Manifest, check_archive, write_archiv
 from ledger.audit.log.checkpoints import valid_checkpoints
 from ledger.domain.archives import ARCHIVES_ID, Archives
 from ledger.errors import ConfigError, VerificationError
+from ledger.inputs import sync_path
 from ledger.node import Node
 from ledger.store.archived import ArchivedEntry, ArchivedTable
 
@@ -112,7 +113,7 @@ def archive_rounds(
         if directory.exists():
             directory.rmdir()  # (checked empty above)
         scratch.rename(directory)
-        _sync_directory(directory.parent)
+        sync_path(directory.parent)
         _stop_after("renamed")
     _record(node, manifest, directory)
     _stop_after("recorded")
@@ -205,11 +206,3 @@ def _check_target(directory: Path) -> None:
     parent = directory.parent
     if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
         raise ConfigError(f"cannot write in {parent}: nothing archived")
-
-
-def _sync_directory(path: Path) -> None:
-    handle = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.errors import KeyStoreError, NotFoundError
+from ledger.inputs import sync_path
 
 SUBJECTS: Final = "subjects"
 VAULT_FILE: Final = "vault.pem"
@@ -192,17 +193,9 @@ def _write_new(path: Path, data: bytes) -> bool:
 
 
 def _sync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    sync_path(path)
 
 
 def _sync_directory(path: Path) -> None:
     if path.is_dir():
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        sync_path(path)
