@@ -131,7 +131,8 @@ class _LogStatements:
 
 
 class MerkleLogTables:
-    """Typed access to the events (raw, in log order) and the Merkle tables."""
+    """Typed access to the log (the events, raw, in log order, with each archived
+    event's place among them: `_LogStatements`) and the Merkle tables."""
 
     def __init__(self, recorder: SealedRecorder) -> None:
         self.recorder = recorder
