@@ -46,26 +46,39 @@ def start(every: int, status: Path | None, env: dict[str, str] | None = None) ->
     )
 
 
-def _exit(*_: Any) -> NoReturn:
-    raise SystemExit(0)
+def _stop_at_once(state_dir: Path) -> None:
+    """SIGTERM and SIGINT end the process there and then. Not by raising
+    SystemExit: a signal handler runs wherever the main thread is, a weakref
+    callback or a destructor included, and an exception raised there is
+    printed and dropped, so the process would verify on. The handler runs on
+    the main thread, so nothing writes to the state directory while it is
+    removed; a run's open transaction dies with the connection (rolled back,
+    as after kill -9)."""
+
+    def end(*_: Any) -> NoReturn:
+        shutil.rmtree(state_dir, ignore_errors=True)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, end)
+    signal.signal(signal.SIGINT, end)
 
 
 def main(argv: list[str]) -> int:
     end_with(int(argv[0]))
     every, status_path = int(argv[1]), argv[2]
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
-    signal.signal(signal.SIGTERM, _exit)
-    signal.signal(signal.SIGINT, _exit)
+    state_dir = Path(tempfile.mkdtemp(prefix="ledger-self-verification-"))  # mode 0700
+    _stop_at_once(state_dir)
     try:
         say_ready(READY)
     except BrokenPipeError:  # the process that started it is gone already
+        shutil.rmtree(state_dir, ignore_errors=True)
         return 0
     os.nice(NICENESS)
     from ledger.audit.self_status import SelfStatus
     from ledger.audit.self_verification import SelfVerifier, follow_schedule
 
     status = SelfStatus(Path(status_path), every) if status_path else None
-    state_dir = Path(tempfile.mkdtemp(prefix="ledger-self-verification-"))  # mode 0700
     opened: list[tuple[Ledger, SelfVerifier]] = []
 
     def run_once() -> SelfRun:

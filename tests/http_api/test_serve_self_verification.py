@@ -197,3 +197,42 @@ def test_health_answers_as_its_document_declares_ok_and_degraded(
     assert degraded.json()["self_verification"]["last_run_at"] == "2027-01-15T08:00:00+00:00"
     status.write("passed", 41, 1_800_000_000_000_001, None)
     assert client.get("/v1/health").json()["status"] == "ok"
+
+
+def test_the_self_verification_process_ends_at_once_on_a_stop_signal(
+    tmp_path: Path, store_url: str
+) -> None:
+    """Asked to stop before its first run, between runs or in the middle of one
+    (SIGINT and SIGTERM together, as a server's Ctrl-C sends them), it ends
+    within seconds with exit code 0, no traceback, its state directory gone.
+    A stop raised into the interrupted frame was once swallowed by a weakref
+    callback it landed in, and the process verified on."""
+    keys = tmp_path / "keys"
+    with ledger_cli(store_url, keys) as run, reproducible_session(4) as seeds:
+        assert run("simulate", "--rounds", "2", "--players", "2", "--tables", "1", *seeds) == 0
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    env = {
+        **os.environ,
+        "LEDGER_STORE": store_url,
+        "LEDGER_KEYS": str(keys),
+        "LEDGER_PASSPHRASE": PASSPHRASE.decode(),
+        "TMPDIR": str(scratch),
+    }
+    for settle in (0.0, 0.5, 2.5, 4.0):  # before the node opens, then in and between runs
+        log = tmp_path / f"side-{settle}.log"
+        with open(log, "wb") as err:
+            side = subprocess.Popen(
+                [sys.executable, "-m", "ledger.http.self_verification_process",
+                 str(os.getpid()), "1", ""],
+                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+            )  # fmt: skip
+        assert side.stdout is not None and side.stdout.readline() == b"self-verifying\n"
+        until("the state directory", lambda: list(scratch.iterdir()))
+        time.sleep(settle)
+        side.send_signal(signal.SIGINT)
+        side.send_signal(signal.SIGTERM)
+        assert side.wait(timeout=30) == 0, log.read_text()
+        assert "Traceback" not in log.read_text()
+        assert list(scratch.iterdir()) == [], f"left behind after a stop {settle} s in"
+    assert self_runs(tmp_path, store_url), "no run was recorded in all that time"
