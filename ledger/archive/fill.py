@@ -1,7 +1,7 @@
 """`ledger verify --archive DIR`: a store whose archived events are read back
 from their archives, so every step runs over the whole log again.
 
-Each archive is checked first, offline (`files.check_archive`: envelopes,
+Each archive is checked first, offline (`check.check_archive`: envelopes,
 chains from each stream's first event, leaves against its tiles, the tiles
 against its signed checkpoint). Steps 4-6 read the store as always (an
 archived position's leaf is the one kept in the store, held to the signed
@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ledger.archive.files import EVENTS, check_archive
+from ledger.archive.check import check_archive
+from ledger.archive.files import EVENTS
 from ledger.audit.log.chunks import ChunkResult, ChunkSpec
 from ledger.audit.log.log_events import Event
 from ledger.audit.log.log_source import StoreLog

@@ -4,8 +4,11 @@
 2. anchor the log and choose the finished rounds older than the horizon
    under the newest checkpoint (`due`);
 3. write the archive into `.NAME.partial` beside the directory asked for,
-   every file flushed to disk (`files.write_archive`);
-4. check it as an auditor would, offline (`files.check_archive`);
+   checking each event as `ledger archive check` would (its envelope, signer,
+   signature, chain and leaf; the tiles against the signed root), every file
+   flushed to disk (`write.write_archive`);
+4. read every file back from disk: exactly the bytes that were checked
+   (`write.check_written`);
 5. rename it to the directory asked for;
 6. record it in the archive register (a node-signed event naming its digest);
 7. anchor that record under a checkpoint;
@@ -34,9 +37,12 @@ from uuid import uuid4
 
 from eventsourcing.application import AggregateNotFoundError
 
+from ledger.archive.check import check_archive
 from ledger.archive.due import rounds_due
-from ledger.archive.files import ARCHIVED, Manifest, check_archive, write_archive, write_manifest
+from ledger.archive.files import ARCHIVED, Manifest
+from ledger.archive.write import check_written, write_archive, write_manifest
 from ledger.audit.log.checkpoints import valid_checkpoints
+from ledger.crypto.checkpoint import Checkpoint
 from ledger.domain.archives import ARCHIVES_ID, Archives
 from ledger.errors import ConfigError, VerificationError
 from ledger.inputs import sync_path
@@ -91,11 +97,37 @@ def archive_rounds(
         _stop_after("chosen")
         if not rounds:
             return Archived(None, directory, 0, 0, checkpoint.size, finished)
-        scratch = directory.parent / f".{directory.name}.partial"
-        shutil.rmtree(scratch, ignore_errors=True)  # an earlier run's, never finished
-        scratch.mkdir()
-        keyring = node.app.current_keyring()
-        written = write_archive(scratch, checkpoint, tables, keyring, rounds, progress)
+        manifest = _write_checked(node, checkpoint, horizon, rounds, directory, progress)
+        _stop_after("renamed")
+    _record(node, manifest, directory)
+    _stop_after("recorded")
+    checkpointer.catch_up(chase=False)
+    _stop_after("anchored")
+    # (Checked by this process at step 4, or when adopted: `finish_archives` checks again.)
+    removed = _remove(node, manifest.archive, directory, checked=True)
+    _stop_after("removed")
+    return Archived(
+        manifest.archive, directory, removed, manifest.rounds, manifest.checkpoint_size, finished
+    )
+
+
+def _write_checked(
+    node: Node,
+    checkpoint: Checkpoint,
+    horizon: datetime,
+    rounds: dict[object, str | None],
+    directory: Path,
+    progress: Callable[[int], None] | None,
+) -> Manifest:
+    """Steps 3 to 5: the archive written beside `directory`, checked, renamed into
+    place; on a finding, the partial directory removed and nothing else done."""
+    scratch = directory.parent / f".{directory.name}.partial"
+    shutil.rmtree(scratch, ignore_errors=True)  # an earlier run's, never finished
+    scratch.mkdir()
+    try:
+        written = write_archive(
+            scratch, checkpoint, node.app.tables, node.app.current_keyring(), rounds, progress
+        )
         manifest = Manifest(
             archive=str(uuid4()),
             origin=checkpoint.origin,
@@ -108,23 +140,16 @@ def archive_rounds(
         )
         write_manifest(scratch, manifest)
         _stop_after("written")
-        check_archive(scratch, node.keyring)
-        _stop_after("checked")
-        if directory.exists():
-            directory.rmdir()  # (checked empty above)
-        scratch.rename(directory)
-        sync_path(directory.parent)
-        _stop_after("renamed")
-    _record(node, manifest, directory)
-    _stop_after("recorded")
-    checkpointer.catch_up(chase=False)
-    _stop_after("anchored")
-    # (Checked by this process at step 4, or when adopted: `finish_archives` checks again.)
-    removed = _remove(node, manifest.archive, directory, checked=True)
-    _stop_after("removed")
-    return Archived(
-        manifest.archive, directory, removed, manifest.rounds, manifest.checkpoint_size, finished
-    )
+        check_written(scratch, written, manifest)
+    except VerificationError:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    _stop_after("checked")
+    if directory.exists():
+        directory.rmdir()  # (checked empty by the caller)
+    scratch.rename(directory)
+    sync_path(directory.parent)
+    return manifest
 
 
 def finish_archives(node: Node) -> list[str]:

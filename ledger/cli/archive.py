@@ -89,7 +89,8 @@ def _list(positions: bool, ledger: Ledger) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from ledger.archive.files import KEYRING, check_archive
+    from ledger.archive.check import check_archive
+    from ledger.archive.files import KEYRING
     from ledger.crypto.keys import Keyring
 
     directory = Path(args.directory)

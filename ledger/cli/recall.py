@@ -237,7 +237,8 @@ def cmd_recall(args: argparse.Namespace) -> WithLedger:
 
         archived = None
         if args.archive:
-            from ledger.archive.files import archived_rows, check_archive
+            from ledger.archive.check import check_archive
+            from ledger.archive.files import archived_rows
 
             directories = [Path(directory) for directory in args.archive]
             for directory in directories:  # each checked whole before one event is read

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ledger.archive.files import EVENTS, check_archive
+from ledger.archive.check import check_archive
+from ledger.archive.files import EVENTS
 from ledger.archive.fill import ArchivedStoreLog
 from ledger.archive.run import STEPS, archive_rounds
 from ledger.audit.findings import Findings
@@ -449,3 +450,72 @@ def test_the_feed_jumps_over_archived_places_without_gap_or_duplicate(
     streamed = api.get("/v1/events/stream").text.splitlines()
     assert paged == live
     assert [json.loads(line)["position"] for line in streamed] == live
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        ("signature", "its envelope signature is invalid"),
+        ("header", "not the leaf the tiles hold at its position"),
+        ("stream column", "its envelope is another event's"),
+        ("leaf row", "do not hash to the root"),
+        ("file after writing", "does not hold what was written"),
+    ],
+)
+def test_an_edited_store_is_refused_and_nothing_leaves_it(
+    node: Node,
+    tmp_path: Path,
+    store_url: str,
+    edit: str,
+    said: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The archive checks each event as it writes it, then reads every file back
+    from disk: an attacker's edit of a round's row (its signature, its signed
+    header, the stream column it sits under, its Merkle leaf row) or a file
+    changed on disk before the read-back is refused, nothing recorded or removed."""
+    from ledger.archive import run
+    from ledger.errors import VerificationError
+
+    tables = _played(node, 2)
+    stream = tables.rounds[0]
+    attacker = Attacker(store_url)
+    try:
+        nid, _, _, _, state = attacker.row(stream, 3)
+        header_end = 6 + int.from_bytes(state[4:6], "big")
+        if edit == "signature":
+            attacker.set_state(stream, 3, state[:header_end] + bytes(64) + state[header_end + 64 :])
+        elif edit == "header":  # the signing time's last digit: still canonical JSON
+            at = state.index(b',"stream"')
+            digit = b"1" if state[at - 1 : at] != b"1" else b"2"
+            attacker.set_state(stream, 3, state[: at - 1] + digit + state[at:])
+        elif edit == "stream column":  # the row moved under the other round's stream
+            other = attacker.key(tables.rounds[1])
+            attacker.sql(
+                f"UPDATE {attacker.events} SET originator_id = ?, originator_version = 999 "
+                f"WHERE {attacker.id} = ?",
+                (other, nid),
+            )
+        elif edit == "leaf row":
+            attacker.sql(
+                "UPDATE ledger_merkle_leaves SET leaf_hash = ? WHERE notification_id = ?",
+                (bytes(32), nid),
+            )
+    finally:
+        attacker.close()
+    if edit == "file after writing":
+        written = run.write_archive
+
+        def then_edited(directory: Path, *args: object, **kwargs: object) -> object:
+            done = written(directory, *args, **kwargs)  # type: ignore[arg-type]
+            events = directory / EVENTS
+            events.write_bytes(events.read_bytes().replace(b'"version":2', b'"version":3', 1))
+            return done
+
+        monkeypatch.setattr(run, "write_archive", then_edited)
+    with pytest.raises(VerificationError, match=said):
+        archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    assert ArchivedTable(node.app.tables).counts() == {}
+    assert not [p for p in tmp_path.iterdir() if "a1" in p.name]  # no partial archive left
+    for round_id in tables.rounds:
+        assert node.app.tables.row_by_stream(round_id, 1)[3] is not None  # all still here
