@@ -1,22 +1,28 @@
 """The checks every archived event passes, whether it is being written from the
 store or read back from an archive by an auditor: its envelope well formed,
-signed by a ledger-node key of the keyring (the signature verified in
-another process, `signatures`), its stream's chain whole from the stream's
-first event, and its entry hash the leaf the level-0 tile holds at its
-position (the tiles themselves held to the signed root by the caller)."""
+its stream and version the ones it is archived as, signed by a ledger-node
+key of the keyring (those three in other processes: `envelopes`), its
+stream's chain whole from the stream's first event, and its entry hash the
+leaf the level-0 tile holds at its position (the tiles themselves held to
+the signed root by the caller)."""
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Hashable
 
-from ledger.archive.signatures import Signatures
-from ledger.crypto.envelope import GENESIS_HASH, SignerCheck, open_envelope
+from ledger.archive.envelopes import Envelopes
+from ledger.crypto.envelope import ENVELOPE_PREFIX, GENESIS_HASH, PREV_OFFSET
 from ledger.crypto.keys import Keyring
+from ledger.crypto.merkle import hash_leaf
 from ledger.errors import VerificationError
+
+_START = ENVELOPE_PREFIX.size
+_PREV = slice(_START + PREV_OFFSET, _START + PREV_OFFSET + 64)
 
 
 class EventChecks:
-    """Hand each event in, in log order; `finish` waits for the signatures.
+    """Hand each event in, in log order; `finish` waits for the envelopes.
     `describe` names an event for an error from the `where` it was handed in
     with (built only for the one that fails)."""
 
@@ -27,8 +33,7 @@ class EventChecks:
         size: int,
         describe: Callable[[Hashable], str],
     ) -> None:
-        self._signer = SignerCheck(keyring)
-        self._signatures = Signatures(describe)
+        self._envelopes = Envelopes(keyring, describe)
         self._describe = describe
         self._level0 = level0
         self._size = size
@@ -41,19 +46,25 @@ class EventChecks:
     def check(
         self, position: int, stream: str, version: int, state: bytes, where: Hashable
     ) -> bytes:
-        """The event's entry hash, once every check but its signature's passed
-        (that one is `finish`'s); else `VerificationError` naming it."""
-        envelope = open_envelope(state, stream=stream, version=version)
-        if envelope.stream != stream or envelope.version != version:
-            raise VerificationError(f"{self._describe(where)}: its envelope is another event's")
-        public_key = self._signer.check_signer(envelope, stream=stream, version=version)
-        self._signatures.add(public_key, envelope.signed_message, envelope.signature, where)
+        """The event's entry hash, once its chain and leaf checked (its envelope,
+        by a worker, before `finish` returns); else `VerificationError`.
+
+        The entry hash and the link to the previous event are read where every
+        header has them (its signed bytes; the `prev` field at a fixed offset):
+        a header that is not what that reading assumes fails the worker's
+        full opening."""
+        try:
+            _, header_size = ENVELOPE_PREFIX.unpack_from(state)
+            entry_hash = hash_leaf(state[_START : _START + header_size])
+            prev = bytes.fromhex(state[_PREV].decode("ascii"))
+        except (struct.error, ValueError):
+            raise VerificationError(f"{self._describe(where)}: malformed envelope") from None
+        self._envelopes.add(stream, version, state, where)
         last = self._heads.get(stream, (0, GENESIS_HASH))
-        if version != last[0] + 1 or envelope.prev_hash != last[1]:
+        if version != last[0] + 1 or prev != last[1]:
             raise VerificationError(
                 f"{self._describe(where)}: its stream's chain is broken (not whole)"
             )
-        entry_hash = envelope.entry_hash
         self._heads[stream] = (version, entry_hash)
         if position >= self._size or entry_hash != self._level0(position):
             raise VerificationError(
@@ -62,8 +73,8 @@ class EventChecks:
         return entry_hash
 
     def finish(self) -> None:
-        """Wait for every signature; raise for the first that does not verify."""
-        self._signatures.finish()
+        """Wait for every envelope; raise for the first that does not check."""
+        self._envelopes.finish()
 
     def close(self) -> None:
-        self._signatures.close()
+        self._envelopes.close()

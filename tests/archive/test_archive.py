@@ -457,7 +457,7 @@ def test_the_feed_jumps_over_archived_places_without_gap_or_duplicate(
     [
         ("signature", "its envelope signature is invalid"),
         ("header", "not the leaf the tiles hold at its position"),
-        ("stream column", "its envelope is another event's"),
+        ("stream column", "its envelope is another event.s|chain is broken"),
         ("leaf row", "do not hash to the root"),
         ("file after writing", "does not hold what was written"),
     ],
