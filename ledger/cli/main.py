@@ -38,6 +38,7 @@ from ledger.cli.migrate import add_migrate_command
 from ledger.cli.mirror import add_mirror_command
 from ledger.cli.output import flush_before_exit, tolerate_closed_pipes
 from ledger.cli.projections import add_projection_commands
+from ledger.cli.publish import add_publish_command
 from ledger.cli.recall import add_recall_command
 from ledger.cli.report import add_report_command
 from ledger.cli.retention import add_retention_commands
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_erase_command(commands)
     add_retention_commands(commands)
     add_archive_command(commands)
+    add_publish_command(commands)
     add_witness_commands(commands)
     _anywhere(parser, ("--store", "--keys"))
     return parser

@@ -17,31 +17,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from ledger.errors import InvalidCommandError
-from ledger.export.records import decode_payload, event_record, split_envelope, stream_currency
+from ledger.export.currencies import StreamCurrencies
+from ledger.export.records import event_record
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 
 MAX_LIMIT = 1000
-
-
-class _Currencies:
-    """The currency of each stream, from its opening event (read once per stream)."""
-
-    def __init__(self, tables: MerkleLogTables) -> None:
-        self._tables = tables
-        self._known: dict[str, str | None] = {}
-
-    def of(self, stream: str, version: int, payload: dict[str, Any]) -> str | None:
-        if version == 1:
-            self._known[stream] = stream_currency(payload)
-        elif stream not in self._known:
-            row = self._tables.row_by_stream(stream, 1)
-            try:
-                opening = None if row is None else decode_payload(split_envelope(bytes(row[4]))[3])
-            except ValueError:
-                opening = None
-            self._known[stream] = None if opening is None else stream_currency(opening)
-        return self._known[stream]
 
 
 def _start(tables: MerkleLogTables, after: int | None) -> int:
@@ -68,7 +49,7 @@ def events_after(app: LedgerApplication, after: int | None, limit: int) -> list[
     if not 1 <= limit <= MAX_LIMIT:
         raise InvalidCommandError(f"limit is 1..{MAX_LIMIT}, not {limit}")
     tables = app.tables
-    currencies = _Currencies(tables)
+    currencies = StreamCurrencies(tables)
     records: list[dict[str, Any]] = []
     start, first = _start(tables, after), 0 if after is None else after + 1
     while len(records) < limit and (rows := tables.rows_after(start, limit - len(records))):

@@ -27,7 +27,7 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "simulation export",
         "archive",  # finished rounds moved into a verified archive
         "history retention",  # a player's history proven complete; retention as policy
-        "report http mirror",  # the HTTP API; the regulator's copy of a node's log
+        "report http mirror publish",  # the HTTP API; a regulator's copy; a broker's stream
         "cli",
     )
 )
