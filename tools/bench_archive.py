@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_export import Run, count_events, run_ledger
+from bench_export import Run, count_events, run_ledger, save_summary
 
 TOOLS = Path(__file__).resolve().parent
 
@@ -119,9 +119,7 @@ def main() -> int:
         ],
         "machine": f"{os.cpu_count()} cores",
     }
-    (TOOLS / "results").mkdir(exist_ok=True)
-    (TOOLS / "results" / f"{args.name}.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=2))
+    save_summary(args.name, summary)
     return 0
 
 

@@ -80,6 +80,14 @@ def count_events(store: str, keys: str) -> int:
         return app.tables.event_count()[0]
 
 
+def save_summary(name: str, summary: dict[str, Any]) -> None:
+    """`summary` to tools/results/NAME.json, and on stdout without its runs."""
+    results = TOOLS / "results"
+    results.mkdir(exist_ok=True)
+    (results / f"{name}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in summary.items() if k != "runs"}, indent=2))
+
+
 def median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
