@@ -15,15 +15,17 @@ The suite needs a PostgreSQL server: by default a database `test` on
 127.0.0.1:5432 that the user `postgres` reaches without a password (trust);
 LEDGER_TEST_PG_DSN and LEDGER_TEST_PG_URL point the tests elsewhere. When
 they are not set and a local Debian/Ubuntu cluster is installed but down,
-`test` starts it (pg_ctlcluster), as CI does. It also needs four things
+`test` starts it (pg_ctlcluster), as CI does. It also needs five things
 from Debian, which `test` installs with apt-get when they are missing
 (saying first what and why; no recommended packages, no upgrades of what is
 already installed but what the new packages need):
 chromium (the report's browser test), Go with golang-golang-x-mod-dev (the
 tiles' and witnesses' interop tests), postgresql's server tools (the
 fault tests make clusters of their own on other loopback ports, and mount a
-small tmpfs, as root) and gcc's sanitizer runtimes (the C fast path is
-built again under AddressSanitizer and UBSan).
+small tmpfs, as root), nats-server (the publisher's tests run brokers of
+their own; its docs example uses the machine's NATS on 127.0.0.1:4222) and
+gcc's sanitizer runtimes (the C fast path is built again under
+AddressSanitizer and UBSan).
 """
 
 from __future__ import annotations
@@ -148,6 +150,8 @@ def missing_system_packages() -> dict[str, str]:
         missing["golang-golang-x-mod-dev"] = (
             "the interop tests (Go's golang.org/x/mod/sumdb/{note,tlog})"
         )
+    if not shutil.which("nats-server") and not Path("/usr/sbin/nats-server").is_file():
+        missing["nats-server"] = "the publisher's tests run NATS servers of their own"
     if not any(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
         # The fault tests make clusters of their own (initdb, pg_ctl, pg_basebackup);
         # the shared test server may be another machine.
