@@ -77,6 +77,8 @@ def stream_messages(url: str, stream: str) -> list[tuple[int, dict[str, str], by
         try:
             js = client.jetstream()
             info = await js.stream_info(stream)
+            if info.state.messages == 0:
+                return []
             found = []
             for seq in range(info.state.first_seq, info.state.last_seq + 1):
                 message: Any = await js.get_msg(stream, seq=seq)

@@ -240,6 +240,24 @@ def _until(found: Callable[[], object]) -> None:
         time.sleep(0.1)
 
 
+def _stream_of_others(url: str, name: str, subjects: str, message: bytes | None) -> None:
+    """A stream another system made on the broker, with a message of its own or none."""
+
+    async def make() -> None:
+        import nats
+
+        client = await nats.connect(url)
+        try:
+            js = client.jetstream()
+            await js.add_stream(name=name, subjects=[subjects])
+            if message is not None:
+                await js.publish(subjects.replace(">", "x"), message)
+        finally:
+            await client.close()
+
+    asyncio.run(make())
+
+
 def test_bad_input_is_one_line_and_publishes_nothing(
     tmp_path: Path, store_url: str, broker: NatsServer
 ) -> None:
@@ -259,6 +277,12 @@ def test_bad_input_is_one_line_and_publishes_nothing(
             (broker.url, "a.b", "a stream name"),
             (broker.url, "", "a stream name"),
         ]
+        _stream_of_others(broker.url, "OTHER", "elsewhere.>", None)
+        _stream_of_others(broker.url, "FOREIGN", "foreign.>", b"not a ledger's")
+        cases += [
+            (broker.url, "OTHER", "does not take the subjects"),
+            (broker.url, "FOREIGN", "is not a ledger event"),
+        ]
         for url, stream, said in cases:
             code, out, err = _done(_publish(store_url, keys, url, stream))
             assert code == 2, (url, stream, err)
@@ -266,5 +290,7 @@ def test_bad_input_is_one_line_and_publishes_nothing(
             assert said in err and out == ""
             assert "wrong" not in err  # a password is never shown
         assert not stream_exists(broker.url, name)
+        assert len(stream_messages(broker.url, "FOREIGN")) == 1  # its own message alone
+        assert stream_messages(broker.url, "OTHER") == []
     finally:
         guarded.stop()
