@@ -228,17 +228,20 @@ def _count(acks: _Acks, published: list[int], advance: Callable[[int], None] | N
 
 
 class _Acks:
-    """The broker's acknowledgements, on one subscription: each message's reply
-    subject names its position. Up to `IN_FLIGHT` messages are out at once, so
-    the broker stores one batch while the next is on its way. (`publish_async`
-    makes a future, a token and a parsed answer a message; counting them here
-    costs a third as much.)"""
+    """The broker's acknowledgements, on one subscription. Only a batch's last
+    message asks for one (its reply subject names its position): every message
+    names its predecessor as the stream's last, so the broker stores the last
+    only after all the others, in order, and one acknowledgement proves the
+    batch; a message refused or lost makes the ones after it refused, the last
+    one's answer says so, and the batch goes again. Up to `IN_FLIGHT` messages
+    are out at once, so the broker stores one batch while the next is sent."""
 
     def __init__(self, client: Any) -> None:
         self.client = client
         self.inbox = client.new_inbox()
         self.acknowledged = 0
-        self._waiting: set[int] = set()
+        self._waiting: dict[int, int] = {}  # a batch's last position -> its messages
+        self._outstanding = 0
         self._refused: list[str] = []
         self._limit = 0
         self._room = asyncio.Event()
@@ -247,11 +250,12 @@ class _Acks:
         await self.client.subscribe(f"{self.inbox}.*", cb=self._answer)
 
     def restart(self) -> None:
-        """A new try: answers to the messages of an earlier one are ignored."""
-        self._waiting, self._refused = set(), []
+        """A new try: answers to the batches of an earlier one are ignored."""
+        self._waiting, self._outstanding, self._refused = {}, 0, []
 
-    def add(self, positions: set[int]) -> None:
-        self._waiting |= positions
+    def add(self, last: int, messages: int) -> None:
+        self._waiting[last] = messages
+        self._outstanding += messages
 
     async def _answer(self, message: Any) -> None:
         position = int(message.subject.rpartition(".")[2])
@@ -261,21 +265,22 @@ class _Acks:
             self._refused.append(f"position {position}: {_error_of(message.data)}")
             self._room.set()
             return
-        self._waiting.discard(position)
-        self.acknowledged += 1
-        if len(self._waiting) <= self._limit:
+        messages = self._waiting.pop(position)
+        self._outstanding -= messages
+        self.acknowledged += messages
+        if self._outstanding <= self._limit:
             self._room.set()
 
     async def wait(self, limit: int = 0) -> None:
         """Until at most `limit` messages are unacknowledged; `_Retry` for a
         refusal or a time-out."""
         self._limit = limit
-        if len(self._waiting) > limit and not self._refused:
+        if self._outstanding > limit and not self._refused:
             self._room.clear()
             try:
                 await asyncio.wait_for(self._room.wait(), timeout=ACK_TIMEOUT)
             except TimeoutError:
-                raise _Retry(f"{len(self._waiting)} messages not acknowledged in time") from None
+                raise _Retry(f"{self._outstanding} messages not acknowledged in time") from None
         if self._refused:
             raise _Retry(f"the broker refused {self._refused[0]}")
 
@@ -290,11 +295,15 @@ def _error_of(data: bytes) -> str:
 async def _send(
     acks: _Acks, target: Target, messages: list[Message], stop_after: int | None = None
 ) -> None:
-    """Send a batch and wait for every acknowledgement; `_Retry` when one is missing."""
+    """Send a batch, once fewer than `IN_FLIGHT` messages are unacknowledged;
+    `_Retry` when an acknowledgement is missing or a refusal came."""
     from nats.errors import Error
 
     await acks.wait(IN_FLIGHT)
-    acks.add({message.position for message in messages})
+    if not messages:
+        return
+    acks.add(messages[-1].position, len(messages))
+    last = messages[-1]
     try:
         for message in messages:
             previous = -1 if message.previous is None else message.previous
@@ -309,7 +318,7 @@ async def _send(
             await acks.client.publish(
                 f"{target.prefix}.{message.type}",
                 message.body,
-                reply=f"{acks.inbox}.{message.position}",
+                reply=f"{acks.inbox}.{message.position}" if message is last else "",
                 headers=headers,
             )
             if stop_after is not None and message.position + 1 >= stop_after:
