@@ -219,8 +219,11 @@ def test_the_self_verification_process_ends_at_once_on_a_stop_signal(
         "LEDGER_PASSPHRASE": PASSPHRASE.decode(),
         "TMPDIR": str(scratch),
     }
-    for settle in (0.0, 0.6, 1.7):  # before the node opens, then in and between runs
-        log = tmp_path / f"side-{settle}.log"
+    # Before the node opens, while it opens, then once a run was recorded (the
+    # next one due a second later: stopped during it or just before it).
+    for when in ("at once", "0.6 s in", "after a recorded run"):
+        log = tmp_path / f"side-{when}.log"
+        recorded = len(self_runs(tmp_path, store_url))
         with open(log, "wb") as err:
             side = subprocess.Popen(
                 [sys.executable, "-m", "ledger.http.self_verification_process",
@@ -229,10 +232,12 @@ def test_the_self_verification_process_ends_at_once_on_a_stop_signal(
             )  # fmt: skip
         assert side.stdout is not None and side.stdout.readline() == b"self-verifying\n"
         until("the state directory", lambda: list(scratch.iterdir()))
-        time.sleep(settle)
+        if when == "0.6 s in":
+            time.sleep(0.6)
+        elif when == "after a recorded run":
+            until("a recorded run", lambda n=recorded: len(self_runs(tmp_path, store_url)) > n)
         side.send_signal(signal.SIGINT)
         side.send_signal(signal.SIGTERM)
         assert side.wait(timeout=30) == 0, log.read_text()
         assert "Traceback" not in log.read_text()
-        assert list(scratch.iterdir()) == [], f"left behind after a stop {settle} s in"
-    assert self_runs(tmp_path, store_url), "no run was recorded in all that time"
+        assert list(scratch.iterdir()) == [], f"left behind after a stop {when}"
