@@ -25,7 +25,10 @@ class StreamCurrencies:
         if version == 1:
             if len(self._known) > _KNOWN_MAX:  # a long follow: memory stays bounded
                 self._known.clear()
-            self._known[stream] = opening_currency(state)
+            try:
+                self._known[stream] = opening_currency(state)
+            except ValueError:  # not an envelope: the record's own reading says why
+                self._known[stream] = None
             return self._known[stream]
         return self.of(stream, version, {})
 
