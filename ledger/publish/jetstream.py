@@ -82,13 +82,12 @@ async def publish_log(
     try:
         stream = client.jetstream()
         await _ensure_stream(stream, target)
-        acks = _Acks(client)
+        acks = _Acks(client, advance)
         await acks.start()
-        published = [0]  # (counted across tries)
         while True:
             try:
-                await _publish_from_last(tables, stream, acks, target, follow, advance, published)
-                return published[0]
+                await _publish_from_last(tables, stream, acks, target, follow)
+                return acks.acknowledged
             except _Retry as exc:
                 say(f"publishing again from the stream's last message ({exc})")
                 await asyncio.sleep(RETRY_WAIT)
@@ -191,8 +190,6 @@ async def _publish_from_last(
     acks: _Acks,
     target: Target,
     follow: bool,
-    advance: Callable[[int], None] | None,
-    published: list[int],
 ) -> None:
     from nats.errors import Error
 
@@ -209,22 +206,14 @@ async def _publish_from_last(
         messages, after_id, read = log.batch(after_id, position, previous)
         if not read:
             await acks.wait()  # the log's end: everything out acknowledged
-            _count(acks, published, advance)
             if not follow:
                 return
             await asyncio.sleep(FOLLOW_POLL)
             continue
         await _send(acks, target, messages, _stop_after_sent())
-        _count(acks, published, advance)
         position += read
         if messages:
             previous = messages[-1].position
-
-
-def _count(acks: _Acks, published: list[int], advance: Callable[[int], None] | None) -> None:
-    if advance is not None and acks.acknowledged > published[0]:
-        advance(acks.acknowledged - published[0])
-    published[0] = acks.acknowledged
 
 
 class _Acks:
@@ -236,10 +225,11 @@ class _Acks:
     one's answer says so, and the batch goes again. Up to `IN_FLIGHT` messages
     are out at once, so the broker stores one batch while the next is sent."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, advance: Callable[[int], None] | None) -> None:
         self.client = client
         self.inbox = client.new_inbox()
-        self.acknowledged = 0
+        self.acknowledged = 0  # messages, across tries
+        self._advance = advance
         self._waiting: dict[int, int] = {}  # a batch's last position -> its messages
         self._outstanding = 0
         self._refused: list[str] = []
@@ -268,6 +258,8 @@ class _Acks:
         messages = self._waiting.pop(position)
         self._outstanding -= messages
         self.acknowledged += messages
+        if self._advance is not None:
+            self._advance(messages)
         if self._outstanding <= self._limit:
             self._room.set()
 
