@@ -5,17 +5,20 @@ broker restart does; and a stream read back whole, message by message."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from tests.ports import free_port
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
+T = TypeVar("T")
 SYSTEM_NATS = "nats://127.0.0.1:4222"  # the machine's own (docs examples use it)
 
 
@@ -67,57 +70,55 @@ class NatsServer:
         self.process = None
 
 
+def on_stream(url: str, work: Callable[[Any], Awaitable[T]]) -> T:
+    """`work(jetstream)` on a connection of its own to `url`, closed after."""
+
+    async def run() -> T:
+        import nats
+
+        client = await nats.connect(url)
+        try:
+            return await work(client.jetstream())
+        finally:
+            await client.close()
+
+    return asyncio.run(run())
+
+
 def stream_messages(url: str, stream: str) -> list[tuple[int, dict[str, str], bytes]]:
     """Every message of `stream`: (sequence, headers, body), in stream order."""
 
-    async def read() -> list[tuple[int, dict[str, str], bytes]]:
-        import nats
+    async def read(js: Any) -> list[tuple[int, dict[str, str], bytes]]:
+        info = await js.stream_info(stream)
+        if info.state.messages == 0:
+            return []
+        found = []
+        for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            message: Any = await js.get_msg(stream, seq=seq)
+            found.append((seq, dict(message.headers or {}), bytes(message.data)))
+        return found
 
-        client = await nats.connect(url)
-        try:
-            js = client.jetstream()
-            info = await js.stream_info(stream)
-            if info.state.messages == 0:
-                return []
-            found = []
-            for seq in range(info.state.first_seq, info.state.last_seq + 1):
-                message: Any = await js.get_msg(stream, seq=seq)
-                found.append((seq, dict(message.headers or {}), bytes(message.data)))
-            return found
-        finally:
-            await client.close()
-
-    return asyncio.run(read())
+    return on_stream(url, read)
 
 
 def stream_exists(url: str, stream: str) -> bool:
-    async def look() -> bool:
-        import nats
-        from nats.js.errors import NotFoundError
+    from nats.js.errors import NotFoundError
 
-        client = await nats.connect(url)
+    async def look(js: Any) -> bool:
         try:
-            await client.jetstream().stream_info(stream)
+            await js.stream_info(stream)
             return True
         except NotFoundError:
             return False
-        finally:
-            await client.close()
 
-    return asyncio.run(look())
+    return on_stream(url, look)
 
 
 def delete_stream(url: str, stream: str) -> None:
-    async def delete() -> None:
-        import nats
-        from nats.js.errors import NotFoundError
+    from nats.js.errors import NotFoundError
 
-        client = await nats.connect(url)
-        try:
-            await client.jetstream().delete_stream(stream)
-        except NotFoundError:
-            pass
-        finally:
-            await client.close()
+    async def delete(js: Any) -> None:
+        with contextlib.suppress(NotFoundError):
+            await js.delete_stream(stream)
 
-    asyncio.run(delete())
+    on_stream(url, delete)

@@ -19,6 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,7 +27,7 @@ from ledger.crypto.envelope import SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring
 from ledger.crypto.signing import verify_signature
 from tests.conftest import ledger_cli
-from tests.nats_support import NatsServer, stream_exists, stream_messages
+from tests.nats_support import NatsServer, on_stream, stream_exists, stream_messages
 from tests.reproducible import reproducible_session
 
 LEDGER = Path(sys.executable).parent / "ledger"
@@ -243,19 +244,12 @@ def _until(found: Callable[[], object]) -> None:
 def _stream_of_others(url: str, name: str, subjects: str, message: bytes | None) -> None:
     """A stream another system made on the broker, with a message of its own or none."""
 
-    async def make() -> None:
-        import nats
+    async def make(js: Any) -> None:
+        await js.add_stream(name=name, subjects=[subjects])
+        if message is not None:
+            await js.publish(subjects.replace(">", "x"), message)
 
-        client = await nats.connect(url)
-        try:
-            js = client.jetstream()
-            await js.add_stream(name=name, subjects=[subjects])
-            if message is not None:
-                await js.publish(subjects.replace(">", "x"), message)
-        finally:
-            await client.close()
-
-    asyncio.run(make())
+    on_stream(url, make)
 
 
 def test_bad_input_is_one_line_and_publishes_nothing(

@@ -6,12 +6,12 @@ own (JetStream refuses two streams whose subjects overlap)."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from pathlib import Path
+from typing import Any
 
 from tests.doc_pages import blocks, run_block, user_env
-from tests.nats_support import SYSTEM_NATS, delete_stream, stream_messages
+from tests.nats_support import SYSTEM_NATS, delete_stream, on_stream, stream_messages
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "publish.md"
 
@@ -57,23 +57,14 @@ def _forge_the_last_message(name: str) -> None:
     record["envelope"] = base64.b64encode(bytes(stored)).decode()
     position = int(headers["Nats-Msg-Id"])
 
-    async def add() -> None:
-        import nats
+    async def add(js: Any) -> None:
+        await js.publish(
+            f"{name.lower()}.Forged",
+            json.dumps(record).encode(),
+            headers={"Nats-Msg-Id": str(position + 1), "Ledger-Previous-Position": str(position)},
+        )
 
-        client = await nats.connect(SYSTEM_NATS)
-        try:
-            await client.jetstream().publish(
-                f"{name.lower()}.Forged",
-                json.dumps(record).encode(),
-                headers={
-                    "Nats-Msg-Id": str(position + 1),
-                    "Ledger-Previous-Position": str(position),
-                },
-            )
-        finally:
-            await client.close()
-
-    asyncio.run(add())
+    on_stream(SYSTEM_NATS, add)
 
 
 def run_block_failing(body: str, cwd: Path, env: dict[str, str]) -> str:
