@@ -9,10 +9,12 @@ from typing import Any
 
 
 def cmd_new_game(args: argparse.Namespace) -> int:
-    from ledger.plugins.template import write_package
+    from ledger.cli.common import loaded_plugins
+    from ledger.plugins.template import names_for, write_package
 
+    names_for(args.name)  # a bad name is refused before any plugin loads
     target = Path(args.name)
-    names = write_package(args.name, target)
+    names = write_package(args.name, target, loaded_plugins().games())
     print(
         f"wrote {target}/: game {names.name}, distribution {names.distribution}, "
         f"module {names.module}"

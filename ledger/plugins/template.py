@@ -8,9 +8,12 @@ under `package/` for the Python package (renamed to the module's name)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, distribution, entry_points
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
@@ -19,6 +22,8 @@ from typing import Final
 
 from ledger.errors import ConfigError
 from ledger.inputs import output_directory
+from ledger.plugins import ENTRY_POINT_GROUP
+from ledger.plugins.registry import LoadedGame
 
 TEMPLATE: Final = "game_template"
 SUFFIX: Final = ".tmpl"
@@ -56,6 +61,24 @@ def names_for(name: str) -> Names:
     )
 
 
+def taken(names: Names, games: Mapping[str, LoadedGame]) -> str | None:
+    """What here already has the package's names, if anything: a package
+    rendered under them would clash with it once installed."""
+    game = games.get(names.name)
+    if game is not None:
+        return f"game {names.name} is installed ({game.plugin} {game.version})"
+    if entry_points(group=ENTRY_POINT_GROUP, name=names.name):
+        return f"a plugin named {names.name} is installed"
+    try:
+        distribution(names.distribution)
+        return f"distribution {names.distribution} is installed"
+    except PackageNotFoundError:
+        pass
+    if importlib.util.find_spec(names.module) is not None:
+        return f"a module {names.module} is importable here"
+    return None
+
+
 def template_files() -> dict[PurePosixPath, str]:
     """Each template file's text, by its path in the template."""
     found: dict[PurePosixPath, str] = {}
@@ -87,14 +110,19 @@ def rendered(names: Names) -> dict[PurePosixPath, str]:
     return out
 
 
-def write_package(name: str, target: Path) -> Names:
+def write_package(name: str, target: Path, games: Mapping[str, LoadedGame]) -> Names:
     """Render the package NAME into the new directory `target`: refused in one
-    line, writing nothing, for a bad name or a target that already exists."""
+    line, writing nothing, for a bad name, a target that already exists, or
+    a name an installed game, plugin, distribution or module has (`games`:
+    the installed games)."""
     names = names_for(name)
     doing = "write the new game's package to"
     if target.exists() or target.is_symlink():
         raise ConfigError(f"cannot {doing} {target}: it already exists")
     output_directory(target, doing)  # its parent is a writable directory
+    clash = taken(names, games)
+    if clash is not None:
+        raise ConfigError(f"game name {name} is taken: {clash}; choose another")
     files_out = rendered(names)
     target.mkdir()
     try:

@@ -24,10 +24,14 @@ NAME = "lucky-dice"
 
 
 def run(
-    cwd: Path, *args: str, site: Path | None = None, program: tuple[str, ...] | None = None
+    cwd: Path,
+    *args: str,
+    site: Path | None = None,
+    program: tuple[str, ...] | None = None,
+    extra_path: Path | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`ledger ARGS` (or `python PROGRAM ARGS`) in `cwd`, the site's plugins installed."""
-    paths = [str(ROOT)] if site is None else [str(site), str(ROOT)]
+    paths = [str(p) for p in (site, extra_path, ROOT) if p is not None]
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(paths),
@@ -161,6 +165,32 @@ def test_a_target_that_exists_is_refused_and_left_as_it_was(tmp_path: Path, kind
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
     if kind == "file":
         assert target.read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    ("name", "clash"),
+    [
+        ("taixiu", "game taixiu is installed (casino-ledger-taixiu 1.0.0)"),
+        ("sicbo-void", "game sicbo-void is installed (casino-ledger-taixiu 1.0.0)"),
+        (NAME, f"game {NAME} is installed (casino-ledger-{NAME} 0.1.0)"),
+        ("mine", "a module ledger_mine is importable here"),
+    ],
+)
+def test_a_name_already_taken_here_is_refused_and_nothing_written(
+    tmp_path: Path, site: Path, name: str, clash: str
+) -> None:
+    """A package under the name of an installed game (or module) would clash
+    with it once installed: the shipped games, the one installed above, and a
+    module of the package's name on the path."""
+    packages, work = tmp_path / "packages", tmp_path / "work"
+    (packages / "ledger_mine").mkdir(parents=True)
+    (packages / "ledger_mine" / "__init__.py").write_text("")
+    work.mkdir()
+    done = run(work, "new-game", name, site=site, extra_path=packages)
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line == f"ledger: error: game name {name} is taken: {clash}; choose another"
+    assert list(work.iterdir()) == []
 
 
 def test_the_template_ships_with_the_ledger_package() -> None:
