@@ -270,3 +270,18 @@ def test_every_error_a_game_raises_is_documented_with_how_it_is_made() -> None:
                 for attr, note in inspect.get_annotations(klass).items():
                     members.setdefault(attr, note)
         check_class(name, members)
+
+
+def test_what_a_contract_test_class_sets_is_on_the_page() -> None:
+    from ledger.plugins.contract import GameContract
+
+    text = PAGE.read_text(encoding="utf-8")
+    settings = [
+        name
+        for name in vars(GameContract)
+        if not name.startswith(("_", "test_")) and not callable(getattr(GameContract, name))
+    ]
+    settings += list(inspect.get_annotations(GameContract))
+    assert {"plugin", "plugin_name", "action_args"} <= set(settings)
+    for name in settings:
+        assert f"`{name}`" in text, f"docs/game-reference.md does not say what {name} is"
