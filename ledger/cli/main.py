@@ -36,6 +36,7 @@ from ledger.cli.history import add_history_command
 from ledger.cli.keys import add_key_commands
 from ledger.cli.migrate import add_migrate_command
 from ledger.cli.mirror import add_mirror_command
+from ledger.cli.new_game import add_new_game_command
 from ledger.cli.output import flush_before_exit, tolerate_closed_pipes
 from ledger.cli.projections import add_projection_commands
 from ledger.cli.publish import add_publish_command
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_mirror_command(commands)
     add_projection_commands(commands)
     add_game_commands(commands)
+    add_new_game_command(commands)
     add_events_command(commands)
     add_tiles_command(commands)
     add_recall_command(commands)
