@@ -47,6 +47,6 @@ def say(check: GamesCheck) -> None:
     if check.ok:
         rounds = sum(use.rounds for use in check.uses)
         print(
-            f"OK: {rounds} recorded rounds under {len(check.uses)} pinned rules: "
-            "this release strands and re-judges none"
+            f"OK: {rounds} recorded round{'' if rounds == 1 else 's'} under "
+            f"{len(check.uses)} pinned rules: this release strands and re-judges none"
         )

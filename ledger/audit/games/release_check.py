@@ -12,6 +12,7 @@ installed code computes otherwise is a release that re-judges honest history.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
@@ -30,6 +31,8 @@ from ledger.plugins.rules_register import RecordedRules, record_rules, recorded_
 from ledger.store.application import LedgerApplication
 
 _PAGE = 1_000
+# Verify's words for a payout the game settles otherwise (`resettle._compare`).
+_PAID = re.compile(r"bet (\S+) returned (\d+), the rules pay (\d+)")
 #: Settled rounds re-settled per pinned rules, the most recent first.
 SAMPLE = 3
 
@@ -172,8 +175,8 @@ def check_games(
         )
         resettled = _resettle(app, keyring, games, use, game, sample, check)
         check.lines.append(
-            f"{use.label()}: {use.rounds} rounds; {game.plugin} {game.version} ({how}); "
-            f"{resettled} settled rounds re-settled with the installed code"
+            f"{use.label()}: {_count(use.rounds, 'round')}; {game.plugin} {game.version} "
+            f"({how}); {_count(resettled, 'settled round')} re-settled with it"
         )
     return check
 
@@ -198,12 +201,23 @@ def _resettle(
         done += 1
         if recall.problems:
             check.rejudged.append(
-                f"this release would re-judge recorded rounds of {use.game}: round {round_id} "
-                f"(rules {use.rules_hash[:12]}, played with {_versions(use)}): "
-                f"{recall.problems[0]}, as {game.plugin} {game.version} settles it; a "
-                "payout change needs a new rules version (docs/plugins.md)"
+                f"this release would re-judge recorded rounds of {use.game} (rules "
+                f"{use.rules_hash[:12]}, played with {_versions(use)}): round {round_id} "
+                f"{_difference(recall.problems[0], game)}; a payout change needs a new rules "
+                "version (docs/plugins.md)"
             )
     return done
+
+
+def _difference(problem: str, game: LoadedGame) -> str:
+    """Verify's finding on the round, said as what was paid and what the
+    installed code pays (its own words when it is another finding)."""
+    found = _PAID.search(problem)
+    if found is None:
+        return f"fails with {game.plugin} {game.version}: {problem}"
+    bet, paid, pays = found.groups()
+    code = f"{game.plugin} {game.version}"
+    return f"paid {paid} on bet {bet}, the installed code ({code}) pays {pays}"
 
 
 def _stranded(use: PinnedUse, games: PinnedGames, recorded: list[RecordedRules]) -> str:
@@ -223,10 +237,15 @@ def _stranded(use: PinnedUse, games: PinnedGames, recorded: list[RecordedRules])
         why = "no installed plugin builds a game from the rules data the store records"
         fix = f"reinstall {record.plugin} {record.plugin_version}"
     return (
-        f"this release would strand {use.rounds} recorded rounds of {use.label()}: {now}; "
+        f"this release would strand {_count(use.rounds, 'recorded round')} of {use.label()}: "
+        f"{now}; "
         f"{why}: {fix}, or install a release whose plugin declares those rules or rebuilds "
         "them (ledger_game_from_rules)"
     )
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _versions(use: PinnedUse) -> str:
