@@ -1,8 +1,9 @@
 """A coin toss on the games contract (settlement API 2), three dice deciding
 it (the RNG draws dice three at a time): an odd total is heads, even tails.
-Its rules data name everything that decides a payout: `pays` (a win returns the stake times `pays`) and `revision`, the
-version of the payout code: revision 2 keeps a 5% commission on winnings
-(rounded up to a whole minor unit).
+Its rules data name everything that decides a payout: `pays` (a win returns
+the stake times `pays`) and `revision`, the version of the payout code:
+revision 2 keeps a 5% commission on winnings (rounded up to a whole minor
+unit).
 
 What a release installs and which revisions it rebuilds from rules data
 (`ledger_game_from_rules`) are its `release.json`; `silent_change` makes a
