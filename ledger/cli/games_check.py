@@ -14,6 +14,7 @@ from ledger.cli.common import WithLedger, loaded_plugins
 if TYPE_CHECKING:
     from ledger.audit.games.release_check import GamesCheck
     from ledger.casino.opened import Ledger
+    from ledger.plugins.registry import LoadedGame
 
 
 def check_games_command(args: argparse.Namespace) -> WithLedger:
@@ -32,14 +33,31 @@ def check_games_command(args: argparse.Namespace) -> WithLedger:
     return WithLedger(run, writable=True, plugins=plugins)
 
 
+def check_before_serving(ledger: Ledger) -> None:
+    """`ledger serve`'s check of the installed release, on the store it opened for
+    writing: the rules it records are said on stderr; a release that would strand
+    or re-judge recorded rounds is refused (exit 1) before any worker starts."""
+    from ledger.audit.games.release_check import check_release, refuse_if_stranded_or_rejudged
+
+    app = ledger.node.app
+    check = check_release(app, app.signing_keyring(), ledger.plugins, record=True)
+    for game in check.recorded:
+        print(_recorded(game), file=sys.stderr)
+    refuse_if_stranded_or_rejudged(check)
+
+
+def _recorded(game: LoadedGame) -> str:
+    return (
+        f"recorded the rules of {game.id} (rules {game.rules_hash[:12]}, "
+        f"{game.plugin} {game.version}) in the store's rules register"
+    )
+
+
 def say(check: GamesCheck) -> None:
     """The check's lines: what it recorded, each pinned rules' verdict, then
     every problem (stderr), each one line."""
     for game in check.recorded:
-        print(
-            f"recorded the rules of {game.id} (rules {game.rules_hash[:12]}, "
-            f"{game.plugin} {game.version}) in the store's rules register"
-        )
+        print(_recorded(game))
     for line in check.lines:
         print(f"ok: {line}")
     for problem in check.problems():

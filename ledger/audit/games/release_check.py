@@ -150,7 +150,9 @@ def check_release(
 def refuse_if_stranded_or_rejudged(check: GamesCheck) -> None:
     """Refuse the release (one line per problem, exit 1) unless the check passed."""
     if not check.ok:
-        raise ReleaseRefusedError("; ".join(check.problems()))
+        problems = check.problems()
+        more = f" (and {len(problems) - 1} more: `ledger games check` lists them)"
+        raise ReleaseRefusedError(problems[0] + (more if len(problems) > 1 else ""))
 
 
 def check_games(
