@@ -46,7 +46,6 @@ def cmd_paytable(args: argparse.Namespace) -> int:
 def add_game_commands(commands: Any) -> None:
     games = commands.add_parser(
         "games",
-        aliases=["variants"],  # alias
         help="list the installed games (each a rules profile); `games check`: would this "
         "release strand or re-judge the store's recorded rounds?",
     )
@@ -57,6 +56,9 @@ def add_game_commands(commands: Any) -> None:
         help="games check: settled rounds re-settled per pinned rules (default 3)",
     )
     games.set_defaults(handler=cmd_games)
+    # The older name lists the games, as it always did (`games check` came after it).
+    older = commands.add_parser("variants", help="ledger games's older name")  # alias
+    older.set_defaults(handler=cmd_games, action=None)
     table = commands.add_parser("paytable", help="a game's payouts and exact returns")
     table.add_argument("game")
     table.set_defaults(handler=cmd_paytable)
