@@ -17,7 +17,6 @@ from uuid import NAMESPACE_URL, UUID, uuid5
 from eventsourcing.domain import Aggregate, event
 
 GAME_RULES_ID = uuid5(NAMESPACE_URL, "casino-ledger/game-rules")
-RULES_RECORDED_TOPIC = "ledger.domain.game_rules:GameRules.RulesRecorded"  # a test holds it
 
 
 class GameRules(Aggregate):
