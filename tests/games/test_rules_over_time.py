@@ -256,3 +256,16 @@ def test_a_proper_rules_version_bump_settles_old_rounds_old_and_new_rounds_new(
     assert by_rules.get(old) and by_rules.get(new)
     assert all(returned == 2 * stake for stake, returned in by_rules[old])  # revision 1
     assert all(returned == 2 * stake - -(-stake // 20) for stake, returned in by_rules[new])
+    # A bundle made now carries both versions' rules (the old from the register).
+    exported = operator.ledger("bumped", "export", str(operator.keys.parent / "bundle"))
+    assert exported.returncode == 0, exported.stderr
+    carried = [
+        json.loads(line)
+        for line in (operator.keys.parent / "bundle" / "games.jsonl").read_text().splitlines()
+    ]
+    assert sorted((g["rules"]["revision"], g["plugin_version"]) for g in carried) == [
+        (1, "1.0.0"),
+        (2, "2.0.0"),
+    ]
+    bundle = operator.ledger("bumped", "verify", "--bundle", str(operator.keys.parent / "bundle"))
+    assert bundle.returncode == 0, bundle.stdout + bundle.stderr
