@@ -109,6 +109,15 @@ class Operator:
         played = self.ledger(release, "simulate", *argv)
         assert played.returncode == 0, played.stderr
 
+    def settled(self) -> list[str]:
+        """The ids of every settled round, in log order."""
+        keyring = KeyDirectory(self.keys).keyring()
+        app = LedgerApplication(self.store, keyring=keyring, create=False)
+        try:
+            return [round_id for use in pinned_uses(app) for round_id in use.settled]
+        finally:
+            app.close()
+
     def results(self) -> dict[str, list[tuple[int, int]]]:
         """Per rules hash, the (stake, returned) of every winning bet settled."""
         keyring = KeyDirectory(self.keys).keyring()
@@ -163,6 +172,11 @@ def test_new_rules_under_the_same_game_id_leave_old_rounds_verifiable(
     )
     assert "recorded the rules of coin" in check.stdout  # its own rules (pays 3), for later
     assert check.stdout.rstrip().endswith("this release strands and re-judges none")
+    recalled = operator.ledger("new-rules", "recall", operator.settled()[0])
+    assert recalled.returncode == 0, recalled.stdout + recalled.stderr
+    assert (
+        "settled again" in recalled.stdout and "the game's rules and payouts" not in recalled.stdout
+    )
 
 
 def test_without_the_rules_recorded_the_old_rounds_could_not_be_checked(
