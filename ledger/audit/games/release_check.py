@@ -13,7 +13,8 @@ installed code computes otherwise is a release that re-judges honest history.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -53,7 +54,8 @@ class PinnedUse:
     settlement_api: int
     rounds: int = 0
     played_with: set[str] = field(default_factory=set)  # the plugin versions (information)
-    settled: list[str] = field(default_factory=list)  # round ids, in log order
+    # Settled round ids in log order (the last `keep` of `pinned_uses`).
+    settled: deque[str] = field(default_factory=deque)
 
     def label(self) -> str:
         return f"{self.game} rules {self.rules_hash[:12]} (settlement API {self.settlement_api})"
@@ -75,10 +77,11 @@ class GamesCheck:
         return [*self.stranded, *self.rejudged]
 
 
-def pinned_uses(app: LedgerApplication) -> list[PinnedUse]:
+def pinned_uses(app: LedgerApplication, keep: int | None = None) -> list[PinnedUse]:
     """Every (game id, rules hash, settlement API) the store's rounds opened
     with, read by event type (each `Round.Opened`, then each `Round.Settled`'s
-    stream id), sorted."""
+    stream id), sorted; with the ids of its last `keep` settled rounds (None:
+    all of them)."""
     uses: dict[tuple[str, str, int], PinnedUse] = {}
     of_round: dict[UUID, PinnedUse] = {}
     for row in _rows(app, OPENED):
@@ -88,7 +91,7 @@ def pinned_uses(app: LedgerApplication) -> list[PinnedUse]:
             str(opened.rules_hash),  # type: ignore[attr-defined]
             int(getattr(opened, "settlement_api", 1)),
         )
-        use = uses.setdefault(key, PinnedUse(*key))
+        use = uses.setdefault(key, PinnedUse(*key, settled=deque(maxlen=keep)))
         use.rounds += 1
         use.played_with.add(str(opened.game_version))  # type: ignore[attr-defined]
         of_round[opened.originator_id] = use
@@ -102,15 +105,15 @@ def pinned_uses(app: LedgerApplication) -> list[PinnedUse]:
     return [uses[key] for key in sorted(uses)]
 
 
-def _rows(app: LedgerApplication, topic: str) -> list[Notification]:
-    found: list[Notification] = []
+def _rows(app: LedgerApplication, topic: str) -> Iterator[Notification]:
+    """The store's events of one type, in log order, a page at a time (by the
+    topic index: a large store's other events are not read)."""
     after = 0
     while batch := app.recorder.select_notifications(
         start=after, limit=_PAGE, topics=[topic], inclusive_of_start=False
     ):
-        found.extend(batch)
+        yield from batch
         after = batch[-1].id
-    return found
 
 
 def game_for(games: PinnedGames, use: PinnedUse) -> LoadedGame | None:
@@ -164,7 +167,7 @@ def check_games(
 ) -> GamesCheck:
     """Each pinned use found its game, and `sample` of its settled rounds
     re-settle to the payouts recorded."""
-    check = GamesCheck(pinned_uses(app))
+    check = GamesCheck(pinned_uses(app, keep=sample))
     for use in check.uses:
         game = game_for(games, use)
         if game is None:
@@ -195,7 +198,7 @@ def _resettle(
     """Re-settle the most recent `sample` settled rounds of `use`; a difference
     is named in `check.rejudged`. The number re-settled."""
     done = 0
-    for round_id in reversed(use.settled[-sample:] if sample else []):
+    for round_id in reversed(list(use.settled)[-sample:] if sample else []):
         first = app.tables.row_by_stream(round_id, 1)
         if first is None or first[3] is None:
             continue  # archived: its events are in an archive directory, not the store
