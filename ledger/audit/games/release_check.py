@@ -95,19 +95,17 @@ def pinned_uses(app: LedgerApplication, keep: int | None = None) -> list[PinnedU
         use.rounds += 1
         use.played_with.add(str(opened.game_version))  # type: ignore[attr-defined]
         of_round[opened.originator_id] = use
-    seen: set[UUID] = set()
     for row in _rows(app, SETTLED_TOPIC):
         round_id = UUID(str(row.originator_id))
-        settled = of_round.get(round_id)
-        if settled is not None and round_id not in seen:  # a round settled in steps: once
-            seen.add(round_id)
+        settled = of_round.pop(round_id, None)  # a round settled in steps: counted once
+        if settled is not None:
             settled.settled.append(str(round_id))
     return [uses[key] for key in sorted(uses)]
 
 
 def _rows(app: LedgerApplication, topic: str) -> Iterator[Notification]:
-    """The store's events of one type, in log order, a page at a time (by the
-    topic index: a large store's other events are not read)."""
+    """The store's events of one type, in log order, a page at a time (the
+    store selects them by type: the other events are not handed over)."""
     after = 0
     while batch := app.recorder.select_notifications(
         start=after, limit=_PAGE, topics=[topic], inclusive_of_start=False
