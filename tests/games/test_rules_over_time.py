@@ -283,3 +283,15 @@ def test_a_proper_rules_version_bump_settles_old_rounds_old_and_new_rounds_new(
     ]
     bundle = operator.ledger("bumped", "verify", "--bundle", str(operator.keys.parent / "bundle"))
     assert bundle.returncode == 0, bundle.stdout + bundle.stderr
+
+
+@pytest.mark.parametrize("argv", [["--sample", "-1"], ["--sample", "x"], ["nonsense"]])
+def test_bad_input_to_the_check_is_one_line_and_writes_nothing(
+    sites: dict[str, Path], tmp_path: Path, argv: list[str]
+) -> None:
+    operator = Operator(sites, tmp_path)
+    refused = operator.ledger("first", "games", "check", *argv)
+    assert refused.returncode == 2
+    (line,) = refused.stderr.splitlines()
+    assert line.startswith("ledger: error:") and refused.stdout == ""
+    assert not (tmp_path / "ledger.db").exists() and not operator.keys.exists()
