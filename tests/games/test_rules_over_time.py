@@ -283,6 +283,8 @@ def test_a_proper_rules_version_bump_settles_old_rounds_old_and_new_rounds_new(
     ]
     bundle = operator.ledger("bumped", "verify", "--bundle", str(operator.keys.parent / "bundle"))
     assert bundle.returncode == 0, bundle.stdout + bundle.stderr
+    page = operator.ledger("bumped", "report", str(operator.keys.parent / "out.html"), "--verify")
+    assert page.returncode == 0, page.stdout + page.stderr
 
 
 @pytest.mark.parametrize("argv", [["--sample", "-1"], ["--sample", "x"], ["nonsense"]])
