@@ -15,7 +15,8 @@ dealer's natural), ngũ linh (against the dealer's too), aces by hand size, a
 hit while bust (penalised), checks, the dealer's 28 rule, a misdeal after a
 natural was paid, 3:2 on an odd stake under `xidach-house`. Then a
 checkpoint, a key revocation (the dealer device key these rounds used), a
-dealer's personal data erased, a recorded verification run signed by an
+dealer's personal data erased, the installed games' rules recorded in the
+rules register (`ledger games check`), a recorded verification run signed by an
 auditor key, the node's own scheduled self-verification run, and a last
 checkpoint.
 """
@@ -335,6 +336,7 @@ def build(store: str, keys: str, seeds: tuple[str, ...]) -> int:
         ["checkpoint"],
         ["keys", "revoke", DEVICE, "--reason", "the shoe was sent for repair"],
         ["erase", "--dealer", "D01", "--reason", "the dealer asked, 2026-12-05"],
+        ["games", "check"],  # the installed games' rules, in the rules register
         ["verify", "--record", "--workers", "1"],
     ):
         if main([*cli, *step]) != 0:

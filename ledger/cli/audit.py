@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.audit.level import Level
 from ledger.cli.args import MAX_INT64, int_range, uuid_text
-from ledger.cli.common import WithLedger, games_at, loaded_plugins, run_with_ledger
+from ledger.cli.common import WithLedger, loaded_plugins, run_with_ledger
 from ledger.cli.passphrase import read_passphrase
 from ledger.cli.progress import progress_bar
 from ledger.cli.self_verify import (
@@ -33,6 +33,8 @@ from ledger.store.config import store_url
 # The verifier, the checkpointer and the node are imported by the commands
 # that use them, not to build the parser (ledger.cli.main).
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from ledger.audit.verify import VerificationReport
     from ledger.casino.opened import Ledger
     from ledger.crypto.checkpoint import Checkpoint
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
     from ledger.crypto.signing import Signer
     from ledger.crypto.witness_policy import WitnessPolicy
     from ledger.node import Node
+    from ledger.plugins.manager import Plugins
+    from ledger.plugins.registry import LoadedGame
+    from ledger.store.application import LedgerApplication
     from ledger.store.checkpointer import Checkpointer
 
 
@@ -377,6 +382,18 @@ def _refuse_store_options(args: argparse.Namespace) -> None:
         raise ConfigError("--archive gives a store's archived events back: a --bundle has none")
 
 
+def _games_of_store(
+    app: LedgerApplication, plugins: Plugins | None
+) -> Mapping[str, LoadedGame] | None:
+    """At level settlement, each round re-settled with the rules it pinned: the
+    installed games, and those built from the store's rules register."""
+    from ledger.audit.games.recorded_games import games_of_store
+
+    if plugins is None:
+        return None
+    return games_of_store(app, plugins.games(), plugins.game_from_rules)
+
+
 class _StoreRun:
     """`verify` on a store: its options read (bad ones refused before the log is),
     then the run, its findings written, its state saved, the read models checked."""
@@ -401,19 +418,19 @@ class _StoreRun:
         from ledger.store.origin import check_expected_origin
 
         args, level = self.args, self.level
-        games = games_at(level)
-        options = VerifyOptions(
-            level=level,
-            trusted=self.trusted,
-            workers=args.workers,
-            games=games,
-            resume=self.resume,
-            save_state=self.state_dir is not None,
-        )
+        plugins = loaded_plugins() if level is Level.SETTLEMENT else None
         # Read-only, and no keys directory needed: only the public keyring is trusted.
         app = LedgerApplication(store_url(args.store), keyring=self.keyring, create=False)
         try:
             check_expected_origin(app.tables)
+            options = VerifyOptions(
+                level=level,
+                trusted=self.trusted,
+                workers=args.workers,
+                games=_games_of_store(app, plugins),
+                resume=self.resume,
+                save_state=self.state_dir is not None,
+            )
             self.tree_size = app.tables.event_count()[0]
             with progress_bar("verifying") as (advance, set_total):
                 sinks = Sinks(progress=advance, on_total=set_total, findings=Findings())

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ledger.cli.common import loaded_plugins
+from ledger.cli.args import int_range
+from ledger.cli.common import WithLedger, loaded_plugins
+from ledger.cli.games_check import check_games_command
 
 
-def cmd_games(args: argparse.Namespace) -> int:
+def cmd_games(args: argparse.Namespace) -> int | WithLedger:
+    if args.action == "check":
+        return check_games_command(args)
     games = loaded_plugins().games()
     if not games:
         print("no games installed (install a plugin package, e.g. plugins/taixiu)")
@@ -40,11 +44,21 @@ def cmd_paytable(args: argparse.Namespace) -> int:
 
 
 def add_game_commands(commands: Any) -> None:
-    commands.add_parser(
+    games = commands.add_parser(
         "games",
-        aliases=["variants"],  # alias
-        help="list the installed games (each a rules profile)",
-    ).set_defaults(handler=cmd_games)
+        help="list the installed games (each a rules profile); `games check`: would this "
+        "release strand or re-judge the store's recorded rounds?",
+    )
+    games.add_argument("action", nargs="?", choices=["check"], help=argparse.SUPPRESS)
+    games.add_argument(
+        "--sample",
+        type=int_range(0, 1000),
+        help="games check: settled rounds re-settled per pinned rules (default 3)",
+    )
+    games.set_defaults(handler=cmd_games)
+    # The older name lists the games, as it always did (`games check` came after it).
+    older = commands.add_parser("variants", help="ledger games's older name")  # alias
+    older.set_defaults(handler=cmd_games, action=None)
     table = commands.add_parser("paytable", help="a game's payouts and exact returns")
     table.add_argument("game")
     table.set_defaults(handler=cmd_paytable)

@@ -244,7 +244,11 @@ def cmd_recall(args: argparse.Namespace) -> WithLedger:
             for directory in directories:  # each checked whole before one event is read
                 check_archive(directory, keyring)
             archived = archived_rows(directories)
-        recall = recall_round(node.app, keyring, ledger.games, args.round, archived)
+        from ledger.audit.games.recorded_games import games_of_store
+
+        # The round re-settled with the rules it pinned, an earlier release's too.
+        games = games_of_store(node.app, ledger.games, ledger.plugins.game_from_rules)
+        recall = recall_round(node.app, keyring, games, args.round, archived)
         erased = erased_subjects(node.app)
         print(json.dumps(recall.to_json(), indent=2) if args.json else render(recall, erased))
         return 0 if recall.ok else 1

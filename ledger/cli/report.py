@@ -50,10 +50,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     level = Level.parse(args.level or Level.SETTLEMENT.value) if args.verify else None
     edges = load_edges(args.edge or [])
     keyring, _ = _verify_keyring(args)
-    games = loaded_plugins().games()
+    plugins = loaded_plugins()
+    games = plugins.games()
     url = store_url(args.store)
     app = LedgerApplication(url, keyring=keyring, create=False)
     try:
+        from ledger.audit.games.recorded_games import games_of_store
+
+        # Each round re-settled with the rules it pinned, an earlier release's too.
+        pinned = games_of_store(app, games, plugins.game_from_rules) if level is not None else games
         with progress_bar("significant events") as (advance, _):
             significant = collect(app, advance)
         if level is None:
@@ -65,7 +70,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             )
         else:
             with progress_bar("verifying") as (advance, _):
-                status = run_verifier(app, keyring, level, games, advance)
+                status = run_verifier(app, keyring, level, pinned, advance)
         with progress_bar("reporting") as (advance, set_total):
             tally = read_log(app, Theories(games, edges), advance, set_total)
     finally:

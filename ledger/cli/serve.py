@@ -137,6 +137,10 @@ def _prepare(args: argparse.Namespace) -> KeyDirectory:
         writable=writable,
     ) as ledger:
         ledger.games  # noqa: B018 (loading them is the check)
+        if writable:  # a release that strands or re-judges recorded rounds serves nothing
+            from ledger.cli.games_check import check_before_serving
+
+            check_before_serving(ledger)
     return directory
 
 

@@ -136,6 +136,7 @@ def _session(
     config: Any,
     dice: Any,
 ) -> None:
+    from ledger.audit.games.recorded_games import games_of_store
     from ledger.audit.proofs import newest_checkpoint
     from ledger.audit.verify import Level, Sinks, VerifyOptions, verify_store
     from ledger.projections import ProjectionRunner
@@ -180,7 +181,11 @@ def _session(
             report = verify_store(
                 node.app,
                 node.keyring,
-                VerifyOptions(level=Level.SETTLEMENT, games=games),
+                # Each round with the rules it pinned, an earlier release's included.
+                VerifyOptions(
+                    level=Level.SETTLEMENT,
+                    games=games_of_store(node.app, games, ledger.plugins.game_from_rules),
+                ),
                 sinks=Sinks(progress=advance, on_total=set_total),
             )
         print(report.summary())

@@ -52,6 +52,8 @@ from ledger.export.records import (
 )
 from ledger.export.tlog_proofs import write_tlog_proof
 from ledger.plugins.registry import LoadedGame
+from ledger.plugins.registry import rules_hash as rules_hash_of
+from ledger.plugins.rules_register import RecordedRules, recorded_rules
 from ledger.store.application import LedgerApplication
 from ledger.store.archived import ArchivedTable
 from ledger.store.merkle_log import (
@@ -166,23 +168,31 @@ def _selected(
 
 
 def _games_used(
-    seen: Mapping[tuple[str, str], Mapping[str, Any]], installed: Mapping[str, LoadedGame]
+    seen: Mapping[tuple[str, str], Mapping[str, Any]],
+    installed: Mapping[str, LoadedGame],
+    recorded: list[RecordedRules],
 ) -> list[dict[str, Any]]:
-    """The rules data of every (game, rules hash) a round in the bundle opened with."""
+    """The rules data of every (game, rules hash) a round in the bundle opened
+    with: the installed game's, else the store's rules register's (an earlier
+    release's rules: docs/plugins.md), once checked to hash to the rules hash."""
+    kept = {(r.game, r.rules_hash): r for r in recorded if rules_hash_of(r.rules) == r.rules_hash}
     games = []
-    for (game_id, rules_hash), opened in sorted(seen.items()):
+    for (game_id, pinned), opened in sorted(seen.items()):
         game = installed.get(game_id)
-        if game is not None and game.rules_hash != rules_hash:
+        if game is not None and game.rules_hash != pinned:
             game = None  # installed, but with other rules than the rounds pinned
+        record = kept.get((game_id, pinned))
         games.append(
             {
                 "game": game_id,
-                "rules_hash": rules_hash,
+                "rules_hash": pinned,
                 "settlement_api": opened.get("settlement_api", 1),
                 "played_with": opened.get("game_version"),
-                "rules": dict(game.rules) if game else None,
-                "plugin": game.plugin if game else None,
-                "plugin_version": game.version if game else None,
+                "rules": dict(game.rules) if game else record.rules if record else None,
+                "plugin": game.plugin if game else record.plugin if record else None,
+                "plugin_version": (
+                    game.version if game else record.plugin_version if record else None
+                ),
             }
         )
     return games
@@ -272,7 +282,7 @@ def _export_into(
         _write_consistency(directory / CONSISTENCY, older, proving.checkpoint.size, proving.subtree)
     checkpoints = _write_checkpoints(tables, directory / CHECKPOINTS)
     (directory / KEYRING).write_text(keyring.to_json(), encoding="utf-8")
-    games = _games_used(written.rounds, installed)
+    games = _games_used(written.rounds, installed, recorded_rules(app))
     with (directory / GAMES).open("w", encoding="utf-8") as out:
         for game in games:
             out.write(_dumps(game) + "\n")

@@ -75,6 +75,7 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(state_dir, ignore_errors=True)
         return 0
     os.nice(NICENESS)
+    from ledger.audit.games.recorded_games import games_of_store
     from ledger.audit.self_status import SelfStatus
     from ledger.audit.self_verification import SelfVerifier, follow_schedule
 
@@ -84,7 +85,9 @@ def main(argv: list[str]) -> int:
     def run_once() -> SelfRun:
         if not opened:  # the node opened when the first run is due
             ledger = _open()
-            opened.append((ledger, SelfVerifier(ledger.node.app, ledger.games, state_dir)))
+            app = ledger.node.app  # each round with the rules it pinned, an old release's too
+            games = games_of_store(app, ledger.games, ledger.plugins.game_from_rules)
+            opened.append((ledger, SelfVerifier(app, games, state_dir)))
         return opened[0][1].run_once()
 
     try:

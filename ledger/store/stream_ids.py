@@ -29,6 +29,7 @@ from ledger.crypto.envelope import open_envelope
 from ledger.domain.account import Account
 from ledger.domain.audit_trail import AuditTrail
 from ledger.domain.erasures import Erasures
+from ledger.domain.game_rules import GameRules
 from ledger.domain.game_table import GameTable
 from ledger.domain.key_registry import KeyRegistry
 from ledger.domain.request import Request
@@ -57,6 +58,7 @@ NOUNS: dict[str, str] = {
     KeyRegistry.__name__: "key registry",
     AuditTrail.__name__: "audit trail",
     Erasures.__name__: "erasure register",
+    GameRules.__name__: "rules register",
     WitnessReports.__name__: "witness report stream",
 }
 _CLASSES: dict[str, type[Aggregate]] = {

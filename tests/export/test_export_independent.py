@@ -367,6 +367,7 @@ ACTOR_FACT_DOMAIN = b"casino-ledger/actor-fact/v1\n"
 KEY_REGISTRY = str(uuid5(NAMESPACE_URL, "casino-ledger/key-registry"))
 AUDIT_TRAIL = str(uuid5(NAMESPACE_URL, "casino-ledger/audit-trail"))
 ERASURES = str(uuid5(NAMESPACE_URL, "casino-ledger/erasures"))
+GAME_RULES = str(uuid5(NAMESPACE_URL, "casino-ledger/game-rules"))
 REQUESTS = uuid5(NAMESPACE_URL, "casino-ledger/request")
 DICE_DOMAIN = b"casino-ledger/dice/v1\n"
 DECK_DOMAIN = b"casino-ledger/deck/v1\n"
@@ -848,6 +849,7 @@ class Contents:
     revocations: int = 0
     runs: int = 0  # recorded verification runs
     erasures: int = 0  # recorded erasures of personal data
+    rules_recorded: int = 0  # rules data recorded in the rules register
 
 
 # An RNG draw to recompute: seed id, round, throw counter (dice) or deck
@@ -884,7 +886,12 @@ class ContentAudit:
         when = when_of(event, first)
         self.leaves.append(event.leaf)
         owner = kind.partition(".")[0]
-        fixed = {"KeyRegistry": KEY_REGISTRY, "AuditTrail": AUDIT_TRAIL, "Erasures": ERASURES}
+        fixed = {
+            "KeyRegistry": KEY_REGISTRY,
+            "AuditTrail": AUDIT_TRAIL,
+            "Erasures": ERASURES,
+            "GameRules": GAME_RULES,
+        }
         check((stream in fixed.values()) == (owner in fixed), f"{where}: on the wrong stream")
         check(owner not in fixed or stream == fixed[owner], f"{where}: on the wrong stream")
         if "postings" in payload:
@@ -915,6 +922,10 @@ class ContentAudit:
                 "operator", {**fact, "reason": payload["reason"]}, payload["operator"], when, where
             )
             self.found.erasures += 1
+        elif kind == "GameRules.RulesRecorded":  # the data behind a rules hash
+            rules_hash = hashlib.sha256(canonical_json(payload["rules"])).hexdigest()
+            check(rules_hash == payload["rules_hash"], f"{where}: rules that are not its hash's")
+            self.found.rules_recorded += 1
 
     # Money.
 
@@ -1769,6 +1780,7 @@ def test_every_kind_of_event_verifies_independently(every: dict[str, Path]) -> N
     assert found.actor_signatures["dealer-device"] > 40
     # Two voids, a resume, two corrections, a revocation, an erasure.
     assert found.actor_signatures["operator"] == 7 and found.erasures == 1
+    assert found.rules_recorded == 4  # the four games installed here: their rules data
     assert found.actor_signatures["auditor"] == found.runs == found.revocations == 1
     assert (
         found.corrections == 2 and found.voids >= 4

@@ -39,6 +39,7 @@ from ledger.crypto.signing import InMemorySigner
 from ledger.domain.account import Account
 from ledger.domain.audit_trail import AUDIT_TRAIL_ID, AuditTrail, verification_fact
 from ledger.domain.erasures import Erasures
+from ledger.domain.game_rules import GAME_RULES_ID, GameRules
 from ledger.domain.game_table import GameTable
 from ledger.domain.key_registry import KEY_REGISTRY_ID, KeyRegistry, revocation_fact
 from ledger.domain.request import REQUEST_NAMESPACE, Request, request_uuid
@@ -63,7 +64,7 @@ LEDGER = Path(sys.executable).parent / "ledger"
 RELEASES = Path(__file__).resolve().parents[1] / "data"
 OPENED = "ledger.domain.round:Round.Opened"
 OLD_STORES = {"0.1": "release-0.1-store", "0.2": "release-0.2-store", "v2": "pre-rename-store"}
-AGGREGATES = (Account, GameTable, Round, Request, KeyRegistry, AuditTrail, Erasures)
+AGGREGATES = (Account, GameTable, Round, Request, KeyRegistry, AuditTrail, Erasures, GameRules)
 
 
 def section(title: str) -> str:
@@ -94,6 +95,7 @@ def test_the_documented_stream_ids_are_the_ledgers() -> None:
     rows = {row[0]: row[1] for row in table_rows(section("Streams and events"))}
     assert rows["the key registry"] == str(KEY_REGISTRY_ID)
     assert rows["the audit trail"] == str(AUDIT_TRAIL_ID)
+    assert rows["the rules register"] == str(GAME_RULES_ID)
     assert str(REQUEST_NAMESPACE) in rows["a request"]
     # ...and the names they are derived from, as the text says.
     text = section("Streams and events")
@@ -261,7 +263,7 @@ def fields_of(event_class: type) -> set[str]:
 def test_every_event_type_has_a_schema_of_exactly_its_fields() -> None:
     schema = json.loads(PAYLOADS.read_text())
     types = event_types()
-    assert len(types) == 30  # (AuditTrail.SelfVerificationRecorded the 30th)
+    assert len(types) == 32  # (GameRules.Created and GameRules.RulesRecorded the 31st, 32nd)
     assert set(schema["properties"]["type"]["enum"]) == set(types)
     for name, event_class in types.items():
         current, *older = schema["$defs"][name].get("oneOf", [schema["$defs"][name]])
