@@ -227,9 +227,7 @@ class _Scanner:
     ) -> Iterator[SignificantEvent]:
         if topic == OPENED:
             yield from self._opened(position, at, stream, state)
-        elif topic == FAULT or (
-            topic == ACTION and is_fault(str(state.get("action")), state.get("source") or {})
-        ):
+        elif topic == FAULT or (topic == ACTION and _action_is_fault(state)):
             reason = (
                 state.get("reason") if topic == FAULT else (state.get("args") or {}).get("reason")
             )
@@ -454,6 +452,10 @@ def log_envelopes(
         after = rows[-1][0]
         if progress:
             progress(len(rows))
+
+
+def _action_is_fault(state: dict[str, Any]) -> bool:
+    return is_fault(str(state.get("action")), state.get("source") or {})
 
 
 def scan_significant(

@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from ledger.errors import InvalidCommandError
 from ledger.games.api import DECK_SIZE, SETTLEMENT_API, BetView, Draw, RecordedAction, Step
 from ledger.games.one_draw import one_draw
-from ledger.plugins.manager import get_plugin_manager
+from ledger.plugins.manager import Plugins, get_plugin_manager
 from ledger.plugins.registry import LoadedGame, rules_hash
 from ledger.plugins.rules_contract import (
     MAX_ACTIONS,
@@ -62,12 +62,15 @@ class GameContract(GameRulesContract):
     #: the game's `fault_action` a reason.
     action_args: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
 
-    @pytest.fixture
-    def games(self) -> dict[str, LoadedGame]:
-        plugins = get_plugin_manager(
+    def plugins_under_test(self) -> Plugins:
+        """The plugin alone, loaded as the core loads every plugin."""
+        return get_plugin_manager(
             load_entry_points=False, extra=[(self.plugin_name, self.plugin, "0+contract")]
         )
-        found = plugins.games()
+
+    @pytest.fixture
+    def games(self) -> dict[str, LoadedGame]:
+        found = self.plugins_under_test().games()
         assert found, "the plugin registers no game"
         return found
 

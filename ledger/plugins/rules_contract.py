@@ -18,7 +18,7 @@ import pytest
 
 from ledger.errors import InvalidCommandError, PluginError
 from ledger.games.api import DECK_SIZE, BetView, RecordedAction, Step
-from ledger.plugins.manager import Plugins, get_plugin_manager
+from ledger.plugins.manager import Plugins
 from ledger.plugins.registry import LoadedGame
 
 MAX_ACTIONS: Final = 200  # a walk longer than this is a game that never ends
@@ -57,7 +57,15 @@ def legal_walk(game: LoadedGame, rng: random.Random, args_for: ArgsFor) -> Itera
             drawn = [rng.randint(faces["low"], faces["high"]) for _ in range(draw["count"])]
         elif draw is not None:
             drawn, deck = deck[: draw["count"]], deck[draw["count"] :]
-        args = game.validate_args(actor, action, args_for(game, action))
+        given = args_for(game, action)
+        try:
+            args = game.validate_args(actor, action, given)
+        except InvalidCommandError as exc:
+            pytest.fail(
+                f"{game.id}: the walk's {actor} {action} {given} is refused ({exc}): is it "
+                f"the game's fault? its fault_action is {game.fault_action!r}; else give the "
+                "move's arguments in action_args"
+            )
         actions = [*actions, {"actor": actor, "action": action, "args": args, "drawn": drawn}]
     pytest.fail(f"{game.id}: no end after {MAX_ACTIONS} actions")
 
@@ -72,13 +80,11 @@ class GameRulesContract:
     def args_for(self, game: LoadedGame, action: str) -> dict[str, Any]:
         raise NotImplementedError  # `GameContract.args_for`
 
-    def _plugins(self) -> Plugins:
-        return get_plugin_manager(
-            load_entry_points=False, extra=[(self.plugin_name, self.plugin, "0+contract")]
-        )
+    def plugins_under_test(self) -> Plugins:
+        raise NotImplementedError  # `GameContract.plugins_under_test`
 
     def test_game_from_rules_plays_as_each_of_its_games(self, games: dict[str, LoadedGame]) -> None:
-        plugins = self._plugins()
+        plugins = self.plugins_under_test()
         for game in games.values():
             rebuilt = f"{game.id}-from-rules"
             try:
@@ -103,7 +109,7 @@ class GameRulesContract:
     def test_game_from_rules_refuses_an_option_it_does_not_know(
         self, games: dict[str, LoadedGame]
     ) -> None:
-        plugins = self._plugins()
+        plugins = self.plugins_under_test()
         for game in games.values():
             data = {**copy.deepcopy(dict(game.rules)), UNKNOWN_OPTION: True}
             try:

@@ -1,5 +1,5 @@
 """Bầu Cua Tôm Cá: three dice whose faces are six animals. A bet names an
-animal and wins its stake once per die showing it; with none it loses.
+animal and wins `pays` times its stake per die showing it; with none it loses.
 
 Its moves are its own: ``dealer no_more_bets`` closes betting, ``dealer lac``
 shakes three dice (each bet settles), and ``dealer misthrow`` (a physical
@@ -35,7 +35,7 @@ THREE_DICE: Final[Draw] = {"kind": "dice", "count": 3}
 
 
 class BauCua:
-    """The game under its rules data: `{"game": "bau-cua", "void_after": N}`."""
+    """The game under its rules data: `{"game": "bau-cua", "pays": P, "void_after": N}`."""
 
     bets: Sequence[str] = ANIMALS
     settlement_api = SETTLEMENT_API
@@ -44,10 +44,10 @@ class BauCua:
     fault_action: str | None = MISTHROW
     draws: Mapping[str, DrawRange] = {"dice": {"low": 1, "high": 6}}
 
-    def __init__(self, game_id: str, void_after: int) -> None:
+    def __init__(self, game_id: str, pays: int = 1, void_after: int = 2) -> None:
         self.id = game_id
-        self.rules: Mapping[str, Any] = {"game": "bau-cua", "void_after": void_after}
-        self.void_after = void_after
+        self.rules: Mapping[str, Any] = {"game": "bau-cua", "pays": pays, "void_after": void_after}
+        self.pays, self.void_after = pays, void_after
 
     def validate_bet(self, bet: Mapping[str, Any], placed: Mapping[str, BetView]) -> dict[str, Any]:
         if set(bet) != {"bet"} or bet["bet"] not in ANIMALS:
@@ -75,7 +75,7 @@ class BauCua:
         if shaken is not None:
             for bet_id, view in bets.items():
                 hits = shaken.count(ANIMALS.index(view["bet"]["bet"]) + 1)
-                settle[bet_id] = view["stake"] * (1 + hits) if hits else 0
+                settle[bet_id] = view["stake"] * (1 + self.pays * hits) if hits else 0
         over = shaken is not None or void is not None
         moves: dict[str, dict[str, Draw | None]] = (
             {}
@@ -113,14 +113,20 @@ class BauCua:
 
 @hookimpl
 def ledger_register_games(registry: GameRegistry) -> None:
-    registry.add(BauCua("bau-cua", 2))
+    registry.add(BauCua("bau-cua"))
 
 
 @hookimpl
 def ledger_game_from_rules(game_id: str, rules: Mapping[str, Any]) -> BauCua | None:
-    void_after = rules.get("void_after")
-    if set(rules) != {"game", "void_after"} or rules["game"] != "bau-cua":
+    return from_rules(game_id, rules)
+
+
+def from_rules(game_id: str, rules: Mapping[str, Any]) -> BauCua | None:
+    """The game of Bầu Cua rules data, or None: another game's, or an option
+    (or a value) this release does not know."""
+    if set(rules) != {"game", "pays", "void_after"} or rules["game"] != "bau-cua":
         return None
-    if type(void_after) is not int or void_after < 1:
+    pays, void_after = rules["pays"], rules["void_after"]
+    if type(pays) is not int or pays < 1 or type(void_after) is not int or void_after < 1:
         return None
-    return BauCua(game_id, void_after)
+    return BauCua(game_id, pays, void_after)
