@@ -203,7 +203,7 @@ def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
         draw = move[2] if move is not None else None
         if draw is None or draw["kind"] != "dice":
             raise InvalidCommandError(
-                f"round {game_round.id} ({game_round.game}): no move draws dice now "
+                f"round {game_round.id} ({game_round.game}): the game draws no dice now "
                 f"({offers(step, hidden_fault(game, game_round))})"
             )
         assert move is not None  # the dice drawn settle what the game says

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.domain.round_records import LogEntry
+from ledger.domain.stored_names import STORED_FAULT
 from ledger.errors import InvalidCommandError
 from ledger.games.api import BetView, Draw, RecordedAction, Step, Stepping
 
@@ -80,7 +81,7 @@ def entry_action(game: Stepping, step: Step, entry: LogEntry) -> RecordedAction 
         }
     if "outcome" in entry:
         return outcome_action(game, step, entry["outcome"])
-    if "fault" in entry:  # the round's own entry for a faulty draw (settlement API 1)
+    if STORED_FAULT in entry:  # the round's own entry for a faulty draw (settlement API 1)
         if game.fault_action is None:
             return None
         action, args = game.fault_action, {"reason": entry["fault"]}
@@ -124,7 +125,7 @@ def describe_entry(entry: LogEntry) -> str:
         return f"{done['actor']} {done['action']} {done['args']!r} drawing {done['drawn']!r}"
     if "outcome" in entry:
         return f"outcome {entry['outcome']!r}"
-    return "a faulty draw" if "fault" in entry else "closing betting"
+    return "a faulty draw" if STORED_FAULT in entry else "closing betting"
 
 
 def settlements_from(
