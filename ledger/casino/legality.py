@@ -95,10 +95,14 @@ def outcome_action_of(
     if draw is None:
         outcome = game.validate_args(actor, action, outcome)
     found = outcome_action(game, step, outcome)
-    if found is None:
-        assert draw is not None  # an argument-only move takes any validated outcome
+    values = None if draw is None else game.draw_range(draw["kind"])
+    if found is None or (
+        values is not None and not all(values["low"] <= v <= values["high"] for v in found["drawn"])
+    ):
+        assert draw is not None and values is not None  # an argument-only move takes any
         raise InvalidCommandError(
-            f"bad outcome {dict(outcome)!r}: {action} draws {draw['count']} {draw['kind']}"
+            f"bad outcome {dict(outcome)!r}: {action} draws {draw['count']} {draw['kind']} "
+            f"({values['low']}..{values['high']})"
         )
     return found
 

@@ -168,6 +168,14 @@ def test_a_device_reporting_a_value_outside_the_declared_range_is_refused(
     report = device.act(round_id, 1, "dealer", "lac", {}, [1, 7, 2])
     with pytest.raises(InvalidCommandError, match=r"lac draws 3 dice \(1\.\.6\), got \[1, 7, 2\]"):
         casino.act(request_id="l", round_id=round_id, actor="dealer", action="lac", source=report)
+    outcome = {"dice": [0, 3, 4]}  # as an outcome, to the outcome alias: refused alike
+    with pytest.raises(InvalidCommandError, match=r"lac draws 3 dice \(1\.\.6\)$"):
+        casino.record_outcome(
+            request_id="o",
+            round_id=round_id,
+            outcome=outcome,
+            source=device.throw(round_id, 0, outcome),
+        )
     assert [name for name, _ in actions_of(node, round_id)] == ["no_more_bets"]
 
 
