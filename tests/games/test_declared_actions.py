@@ -21,7 +21,8 @@ import pytest
 from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
 from ledger.domain.round import Round
-from ledger.errors import InvalidCommandError
+from ledger.domain.stored_names import FAULT_MARK
+from ledger.errors import InvalidCommandError, VerificationError
 from ledger.http.app import Service, create_app
 from ledger.http.tokens import ApiRole, TokenStore
 from ledger.node import Node
@@ -262,3 +263,26 @@ def test_simulate_plays_and_verify_re_settles_it(site: Path, tmp_path: Path) -> 
     checked = ledger(site, *store, "verify", "--level", "settlement")
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert checked.stdout.startswith("OK"), checked.stdout
+
+
+def test_verify_catches_a_move_marked_a_fault_the_game_does_not_call_one(
+    node: Node, casino: Casino, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that records a move as a faulty draw (its source's mark) when the
+    game's fault is another move: `ledger verify` reads the game's declaration."""
+    device = dealer_device(node)
+    table, _ = table_of(casino, "physical")
+    round_id = casino.open_round(request_id="r", table_id=table, dealer="D")
+    casino.close_betting(request_id="c", round_id=round_id)
+    record = Round.record_action
+
+    def marked(self: Round, action: Any, source: dict[str, Any], step: Any) -> int:
+        return record(self, action, {**source, FAULT_MARK: True}, step)
+
+    monkeypatch.setattr(Round, "record_action", marked)
+    report = device.act(round_id, 1, "dealer", "lac", {}, [1, 2, 3])
+    casino.act(request_id="l", round_id=round_id, actor="dealer", action="lac", source=report)
+    monkeypatch.undo()
+    assert [source.get("fault") for _, source in actions_of(node, round_id)] == [None, True]
+    with pytest.raises(VerificationError, match="lac is recorded as a faulty draw, but the game"):
+        verified(node)
