@@ -269,6 +269,10 @@ class _GuardedPlay:
         found = tuple(self._loaded._call("fault_reasons", self._game.fault_reasons))
         if not all(isinstance(reason, str) and reason.strip() for reason in found):
             raise self._loaded._fail("fault_reasons must be non-empty strings")
+        if found and self._loaded.fault_action is None:
+            raise self._loaded._fail(
+                "fault_reasons gives reasons, but the game has no fault_action"
+            )
         return found
 
     def simulated_round(self, bets: Mapping[str, BetView]) -> SimulatedRound | None:

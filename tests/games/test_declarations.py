@@ -5,7 +5,9 @@ is refused with one PluginError naming the plugin and its version."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,3 +116,23 @@ def test_the_range_a_game_declares_is_the_one_the_core_reads() -> None:
     (coin,) = loaded(declaring(draws=declared)).values()
     assert coin.draw_range("cards") == CARDS
     assert (coin.close_action, coin.fault_action) == ("close_betting", "fault")
+
+
+def test_simulated_faults_need_a_declared_fault() -> None:
+    sys.path.insert(0, str(Path(__file__).parents[1] / "plugins" / "bau_cua"))
+    from ledger_bau_cua.plugin import BauCua
+
+    class NoFault(BauCua):
+        fault_action = None  # yet its simulated dealer reports faulty draws
+
+        def step(self, bets: Mapping[str, BetView], actions: Sequence[RecordedAction]) -> Step:
+            step = super().step(bets, actions)
+            for offered in step["moves"].values():
+                offered.pop("misthrow", None)
+            return step
+
+    (game,) = loaded(NoFault("bau-cua")).values()
+    play = game.simulated_play()
+    assert play is not None
+    with pytest.raises(PluginError, match="fault_reasons gives reasons, but the game has no"):
+        play.fault_reasons()
