@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ledger.errors import InvalidCommandError
-from ledger.games.api import SETTLEMENT_API, BetView, RecordedAction, Step
+from ledger.games.api import SETTLEMENT_API, BetView, DrawRange, RecordedAction, Step
 from ledger.plugins import hookimpl
 from ledger.plugins.manager import get_plugin_manager
 from ledger.plugins.registry import GameRegistry, LoadedGame
@@ -26,6 +26,9 @@ class CoinDefinition:
     bets: Sequence[str] = ("heads", "tails")
     settlement_api = SETTLEMENT_API
     capabilities: frozenset[str] = frozenset()
+    close_action = "close_betting"
+    fault_action: str | None = "fault"
+    draws: Mapping[str, DrawRange] = {}  # the face is the toss's argument: nothing drawn
 
     def validate_bet(self, bet: Mapping[str, Any], placed: Mapping[str, BetView]) -> dict[str, Any]:
         if "bet" in bet:  # the catalogue form {"bet": id}

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ledger.errors import InvalidCommandError
-from ledger.games.api import SETTLEMENT_API, BetView, Draw, RecordedAction, Step
+from ledger.games.api import CARDS, SETTLEMENT_API, BetView, Draw, DrawRange, RecordedAction, Step
 from ledger.plugins import hookimpl
 from ledger.plugins.manager import get_plugin_manager
 from ledger.plugins.registry import GameRegistry, LoadedGame
@@ -33,6 +33,9 @@ class HighCard:
     bets: Sequence[str] = tuple(f"seat:{s}" for s in SEATS)
     settlement_api = SETTLEMENT_API
     capabilities: frozenset[str] = frozenset()
+    close_action = "close_betting"
+    fault_action = None
+    draws: Mapping[str, DrawRange] = {"cards": CARDS}
 
     def validate_bet(self, bet: Mapping[str, Any], placed: Mapping[str, BetView]) -> dict[str, Any]:
         if set(bet) == {"seat"} and bet["seat"] in SEATS:  # the canonical form

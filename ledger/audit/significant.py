@@ -45,7 +45,7 @@ from uuid import UUID
 
 from ledger.crypto.envelope import Envelope, SignerCheck, check_row, open_envelope
 from ledger.crypto.keys import Keyring, PublicKeyRecord, Role, from_micros
-from ledger.domain.stored_names import current_names
+from ledger.domain.stored_names import current_names, is_fault
 from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import stream_of
 
@@ -62,8 +62,9 @@ CORRECTED = _ROUND + "Corrected"
 FAULT = _ROUND + "FaultRecorded"
 ACTION = _ROUND + "ActionRecorded"
 # A settlement-API-2 fault is an action like any other: its payload is decoded
-# only when it says so (inside a JSON string a quote is escaped, so text cannot fake it).
-_FAULT_ACTION = re.compile(rb'"action": ?"fault"')
+# only when it says so, by its stored name or its source's mark (`is_fault`;
+# inside a JSON string a quote is escaped, so text cannot fake it).
+_FAULT_ACTION = re.compile(rb'"action": ?"fault"|"fault": ?true')
 REVOKED = "ledger.domain.key_registry:KeyRegistry.KeyRevoked"
 VERIFIED = "ledger.domain.audit_trail:AuditTrail.VerificationRecorded"
 SELF_VERIFIED = "ledger.domain.audit_trail:AuditTrail.SelfVerificationRecorded"
@@ -226,7 +227,7 @@ class _Scanner:
     ) -> Iterator[SignificantEvent]:
         if topic == OPENED:
             yield from self._opened(position, at, stream, state)
-        elif topic == FAULT or (topic == ACTION and state.get("action") == "fault"):
+        elif topic == FAULT or (topic == ACTION and _action_is_fault(state)):
             reason = (
                 state.get("reason") if topic == FAULT else (state.get("args") or {}).get("reason")
             )
@@ -451,6 +452,10 @@ def log_envelopes(
         after = rows[-1][0]
         if progress:
             progress(len(rows))
+
+
+def _action_is_fault(state: dict[str, Any]) -> bool:
+    return is_fault(str(state.get("action")), state.get("source") or {})
 
 
 def scan_significant(

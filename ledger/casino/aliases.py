@@ -24,16 +24,23 @@ from eventsourcing.domain import Aggregate
 
 from ledger.casino import attestation
 from ledger.casino.context import Context
-from ledger.casino.legality import legal_actor, offers, outcome_action_of, step_of, stored_outcome
+from ledger.casino.legality import (
+    hidden_fault,
+    legal_actor,
+    offers,
+    outcome_action_of,
+    step_of,
+    stored_outcome,
+)
 from ledger.casino.play import Chooser, play
 from ledger.casino.runner import Body, Work
 from ledger.domain.round import Round
 from ledger.domain.round_records import BETTING, SETTLED
-from ledger.domain.signed_facts import fault_fact, throw_fact
+from ledger.domain.signed_facts import FAULT_FACT, fault_fact, throw_fact
 from ledger.domain.stored_names import SIGNED_THROW
 from ledger.errors import InvalidCommandError
 from ledger.games.api import RecordedAction, Step
-from ledger.games.replay import CLOSE_BETTING, FAULT, actor_for, outcome_move
+from ledger.games.replay import actor_for, outcome_move
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
 
@@ -55,7 +62,8 @@ ALIASES: tuple[Alias, ...] = (
     Alias(
         "Python API",
         "`Casino.close_betting`",
-        "`Casino.act` of the `close_betting` move, by the actor the game lets close betting",
+        "`Casino.act` of the move the game declares closes betting (its `close_action`), by "
+        "the actor the game lets take it",
     ),
     Alias(
         "Python API",
@@ -73,7 +81,7 @@ ALIASES: tuple[Alias, ...] = (
     Alias(
         "Python API",
         "`Casino.record_fault`",
-        "`Casino.act` of the `fault` move, attested by a dealer device's fault report "
+        "`Casino.act` of the game's `fault_action`, attested by a dealer device's fault report "
         '(`DealerDevice.fault`); answers `{"faults": N, "then": ...}`',
     ),
     Alias(
@@ -113,7 +121,7 @@ ALIASES: tuple[Alias, ...] = (
     Alias(
         "HTTP",
         f"`POST {ROUND}/close-betting`",
-        f"`POST {ROUND}/act` of `close_betting` (`Casino.close_betting`)",
+        f"`POST {ROUND}/act` of the game's `close_action` (`Casino.close_betting`)",
     ),
     Alias(
         "HTTP",
@@ -158,11 +166,12 @@ ALIASES: tuple[Alias, ...] = (
 
 
 def close_betting(context: Context, round_id: str) -> Body:
-    """`act` of `close_betting`, by the actor the game lets close betting."""
+    """`act` of the game's `close_action`, by the actor the game lets take it."""
 
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
-        return None, play(context, work, game_round, wrapped(context, CLOSE_BETTING, None))[1]
+        close = context.game_of(game_round).close_action
+        return None, play(context, work, game_round, wrapped(context, close, None))[1]
 
     return body
 
@@ -190,11 +199,12 @@ def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
             raise InvalidCommandError(f"round {game_round.id} has no RNG seed: a physical table")
         game = context.game_of(game_round)
         step = step_of(context, game, game_round)
-        move = outcome_move(step)
+        move = outcome_move(game, step)
         draw = move[2] if move is not None else None
         if draw is None or draw["kind"] != "dice":
             raise InvalidCommandError(
-                f"round {game_round.id}: the game draws no dice now ({offers(step)})"
+                f"round {game_round.id} ({game_round.game}): the game draws no dice now "
+                f"({offers(step, hidden_fault(game, game_round))})"
             )
         assert move is not None  # the dice drawn settle what the game says
         played, changed = play(context, work, game_round, wrapped(context, move[1], rng))
@@ -204,14 +214,19 @@ def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
 
 
 def record_fault(context: Context, round_id: str, reason: str, source: dict[str, Any]) -> Body:
-    """`act` of `fault`, attested by a dealer device's fault report (`fault_fact`);
-    answers how many faulty draws and what followed."""
+    """`act` of the game's `fault_action`, attested by a dealer device's fault
+    report (`fault_fact`); answers how many faulty draws and what followed."""
 
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
         game = context.game_of(game_round)
-        actor = legal_actor(context, game, game_round, FAULT)
-        reason_args = game.validate_args(actor, FAULT, {"reason": reason})
+        fault = game.fault_action
+        if fault is None:
+            raise InvalidCommandError(
+                f"round {game_round.id} ({game_round.game}): the game has no faulty draw"
+            )
+        actor = legal_actor(context, game, game_round, fault)
+        reason_args = game.validate_args(actor, fault, {"reason": reason})
         played, changed = play(
             context, work, game_round, fault_reported(context, reason_args, source)
         )
@@ -261,12 +276,13 @@ def wrapped(context: Context, action: str, rng: RngServer | None) -> Chooser:
         if actor is None:
             raise InvalidCommandError(
                 f"round {game_round.id} ({game_round.game}): nobody may {action} now "
-                f"({offers(step)})"
+                f"({offers(step, hidden_fault(game, game_round))})"
             )
         given = game.validate_args(actor, action, {})
         draw = step["moves"][actor][action]
         drawn, attested = attestation.attest(
             context,
+            game,
             game_round,
             number,
             actor,
@@ -289,9 +305,9 @@ def reported(context: Context, outcome: Any, source: dict[str, Any]) -> Chooser:
         game: LoadedGame, game_round: Round, step: Step, number: int
     ) -> tuple[RecordedAction, dict[str, Any]]:
         done = outcome_action_of(game, game_round, step, outcome)
-        checked = stored_outcome(step, done)
+        checked = stored_outcome(game, step, done)
         attestation.check_source(
-            context, game_round, source, throw_fact(game_round.id, game_round.draws, checked)
+            context, game, game_round, source, throw_fact(game_round.id, game_round.draws, checked)
         )
         return done, attestation.signed_as(source, SIGNED_THROW, step, done)
 
@@ -306,15 +322,17 @@ def fault_reported(
     def choose(
         game: LoadedGame, game_round: Round, step: Step, number: int
     ) -> tuple[RecordedAction, dict[str, Any]]:
-        actor = actor_for(step, FAULT)
-        assert actor is not None  # checked by the caller
+        fault = game.fault_action
+        actor = None if fault is None else actor_for(step, fault)
+        assert fault is not None and actor is not None  # checked by the caller
         attestation.check_source(
             context,
+            game,
             game_round,
             source,
             fault_fact(game_round.id, game_round.draws, reason_args["reason"]),
         )
-        done: RecordedAction = {"actor": actor, "action": FAULT, "args": reason_args, "drawn": []}
-        return done, attestation.signed_as(source, "fault", step, done)
+        done: RecordedAction = {"actor": actor, "action": fault, "args": reason_args, "drawn": []}
+        return done, attestation.signed_as(source, FAULT_FACT, step, done)
 
     return choose

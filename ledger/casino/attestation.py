@@ -18,10 +18,10 @@ from ledger.crypto.signing import Signer
 from ledger.crypto.validity import operator_may_sign_now
 from ledger.domain.round import Round
 from ledger.domain.round_sources import FAULTY_DRAW
-from ledger.domain.signed_facts import action_fact
+from ledger.domain.signed_facts import FAULT_FACT, action_fact
 from ledger.errors import InvalidCommandError, VerificationError
 from ledger.games.api import DECK_SIZE, Draw, RecordedAction, Step
-from ledger.games.replay import FAULT
+from ledger.plugins.registry import LoadedGame
 from ledger.rng.deck import shuffled_deck
 from ledger.rng.server import RngServer
 
@@ -52,7 +52,11 @@ def check_device(context: Context, source: dict[str, Any], fact: dict[str, Any])
 
 
 def check_source(
-    context: Context, game_round: Round, source: dict[str, Any], fact: dict[str, Any]
+    context: Context,
+    game: LoadedGame,
+    game_round: Round,
+    source: dict[str, Any],
+    fact: dict[str, Any],
 ) -> None:
     """Who may state an outcome or a fault: on an RNG round nobody (the core
     computes it); on a physical round only a dealer device, with its own
@@ -63,7 +67,8 @@ def check_source(
     if source.get("kind") == "rng":
         raise InvalidCommandError("RNG draws are made by the node (act, throw_dice), not reported")
     # Refuses every source on an RNG round, and any but a device's elsewhere.
-    game_round.check_source(source, FAULTY_DRAW if fact["action"] == "fault" else "an outcome")
+    faulty = fact["action"] == FAULT_FACT
+    game_round.check_source(source, FAULTY_DRAW if faulty else "an outcome")
     check_device(context, source, fact)
 
 
@@ -83,6 +88,7 @@ def signed_as(
 
 def attest(
     context: Context,
+    game: LoadedGame,
     game_round: Round,
     number: int,
     actor: str,
@@ -105,7 +111,7 @@ def attest(
     if asked_by is not None:
         command["by"] = dict(asked_by)
     if game_round.is_rng:
-        if action == FAULT:
+        if action == game.fault_action:
             raise InvalidCommandError(
                 f"round {game_round.id} is on an RNG table: an RNG draw is never faulty "
                 "(if the RNG malfunctioned, void the round)"
@@ -122,10 +128,10 @@ def attest(
     # is what its dealer device saw and signed (rules §1.4); while betting is
     # open the node may end it by its own command (no randomness, no bet
     # decided by it).
-    if source is None and betting_open and draw is None and action != FAULT:
+    if source is None and betting_open and draw is None and action != game.fault_action:
         return [], command
     fact_of = partial(action_fact, game_round.id, number, actor, action, args)
-    return _device_report(context, game_round, action, draw, source, fact_of)
+    return _device_report(context, game, game_round, action, draw, source, fact_of)
 
 
 def _rng_draw(
@@ -156,14 +162,15 @@ def _rng_draw(
 
 def _device_report(
     context: Context,
+    game: LoadedGame,
     game_round: Round,
     action: str,
     draw: Draw | None,
     source: dict[str, Any] | None,
     fact_of: Callable[[list[int]], dict[str, Any]],
 ) -> tuple[list[int], dict[str, Any]]:
-    """A dealer device's signed report of the action: what it drew, of the kind
-    and count the game asked for, and its signature over the action's fact."""
+    """A dealer device's signed report of the action: what it drew, of the kind,
+    count and values the game declares, and its signature over the action's fact."""
     if not isinstance(source, dict) or source.get("kind") != "device":
         raise InvalidCommandError(
             f"round {game_round.id} is on a physical table: {action} comes only from a "
@@ -171,7 +178,8 @@ def _device_report(
         )
     drawn = source.get("drawn")
     count = 0 if draw is None else draw["count"]
-    low, high = (1, 6) if draw is not None and draw["kind"] == "dice" else (0, DECK_SIZE - 1)
+    values = game.draw_range(draw["kind"]) if draw is not None else {"low": 0, "high": 0}
+    low, high = values["low"], values["high"]
     if (
         not isinstance(drawn, list)
         or len(drawn) != count

@@ -22,8 +22,7 @@ from ledger.domain.round import Round
 from ledger.domain.round_records import SETTLED, BetResult
 from ledger.domain.signed_facts import correction_fact
 from ledger.errors import InvalidCommandError
-from ledger.games.api import DECK_SIZE
-from ledger.games.replay import CLOSE_BETTING, FAULT, replay, settlements_from
+from ledger.games.replay import declared, replay, settlements_from
 from ledger.plugins.registry import LoadedGame
 
 Done = tuple[list[BetResult], list[Aggregate]]
@@ -44,7 +43,7 @@ def correct(
         at = game_round.action_entry(number)
         _, before_step = replay(game, bets_of(game_round), game_round.log[:at])
         right_action = outcome_action_of(game, game_round, before_step, outcome)
-        right = stored_outcome(before_step, right_action)
+        right = stored_outcome(game, before_step, right_action)
         return _correction(context, work, game, game_round, number, right, reason, operator)
 
     return body
@@ -133,7 +132,7 @@ def _rederive(
     _, current = replay(game, bets, game_round.log[:at])
     draw = current["moves"].get(done["actor"], {}).get(done["action"])
     if draw is None:
-        if as_drawn or done["action"] in (CLOSE_BETTING, FAULT):
+        if as_drawn or done["action"] in declared(game):
             raise InvalidCommandError(f"action {step} drew nothing to correct")
         if not isinstance(right, Mapping):
             raise InvalidCommandError(f"an outcome is an object, not {right!r}")
@@ -145,7 +144,8 @@ def _rederive(
         wrong = {kind: list(done["drawn"])}
         if not as_drawn:  # {kind: drawn}, as `correct` is given it
             right = right.get(kind) if isinstance(right, Mapping) and len(right) == 1 else None
-        low, high = (1, 6) if kind == "dice" else (0, DECK_SIZE - 1)
+        values = game.draw_range(kind)  # the values the game declares
+        low, high = values["low"], values["high"]
         if (
             not isinstance(right, list)
             or len(right) != draw["count"]

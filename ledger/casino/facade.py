@@ -145,7 +145,7 @@ class Casino:
         if game_round.settlement_api < 2:
             return {}
         game = self.context.game_of(game_round)
-        return offered_moves(step_of(self.context, game, game_round), game_round)
+        return offered_moves(game, step_of(self.context, game, game_round), game_round)
 
     def game(self, game_id: str) -> LoadedGame:
         """The installed game `game_id` (NotFoundError when none is)."""
@@ -358,8 +358,8 @@ class Casino:
         return self.game(game_id)
 
     def close_betting(self, *, request_id: str, round_id: str) -> None:
-        """An alias of `act`: the `close_betting` move, by the actor the game lets
-        close betting (`ledger.casino.aliases`)."""
+        """An alias of `act`: the move the game declares closes betting
+        (`close_action`), by the actor it lets take it (`ledger.casino.aliases`)."""
         body = aliases.close_betting(self.context, round_id)
         self.runner.run("close_betting", request_id, {"round_id": str(round_id)}, body)
 

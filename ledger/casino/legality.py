@@ -10,7 +10,7 @@ from ledger.casino.context import Context, bets_of
 from ledger.domain.round import Round
 from ledger.errors import InvalidCommandError
 from ledger.games.api import RecordedAction, Step
-from ledger.games.replay import FAULT, actor_for, outcome_action, outcome_move
+from ledger.games.replay import actor_for, outcome_action, outcome_move
 from ledger.plugins.registry import LoadedGame
 
 
@@ -19,24 +19,38 @@ def step_of(context: Context, game: LoadedGame, game_round: Round) -> Step:
     return context.steps.replay(game, game_round.id, bets_of(game_round), game_round.log)[1]
 
 
-def offered_moves(step: Step, game_round: Round) -> dict[str, list[str]]:
-    """Who may do what next, as a caller sees it: the game's moves, less a fault
+def offered_moves(game: LoadedGame, step: Step, game_round: Round) -> dict[str, list[str]]:
+    """Who may do what next, as a caller sees it: the game's moves, less its fault
     at an RNG round (only a physical table's device reports one, rules §1.4)."""
-    rng = game_round.seed_id is not None
+    hidden = hidden_fault(game, game_round)
     return {
-        actor: [action for action in offered if not (rng and action == FAULT)]
+        actor: [action for action in offered if action != hidden]
         for actor, offered in step["moves"].items()
     }
 
 
-def offers(step: Step) -> str:
-    moves = [f"{actor} may {a}" for actor, offered in step["moves"].items() for a in offered]
+def hidden_fault(game: LoadedGame, game_round: Round) -> str | None:
+    """The game's fault at an RNG round, which nobody may take there."""
+    return game.fault_action if game_round.seed_id is not None else None
+
+
+def offers(step: Step, hidden: str | None = None) -> str:
+    """The moves the step offers, in the game's own names (less `hidden`)."""
+    moves = [
+        f"{actor} may {a}"
+        for actor, offered in step["moves"].items()
+        for a in offered
+        if a != hidden
+    ]
     return "; ".join(moves) or ("it is over" if step["over"] else "no move is offered")
 
 
-def refusal(game_round: Round, actor: str, action: str, step: Step) -> InvalidCommandError:
+def refusal(
+    game: LoadedGame, game_round: Round, actor: str, action: str, step: Step
+) -> InvalidCommandError:
+    moves = offers(step, hidden_fault(game, game_round))
     return InvalidCommandError(
-        f"round {game_round.id} ({game_round.game}): {actor} may not {action} now ({offers(step)})"
+        f"round {game_round.id} ({game_round.game}): {actor} may not {action} now ({moves})"
     )
 
 
@@ -46,7 +60,8 @@ def legal_actor(context: Context, game: LoadedGame, game_round: Round, action: s
     actor = actor_for(step, action)
     if actor is None:
         raise InvalidCommandError(
-            f"round {game_round.id} ({game_round.game}): nobody may {action} now ({offers(step)})"
+            f"round {game_round.id} ({game_round.game}): nobody may {action} now "
+            f"({offers(step, hidden_fault(game, game_round))})"
         )
     return actor
 
@@ -60,7 +75,7 @@ def check_betting(context: Context, game: LoadedGame, game_round: Round, what: s
     step = step_of(context, game, game_round)
     raise InvalidCommandError(
         f"round {game_round.id} is not taking bets (it is {game_round.status}): "
-        f"a player may not {what} now ({offers(step)})"
+        f"a player may not {what} now ({offers(step, hidden_fault(game, game_round))})"
     )
 
 
@@ -70,27 +85,31 @@ def outcome_action_of(
     """The action a reported outcome stands for, or refuse saying why."""
     if not isinstance(outcome, Mapping):
         raise InvalidCommandError(f"an outcome is an object, not {outcome!r}")
-    move = outcome_move(step)
+    move = outcome_move(game, step)
     if move is None:
         raise InvalidCommandError(
             f"round {game_round.id} is not awaiting an outcome (it is {game_round.status}): "
-            f"nobody may report one now ({offers(step)})"
+            f"nobody may report one now ({offers(step, hidden_fault(game, game_round))})"
         )
     actor, action, draw = move
     if draw is None:
         outcome = game.validate_args(actor, action, outcome)
-    found = outcome_action(step, outcome)
-    if found is None:
-        assert draw is not None  # an argument-only move takes any validated outcome
+    found = outcome_action(game, step, outcome)
+    values = None if draw is None else game.draw_range(draw["kind"])
+    if found is None or (
+        values is not None and not all(values["low"] <= v <= values["high"] for v in found["drawn"])
+    ):
+        assert draw is not None and values is not None  # an argument-only move takes any
         raise InvalidCommandError(
-            f"bad outcome {dict(outcome)!r}: {action} draws {draw['count']} {draw['kind']}"
+            f"bad outcome {dict(outcome)!r}: {action} draws {draw['count']} {draw['kind']} "
+            f"({values['low']}..{values['high']})"
         )
     return found
 
 
-def stored_outcome(step: Step, action: RecordedAction) -> dict[str, Any]:
+def stored_outcome(game: LoadedGame, step: Step, action: RecordedAction) -> dict[str, Any]:
     """An outcome as rounds store it: {kind: drawn} for randomness, else its args."""
-    move = outcome_move(step)
+    move = outcome_move(game, step)
     if move is not None and move[2] is not None:
         return {move[2]["kind"]: action["drawn"]}
     return dict(action["args"])

@@ -20,6 +20,7 @@ from ledger.casino.legality import offered_moves, refusal
 from ledger.casino.runner import Work
 from ledger.domain.round import Round
 from ledger.domain.round_records import BetResult
+from ledger.domain.stored_names import fault_marked
 from ledger.games.api import RecordedAction, Step
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
@@ -39,6 +40,8 @@ def play(context: Context, work: Work, game_round: Round, choose: Chooser) -> Pl
     done, attested = choose(game, game_round, step, number)
     actions.append(done)
     after = game.step(bets, actions)
+    if done["action"] == game.fault_action:  # known as a fault without its game
+        attested = fault_marked(done["action"], attested)
     game_round.record_action(dict(done), attested, dict(after))
     context.steps.remember(game, game_round.id, bets, game_round.log, actions, after)
     changed: list[Aggregate] = [game_round]
@@ -58,7 +61,7 @@ def play(context: Context, work: Work, game_round: Round, choose: Chooser) -> Pl
         "settled": settled,
         "void": after["void"],
         "over": after["over"],
-        "moves": offered_moves(after, game_round),
+        "moves": offered_moves(game, after, game_round),
     }
     return result, changed
 
@@ -79,10 +82,11 @@ def chosen(
     ) -> tuple[RecordedAction, dict[str, Any]]:
         offered = step["moves"].get(actor, {}) if isinstance(actor, str) else {}
         if not isinstance(action, str) or action not in offered:
-            raise refusal(game_round, str(actor), str(action), step)
+            raise refusal(game, game_round, str(actor), str(action), step)
         given = game.validate_args(actor, action, dict(args or {}))
         drawn, attested = attestation.attest(
             context,
+            game,
             game_round,
             number,
             actor,

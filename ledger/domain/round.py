@@ -35,7 +35,7 @@ from ledger.domain.round_records import (
 )
 from ledger.domain.round_rules import check_correction, check_fresh_cards, check_void
 from ledger.domain.round_sources import check_source, rng_source
-from ledger.domain.stored_names import ROUND_OPENED, SIGNED_THROW, upcast
+from ledger.domain.stored_names import ROUND_OPENED, SIGNED_THROW, is_fault, upcast
 from ledger.errors import InvalidCommandError
 
 
@@ -398,10 +398,9 @@ class Round(RoundAliases, PlainCopy, Aggregate):
             self.drawn += 1
         if source.get("draw") == "cards":
             self.dealt.extend(drawn)
-        elif drawn or action == "fault" or source.get("signed") == SIGNED_THROW:
+        elif drawn or is_fault(action, source) or source.get("signed") == SIGNED_THROW:
             self.draws += 1  # dice, or a faulty draw: the next dice draw's counter moves on
-        if action == "fault":
-            self.faults += 1
+        self.faults += is_fault(action, source)
         self.status = BETTING if betting else CLOSED
 
     def settle_step(self, returns: dict[str, int], over: bool) -> list[BetResult]:

@@ -22,10 +22,14 @@ def throw_fact(round_id: UUID | str, counter: int, outcome: dict[str, Any]) -> d
     return {"action": THROW_FACT, "round": str(round_id), THROW_FACT: counter, "outcome": outcome}
 
 
+#: The `action` of a fault fact: the fact's own name, whatever the game calls its fault.
+FAULT_FACT = "fault"
+
+
 def fault_fact(round_id: UUID | str, counter: int, reason: str) -> dict[str, Any]:
     """What a dealer device signs when it reports a faulty draw as the round's
     draw number `counter`."""
-    return {"action": "fault", "round": str(round_id), THROW_FACT: counter, "reason": reason}
+    return {"action": FAULT_FACT, "round": str(round_id), THROW_FACT: counter, "reason": reason}
 
 
 def action_fact(

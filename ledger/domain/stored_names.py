@@ -62,8 +62,25 @@ RENAMED_TOPICS: Final = frozenset(topic for topic, _ in STORED_AS)
 THROW_FACT: Final = "throw"
 #: `source["signed"]` of an action a dealer device attested by a draw report.
 SIGNED_THROW: Final = THROW_FACT
+#: The action name every faulty draw was stored under before a game declared
+#: its own (`Game.fault_action`): a recorded action so named is a fault.
+STORED_FAULT: Final = "fault"
+#: `source["fault"]` (true): a faulty draw its game names otherwise, so a
+#: reader with no game (the aggregate, the log scan) knows it as one.
+FAULT_MARK: Final = "fault"
 #: The argument `Casino.open_table`'s request record fingerprints the game under.
 OPEN_TABLE_GAME_ARG: Final = "variant"
+
+
+def is_fault(action: str, source: Mapping[str, Any]) -> bool:
+    """Whether a recorded action is a faulty draw, read from the record alone."""
+    return action == STORED_FAULT or source.get(FAULT_MARK) is True
+
+
+def fault_marked(action: str, source: dict[str, Any]) -> dict[str, Any]:
+    """The source of the game's fault as recorded: marked when its name is not
+    the stored one (rounds recorded before keep their shape)."""
+    return source if action == STORED_FAULT else {**source, FAULT_MARK: True}
 
 
 def class_version_of(state: Mapping[str, Any]) -> int:

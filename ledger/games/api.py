@@ -19,15 +19,21 @@ Vocabulary the core relies on:
   device), ``seat:N`` (the player at seat N), or another name the game uses.
 - An *action* is a string the game chooses (``close_betting``, ``throw``,
   ``fault``, ``deal``, ``hit``, ``stand``, ``draw``, ``check:3``, ``stop``).
-- ``fault`` is reserved: a physical device's throw or deal that could not be
-  used (cocked dice, a misdeal), with ``args["reason"]``. The core refuses it
-  on an RNG table (an RNG draw is never faulty, RULES §1.4).
+  The core knows no action by name: the game declares the two it treats
+  apart. `Game.close_action` closes betting (the move the core's
+  close-betting alias and `ledger simulate` take). `Game.fault_action`, if
+  not None, is a physical device's draw that could not be used (cocked dice,
+  a misdeal), with ``args["reason"]``; the core refuses it on an RNG table
+  (an RNG draw is never faulty, RULES §1.4).
 - *Who attests* an action is the core's business, not the game's: at a
   physical table every action comes in a dealer device's signed report (or,
   later, a player's authenticated session); at an RNG table the core draws
   the randomness from the round's committed seed and records the rest as the
   node's own command.
-- *Randomness* is dice (faces 1..6) or cards. A card is an int 0..51:
+- *Randomness* is dice or cards, each kind the game consumes declared in
+  `Game.draws` with its value range (`DrawRange`): dice ``low`` 1 to
+  ``high`` = the number of faces (6 for the shipped games), cards always
+  ``low`` 0 to ``high`` 51, the core's deck. A card is an int 0..51:
   ``rank = card // 4 + 1`` (1 ace, 2..10, 11 jack, 12 queen, 13 king) and
   ``suit = card % 4`` (0 clubs, 1 diamonds, 2 hearts, 3 spades). One fresh
   deck per round; the core never deals a card twice from it.
@@ -44,6 +50,17 @@ from typing import Any, Final, Literal, Protocol, TypedDict, runtime_checkable
 SETTLEMENT_API: Final = 2
 
 DECK_SIZE: Final = 52
+
+
+class DrawRange(TypedDict):
+    """The values one kind of randomness takes, both ends included."""
+
+    low: int
+    high: int
+
+
+#: The one card range the core deals from: its 52-card deck.
+CARDS: Final[DrawRange] = {"low": 0, "high": DECK_SIZE - 1}
 
 
 class Draw(TypedDict):
@@ -97,6 +114,15 @@ class Game(Protocol):
     settlement_api: int
     #: Optional capabilities the game declares, e.g. ``{"exact-paytable"}``.
     capabilities: frozenset[str]
+    #: The action that closes betting, offered by the game's first step
+    #: (e.g. ``close_betting``).
+    close_action: str
+    #: The action by which a physical table's dealer device reports a draw it
+    #: could not use (``args["reason"]``), or None if the game has none.
+    fault_action: str | None
+    #: Each kind of randomness the game's moves consume (``dice``, ``cards``)
+    #: with its values: ``{"dice": {"low": 1, "high": 6}}``; empty if none.
+    draws: Mapping[str, DrawRange]
 
     def validate_bet(self, bet: Mapping[str, Any], placed: Mapping[str, BetView]) -> dict[str, Any]:
         """The bet in canonical form given the bets already placed, or raise
@@ -122,9 +148,16 @@ EXACT_PAYTABLE: Final = "exact-paytable"
 
 
 class Stepping(Protocol):
-    """What replaying a round needs of a game: its step. The core passes the
-    plugin's game guarded (`ledger.plugins.registry.LoadedGame`), whose step is
-    checked for shape; this layer only names what it calls."""
+    """What replaying a round needs of a game: its step and the two actions it
+    declares (a stored round's own close and fault entries stand for them). The
+    core passes the plugin's game guarded (`ledger.plugins.registry.LoadedGame`),
+    whose step is checked for shape; this layer only names what it calls."""
+
+    @property
+    def close_action(self) -> str: ...
+
+    @property
+    def fault_action(self) -> str | None: ...
 
     def step(self, bets: Mapping[str, BetView], actions: Sequence[RecordedAction]) -> Step: ...
 

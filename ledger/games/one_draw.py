@@ -1,5 +1,5 @@
-"""A one-draw game's draw, read from its own steps: after the one move that
-closes betting, the one move that draws dice (``simulated-play`` games whose
+"""A one-draw game's draw, read from its own steps: after the move it declares
+closes betting (`close_action`), the one move that draws dice (``simulated-play`` games whose
 rounds are one draw, `ledger.games.api.SimulatedPlay`)."""
 
 from __future__ import annotations
@@ -11,11 +11,15 @@ def one_draw(game: Stepping) -> tuple[str, str, Draw] | None:
     """(actor, action, what it draws) of the draw that settles the round, or
     None when the game's round is not that shape."""
     opening = game.step({}, [])
-    offered = [(a, m) for a, moves in opening["moves"].items() for m in moves]
-    if len(offered) != 1:
+    closers = [a for a, moves in opening["moves"].items() if game.close_action in moves]
+    if len(closers) != 1:
         return None
-    actor, action = offered[0]
-    closing: RecordedAction = {"actor": actor, "action": action, "args": {}, "drawn": []}
+    closing: RecordedAction = {
+        "actor": closers[0],
+        "action": game.close_action,
+        "args": {},
+        "drawn": [],
+    }
     after = game.step({}, [closing])
     draws = [
         (a, m, d) for a, moves in after["moves"].items() for m, d in moves.items() if d is not None

@@ -17,11 +17,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ledger.domain.round_records import LogEntry
+from ledger.domain.stored_names import STORED_FAULT
 from ledger.errors import InvalidCommandError
 from ledger.games.api import BetView, Draw, RecordedAction, Step, Stepping
 
-FAULT = "fault"
-CLOSE_BETTING = "close_betting"
+
+def declared(game: Stepping) -> frozenset[str]:
+    """The actions the game declares apart from its play: its close and its fault."""
+    return frozenset(a for a in (game.close_action, game.fault_action) if a is not None)
 
 
 def actor_for(step: Step, action: str) -> str | None:
@@ -32,20 +35,21 @@ def actor_for(step: Step, action: str) -> str | None:
     return None
 
 
-def outcome_move(step: Step) -> tuple[str, str, Draw | None] | None:
+def outcome_move(game: Stepping, step: Step) -> tuple[str, str, Draw | None] | None:
     """The one move an outcome can fill now: (actor, action, its draw)."""
+    apart = declared(game)
     found = [
         (actor, action, draw)
         for actor, offered in step["moves"].items()
         for action, draw in offered.items()
-        if action not in (FAULT, CLOSE_BETTING)
+        if action not in apart
     ]
     return found[0] if len(found) == 1 else None
 
 
-def outcome_action(step: Step, outcome: Mapping[str, Any]) -> RecordedAction | None:
+def outcome_action(game: Stepping, step: Step, outcome: Mapping[str, Any]) -> RecordedAction | None:
     """The action `outcome` stands for after `step`, or None if it fits no move."""
-    move = outcome_move(step)
+    move = outcome_move(game, step)
     if move is None:
         return None
     actor, action, draw = move
@@ -59,7 +63,7 @@ def outcome_action(step: Step, outcome: Mapping[str, Any]) -> RecordedAction | N
     return {"actor": actor, "action": action, "args": {}, "drawn": list(drawn)}
 
 
-def entry_action(step: Step, entry: LogEntry) -> RecordedAction | None:
+def entry_action(game: Stepping, step: Step, entry: LogEntry) -> RecordedAction | None:
     """The action a recorded entry stands for after `step`, or None if illegal."""
     if "action" in entry:  # recorded as the action itself (settlement API 2)
         done = entry["action"]
@@ -76,8 +80,13 @@ def entry_action(step: Step, entry: LogEntry) -> RecordedAction | None:
             "drawn": list(done["drawn"]),
         }
     if "outcome" in entry:
-        return outcome_action(step, entry["outcome"])
-    action, args = (FAULT, {"reason": entry["fault"]}) if "fault" in entry else (CLOSE_BETTING, {})
+        return outcome_action(game, step, entry["outcome"])
+    if STORED_FAULT in entry:  # the round's own entry for a faulty draw (settlement API 1)
+        if game.fault_action is None:
+            return None
+        action, args = game.fault_action, {"reason": entry["fault"]}
+    else:  # its own entry for betting closed
+        action, args = game.close_action, {}
     actor = actor_for(step, action)
     if actor is None:
         return None
@@ -102,7 +111,7 @@ def replay_from(
     """`replay`, continued: `actions` are the first entries of `log` as actions
     (extended in place) and `step` the game's step after them."""
     for entry in log[len(actions) :]:
-        action = entry_action(step, entry)
+        action = entry_action(game, step, entry)
         if action is None:
             raise InvalidCommandError(f"{describe_entry(entry)} is not a move the game offered")
         actions.append(action)
@@ -116,7 +125,7 @@ def describe_entry(entry: LogEntry) -> str:
         return f"{done['actor']} {done['action']} {done['args']!r} drawing {done['drawn']!r}"
     if "outcome" in entry:
         return f"outcome {entry['outcome']!r}"
-    return "a faulty draw" if "fault" in entry else "closing betting"
+    return "a faulty draw" if STORED_FAULT in entry else "closing betting"
 
 
 def settlements_from(
@@ -132,7 +141,7 @@ def settlements_from(
     number = -1
     for index, entry in enumerate(log):
         number += 1 if "action" in entry else 0
-        action = entry_action(step, entry)
+        action = entry_action(game, step, entry)
         if action is None:
             raise InvalidCommandError(f"{describe_entry(entry)} is not a move the game offered")
         actions.append(action)

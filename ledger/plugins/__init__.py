@@ -29,6 +29,7 @@ from ledger.crypto.canonical import canonical  # noqa: E402  (a game's canonical
 from ledger.errors import ConfigError, InvalidCommandError, PluginError  # noqa: E402
 from ledger.games.api import (  # noqa: E402
     BET_FAMILIES,
+    CARDS,
     DECK_SIZE,
     EXACT_PAYTABLE,
     SETTLEMENT_API,
@@ -36,6 +37,7 @@ from ledger.games.api import (  # noqa: E402
     BetFamilies,
     BetView,
     Draw,
+    DrawRange,
     ExactPaytable,
     Game,
     RecordedAction,
@@ -48,6 +50,7 @@ from ledger.plugins.registry import GameRegistry, rules_hash  # noqa: E402
 
 __all__ = [
     "BET_FAMILIES",
+    "CARDS",
     "DECK_SIZE",
     "EXACT_PAYTABLE",
     "SETTLEMENT_API",
@@ -56,6 +59,7 @@ __all__ = [
     "BetView",
     "ConfigError",
     "Draw",
+    "DrawRange",
     "ExactPaytable",
     "Game",
     "GameRegistry",

@@ -17,7 +17,15 @@ legal paths through each of its games:
   `family_of` names; ``simulated-play`` picks catalogue bets, stakes them by
   positive multipliers, and either plays a one-draw round (betting closes,
   then one move draws dice) or plays rounds of turns to their end with moves
-  its own step offers.
+  its own step offers;
+- what the core reads of the game holds: its first step offers its
+  `close_action`, taking it closes betting, its `fault_action` (if any) is a
+  move its play offers and takes a reason, and every draw is of a kind it
+  declares, in its declared range (a renamed action fails here);
+- a plugin implementing ``ledger_game_from_rules`` builds from each of its
+  games' rules data a game that plays exactly as that game, and refuses
+  rules data with an option it does not know (`GameRulesContract`,
+  `ledger.plugins.rules_contract`).
 """
 
 from __future__ import annotations
@@ -35,28 +43,85 @@ from hypothesis import strategies as st
 from ledger.errors import InvalidCommandError
 from ledger.games.api import DECK_SIZE, SETTLEMENT_API, BetView, Draw, RecordedAction, Step
 from ledger.games.one_draw import one_draw
-from ledger.plugins.manager import get_plugin_manager
+from ledger.plugins.manager import Plugins, get_plugin_manager
 from ledger.plugins.registry import LoadedGame, rules_hash
+from ledger.plugins.rules_contract import (
+    MAX_ACTIONS,
+    GameRulesContract,
+    implements_game_from_rules,
+    legal_walk,
+)
 
-MAX_ACTIONS = 200  # a walk longer than this is a game that never ends
 
-
-class GameContract:
-    """Subclass with `plugin` = the plugin object; optionally `fault_args`."""
+class GameContract(GameRulesContract):
+    """Subclass with `plugin` = the plugin object; optionally `action_args`."""
 
     plugin: ClassVar[Any]
     plugin_name: ClassVar[str] = "plugin-under-test"
-    #: Arguments the walk gives an action (by action name); others get {}.
-    action_args: ClassVar[Mapping[str, Mapping[str, Any]]] = {"fault": {"reason": "cocked"}}
+    #: Arguments the walk gives an action (by action name); others get {}, and
+    #: the game's `fault_action` a reason.
+    action_args: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
+
+    def plugins_under_test(self) -> Plugins:
+        """The plugin alone, loaded as the core loads every plugin."""
+        return get_plugin_manager(
+            load_entry_points=False, extra=[(self.plugin_name, self.plugin, "0+contract")]
+        )
 
     @pytest.fixture
     def games(self) -> dict[str, LoadedGame]:
-        plugins = get_plugin_manager(
-            load_entry_points=False, extra=[(self.plugin_name, self.plugin, "0+contract")]
-        )
-        found = plugins.games()
+        found = self.plugins_under_test().games()
         assert found, "the plugin registers no game"
         return found
+
+    def args_for(self, game: LoadedGame, action: str) -> dict[str, Any]:
+        """The arguments a walk gives `action` of `game`."""
+        if action in self.action_args:
+            return dict(self.action_args[action])
+        return {"reason": "cocked"} if action == game.fault_action else {}
+
+    def test_its_close_action_closes_betting(self, games: dict[str, LoadedGame]) -> None:
+        for game in games.values():
+            first = game.step({}, [])
+            closers = [a for a, offered in first["moves"].items() if game.close_action in offered]
+            assert closers, (
+                f"{game.id}: declares close_action {game.close_action!r}, its first step "
+                f"offers {first['moves']}"
+            )
+            args = game.validate_args(closers[0], game.close_action, {})
+            closing: RecordedAction = {
+                "actor": closers[0],
+                "action": game.close_action,
+                "args": args,
+                "drawn": [],
+            }
+            assert not game.step({}, [closing])["betting"], (
+                f"{game.id}: its close_action {game.close_action!r} leaves betting open"
+            )
+
+    def test_its_fault_action_is_a_move_it_offers(self, games: dict[str, LoadedGame]) -> None:
+        for game in games.values():
+            fault = game.fault_action
+            if fault is None:
+                continue
+            offered: set[str] = set()
+            found = self._fault_offered(game, fault, offered)
+            assert found is not None, (
+                f"{game.id}: declares fault_action {fault!r}, but no step of 20 walks "
+                f"offers it (they offer {', '.join(sorted(offered))})"
+            )
+            args = game.validate_args(found, fault, {"reason": "cocked"})
+            assert args.get("reason") == "cocked", f"{game.id}: {fault} drops its reason: {args}"
+
+    def _fault_offered(self, game: LoadedGame, fault: str, offered: set[str]) -> str | None:
+        """The first actor seeded walks find offered `fault`, noting every move seen."""
+        for seed in range(20):
+            for _, _, step in legal_walk(game, random.Random(seed), self.args_for):
+                for actor, moves in step["moves"].items():
+                    offered.update(moves)
+                    if fault in moves:
+                        return actor
+        return None
 
     def test_declares_id_rules_bets_and_api(self, games: dict[str, LoadedGame]) -> None:
         for game_id, game in games.items():
@@ -148,7 +213,8 @@ class GameContract:
             assert offered[action] == draw, f"{game.id}: {action} draws other than its step says"
             count = 0 if draw is None else draw["count"]
             if draw is not None and draw["kind"] == "dice":
-                drawn = [rng.randint(1, 6) for _ in range(count)]
+                faces = game.draw_range("dice")
+                drawn = [rng.randint(faces["low"], faces["high"]) for _ in range(count)]
             else:
                 drawn, deck = deck[:count], deck[count:]
             args = game.validate_args(actor, action, {})
@@ -163,6 +229,11 @@ class GameContract:
         # hypothesis refuses (HealthCheck.differing_executors: the suite failed
         # whenever two plugins' contract tests ran in one process).
         cls.test_random_legal_walks_keep_the_contract = _walks_test()  # type: ignore[method-assign]
+        plugin = getattr(cls, "plugin", None)
+        if plugin is not None and not implements_game_from_rules(plugin):
+            # No hook: nothing of it to test (pytest collects no None).
+            cls.test_game_from_rules_plays_as_each_of_its_games = None  # type: ignore[assignment]
+            cls.test_game_from_rules_refuses_an_option_it_does_not_know = None  # type: ignore[assignment]
 
     def test_random_legal_walks_keep_the_contract(
         self, games: dict[str, LoadedGame], data: st.DataObject
@@ -197,8 +268,8 @@ class GameContract:
             moves = [(a, m, d) for a, offered in step["moves"].items() for m, d in offered.items()]
             assert moves, f"{game.id}: a step that is not over offers no move: {step['state']}"
             actor, action, draw = data.draw(st.sampled_from(moves), label="move")
-            args = game.validate_args(actor, action, dict(self.action_args.get(action, {})))
-            drawn = self._draw(data, draw, dealt)
+            args = game.validate_args(actor, action, self.args_for(game, action))
+            drawn = self._draw(game, data, draw, dealt)
             actions.append({"actor": actor, "action": action, "args": args, "drawn": drawn})
             step = game.step(bets, actions)
             for bet_id, returned in step["settle"].items():
@@ -213,11 +284,16 @@ class GameContract:
             assert set(settled) == set(bets), f"{game.id}: over with bets unsettled"
 
     @staticmethod
-    def _draw(data: st.DataObject, draw: Draw | None, dealt: set[int]) -> list[int]:
+    def _draw(
+        game: LoadedGame, data: st.DataObject, draw: Draw | None, dealt: set[int]
+    ) -> list[int]:
         if draw is None:
             return []
+        assert draw["kind"] in game.draws, f"{game.id}: draws {draw['kind']}, not declared"
         if draw["kind"] == "dice":
-            return [data.draw(st.integers(1, 6), label="die") for _ in range(draw["count"])]
+            faces = game.draw_range("dice")
+            values = st.integers(faces["low"], faces["high"])
+            return [data.draw(values, label="die") for _ in range(draw["count"])]
         left = sorted(set(range(DECK_SIZE)) - dealt)
         cards = data.draw(st.permutations(left), label="cards")[: draw["count"]]
         dealt.update(cards)

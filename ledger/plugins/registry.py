@@ -25,6 +25,7 @@ from ledger.games.api import (
     BetFamilies,
     BetView,
     Draw,
+    DrawRange,
     ExactPaytable,
     Game,
     RecordedAction,
@@ -32,6 +33,7 @@ from ledger.games.api import (
     SimulatedRound,
     Step,
 )
+from ledger.plugins.declarations import declaration_problem, move_problem
 
 #: Settlement APIs this core can run (1 is read from old stores only, translated).
 SUPPORTED_SETTLEMENT_APIS = frozenset({SETTLEMENT_API})
@@ -73,6 +75,24 @@ class LoadedGame:
     @property
     def bets(self) -> Sequence[str]:
         return self.game.bets
+
+    # The declarations the core reads instead of knowing names (checked at load:
+    # `declarations.checked`).
+    @property
+    def close_action(self) -> str:
+        return self.game.close_action
+
+    @property
+    def fault_action(self) -> str | None:
+        return self.game.fault_action
+
+    @property
+    def draws(self) -> Mapping[str, DrawRange]:
+        return self.game.draws
+
+    def draw_range(self, kind: str) -> DrawRange:
+        """The values of one kind the game declares (its moves consume no other)."""
+        return self.game.draws[kind]
 
     def _fail(self, message: str) -> PluginError:
         return PluginError(self.plugin, self.version, message)
@@ -142,6 +162,9 @@ class LoadedGame:
             for offered in moves.values()
         ):
             raise self._fail("step's moves must map actor -> action -> null or a Draw")
+        problem = move_problem(self.game, moves)
+        if problem is not None:
+            raise self._fail(f"step {problem}")
         if step["over"] and any(moves.values()):
             raise self._fail("step is over but still offers moves")
         settle = step["settle"]
@@ -246,6 +269,10 @@ class _GuardedPlay:
         found = tuple(self._loaded._call("fault_reasons", self._game.fault_reasons))
         if not all(isinstance(reason, str) and reason.strip() for reason in found):
             raise self._loaded._fail("fault_reasons must be non-empty strings")
+        if found and self._loaded.fault_action is None:
+            raise self._loaded._fail(
+                "fault_reasons gives reasons, but the game has no fault_action"
+            )
         return found
 
     def simulated_round(self, bets: Mapping[str, BetView]) -> SimulatedRound | None:
@@ -275,6 +302,11 @@ class _GuardedRound:
 
     def apply(self, actor: str, action: str, drawn: Sequence[int]) -> None:
         self._loaded._call("apply", self._played.apply, actor, action, drawn)
+
+
+def _moves_text(moves: Mapping[str, Mapping[str, Any]]) -> str:
+    found = [f"{actor} may {action}" for actor, offered in moves.items() for action in offered]
+    return "; ".join(found) or "no move"
 
 
 def _is_draw(value: Any) -> bool:
@@ -313,6 +345,9 @@ class GameRegistry:
             raise self._fail(f"invalid game: {type(exc).__name__}: {exc}") from exc
         if not isinstance(game_id, str) or not game_id or game_id.strip() != game_id:
             raise self._fail("a game needs a non-empty string id")
+        problem = declaration_problem(game)
+        if problem is not None:
+            raise self._fail(f"game {game_id} {problem}")
         try:
             profile = rules_hash(rules)
         except (CanonicalizationError, TypeError, ValueError) as exc:
@@ -337,6 +372,13 @@ class GameRegistry:
             raise self._fail(
                 f"game {game_id} is already provided by {other.plugin} {other.version}"
             )
-        self.games[game_id] = LoadedGame(
+        loaded = LoadedGame(
             game, self.plugin, self.version, profile, self.code_hash, api, capabilities
         )
+        first = loaded.step({}, [])  # checked for shape, and its moves against the draws
+        if not any(game.close_action in offered for offered in first["moves"].values()):
+            raise self._fail(
+                f"game {game_id} declares close_action {game.close_action!r} but its first "
+                f"step does not offer it ({_moves_text(first['moves'])})"
+            )
+        self.games[game_id] = loaded

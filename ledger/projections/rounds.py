@@ -21,6 +21,7 @@ from ledger.domain.game_table import GameTable
 from ledger.domain.names import personal_text
 from ledger.domain.round import Round
 from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED
+from ledger.domain.stored_names import is_fault
 from ledger.projections.base import Handler, Projection, ProjectionError, utc_text
 from ledger.projections.sql import Tx
 
@@ -142,20 +143,31 @@ class Rounds(Projection):
 
     def action_recorded(self, event: Round.ActionRecorded, tx: Tx) -> None:
         """Settlement API 2: betting closes when an action says so; the round is
-        decided (its play under way) from its first move after that, faults aside."""
+        decided (its play under way) from its first move after that, faults
+        aside. A faulty draw after which betting is open reopened it."""
+        fault = is_fault(event.action, event.source)
         if event.betting:
-            self._touch(event, tx)
+            if fault:
+                self._status(event, tx, BETTING)
+            else:
+                self._touch(event, tx)
             return
         at = utc_text(event.timestamp)
-        plays = event.action not in ("close_betting", "fault")
+        # The move that closes betting is the one taken while it was open.
         tx.execute(
-            "UPDATE {proj_rounds} SET status = %s, betting_closed_at = COALESCE("
-            "betting_closed_at, %s), decided_at = CASE WHEN %s THEN COALESCE(decided_at, %s) "
-            "ELSE decided_at END, last_event_at = %s, version = %s WHERE round_id = %s",
+            "UPDATE {proj_rounds} SET decided_at = CASE WHEN %s AND status <> %s "
+            "THEN COALESCE(decided_at, %s) ELSE decided_at END, "
+            "status = CASE WHEN %s AND status <> %s THEN %s ELSE %s END, "
+            "betting_closed_at = COALESCE(betting_closed_at, %s), "
+            "last_event_at = %s, version = %s WHERE round_id = %s",
             (
-                DECIDED if plays else CLOSED,
+                not fault,
+                BETTING,
                 at,
-                plays,
+                not fault,
+                BETTING,
+                DECIDED,
+                CLOSED,
                 at,
                 at,
                 event.originator_version,
@@ -216,6 +228,13 @@ class Rounds(Projection):
             f"UPDATE {{proj_rounds}} SET status = %s, {when} = %s, last_event_at = %s, "
             "version = %s WHERE round_id = %s",
             (status, at, at, event.originator_version, str(event.originator_id)),
+        )
+
+    def _status(self, event: Round.Event, tx: Tx, status: str) -> None:
+        tx.execute(
+            "UPDATE {proj_rounds} SET status = %s, last_event_at = %s, version = %s "
+            "WHERE round_id = %s",
+            (status, utc_text(event.timestamp), event.originator_version, str(event.originator_id)),
         )
 
     def _touch(self, event: Round.Event, tx: Tx) -> None:

@@ -17,6 +17,7 @@ from uuid import UUID
 
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
+from ledger.domain.stored_names import is_fault
 from ledger.errors import VerificationError
 from ledger.plugins.families import bet_label, family_of
 from ledger.plugins.registry import LoadedGame
@@ -184,7 +185,7 @@ class ReportTally:
                 counts.faults += 1
 
     def _action(self, event: Round.ActionRecorded) -> None:
-        if event.action == "fault":
+        if is_fault(event.action, event.source):
             self._fault(event)
 
     def _resumed(self, event: Round.Resumed) -> None:

@@ -331,7 +331,8 @@ class Session:
             )
             return
         draw = self.draws[table.spec.game]  # dice (`check_config`)
-        shaken = [self.shaker.randint(1, 6) for _ in range(draw["count"])]
+        faces = self.games[table.spec.game].draw_range(draw["kind"])  # as the game declares
+        shaken = [self.shaker.randint(faces["low"], faces["high"]) for _ in range(draw["count"])]
         outcome: dict[str, Any] = {draw["kind"]: shaken}
         self.casino.record_outcome(
             request_id=self.ids.next("throw"),

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ledger.casino import Casino
 from ledger.devices import DealerDevice
-from ledger.games.api import DECK_SIZE, BetView, Draw, SimulatedPlay
+from ledger.games.api import DECK_SIZE, BetView, Draw, DrawRange, SimulatedPlay
 from ledger.plugins.registry import LoadedGame
 from ledger.rng.server import RngServer
 from ledger.simulation import behaviour
@@ -25,8 +25,6 @@ from ledger.simulation.floor import Table
 from ledger.simulation.players import Player
 from ledger.simulation.request_ids import RequestIds
 from ledger.simulation.tally import Tally
-
-DIE_FACES = 6
 
 
 class Session(Protocol):
@@ -93,7 +91,8 @@ def play_round(
     settled: set[str] = set()
     while (move := replica.next_move()) is not None:
         actor, action, draw = move
-        done = _act(session, table, round_id, number, actor, action, draw, shoe)
+        values = None if draw is None else game.draw_range(draw["kind"])
+        done = _act(session, table, round_id, number, actor, action, (draw, values), shoe)
         replica.apply(actor, action, done["drawn"])
         number += 1
         for result in done["settled"]:
@@ -113,7 +112,7 @@ def _act(
     number: int,
     actor: str,
     action: str,
-    draw: Draw | None,
+    drawing: tuple[Draw | None, DrawRange | None],
     shoe: list[int],
 ) -> dict[str, Any]:
     request_id = session.ids.next("act")
@@ -122,7 +121,7 @@ def _act(
             request_id=request_id, round_id=round_id, actor=actor, action=action, rng=session.rng
         )
         return found
-    drawn = _dealt(session.shaker, draw, shoe)
+    drawn = _dealt(session.shaker, *drawing, shoe)
     source = session.reporter().act(round_id, number, actor, action, {}, drawn)
     session.tally.card_reports += 1
     reported: dict[str, Any] = session.casino.act(
@@ -131,11 +130,14 @@ def _act(
     return reported
 
 
-def _dealt(shaker: random.Random, draw: Draw | None, shoe: list[int]) -> list[int]:
-    """What the dealer draws at a physical table: cards off the shoe, or dice shaken."""
-    if draw is None:
+def _dealt(
+    shaker: random.Random, draw: Draw | None, values: DrawRange | None, shoe: list[int]
+) -> list[int]:
+    """What the dealer draws at a physical table: cards off the shoe, or dice
+    shaken (faces as the game declares them)."""
+    if draw is None or values is None:
         return []
     if draw["kind"] == "dice":
-        return [shaker.randint(1, DIE_FACES) for _ in range(draw["count"])]
+        return [shaker.randint(values["low"], values["high"]) for _ in range(draw["count"])]
     cards, shoe[:] = shoe[: draw["count"]], shoe[draw["count"] :]
     return cards

@@ -8,8 +8,10 @@ tests/house/test_layers.py: every file, lazy imports included."""
 from __future__ import annotations
 
 import ast
+import random
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from ledger.plugins.manager import get_plugin_manager
 
@@ -28,7 +30,23 @@ def plugin_packages() -> set[str]:
 
 def game_ids() -> set[str]:
     """Every game id the installed plugins register, and the test plugins'."""
-    return set(get_plugin_manager().games()) | {"atlantic-city", "card-war"}
+    return set(get_plugin_manager().games()) | {"atlantic-city", "card-war", "bau-cua"}
+
+
+def action_names() -> set[str]:
+    """Every action a shipped game offers on the way through a round: each
+    step's moves along the contract's seeded walks (issue 41, item 2)."""
+    from ledger.plugins.rules_contract import legal_walk
+
+    def args_for(game: Any, action: str) -> dict[str, Any]:
+        return {"reason": "cocked"} if action == game.fault_action else {}
+
+    found: set[str] = set()
+    for game in get_plugin_manager().games().values():
+        for seed in range(20):
+            for _, _, step in legal_walk(game, random.Random(seed), args_for):
+                found.update(a for offered in step["moves"].values() for a in offered)
+    return found
 
 
 def sources() -> Iterator[tuple[Path, ast.Module]]:
@@ -92,6 +110,22 @@ def test_the_core_compares_no_game_id() -> None:
         for path, tree in sources()
         for line, value in compared(tree)
         if value in ids
+    ]
+    assert found == []
+
+
+def test_the_core_compares_no_action_name() -> None:
+    """The core reads a game's close and fault from the game (`close_action`,
+    `fault_action`); the one stored name a record keeps for a faulty draw is a
+    named constant (`ledger.domain.stored_names.STORED_FAULT`), never a literal."""
+    actions = action_names()
+    assert {"close_betting", "fault", "throw", "deal", "hit", "stand"} <= actions
+    found = [
+        f"{path.relative_to(ROOT)}:{line} compares with {value!r}"
+        for path, tree in sources()
+        for line, value in compared(tree)
+        # The command line's own words (`ledger rounds throw ROUND`) are not moves.
+        if value in actions and LEDGER / "cli" not in path.parents
     ]
     assert found == []
 

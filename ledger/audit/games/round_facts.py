@@ -20,7 +20,7 @@ from eventsourcing.utils import get_topic
 from ledger.audit.games.postings import expected_settlement_postings
 from ledger.domain.round import Round
 from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED, LogEntry
-from ledger.domain.stored_names import SIGNED_THROW
+from ledger.domain.stored_names import SIGNED_THROW, is_fault
 from ledger.errors import InvalidCommandError
 from ledger.games.api import BetView, RecordedAction, Step
 from ledger.games.replay import describe_entry, entry_action, replay_from
@@ -155,7 +155,7 @@ class RoundFacts:
         game = self.game
         assert game is not None
         before = self.step()
-        action = entry_action(before, entry)
+        action = entry_action(game, before, entry)
         if action is None:
             raise InvalidCommandError(f"{describe_entry(entry)} is not a move the game offered")
         after = game.step(self.bets, [*self._replayed, action])
@@ -246,15 +246,14 @@ class RoundFold:
         facts.actions += 1
         if drawn:
             facts.drawn += 1
-        if action == "fault":
-            facts.faults += 1
+        facts.faults += is_fault(action, source)
         # The draw counter and the deck, as the sources check reads them.
         draw = source.get("draw")
         if draw == "cards":
             facts.dealt.extend(drawn)
         elif facts.seed is not None:
             facts.draws += draw == "dice"
-        elif drawn or action == "fault" or source.get("signed") == SIGNED_THROW:
+        elif drawn or is_fault(action, source) or source.get("signed") == SIGNED_THROW:
             facts.draws += 1
         facts.betting = bool(state.get("betting"))
         if facts.game is not None and not facts.tainted:

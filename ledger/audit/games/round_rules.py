@@ -39,6 +39,7 @@ from ledger.audit.games.round_facts import (
     entry_of,
 )
 from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED
+from ledger.domain.stored_names import is_fault
 from ledger.errors import InvalidCommandError, VerificationError
 
 
@@ -130,13 +131,19 @@ class RoundRulesAudit:
             )
         if facts.status in (DECIDED, SETTLED, VOIDED):
             raise fail(f"an action while the round was {facts.status}")
-        if state["action"] == "fault":
-            self.faults += 1
+        fault = is_fault(state["action"], state.get("source") or {})
+        game = facts.game
+        if game is not None and fault != (state["action"] == game.fault_action):
+            raise fail(
+                f"{state['action']} is recorded as {'a' if fault else 'no'} faulty draw, "
+                f"but the game's fault is {game.fault_action!r}"
+            )
+        self.faults += fault
         try:
             step = facts.step_with(entry_of(state))
         except InvalidCommandError as exc:
             raise fail(f"the game does not accept this action: {exc}") from None
-        if step["betting"] != state["betting"] and state["action"] == "fault":
+        if step["betting"] != state["betting"] and fault:
             done = "reopened" if state["betting"] else "kept locked"
             raise fail(
                 f"betting {done} after a faulty draw, but its rules say: {_policy(step['betting'])}"

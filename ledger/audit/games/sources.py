@@ -44,8 +44,8 @@ from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
 from ledger.domain.round_records import SETTLED, VOIDED
-from ledger.domain.signed_facts import action_fact, fault_fact, throw_fact
-from ledger.domain.stored_names import SIGNED_THROW
+from ledger.domain.signed_facts import FAULT_FACT, action_fact, fault_fact, throw_fact
+from ledger.domain.stored_names import SIGNED_THROW, is_fault
 from ledger.errors import VerificationError
 from ledger.rng.deck import shuffled_deck
 from ledger.rng.dice import commitment, throw
@@ -322,7 +322,8 @@ class SourceAudit:
         def fail(message: str) -> VerificationError:
             return VerificationError(f"round {stream}: {message}", where=where)
 
-        decision = not drawn and action != "fault"
+        fault = is_fault(action, source)
+        decision = not drawn and not fault
         if "by" in source:  # who asked the node: on its own commands and RNG draws only
             if kind not in ("command", "rng"):
                 raise fail(f"{action}: a {kind!r} source names no session that asked (by)")
@@ -344,7 +345,7 @@ class SourceAudit:
             if again:
                 raise fail(f"card {again[0]} dealt twice from the round's deck")
         if facts.seed is not None:
-            if action == "fault":
+            if fault:
                 raise fail("a faulty draw on an RNG table: an RNG draw is never faulty")
             if kind != "rng" or source.get("seed_id") != facts.seed:
                 raise fail(
@@ -379,8 +380,8 @@ class SourceAudit:
         if source.get("signed") == SIGNED_THROW:  # record_outcome: signed by draw counter
             outcome = {draw: list(drawn)} if draw in ("dice", "cards") else state["args"]
             fact = throw_fact(stream, facts.draws, outcome)
-        elif source.get("signed") == "fault":  # record_fault
-            if action != "fault":
+        elif source.get("signed") == FAULT_FACT:  # record_fault
+            if not fault:
                 raise fail(f"{action} recorded with a faulty draw's report")
             fact = fault_fact(stream, facts.draws, state["args"].get("reason"))
         else:

@@ -28,7 +28,8 @@ router = Router()
 def close_betting(
     round_id: RoundId, key: IdempotencyKey, caller: Caller, service: ServiceDep
 ) -> responses.BettingClosed:
-    """Close betting: an alias of `POST /act` with `close_betting`."""
+    """Close betting: an alias of `POST /act` with the move the game declares
+    closes betting (its `close_action`, `close_betting` in the shipped games)."""
     check_own_table(caller, service.casino, round_id)
     service.casino.close_betting(request_id=key, round_id=round_id)
     return responses.BettingClosed(closed=round_id)
@@ -87,7 +88,8 @@ def record_fault(
     caller: Caller,
     service: ServiceDep,
 ) -> responses.FaultRecorded:
-    """A faulty physical throw, in its device's fault report: an alias of `POST /act`."""
+    """A faulty physical throw, in its device's fault report: an alias of `POST /act`
+    with the game's `fault_action` (`fault` in the shipped games)."""
     check_own_table(caller, service.casino, round_id)
     fault = service.casino.record_fault(
         request_id=key, round_id=round_id, reason=body.reason, source=body.source

@@ -22,6 +22,7 @@ from ledger.plugins import (
     SIMULATED_PLAY,
     BetView,
     Draw,
+    DrawRange,
     GameRegistry,
     InvalidCommandError,
     RecordedAction,
@@ -62,6 +63,9 @@ class DiceGame:
     bets: Sequence[str] = BET_IDS
     settlement_api: int = SETTLEMENT_API
     capabilities: frozenset[str] = frozenset({EXACT_PAYTABLE, BET_FAMILIES, SIMULATED_PLAY})
+    close_action: str = "close_betting"
+    fault_action: str | None = "fault"  # a throw the device could not use (cocked dice)
+    draws: Mapping[str, DrawRange] = {"dice": {"low": 1, "high": 6}}
 
     def __init__(self, game_id: str, paytable: Paytable, faults: Mapping[str, Any]) -> None:
         self.id = game_id

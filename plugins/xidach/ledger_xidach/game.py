@@ -15,9 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from ledger.plugins import (
+    CARDS,
     SETTLEMENT_API,
     SIMULATED_PLAY,
     BetView,
+    DrawRange,
     InvalidCommandError,
     RecordedAction,
     Step,
@@ -38,6 +40,9 @@ class XiDach:
     settlement_api: int = SETTLEMENT_API
     # No exact paytable: the return depends on the players' and dealer's decisions.
     capabilities: frozenset[str] = frozenset({SIMULATED_PLAY})
+    close_action: str = "close_betting"
+    fault_action: str | None = FAULT  # a misdeal its dealer device reports
+    draws: Mapping[str, DrawRange] = {"cards": CARDS}
 
     def __init__(self, game_id: str, rules: XiDachRules) -> None:
         self.id = game_id

@@ -20,10 +20,12 @@ from typing import Any, Final
 
 from ledger.plugins import (
     BET_FAMILIES,
+    CARDS,
     SETTLEMENT_API,
     SIMULATED_PLAY,
     BetView,
     Draw,
+    DrawRange,
     GameRegistry,
     InvalidCommandError,
     RecordedAction,
@@ -54,6 +56,9 @@ class CardWar:
     bets: Sequence[str] = (*(f"seat:{s}" for s in SEATS), *(f"tie:{s}" for s in SEATS))
     settlement_api = SETTLEMENT_API
     capabilities: frozenset[str] = frozenset({BET_FAMILIES, SIMULATED_PLAY})
+    close_action = "close_betting"
+    fault_action = None
+    draws: Mapping[str, DrawRange] = {"cards": CARDS}
 
     # Input.
     def validate_bet(self, bet: Mapping[str, Any], placed: Mapping[str, BetView]) -> dict[str, Any]:
