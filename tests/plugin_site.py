@@ -34,3 +34,10 @@ def install_plugin(plugin: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
         check=True,
     )
     return target
+
+
+def contract_test_count() -> int:
+    """How many tests a plugin's subclass of the contract tests inherits."""
+    from ledger.plugins.contract import GameContract
+
+    return len([name for name in dir(GameContract) if name.startswith("test_")])

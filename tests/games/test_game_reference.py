@@ -27,12 +27,6 @@ PAGE = Path(__file__).resolve().parents[2] / "docs" / "game-reference.md"
 
 PENDING = frozenset(
     {
-        "DrawRange",
-        "DrawRange.low",
-        "DrawRange.high",
-        "Game.close_action",
-        "Game.fault_action",
-        "Game.draws",
         *(
             f"{error}.{member}"
             for error in ("ConfigError", "InvalidCommandError", "PluginError")
