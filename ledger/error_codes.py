@@ -80,7 +80,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     ErrorCode("round_voided", 400, "the round is already voided"),
     ErrorCode("nothing_to_settle", 400, "the round has no outcome to settle on"),
     ErrorCode("void_refused", 400, "the round may not be voided now (the detail says why)"),
-    ErrorCode("correction_refused", 400, "the correction may not be made (the detail says why)"),
+    ErrorCode(
+        "correction_refused", 400, "the correction may not be made (the detail says why)", "step"
+    ),
     ErrorCode(
         "reason_required", 400, "a void, correction, resume or revocation needs a reason", "reason"
     ),
@@ -103,6 +105,7 @@ CATALOGUE: tuple[ErrorCode, ...] = (
         "device_report_refused",
         400,
         "a dealer device's report that is malformed or not signed right",
+        "source",
     ),
     ErrorCode("game_not_installed", 400, "the round's game release is not installed here"),
     ErrorCode(
@@ -112,9 +115,7 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     ErrorCode(
         "key_refused", 400, "the key may not sign this: wrong role, unknown, revoked or in use"
     ),
-    ErrorCode(
-        "signature_invalid", 400, "a signature that is malformed or does not verify", "signature"
-    ),
+    ErrorCode("signature_invalid", 400, "a signature that is malformed or does not verify"),
     ErrorCode("already_erased", 400, "the data subject is already erased"),
     # Requests.
     ErrorCode(

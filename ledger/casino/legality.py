@@ -36,7 +36,9 @@ def offers(step: Step) -> str:
 
 def refusal(game_round: Round, actor: str, action: str, step: Step) -> InvalidCommandError:
     return InvalidCommandError(
-        f"round {game_round.id} ({game_round.game}): {actor} may not {action} now ({offers(step)})"
+        f"round {game_round.id} ({game_round.game}): {actor} may not {action} now ({offers(step)})",
+        code="move_not_offered",
+        param="action",
     )
 
 
@@ -46,7 +48,9 @@ def legal_actor(context: Context, game: LoadedGame, game_round: Round, action: s
     actor = actor_for(step, action)
     if actor is None:
         raise InvalidCommandError(
-            f"round {game_round.id} ({game_round.game}): nobody may {action} now ({offers(step)})"
+            f"round {game_round.id} ({game_round.game}): nobody may {action} now ({offers(step)})",
+            code="move_not_offered",
+            param="action",
         )
     return actor
 
@@ -60,7 +64,8 @@ def check_betting(context: Context, game: LoadedGame, game_round: Round, what: s
     step = step_of(context, game, game_round)
     raise InvalidCommandError(
         f"round {game_round.id} is not taking bets (it is {game_round.status}): "
-        f"a player may not {what} now ({offers(step)})"
+        f"a player may not {what} now ({offers(step)})",
+        code="betting_closed",
     )
 
 
@@ -69,12 +74,15 @@ def outcome_action_of(
 ) -> RecordedAction:
     """The action a reported outcome stands for, or refuse saying why."""
     if not isinstance(outcome, Mapping):
-        raise InvalidCommandError(f"an outcome is an object, not {outcome!r}")
+        raise InvalidCommandError(
+            f"an outcome is an object, not {outcome!r}", code="invalid_value", param="outcome"
+        )
     move = outcome_move(step)
     if move is None:
         raise InvalidCommandError(
             f"round {game_round.id} is not awaiting an outcome (it is {game_round.status}): "
-            f"nobody may report one now ({offers(step)})"
+            f"nobody may report one now ({offers(step)})",
+            code="move_not_offered",
         )
     actor, action, draw = move
     if draw is None:
@@ -83,7 +91,9 @@ def outcome_action_of(
     if found is None:
         assert draw is not None  # an argument-only move takes any validated outcome
         raise InvalidCommandError(
-            f"bad outcome {dict(outcome)!r}: {action} draws {draw['count']} {draw['kind']}"
+            f"bad outcome {dict(outcome)!r}: {action} draws {draw['count']} {draw['kind']}",
+            code="invalid_draw",
+            param="outcome",
         )
     return found
 

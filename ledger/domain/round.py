@@ -250,20 +250,28 @@ class Round(RoundAliases, PlainCopy, Aggregate):
     def check_bet(self, bet_id: str, account_id: str, stake: Any) -> int:
         """The stake, if the round takes this bet now; raise (nothing changed) if not."""
         if self.status != BETTING:
-            raise InvalidCommandError(f"round {self.id} is not taking bets (it is {self.status})")
+            raise InvalidCommandError(
+                f"round {self.id} is not taking bets (it is {self.status})", code="betting_closed"
+            )
         if bet_id in self.bets:
-            raise InvalidCommandError(f"bet {bet_id} is already placed in round {self.id}")
-        amount = check_amount(stake, "stake")
+            raise InvalidCommandError(
+                f"bet {bet_id} is already placed in round {self.id}", code="invalid_bet"
+            )
+        amount = check_amount(stake, "stake", param="stake")
         limits = self.limits
         if not limits["min_bet"] <= amount <= limits["max_bet"]:
             raise InvalidCommandError(
                 f"stake {amount} is outside the table's limits "
-                f"{limits['min_bet']}..{limits['max_bet']}"
+                f"{limits['min_bet']}..{limits['max_bet']}",
+                code="stake_below_minimum" if amount < limits["min_bet"] else "stake_over_limit",
+                param="stake",
             )
         if self.staked_by(account_id) + amount > limits["max_round"]:
             raise InvalidCommandError(
                 f"stake {amount} would take this player's total in the round past "
-                f"{limits['max_round']}"
+                f"{limits['max_round']}",
+                code="round_total_over_limit",
+                param="stake",
             )
         return amount
 
@@ -297,12 +305,20 @@ class Round(RoundAliases, PlainCopy, Aggregate):
 
     def withdraw_bet(self, bet_id: str, account_id: str, request_id: str) -> BetRecord:
         if self.status != BETTING:
-            raise InvalidCommandError(f"round {self.id} is not taking bets (it is {self.status})")
+            raise InvalidCommandError(
+                f"round {self.id} is not taking bets (it is {self.status})", code="betting_closed"
+            )
         record = self.bets.get(bet_id)
         if record is None:
-            raise InvalidCommandError(f"no bet {bet_id} in round {self.id}")
+            raise InvalidCommandError(
+                f"no bet {bet_id} in round {self.id}", code="no_such_bet", param="bet_id"
+            )
         if record["account_id"] != account_id:
-            raise InvalidCommandError(f"bet {bet_id} is not account {account_id}'s to withdraw")
+            raise InvalidCommandError(
+                f"bet {bet_id} is not account {account_id}'s to withdraw",
+                code="bet_of_another_account",
+                param="account_id",
+            )
         postings = return_legs(self.id, self.currency, record["account_id"], record["stake"])
         self._bet_withdrawn(bet_id, record["account_id"], record["stake"], request_id, postings)
         return record
@@ -359,7 +375,10 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         its source attested); `step` is the game's step after it. Returns its step
         number. A card already dealt in this round is refused."""
         if self.status in (SETTLED, VOIDED, DECIDED):
-            raise InvalidCommandError(f"round {self.id} takes no action now (it is {self.status})")
+            raise InvalidCommandError(
+                f"round {self.id} takes no action now (it is {self.status})",
+                code="move_not_offered",
+            )
         check_fresh_cards(
             self.id, action["drawn"] if source.get("draw") == "cards" else [], self.dealt
         )
@@ -407,16 +426,22 @@ class Round(RoundAliases, PlainCopy, Aggregate):
     def settle_step(self, returns: dict[str, int], over: bool) -> list[BetResult]:
         """Settle the bets the last action settled (any subset of those unsettled)."""
         if self.status in (SETTLED, VOIDED) or not self.actions:
-            raise InvalidCommandError(f"round {self.id} has no action to settle on")
+            raise InvalidCommandError(
+                f"round {self.id} has no action to settle on", code="invalid_settlement"
+            )
         again = set(returns) & self.settled_bets
         if again or not set(returns) <= set(self.bets):
-            raise InvalidCommandError("a step settles only standing bets, each once")
+            raise InvalidCommandError(
+                "a step settles only standing bets, each once", code="invalid_settlement"
+            )
         subset = {b: r for b, r in self.bets.items() if b in returns}
         results = self._results_for(returns, subset)
         postings = self._legs(results)
         left = set(self.bets) - self.settled_bets - set(returns)
         if over != (not left):
-            raise InvalidCommandError("the round is over exactly when every bet is settled")
+            raise InvalidCommandError(
+                "the round is over exactly when every bet is settled", code="invalid_settlement"
+            )
         self._settled(results, check_balanced(postings) if postings else [], self.actions - 1, over)
         return results
 
@@ -426,11 +451,12 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         (its game's return for each: 0, the stake, or more). Only `ledger
         migrate` records one now, to end a round left decided under API 1."""
         if self.status == SETTLED:
-            raise InvalidCommandError(f"round {self.id} is already settled")
+            raise InvalidCommandError(f"round {self.id} is already settled", code="round_settled")
         if self.settlement_api >= 2 or self.status != DECIDED:
             raise InvalidCommandError(
                 f"round {self.id} has no outcome of settlement API 1 to settle on "
-                f"(it is {self.status})"
+                f"(it is {self.status})",
+                code="nothing_to_settle",
             )
         results = self._results_for(returns)
         postings = self._legs(results)
@@ -473,7 +499,11 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         """Where action number `step` is in the log."""
         found = [i for i, entry in enumerate(self.log) if "action" in entry]
         if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < len(found):
-            raise InvalidCommandError(f"round {self.id} has no action number {step!r}")
+            raise InvalidCommandError(
+                f"round {self.id} has no action number {step!r}",
+                code="correction_refused",
+                param="step",
+            )
         return found[step]
 
     def correct_step(
@@ -493,12 +523,15 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         check_correction(self.id, self.is_rng, self.status, reason)
         self.action_entry(step)
         if right_outcome == wrong_outcome:
-            raise InvalidCommandError("the corrected draw is the one already recorded")
+            raise InvalidCommandError(
+                "the corrected draw is the one already recorded", code="correction_refused"
+            )
         reversed_results = [r for r in self.results if self.settled_at.get(r["bet_id"], -1) >= step]
         if {r["bet_id"] for r in reversed_results} != set(returns):
             raise InvalidCommandError(
                 "the corrected draw changes which bets are settled from that action on: "
-                "void the round instead"
+                "void the round instead",
+                code="correction_refused",
             )
         results = self._results_for(
             {b: returned for b, (_, returned) in returns.items()},
@@ -586,9 +619,14 @@ class Round(RoundAliases, PlainCopy, Aggregate):
 
     def resume(self, reason: str, operator: OperatorSignature) -> None:
         if self.status in (SETTLED, VOIDED):
-            raise InvalidCommandError(f"round {self.id} is already {self.status}")
+            raise InvalidCommandError(
+                f"round {self.id} is already {self.status}",
+                code="round_settled" if self.status == SETTLED else "round_voided",
+            )
         if not isinstance(reason, str) or not reason.strip():
-            raise InvalidCommandError("resuming a round needs a reason")
+            raise InvalidCommandError(
+                "resuming a round needs a reason", code="reason_required", param="reason"
+            )
         self._resumed(reason, operator)
 
     @event(Resumed)

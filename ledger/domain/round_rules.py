@@ -23,25 +23,31 @@ def check_void(
     settled bet, dice drawn, the first card dealt): the house may not void a round it
     lost, nor choose deals by voiding the ones it does not like."""
     if status in (SETTLED, VOIDED):
-        raise InvalidCommandError(f"round {round_id} is already {status}")
+        raise InvalidCommandError(
+            f"round {round_id} is already {status}",
+            code="round_settled" if status == SETTLED else "round_voided",
+        )
     if status == DECIDED:
         raise InvalidCommandError(
-            f"round {round_id} has a recorded outcome: it can only be settled, not voided"
+            f"round {round_id} has a recorded outcome: it can only be settled, not voided",
+            code="void_refused",
         )
     if by_operator and drawn:
         raise InvalidCommandError(
             f"round {round_id} has drawn its outcome ({drawn} draws: every dealt card "
             "is part of it): an operator may not void it; it is played to its end "
             "(resume it if interrupted; a physical table's misdeal is its dealer "
-            "device's signed fault report)"
+            "device's signed fault report)",
+            code="void_refused",
         )
     if by_operator and settled_bets:
         raise InvalidCommandError(
             f"round {round_id} has settled bets: an operator may not void it (the house "
-            "may not void a round it is losing)"
+            "may not void a round it is losing)",
+            code="void_refused",
         )
     if not isinstance(reason, str) or not reason.strip():
-        raise InvalidCommandError("a void needs a reason")
+        raise InvalidCommandError("a void needs a reason", code="reason_required", param="reason")
 
 
 def check_correction(round_id: UUID | str, is_rng: bool, status: str, reason: Any) -> None:
@@ -49,12 +55,17 @@ def check_correction(round_id: UUID | str, is_rng: bool, status: str, reason: An
     if is_rng:
         raise InvalidCommandError(
             f"round {round_id} is on an RNG table: an RNG result is computed, never "
-            "corrected (void the round if the RNG malfunctioned)"
+            "corrected (void the round if the RNG malfunctioned)",
+            code="wrong_table_kind",
         )
     if status != SETTLED:
-        raise InvalidCommandError(f"only a settled round can be corrected ({status})")
+        raise InvalidCommandError(
+            f"only a settled round can be corrected ({status})", code="correction_refused"
+        )
     if not isinstance(reason, str) or not reason.strip():
-        raise InvalidCommandError("a correction needs a reason")
+        raise InvalidCommandError(
+            "a correction needs a reason", code="reason_required", param="reason"
+        )
 
 
 def check_fresh_cards(round_id: UUID | str, cards: list[int], dealt: list[int]) -> None:
@@ -62,5 +73,6 @@ def check_fresh_cards(round_id: UUID | str, cards: list[int], dealt: list[int]) 
     again = sorted(set(cards) & set(dealt)) or sorted(c for c in set(cards) if cards.count(c) > 1)
     if again:
         raise InvalidCommandError(
-            f"round {round_id}: card {again[0]} was already dealt from this round's deck"
+            f"round {round_id}: card {again[0]} was already dealt from this round's deck",
+            code="invalid_draw",
         )

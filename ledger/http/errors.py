@@ -118,8 +118,12 @@ def status_code_name(status: int) -> str:
 
 
 def status_of(exc: LedgerError) -> int:
+    return status_of_kind(type(exc))
+
+
+def status_of_kind(kind: type[LedgerError]) -> int:
     for cls, status in STATUSES:
-        if isinstance(exc, cls):
+        if issubclass(kind, cls):
             return status
     return 400  # InvalidCommandError and the rest: the command was refused
 
