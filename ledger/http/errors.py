@@ -178,7 +178,9 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         found = exc.errors()
         problems = [f"{_location(e['loc'])}: {e['msg']}" for e in found]
-        param = field_at_fault(found[0]["loc"]) if found else None
+        # A body that is not JSON at all names a position, not a field.
+        faulty = found[0] if found and found[0].get("type") != "json_invalid" else None
+        param = None if faulty is None else field_at_fault(faulty["loc"])
         return JSONResponse(
             error_body(422, "; ".join(problems), "InvalidRequest", "invalid_request", param),
             status_code=422,

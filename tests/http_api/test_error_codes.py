@@ -154,3 +154,15 @@ def test_each_refused_bet_of_a_batch_carries_its_code_and_param(api: Api) -> Non
     placed, over = answer.json()["bets"]
     assert (placed["code"], placed["param"]) == (None, None)
     assert (over["status"], over["code"], over["param"]) == (400, "stake_over_limit", "stake")
+
+
+def test_a_validation_error_names_the_field_by_its_path_in_the_body(api: Api) -> None:
+    round_id = api.round(api.table())
+    wrong = {"request_id": "b-1", "account_id": "a", "bet": {"on": "heads"}, "stake": "10"}
+    batch = api.post(f"/v1/rounds/{round_id}/bets/batch", {"bets": [wrong]})
+    refused(batch, 422, "invalid_request", "bets.0.stake")
+    missing = api.post("/v1/accounts", {"currency": "EUR"}, "cashier")
+    refused(missing, 422, "invalid_request", "owner")
+    headers = {**api.headers("cashier"), "content-type": "application/json"}
+    not_json = api.client.post("/v1/accounts", content=b"{not json", headers=headers)
+    refused(not_json, 422, "invalid_request", None)  # no field: a position in the text
