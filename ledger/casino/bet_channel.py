@@ -76,12 +76,17 @@ def decode_error(
     if name == STORE_FAILED:
         return OperationalError(message)
     found = getattr(errors, name, None)
+    error = LedgerError(message)
     if isinstance(found, type) and issubclass(found, LedgerError):
         try:
-            return found(message, code=code, param=param)
+            error = found(message)
         except TypeError:  # a class with other arguments: never a bet's refusal
             pass
-    return LedgerError(message, code=code, param=param)
+    if code is not None:
+        error.code = code
+    if param is not None:
+        error.param = param
+    return error
 
 
 class BetChannel:

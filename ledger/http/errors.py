@@ -99,8 +99,8 @@ def error_body(
     code: str | None = None,
     param: str | None = None,
 ) -> dict[str, str]:
-    """The one error body: `detail` and `error` as before codes, `code` for a
-    program, `param` only when a field is at fault."""
+    """The one error body: `detail` for a person, `error` the kind of error,
+    `code` for a program (`ledger.error_codes`), `param` only when a field is at fault."""
     body = {
         "detail": detail,
         "error": error or STATUS_ERRORS.get(status, "Error"),
