@@ -78,10 +78,9 @@ def decode_error(
     found = getattr(errors, name, None)
     error = LedgerError(message)
     if isinstance(found, type) and issubclass(found, LedgerError):
-        try:
+        # A class with other arguments is never a bet's refusal: a LedgerError then.
+        with contextlib.suppress(TypeError):
             error = found(message)
-        except TypeError:  # a class with other arguments: never a bet's refusal
-            pass
     if code is not None:
         error.code = code
     if param is not None:

@@ -33,7 +33,18 @@ from ledger.domain.round_records import (
     settlement_legs,
     stake_legs,
 )
-from ledger.domain.round_rules import check_correction, check_fresh_cards, check_void
+from ledger.domain.round_rules import (
+    check_action_number,
+    check_correction,
+    check_fresh_cards,
+    check_outcome_to_settle,
+    check_resume,
+    check_stake,
+    check_step_returns,
+    check_takes_actions,
+    check_taking_bets,
+    check_void,
+)
 from ledger.domain.round_sources import check_source, rng_source
 from ledger.domain.stored_names import ROUND_OPENED, SIGNED_THROW, upcast
 from ledger.errors import InvalidCommandError
@@ -249,30 +260,13 @@ class Round(RoundAliases, PlainCopy, Aggregate):
 
     def check_bet(self, bet_id: str, account_id: str, stake: Any) -> int:
         """The stake, if the round takes this bet now; raise (nothing changed) if not."""
-        if self.status != BETTING:
-            raise InvalidCommandError(
-                f"round {self.id} is not taking bets (it is {self.status})", code="betting_closed"
-            )
+        check_taking_bets(self.id, self.status)
         if bet_id in self.bets:
             raise InvalidCommandError(
                 f"bet {bet_id} is already placed in round {self.id}", code="invalid_bet"
             )
         amount = check_amount(stake, "stake", param="stake")
-        limits = self.limits
-        if not limits["min_bet"] <= amount <= limits["max_bet"]:
-            raise InvalidCommandError(
-                f"stake {amount} is outside the table's limits "
-                f"{limits['min_bet']}..{limits['max_bet']}",
-                code="stake_below_minimum" if amount < limits["min_bet"] else "stake_over_limit",
-                param="stake",
-            )
-        if self.staked_by(account_id) + amount > limits["max_round"]:
-            raise InvalidCommandError(
-                f"stake {amount} would take this player's total in the round past "
-                f"{limits['max_round']}",
-                code="round_total_over_limit",
-                param="stake",
-            )
+        check_stake(self.limits, self.staked_by(account_id), amount)
         return amount
 
     def place_bet(
@@ -304,10 +298,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         self.staked[account_id] = self.staked.get(account_id, 0) + stake
 
     def withdraw_bet(self, bet_id: str, account_id: str, request_id: str) -> BetRecord:
-        if self.status != BETTING:
-            raise InvalidCommandError(
-                f"round {self.id} is not taking bets (it is {self.status})", code="betting_closed"
-            )
+        check_taking_bets(self.id, self.status)
         record = self.bets.get(bet_id)
         if record is None:
             raise InvalidCommandError(
@@ -374,11 +365,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         """Record an action the game offered (the caller checked it is legal and
         its source attested); `step` is the game's step after it. Returns its step
         number. A card already dealt in this round is refused."""
-        if self.status in (SETTLED, VOIDED, DECIDED):
-            raise InvalidCommandError(
-                f"round {self.id} takes no action now (it is {self.status})",
-                code="move_not_offered",
-            )
+        check_takes_actions(self.id, self.status)
         check_fresh_cards(
             self.id, action["drawn"] if source.get("draw") == "cards" else [], self.dealt
         )
@@ -425,15 +412,9 @@ class Round(RoundAliases, PlainCopy, Aggregate):
 
     def settle_step(self, returns: dict[str, int], over: bool) -> list[BetResult]:
         """Settle the bets the last action settled (any subset of those unsettled)."""
-        if self.status in (SETTLED, VOIDED) or not self.actions:
-            raise InvalidCommandError(
-                f"round {self.id} has no action to settle on", code="invalid_settlement"
-            )
-        again = set(returns) & self.settled_bets
-        if again or not set(returns) <= set(self.bets):
-            raise InvalidCommandError(
-                "a step settles only standing bets, each once", code="invalid_settlement"
-            )
+        check_step_returns(
+            self.id, self.status, self.actions, returns, self.settled_bets, self.bets
+        )
         subset = {b: r for b, r in self.bets.items() if b in returns}
         results = self._results_for(returns, subset)
         postings = self._legs(results)
@@ -450,14 +431,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         """Settlement API 1's settlement: every bet at once, on the outcome recorded
         (its game's return for each: 0, the stake, or more). Only `ledger
         migrate` records one now, to end a round left decided under API 1."""
-        if self.status == SETTLED:
-            raise InvalidCommandError(f"round {self.id} is already settled", code="round_settled")
-        if self.settlement_api >= 2 or self.status != DECIDED:
-            raise InvalidCommandError(
-                f"round {self.id} has no outcome of settlement API 1 to settle on "
-                f"(it is {self.status})",
-                code="nothing_to_settle",
-            )
+        check_outcome_to_settle(self.id, self.status, self.settlement_api)
         results = self._results_for(returns)
         postings = self._legs(results)
         self._settled(results, check_balanced(postings), None, True)
@@ -498,12 +472,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
     def action_entry(self, step: int) -> int:
         """Where action number `step` is in the log."""
         found = [i for i, entry in enumerate(self.log) if "action" in entry]
-        if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < len(found):
-            raise InvalidCommandError(
-                f"round {self.id} has no action number {step!r}",
-                code="correction_refused",
-                param="step",
-            )
+        check_action_number(self.id, step, len(found))
         return found[step]
 
     def correct_step(
@@ -618,15 +587,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         self.status = VOIDED
 
     def resume(self, reason: str, operator: OperatorSignature) -> None:
-        if self.status in (SETTLED, VOIDED):
-            raise InvalidCommandError(
-                f"round {self.id} is already {self.status}",
-                code="round_settled" if self.status == SETTLED else "round_voided",
-            )
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidCommandError(
-                "resuming a round needs a reason", code="reason_required", param="reason"
-            )
+        check_resume(self.id, self.status, reason)
         self._resumed(reason, operator)
 
     @event(Resumed)
