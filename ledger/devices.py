@@ -54,7 +54,8 @@ class DealerDevice:
         if signer.role is not Role.DEALER_DEVICE:
             raise InvalidCommandError(
                 "a dealer device signs with a dealer-device key, not "
-                f"{with_article(signer.role.value)} key"
+                f"{with_article(signer.role.value)} key",
+                code="key_refused",
             )
         self.signer = signer
 

@@ -46,11 +46,13 @@ def erase_subject(
     Refused (nothing recorded, no key touched): an unknown subject, one already
     erased, an empty reason, a key that is not a valid operator key now."""
     subject = check_subject(subject)
-    reason = check_name(reason, "--reason", limit=MAX_TEXT)
+    reason = check_name(reason, "--reason", limit=MAX_TEXT, param="reason")
     register = _register(app)
     finish_erasures(app, personal, register)
     if subject in register.erased:
-        raise InvalidCommandError(f"data subject {subject} is already erased")
+        raise InvalidCommandError(
+            f"data subject {subject} is already erased", code="already_erased"
+        )
     if not personal.holds(subject):
         raise NotFoundError(_not_held(app, subject))
     operator_may_sign_now(app.signing_keyring(), operator.key_id, now_micros())

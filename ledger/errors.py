@@ -35,26 +35,50 @@ class FindingKind(StrEnum):
 
 
 class LedgerError(Exception):
-    """Base of every error the ledger raises on purpose."""
+    """Base of every error the ledger raises on purpose.
+
+    `code` says what went wrong to a program (a stable name from the catalogue,
+    `ledger.error_codes`); `param` names the field at fault, when one is. Each
+    class has a default code; a raise may give a more exact one.
+    """
 
     exit_code = 2
+    code: str = "invalid_command"
+    param: str | None = None
+
+    def __init__(
+        self, message: str = "", *, code: str | None = None, param: str | None = None
+    ) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        if param is not None:
+            self.param = param
 
 
 class ConfigError(LedgerError):
     """A setting is missing or malformed (store URL, keys directory, level)."""
+
+    code = "config_error"
 
 
 class StateOutdatedError(ConfigError):
     """A saved verify state the store has moved on from (events it covers left
     for an archive since): verify in full once, and save a new state."""
 
+    code = "state_outdated"
+
 
 class KeyStoreError(LedgerError):
     """A key file is missing, malformed, or its passphrase is wrong."""
 
+    code = "key_store_error"
+
 
 class StoreUnavailableError(LedgerError):
     """The event store cannot be reached or opened."""
+
+    code = "store_unavailable"
 
 
 class VerificationError(LedgerError):
@@ -65,6 +89,7 @@ class VerificationError(LedgerError):
     """
 
     exit_code = 1
+    code = "verification_failed"
 
     def __init__(
         self,
@@ -88,6 +113,8 @@ class CannotCheckError(LedgerError):
     an OK): e.g. `verify --projections` on a store whose projections were never
     built. A round no installed game can re-derive is the subclass below."""
 
+    code = "cannot_check"
+
     def __init__(self, message: str) -> None:
         super().__init__(f"could not check: {message}")
 
@@ -100,30 +127,41 @@ class CannotReDeriveError(CannotCheckError):
     and rules hash (and the blocked plugins)."""
 
     exit_code = 3
+    code = "cannot_rederive"
 
 
 class InvalidCommandError(LedgerError):
     """A command that cannot be carried out: bad amount, wrong state, unknown id.
 
-    Nothing is recorded when it is raised.
+    Nothing is recorded when it is raised. Its default code, `invalid_command`,
+    names no reason: the ledger's own raises each give the exact one (and
+    `param`, the field at fault), e.g. `code="stake_over_limit", param="stake"`.
     """
 
 
 class NotFoundError(InvalidCommandError):
     """An account, round or table that does not exist."""
 
+    code = "not_found"
+
 
 class RequestIdReusedError(InvalidCommandError):
     """A request id already used for another command or other arguments (the
     HTTP API answers 409); nothing is recorded."""
 
+    code = "request_id_reused"
+
 
 class ConflictError(LedgerError):
     """Concurrent writers kept conflicting; the command was not carried out."""
 
+    code = "conflict"
+
 
 class PluginError(LedgerError):
     """A game plugin raised or returned something invalid; nothing was recorded."""
+
+    code = "plugin_failed"
 
     def __init__(self, plugin: str, version: str, message: str) -> None:
         self.plugin = plugin

@@ -41,28 +41,35 @@ def revoke_key(
     record = find_key(keys, key)
     reason = reason.strip()
     if not reason:
-        raise InvalidCommandError("a revocation needs a reason (--reason TEXT)")
+        raise InvalidCommandError(
+            "a revocation needs a reason (--reason TEXT)", code="reason_required", param="reason"
+        )
     if record.revoked_at is not None:
         raise InvalidCommandError(
-            f"key {record.name!r} is already revoked (at {record.revoked_at.isoformat()})"
+            f"key {record.name!r} is already revoked (at {record.revoked_at.isoformat()})",
+            code="key_refused",
         )
     node_signer = app.mapper.signer  # type: ignore[attr-defined]
     if node_signer is not None and node_signer.key_id == record.key_id:
         raise InvalidCommandError(
             f"key {record.name!r} signs this node's events: create another ledger-node key "
-            "and `ledger keys use` it, then revoke this one"
+            "and `ledger keys use` it, then revoke this one",
+            code="key_refused",
         )
     if record.role is Role.CHECKPOINT and _signs_checkpoints_here(keys, record):
         raise InvalidCommandError(
             f"key {record.name!r} signs this node's checkpoints: create another checkpoint key "
-            "and `ledger keys use` it, then revoke this one"
+            "and `ledger keys use` it, then revoke this one",
+            code="key_refused",
         )
     try:
         registry: KeyRegistry = app.repository.get(KEY_REGISTRY_ID)
     except AggregateNotFoundError:
         registry = KeyRegistry()
     if record.key_id in registry.revoked:
-        raise InvalidCommandError(f"key {record.name!r} is already revoked in the log")
+        raise InvalidCommandError(
+            f"key {record.name!r} is already revoked in the log", code="key_refused"
+        )
     operator_may_sign_now(app.signing_keyring(), operator.key_id, now_micros())
     fact = revocation_fact(record.key_id, reason, revoked_at)
     signature = sign_fact(operator, fact, Role.OPERATOR)

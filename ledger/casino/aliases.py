@@ -196,7 +196,9 @@ def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
         if game_round.seed_id is None:
-            raise InvalidCommandError(f"round {game_round.id} has no RNG seed: a physical table")
+            raise InvalidCommandError(
+                f"round {game_round.id} has no RNG seed: a physical table", code="wrong_table_kind"
+            )
         game = context.game_of(game_round)
         step = step_of(context, game, game_round)
         move = outcome_move(game, step)
@@ -204,7 +206,8 @@ def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
         if draw is None or draw["kind"] != "dice":
             raise InvalidCommandError(
                 f"round {game_round.id} ({game_round.game}): the game draws no dice now "
-                f"({offers(step, hidden_fault(game, game_round))})"
+                f"({offers(step, hidden_fault(game, game_round))})",
+                code="move_not_offered",
             )
         assert move is not None  # the dice drawn settle what the game says
         played, changed = play(context, work, game_round, wrapped(context, move[1], rng))
@@ -223,7 +226,8 @@ def record_fault(context: Context, round_id: str, reason: str, source: dict[str,
         fault = game.fault_action
         if fault is None:
             raise InvalidCommandError(
-                f"round {game_round.id} ({game_round.game}): the game has no faulty draw"
+                f"round {game_round.id} ({game_round.game}): the game has no faulty draw",
+                code="move_not_offered",
             )
         actor = legal_actor(context, game, game_round, fault)
         reason_args = game.validate_args(actor, fault, {"reason": reason})
@@ -254,10 +258,13 @@ def settle(context: Context, round_id: str) -> Body:
         # Its game's steps settle it as they are played (a draw, an action):
         # there is never anything left for this command to settle.
         if game_round.status == SETTLED:
-            raise InvalidCommandError(f"round {game_round.id} is already settled")
+            raise InvalidCommandError(
+                f"round {game_round.id} is already settled", code="round_settled"
+            )
         raise InvalidCommandError(
             f"round {game_round.id} has no outcome to settle on (it is {game_round.status}): "
-            "its game settles it as it is played"
+            "its game settles it as it is played",
+            code="nothing_to_settle",
         )
 
     return body
@@ -276,7 +283,8 @@ def wrapped(context: Context, action: str, rng: RngServer | None) -> Chooser:
         if actor is None:
             raise InvalidCommandError(
                 f"round {game_round.id} ({game_round.game}): nobody may {action} now "
-                f"({offers(step, hidden_fault(game, game_round))})"
+                f"({offers(step, hidden_fault(game, game_round))})",
+                code="move_not_offered",
             )
         given = game.validate_args(actor, action, {})
         draw = step["moves"][actor][action]

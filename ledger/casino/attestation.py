@@ -48,7 +48,9 @@ def check_device(context: Context, source: dict[str, Any], fact: dict[str, Any])
             at=now_micros(),
         )
     except VerificationError as exc:
-        raise InvalidCommandError(f"dealer device report refused: {exc}") from None
+        raise InvalidCommandError(
+            f"dealer device report refused: {exc}", code="device_report_refused", param="source"
+        ) from None
 
 
 def check_source(
@@ -63,9 +65,15 @@ def check_source(
     `dealer-device` key, valid now. Anything else is refused before a thing is
     recorded."""
     if not isinstance(source, dict):
-        raise InvalidCommandError("a draw's source is an object")
+        raise InvalidCommandError(
+            "a draw's source is an object", code="device_report_refused", param="source"
+        )
     if source.get("kind") == "rng":
-        raise InvalidCommandError("RNG draws are made by the node (act, throw_dice), not reported")
+        raise InvalidCommandError(
+            "RNG draws are made by the node (act, throw_dice), not reported",
+            code="device_report_refused",
+            param="source",
+        )
     # Refuses every source on an RNG round, and any but a device's elsewhere.
     faulty = fact["action"] == FAULT_FACT
     game_round.check_source(source, FAULTY_DRAW if faulty else "an outcome")
@@ -114,12 +122,14 @@ def attest(
         if action == game.fault_action:
             raise InvalidCommandError(
                 f"round {game_round.id} is on an RNG table: an RNG draw is never faulty "
-                "(if the RNG malfunctioned, void the round)"
+                "(if the RNG malfunctioned, void the round)",
+                code="wrong_table_kind",
             )
         if source is not None:
             raise InvalidCommandError(
                 f"round {game_round.id} is on an RNG table: the core draws its randomness, "
-                "nobody reports it"
+                "nobody reports it",
+                code="wrong_table_kind",
             )
         if draw is None:
             return [], command
@@ -141,11 +151,13 @@ def _rng_draw(
     counter, or the next cards of its shuffled deck (a hit is a decision too:
     who asked for it, beside the RNG's cards)."""
     if rng is None:
-        raise InvalidCommandError(f"round {game_round.id} is on an RNG table: pass its RNG")
+        raise InvalidCommandError(
+            f"round {game_round.id} is on an RNG table: pass its RNG", code="invalid_command"
+        )
     seed_id = str(game_round.seed_id)
     if draw["kind"] == "dice":
         if draw["count"] != 3:
-            raise InvalidCommandError("the RNG draws three dice at a time")
+            raise InvalidCommandError("the RNG draws three dice at a time", code="invalid_draw")
         counter = game_round.draws
         drawn = list(rng.throw(seed_id, str(game_round.id), counter))
         source = {"kind": "rng", "seed_id": seed_id, "draw": "dice", "counter": counter}
@@ -153,7 +165,9 @@ def _rng_draw(
         first = len(game_round.dealt)
         positions = list(range(first, first + draw["count"]))
         if positions[-1] >= DECK_SIZE:
-            raise InvalidCommandError(f"round {game_round.id}: the deck is exhausted")
+            raise InvalidCommandError(
+                f"round {game_round.id}: the deck is exhausted", code="invalid_draw"
+            )
         deck = shuffled_deck(rng.seed(seed_id), str(game_round.id))
         drawn = [deck[p] for p in positions]
         source = {"kind": "rng", "seed_id": seed_id, "draw": "cards", "positions": positions}
@@ -174,7 +188,9 @@ def _device_report(
     if not isinstance(source, dict) or source.get("kind") != "device":
         raise InvalidCommandError(
             f"round {game_round.id} is on a physical table: {action} comes only from a "
-            "dealer device's signed report"
+            "dealer device's signed report",
+            code="device_report_refused",
+            param="source",
         )
     drawn = source.get("drawn")
     count = 0 if draw is None else draw["count"]
@@ -186,7 +202,11 @@ def _device_report(
         or not all(type(v) is int and low <= v <= high for v in drawn)
     ):
         what = "nothing" if draw is None else f"{count} {draw['kind']} ({low}..{high})"
-        raise InvalidCommandError(f"bad report: {action} draws {what}, got {drawn!r}")
+        raise InvalidCommandError(
+            f"bad report: {action} draws {what}, got {drawn!r}",
+            code="device_report_refused",
+            param="source",
+        )
     check_device(context, source, fact_of(drawn))
     recorded: dict[str, Any] = {
         k: source[k] for k in ("kind", "key_id", "signature") if k in source

@@ -8,7 +8,7 @@ other core. This module is both ends of the wire between them:
 
 - a message is one line of JSON, ``[n, round_id, [[request_id, account_id,
   bet, stake], ...]]`` (a single bet is a batch of one), answered by
-  ``[n, [[bet_id, null] | [null, [error_name, message]], ...]]`` once the
+  ``[n, [[bet_id, null] | [null, [error_name, message, code, param]], ...]]`` once the
   commit holding the bets is durable;
 - `BetChannel` (a worker's end) sends them and answers each bet's future;
 - `serve_connection` (the writer's end) places them with its own
@@ -59,26 +59,33 @@ GROUPED_BELOW = 16  # bets submitted together from which they leave in a line of
 LINE_BETS = 128  # grouped bets in one line, at most (a commit takes up to 256 commands)
 
 
-def encode_error(error: BaseException) -> list[str]:
-    """An error as the wire carries it: the ledger's by its class name, any other
-    (the store failed) as `STORE_FAILED`."""
+def encode_error(error: BaseException) -> list[str | None]:
+    """An error as the wire carries it: the ledger's by its class name, text,
+    code and param; any other (the store failed) as `STORE_FAILED`."""
     if isinstance(error, LedgerError):
-        return [type(error).__name__, str(error)]
+        return [type(error).__name__, str(error), error.code, error.param]
     return [STORE_FAILED, str(error)]
 
 
-def decode_error(name: str, message: str) -> BaseException:
+def decode_error(
+    name: str, message: str, code: str | None = None, param: str | None = None
+) -> BaseException:
     """The error `encode_error` sent, raised again in the worker as the route
-    expects it: the same ledger error class and text, or a store failure."""
+    expects it: the same ledger error class, text, code and param, or a store
+    failure. (A peer of an older release sends no code: the class's default.)"""
     if name == STORE_FAILED:
         return OperationalError(message)
     found = getattr(errors, name, None)
+    error = LedgerError(message)
     if isinstance(found, type) and issubclass(found, LedgerError):
-        try:
-            return found(message)
-        except TypeError:  # a class with other arguments: never a bet's refusal
-            pass
-    return LedgerError(message)
+        # A class with other arguments is never a bet's refusal: a LedgerError then.
+        with contextlib.suppress(TypeError):
+            error = found(message)
+    if code is not None:
+        error.code = code
+    if param is not None:
+        error.param = param
+    return error
 
 
 class BetChannel:

@@ -51,7 +51,8 @@ class Context:
                 f"round {game_round.id} opened with {game_round.game} "
                 f"{game_round.game_version} (rules {game_round.rules_hash[:12]}, settlement "
                 f"API {game_round.settlement_api}), but {game.version} (rules "
-                f"{game.rules_hash[:12]}, settlement API {game.settlement_api}) is installed"
+                f"{game.rules_hash[:12]}, settlement API {game.settlement_api}) is installed",
+                code="game_not_installed",
             )
         return game
 

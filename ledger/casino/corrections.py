@@ -69,15 +69,20 @@ def _check_correctable(game_round: Round) -> None:
     if game_round.is_rng:
         raise InvalidCommandError(
             f"round {game_round.id} is on an RNG table: an RNG result is computed, never "
-            "corrected (void the round if the RNG malfunctioned)"
+            "corrected (void the round if the RNG malfunctioned)",
+            code="wrong_table_kind",
         )
     if game_round.status != SETTLED:
-        raise InvalidCommandError(f"only a settled round can be corrected ({game_round.status})")
+        raise InvalidCommandError(
+            f"only a settled round can be corrected ({game_round.status})",
+            code="correction_refused",
+        )
     if game_round.settlement_api < 2:
         raise InvalidCommandError(
             f"round {game_round.id} was settled under settlement API 1 (release 0.2 and "
             "before), which this release reads and re-settles but no longer writes: its "
-            "result is not corrected here"
+            "result is not corrected here",
+            code="needs_migration",
         )
 
 
@@ -133,9 +138,13 @@ def _rederive(
     draw = current["moves"].get(done["actor"], {}).get(done["action"])
     if draw is None:
         if as_drawn or done["action"] in declared(game):
-            raise InvalidCommandError(f"action {step} drew nothing to correct")
+            raise InvalidCommandError(
+                f"action {step} drew nothing to correct", code="correction_refused", param="step"
+            )
         if not isinstance(right, Mapping):
-            raise InvalidCommandError(f"an outcome is an object, not {right!r}")
+            raise InvalidCommandError(
+                f"an outcome is an object, not {right!r}", code="invalid_value"
+            )
         wrong = dict(done["args"])
         fixed = game.validate_args(done["actor"], done["action"], right)
         corrected = {**done, "args": fixed}
@@ -153,27 +162,34 @@ def _rederive(
         ):
             raise InvalidCommandError(
                 f"bad correction: action {step} draws {draw['count']} {kind} "
-                f"({low}..{high}), got {right!r}"
+                f"({low}..{high}), got {right!r}",
+                code="invalid_draw",
             )
         others = [c for c in game_round.dealt if c not in wrong[kind]]
         if kind == "cards" and (set(right) & set(others) or len(set(right)) < len(right)):
             raise InvalidCommandError(
-                "bad correction: a card would be dealt twice from the round's deck"
+                "bad correction: a card would be dealt twice from the round's deck",
+                code="invalid_draw",
             )
         fixed = {kind: list(right)}
         corrected = {**done, "drawn": list(right)}
     if fixed == wrong:
-        raise InvalidCommandError("the corrected draw is the one already recorded")
+        raise InvalidCommandError(
+            "the corrected draw is the one already recorded", code="correction_refused"
+        )
     log = list(game_round.log)
     log[at] = {"action": corrected}
     try:
         returns, last = settlements_from(game, bets, log, at)
     except InvalidCommandError as exc:
         raise InvalidCommandError(
-            f"round {game_round.id}: with the corrected draw, {exc}: void the round instead"
+            f"round {game_round.id}: with the corrected draw, {exc}: void the round instead",
+            code="correction_refused",
         ) from None
     if not last["over"]:
         raise InvalidCommandError(
-            f"round {game_round.id}: with the corrected draw the round is not over: void it instead"
+            f"round {game_round.id}: with the corrected draw the round is not over: "
+            "void it instead",
+            code="correction_refused",
         )
     return wrong, fixed, returns

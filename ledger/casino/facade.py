@@ -171,7 +171,7 @@ class Casino:
     def open_account(
         self, *, request_id: str, owner: str, currency: str, kind: str = PLAYER
     ) -> str:
-        check_name(owner, "owner")  # before a key or a tag is made for it
+        check_name(owner, "owner", param="owner")  # before a key or a tag is made for it
         personal = self.context.personal
         args = {"owner": personal.tag("owner", owner), "currency": currency, "kind": kind}
         body = accounts.open_account(personal, kind, owner, currency)
@@ -219,7 +219,7 @@ class Casino:
         return str(self.runner.run("open_table", request_id, args, body))
 
     def open_round(self, *, request_id: str, table_id: str, dealer: str) -> str:
-        check_name(dealer, "dealer")
+        check_name(dealer, "dealer", param="dealer")
         args = {"table_id": str(table_id), "dealer": self.context.personal.tag("dealer", dealer)}
         body = tables.open_round(self.context, table_id, dealer)
         return str(self.runner.run("open_round", request_id, args, body))
@@ -286,7 +286,11 @@ class Casino:
         durable (a refused bet's future holds its error). A batch of no bets or
         more than `MAX_BETS`, or for no round, is refused whole (raised)."""
         if not 0 < len(bets) <= MAX_BETS:
-            raise InvalidCommandError(f"a batch holds 1..{MAX_BETS} bets, not {len(bets)}")
+            raise InvalidCommandError(
+                f"a batch holds 1..{MAX_BETS} bets, not {len(bets)}",
+                code="invalid_value",
+                param="bets",
+            )
         self.table_of_round(round_id)  # no such round: the batch is refused whole
         if self._bets_to is not None:
             return self._bets_to.submit(str(round_id), bets)
@@ -338,7 +342,9 @@ class Casino:
         request: the same request id from another session is refused."""
         by = None if attested_by is None else dict(attested_by)
         if by is not None and (problem := by_problem(by)) is not None:
-            raise InvalidCommandError(f"act: the session that asked is malformed: {problem}")
+            raise InvalidCommandError(
+                f"act: the session that asked is malformed: {problem}", code="invalid_value"
+            )
         fingerprint_args: dict[str, Any] = {
             "round_id": str(round_id),
             "actor": actor,

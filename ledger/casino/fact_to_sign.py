@@ -50,5 +50,7 @@ def operator_body(
     if command == "correct":
         return corrections.correct(context, round_id, outcome or {}, reason, signer)
     if step is None or drawn is None:
-        raise InvalidCommandError("a step correction needs its step and drawn")
+        raise InvalidCommandError(
+            "a step correction needs its step and drawn", code="invalid_value"
+        )
     return corrections.correct_step(context, round_id, step, drawn, reason, signer)

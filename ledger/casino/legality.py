@@ -50,7 +50,9 @@ def refusal(
 ) -> InvalidCommandError:
     moves = offers(step, hidden_fault(game, game_round))
     return InvalidCommandError(
-        f"round {game_round.id} ({game_round.game}): {actor} may not {action} now ({moves})"
+        f"round {game_round.id} ({game_round.game}): {actor} may not {action} now ({moves})",
+        code="move_not_offered",
+        param="action",
     )
 
 
@@ -61,7 +63,9 @@ def legal_actor(context: Context, game: LoadedGame, game_round: Round, action: s
     if actor is None:
         raise InvalidCommandError(
             f"round {game_round.id} ({game_round.game}): nobody may {action} now "
-            f"({offers(step, hidden_fault(game, game_round))})"
+            f"({offers(step, hidden_fault(game, game_round))})",
+            code="move_not_offered",
+            param="action",
         )
     return actor
 
@@ -75,7 +79,8 @@ def check_betting(context: Context, game: LoadedGame, game_round: Round, what: s
     step = step_of(context, game, game_round)
     raise InvalidCommandError(
         f"round {game_round.id} is not taking bets (it is {game_round.status}): "
-        f"a player may not {what} now ({offers(step, hidden_fault(game, game_round))})"
+        f"a player may not {what} now ({offers(step, hidden_fault(game, game_round))})",
+        code="betting_closed",
     )
 
 
@@ -84,12 +89,15 @@ def outcome_action_of(
 ) -> RecordedAction:
     """The action a reported outcome stands for, or refuse saying why."""
     if not isinstance(outcome, Mapping):
-        raise InvalidCommandError(f"an outcome is an object, not {outcome!r}")
+        raise InvalidCommandError(
+            f"an outcome is an object, not {outcome!r}", code="invalid_value", param="outcome"
+        )
     move = outcome_move(game, step)
     if move is None:
         raise InvalidCommandError(
             f"round {game_round.id} is not awaiting an outcome (it is {game_round.status}): "
-            f"nobody may report one now ({offers(step, hidden_fault(game, game_round))})"
+            f"nobody may report one now ({offers(step, hidden_fault(game, game_round))})",
+            code="move_not_offered",
         )
     actor, action, draw = move
     if draw is None:
@@ -102,7 +110,9 @@ def outcome_action_of(
         assert draw is not None and values is not None  # an argument-only move takes any
         raise InvalidCommandError(
             f"bad outcome {dict(outcome)!r}: {action} draws {draw['count']} {draw['kind']} "
-            f"({values['low']}..{values['high']})"
+            f"({values['low']}..{values['high']})",
+            code="invalid_draw",
+            param="outcome",
         )
     return found
 

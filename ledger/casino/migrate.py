@@ -126,13 +126,15 @@ def _returns(context: Context, game_round: Round) -> dict[str, int]:
     except InvalidCommandError as exc:
         raise InvalidCommandError(
             f"cannot settle round {game_round.id} on its recorded outcome: {exc}; install a "
-            "release of its game declaring its rules, then run ledger migrate again"
+            "release of its game declaring its rules, then run ledger migrate again",
+            code="cannot_migrate",
         ) from None
     step = step_of(context, game, game_round)
     if not step["over"] or set(step["settle"]) != set(game_round.bets):
         raise InvalidCommandError(
             f"cannot settle round {game_round.id}: its game ({game_round.game}) does not "
-            "settle every bet on the recorded outcome"
+            "settle every bet on the recorded outcome",
+            code="cannot_migrate",
         )
     return dict(step["settle"])
 
@@ -182,7 +184,8 @@ def _signed_void(
     if operator is None:
         raise InvalidCommandError(
             f"round {game_round.id} has no outcome to settle on: ledger migrate voids it, "
-            "signed by an operator key (--operator-key NAME, or the only one held)"
+            "signed by an operator key (--operator-key NAME, or the only one held)",
+            code="cannot_migrate",
         )
     fact = operator_fact("void", game_round.id, reason)
     signed = sign_fact(attestation.check_operator(context, operator), fact, Role.OPERATOR)

@@ -138,7 +138,8 @@ class Work:
             raise InvalidCommandError(
                 f"round {game_round.id} is still open under settlement API 1 (release 0.2 and "
                 "before), which this release no longer plays: run `ledger migrate` first "
-                "(it settles the round on its recorded outcome, or voids it)"
+                "(it settles the round on its recorded outcome, or voids it)",
+                code="needs_migration",
             )
         return game_round
 
@@ -232,11 +233,17 @@ class CommandRunner:
         (the `request_id` and `fingerprint` of its `Work`; its result is that
         event's `bet_id`), and a retry is answered from that event."""
         if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID:
-            raise InvalidCommandError(f"a request id is 1..{MAX_REQUEST_ID} characters")
+            raise InvalidCommandError(
+                f"a request id is 1..{MAX_REQUEST_ID} characters",
+                code="invalid_value",
+                param="request_id",
+            )
         try:
             fingerprint = hashlib.sha256(canonical({"command": command, "args": args})).hexdigest()
         except CanonicalizationError as exc:  # e.g. an int past 2**53, NaN, bytes
-            raise InvalidCommandError(f"{command}: arguments are not plain JSON: {exc}") from None
+            raise InvalidCommandError(
+                f"{command}: arguments are not plain JSON: {exc}", code="invalid_value"
+            ) from None
         mine = _Command(
             command, request_id, fingerprint, body, dry=dry, recorded_in_event=recorded_in_event
         )

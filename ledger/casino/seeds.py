@@ -25,7 +25,7 @@ def retire_seed(table_id: str, rng: RngServer) -> Body:
     def body(work: Work) -> tuple[str, list[Aggregate]]:
         table = work.table(table_id)
         if table.active_seed is None:
-            raise InvalidCommandError(f"table {table.name} has no seed in use")
+            raise InvalidCommandError(f"table {table.name} has no seed in use", code="seed_missing")
         seed_id = table.active_seed
         table.reveal_seed(seed_id, rng.seed(seed_id).hex())
         return seed_id, [table]

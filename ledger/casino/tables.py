@@ -33,7 +33,7 @@ def open_table(
         table_kind = check_kind(kind)
         code = check_currency(currency)  # one spelling for the table and its house
         house = Account.open(
-            HOUSE, f"house of table {check_name(name, 'table name', limit=100)}", code
+            HOUSE, f"house of table {check_name(name, 'table name', limit=100, param='name')}", code
         )
         table = GameTable(
             name=name,
@@ -87,7 +87,11 @@ def place_bet(
         game_round = work.round(round_id)
         account = work.account(account_id)
         if account.kind != PLAYER:
-            raise InvalidCommandError(f"account {account.id} is not a player's wallet")
+            raise InvalidCommandError(
+                f"account {account.id} is not a player's wallet",
+                code="not_a_player_account",
+                param="account_id",
+            )
         account.check_currency(game_round.currency)
         game = context.game_of(game_round)
         check_betting(context, game, game_round, "place a bet")

@@ -40,7 +40,7 @@ def cmd_erase(args: argparse.Namespace) -> WithLedger:
     if (args.subject is None) == (args.dealer is None):
         raise NotFoundError("name one data subject: SUBJECT (or an account id), or --dealer NAME")
     subject = None if args.subject is None else subject_named(args.subject)
-    reason = check_name(args.reason, "--reason", limit=MAX_TEXT)
+    reason = check_name(args.reason, "--reason", limit=MAX_TEXT, param="reason")
     passphrase = read_passphrase()
     # The operator key first: a wrong key or passphrase fails before the store opens.
     operator = operator_signer(keys_dir(args.keys), args.operator_key, passphrase)

@@ -2,7 +2,9 @@
 
 Every `LedgerError` becomes one line on stderr and its non-zero exit code
 (1: verification failed; 2: bad input or setup; 3: no installed plugin can
-re-derive a round, see ledger.errors); nothing else is caught.
+re-derive a round, see ledger.errors); nothing else is caught. A command run
+with `--json` writes that line as a JSON object, with the error's `code` (and
+`param`) of the catalogue (`ledger.error_codes`), as the HTTP API's error body.
 A reader that closes stdout or stderr early (`ledger ... 2>&1 | head`) ends no
 command: the rest of the output goes nowhere and the exit code is still the
 command's, the error line that had nowhere to go included (ledger.cli.output).
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import signal
 import sys
 from collections.abc import Sequence
@@ -123,19 +126,32 @@ def _run(args: argparse.Namespace) -> int:
         # A command that works on the ledger gets the one opened for it here.
         code = run_with_ledger(args, answer) if isinstance(answer, WithLedger) else answer
     except LedgerError as exc:
-        print(f"ledger: error: {exc}", file=sys.stderr)
+        report_error(args, str(exc), type(exc).__name__, exc.code, exc.param)
         return exc.exit_code
     except _store_outages() as exc:  # the store went away mid-command
         from ledger.store.outage import describe_outage, disk_full
 
         # The command it stopped was one transaction: rolled back, nothing of it kept.
         advice = ": free space, then run the command again" if disk_full(exc) else ""
-        print(f"ledger: error: store unavailable: {describe_outage(exc)}{advice}", file=sys.stderr)
+        detail = f"store unavailable: {describe_outage(exc)}{advice}"
+        report_error(args, detail, "StoreUnavailable", "store_unavailable")
         return 2
     except KeyboardInterrupt:
         print("ledger: interrupted", file=sys.stderr)
         return INTERRUPTED
     return code
+
+
+def report_error(
+    args: argparse.Namespace, detail: str, error: str, code: str, param: str | None = None
+) -> None:
+    """The one error line on stderr: plain text, or with `--json` the HTTP API's
+    error body as one JSON object (a program reads `code`, not the text)."""
+    if getattr(args, "json", False) is True:
+        body = {"detail": detail, "error": error, "code": code}
+        print(json.dumps(body if param is None else {**body, "param": param}), file=sys.stderr)
+    else:
+        print(f"ledger: error: {detail}", file=sys.stderr)
 
 
 def _store_outages() -> tuple[type[BaseException], ...]:

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 def cmd_migrate(args: argparse.Namespace) -> WithLedger:
     from ledger.casino.migrate import REASON
 
-    reason = check_name(REASON if args.reason is None else args.reason, "--reason", limit=MAX_TEXT)
+    reason = check_name(
+        REASON if args.reason is None else args.reason, "--reason", limit=MAX_TEXT, param="reason"
+    )
     plugins = loaded_plugins()  # a broken plugin fails before a passphrase is asked for
     if args.dry_run:
         return WithLedger(_dry_run, plugins=plugins)

@@ -37,7 +37,7 @@ def operator_signer(directory: KeyDirectory, name: str | None, passphrase: bytes
 def cmd_round_action(args: argparse.Namespace) -> WithLedger:
     from ledger.crypto.keystore import keys_dir
 
-    reason = check_name(args.reason, "--reason", limit=MAX_TEXT)
+    reason = check_name(args.reason, "--reason", limit=MAX_TEXT, param="reason")
     plugins = loaded_plugins()  # a broken plugin fails before a passphrase is asked for
     passphrase = read_passphrase()
     # The operator key first: a wrong key or passphrase fails before the store opens.

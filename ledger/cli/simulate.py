@@ -95,7 +95,7 @@ class SessionStopped(LedgerError):
     kept) and where to find the rounds it left open."""
 
     def __init__(self, cause: LedgerError, left: str) -> None:
-        super().__init__(f"{cause}; {left}")
+        super().__init__(f"{cause}; {left}", code=cause.code, param=cause.param)
         self.exit_code = cause.exit_code
 
 

@@ -24,7 +24,8 @@ class ActorSignature(TypedDict):
 def sign_fact(signer: Signer, fact: dict[str, Any], role: Role) -> ActorSignature:
     if signer.role is not role:
         raise InvalidCommandError(
-            f"this needs {with_article(role.value)} key, not {with_article(signer.role.value)} key"
+            f"this needs {with_article(role.value)} key, not {with_article(signer.role.value)} key",
+            code="key_refused",
         )
     signature = signer.sign(ACTOR_FACT_DOMAIN + canonical(fact))
     return {"key_id": signer.key_id, "signature": base64.b64encode(signature).decode()}

@@ -95,10 +95,14 @@ def operator_may_sign_now(keyring: Keyring, key_id: str, now: int) -> PublicKeyR
     not revoked); else one clear refusal, before anything is recorded."""
     record = keyring.get(key_id)
     if record is None or record.role is not Role.OPERATOR:
-        raise InvalidCommandError(f"key {key_id[:16]} is not an operator key in the keyring")
+        raise InvalidCommandError(
+            f"key {key_id[:16]} is not an operator key in the keyring", code="key_refused"
+        )
     problem = key_problem(record, now)
     if problem is not None:
-        raise InvalidCommandError(f"operator key {record.name} may not sign now: {problem}")
+        raise InvalidCommandError(
+            f"operator key {record.name} may not sign now: {problem}", code="key_refused"
+        )
     return record
 
 

@@ -30,7 +30,9 @@ HOUSE = "house"
 
 def check_kind(kind: str) -> str:
     if kind not in (PLAYER, HOUSE):
-        raise InvalidCommandError(f"account kind must be {PLAYER!r} or {HOUSE!r}")
+        raise InvalidCommandError(
+            f"account kind must be {PLAYER!r} or {HOUSE!r}", code="invalid_value", param="kind"
+        )
     return kind
 
 
@@ -97,7 +99,7 @@ class Account(PlainCopy, Aggregate):
             cls.Opened,
             id=account_id,
             kind=check_kind(kind),
-            owner=check_personal(owner, "owner"),
+            owner=check_personal(owner, "owner", param="owner"),
             currency=check_currency(currency),
         )
 
@@ -107,15 +109,17 @@ class Account(PlainCopy, Aggregate):
 
     def _check_open(self) -> None:
         if self.closed:
-            raise InvalidCommandError(f"account {self.id} is closed")
+            raise InvalidCommandError(f"account {self.id} is closed", code="account_closed")
 
     def check_currency(self, currency: str) -> None:
         if currency != self.currency:
-            raise InvalidCommandError(f"account {self.id} holds {self.currency}, not {currency}")
+            raise InvalidCommandError(
+                f"account {self.id} holds {self.currency}, not {currency}", code="currency_mismatch"
+            )
 
     def deposit(self, amount: Any, request_id: str) -> None:
         self._check_open()
-        amount = check_amount(amount, "deposit")
+        amount = check_amount(amount, "deposit", param="amount")
         postings = transfer(cashier(self.currency), self.ledger_name, amount, self.currency)
         self._deposited(amount, request_id, postings)
 
@@ -126,11 +130,13 @@ class Account(PlainCopy, Aggregate):
     def withdraw(self, amount: Any, request_id: str) -> None:
         # A closed wallet may still be paid out: money a round owed it after
         # it closed (a return, a void refund) must never be stuck there.
-        amount = check_amount(amount, "withdrawal")
+        amount = check_amount(amount, "withdrawal", param="amount")
         if amount > self.balance and self.kind == PLAYER:
             raise InvalidCommandError(
                 f"withdrawal of {amount} is more than the balance {self.balance} "
-                f"of account {self.id}"
+                f"of account {self.id}",
+                code="insufficient_funds",
+                param="amount",
             )
         postings = transfer(self.ledger_name, cashier(self.currency), amount, self.currency)
         self._withdrawn(amount, request_id, postings)
@@ -155,7 +161,9 @@ class Account(PlainCopy, Aggregate):
         if self.kind == PLAYER and amount > self.balance:
             raise InvalidCommandError(
                 f"stake of {amount} is more than the available balance {self.balance} "
-                f"of account {self.id}"
+                f"of account {self.id}",
+                code="insufficient_funds",
+                param="stake",
             )
 
     @event(Debited)
@@ -171,7 +179,8 @@ class Account(PlainCopy, Aggregate):
         self._check_open()
         if self.balance != 0 and self.kind == PLAYER:
             raise InvalidCommandError(
-                f"account {self.id} still holds {self.balance}: withdraw it first"
+                f"account {self.id} still holds {self.balance}: withdraw it first",
+                code="account_not_empty",
             )
         self._closed(reason)
 

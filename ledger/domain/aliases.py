@@ -57,13 +57,21 @@ def game_named(game: object, older: object, what: str = "a table") -> str:
     same game if both are given); a one-line refusal when neither is, or when
     they name two games."""
     if game is None and older is None:
-        raise InvalidCommandError(f"{what} needs its game (`game`, a game id)")
+        raise InvalidCommandError(
+            f"{what} needs its game (`game`, a game id)", code="invalid_value", param="game"
+        )
     if game is not None and older is not None and game != older:
         raise InvalidCommandError(
             f"{what} names two games, {game!r} and {older!r} (under the older name of "
-            "`game`): give `game` alone"
+            "`game`): give `game` alone",
+            code="invalid_value",
+            param="game",
         )
     named = game if game is not None else older
     if not isinstance(named, str):
-        raise InvalidCommandError(f"a game is named by its id, a string, not {named!r}")
+        raise InvalidCommandError(
+            f"a game is named by its id, a string, not {named!r}",
+            code="invalid_value",
+            param="game",
+        )
     return named

@@ -32,7 +32,11 @@ def check_kind(kind: object) -> TableKind:
         return RNG
     if kind == PHYSICAL:
         return PHYSICAL
-    raise InvalidCommandError(f"a table is opened as 'rng' or 'physical', not {kind!r}")
+    raise InvalidCommandError(
+        f"a table is opened as 'rng' or 'physical', not {kind!r}",
+        code="invalid_value",
+        param="kind",
+    )
 
 
 class GameTable(TableAliases, PlainCopy, Aggregate):
@@ -114,7 +118,8 @@ class GameTable(TableAliases, PlainCopy, Aggregate):
     def check_no_seed_in_use(self) -> None:
         if self.active_seed is not None:
             raise InvalidCommandError(
-                f"table {self.name} already has seed {self.active_seed} in use: retire it first"
+                f"table {self.name} already has seed {self.active_seed} in use: retire it first",
+                code="seed_conflict",
             )
 
     def check_rng_round(self) -> None:
@@ -122,21 +127,23 @@ class GameTable(TableAliases, PlainCopy, Aggregate):
         if self.kind == RNG and self.active_seed is None:
             raise InvalidCommandError(
                 f"table {self.name} is an RNG table with no seed in use: commit a seed "
-                "before opening a round"
+                "before opening a round",
+                code="seed_missing",
             )
 
     def check_takes_seeds(self) -> None:
         if self.kind == PHYSICAL:
             raise InvalidCommandError(
                 f"table {self.name} is a physical table: its dice and cards come from its "
-                "dealer device's reports, not from a seed"
+                "dealer device's reports, not from a seed",
+                code="wrong_table_kind",
             )
 
     def commit_seed(self, seed_id: str, commitment: str) -> None:
         self.check_takes_seeds()
         self.check_no_seed_in_use()
         if seed_id in self.commitments:
-            raise InvalidCommandError(f"seed {seed_id} was already committed")
+            raise InvalidCommandError(f"seed {seed_id} was already committed", code="seed_conflict")
         self._seed_committed(seed_id, commitment)
 
     @event(SeedCommitted)
@@ -146,11 +153,14 @@ class GameTable(TableAliases, PlainCopy, Aggregate):
 
     def reveal_seed(self, seed_id: str, seed_hex: str) -> None:
         if self.active_seed != seed_id:
-            raise InvalidCommandError(f"seed {seed_id} is not the table's seed in use")
+            raise InvalidCommandError(
+                f"seed {seed_id} is not the table's seed in use", code="seed_conflict"
+            )
         if self.rounds_in_play:
             raise InvalidCommandError(
                 f"{self.rounds_in_play} round(s) still draw from seed {seed_id}: "
-                "settle or void them before revealing it"
+                "settle or void them before revealing it",
+                code="seed_conflict",
             )
         self._seed_revealed(seed_id, seed_hex)
 

@@ -53,18 +53,31 @@ def check_currency(code: object) -> str:
 
     found = pycountry.currencies.get(alpha_3=code) if isinstance(code, str) else None
     if found is None or not isinstance(code, str) or len(code) != 3:
-        raise InvalidCommandError(f"{code!r} is not an ISO 4217 currency code")
+        raise InvalidCommandError(
+            f"{code!r} is not an ISO 4217 currency code", code="invalid_currency", param="currency"
+        )
     return str(found.alpha_3)
 
 
-def check_amount(value: object, what: str = "amount") -> int:
-    """A positive whole number of minor units, within reason."""
+def check_amount(value: object, what: str = "amount", *, param: str | None = None) -> int:
+    """A positive whole number of minor units, within reason (`param`: the
+    field it was given in, for the error's `param`)."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidCommandError(f"{what} must be a whole number of minor units, not {value!r}")
+        raise InvalidCommandError(
+            f"{what} must be a whole number of minor units, not {value!r}",
+            code="invalid_amount",
+            param=param,
+        )
     if value <= 0:
-        raise InvalidCommandError(f"{what} must be positive, not {value}")
+        raise InvalidCommandError(
+            f"{what} must be positive, not {value}", code="invalid_amount", param=param
+        )
     if value > MAX_AMOUNT:
-        raise InvalidCommandError(f"{what} {value} is larger than the limit {MAX_AMOUNT}")
+        raise InvalidCommandError(
+            f"{what} {value} is larger than the limit {MAX_AMOUNT}",
+            code="invalid_amount",
+            param=param,
+        )
     return value
 
 
@@ -88,5 +101,5 @@ def imbalance(postings: Iterable[Posting]) -> dict[str, int]:
 def check_balanced(postings: list[Posting]) -> list[Posting]:
     off = imbalance(postings)
     if off:
-        raise InvalidCommandError(f"postings do not balance: {off}")
+        raise InvalidCommandError(f"postings do not balance: {off}", code="invalid_settlement")
     return postings

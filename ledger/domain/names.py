@@ -22,30 +22,43 @@ MAX_TEXT: Final = 1000
 PersonalValue = str | dict[str, str]
 
 
-def check_name(value: object, what: str = "name", *, limit: int = MAX_NAME) -> str:
-    """1..limit characters, not only spaces, and no control or format characters."""
+def check_name(
+    value: object, what: str = "name", *, limit: int = MAX_NAME, param: str | None = None
+) -> str:
+    """1..limit characters, not only spaces, and no control or format characters
+    (`param`: the field it was given in, for the error's `param`)."""
     if not isinstance(value, str) or not value.strip():
-        raise InvalidCommandError(f"{what} must be a non-empty text")
+        raise InvalidCommandError(
+            f"{what} must be a non-empty text", code="invalid_value", param=param
+        )
     if len(value) > limit:
-        raise InvalidCommandError(f"{what} is {len(value)} characters long; the limit is {limit}")
+        raise InvalidCommandError(
+            f"{what} is {len(value)} characters long; the limit is {limit}",
+            code="invalid_value",
+            param=param,
+        )
     for position, char in enumerate(value):
         # Cc: NUL, newline, ESC...; Cf: bidi overrides and other invisible formatting.
         if unicodedata.category(char) in ("Cc", "Cf", "Cs"):
             raise InvalidCommandError(
-                f"{what} holds a control character (U+{ord(char):04X}) at position {position}"
+                f"{what} holds a control character (U+{ord(char):04X}) at position {position}",
+                code="invalid_value",
+                param=param,
             )
     return value
 
 
-def check_personal(value: object, what: str) -> PersonalValue:
+def check_personal(value: object, what: str, *, param: str | None = None) -> PersonalValue:
     """A personal value: a name in clear (`check_name`), or a sealed one."""
     if isinstance(value, dict):
         if set(value) != {"sealed", "subject"} or not all(
             isinstance(v, str) and v for v in value.values()
         ):
-            raise InvalidCommandError(f"{what} is neither a name nor a sealed value")
+            raise InvalidCommandError(
+                f"{what} is neither a name nor a sealed value", code="invalid_value", param=param
+            )
         return {"sealed": value["sealed"], "subject": value["subject"]}
-    return check_name(value, what)
+    return check_name(value, what, param=param)
 
 
 def personal_text(value: PersonalValue) -> str:

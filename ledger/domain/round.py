@@ -33,7 +33,18 @@ from ledger.domain.round_records import (
     settlement_legs,
     stake_legs,
 )
-from ledger.domain.round_rules import check_correction, check_fresh_cards, check_void
+from ledger.domain.round_rules import (
+    check_action_number,
+    check_correction,
+    check_fresh_cards,
+    check_outcome_to_settle,
+    check_resume,
+    check_stake,
+    check_step_returns,
+    check_takes_actions,
+    check_taking_bets,
+    check_void,
+)
 from ledger.domain.round_sources import check_source, rng_source
 from ledger.domain.stored_names import ROUND_OPENED, SIGNED_THROW, is_fault, upcast
 from ledger.errors import InvalidCommandError
@@ -249,22 +260,13 @@ class Round(RoundAliases, PlainCopy, Aggregate):
 
     def check_bet(self, bet_id: str, account_id: str, stake: Any) -> int:
         """The stake, if the round takes this bet now; raise (nothing changed) if not."""
-        if self.status != BETTING:
-            raise InvalidCommandError(f"round {self.id} is not taking bets (it is {self.status})")
+        check_taking_bets(self.id, self.status)
         if bet_id in self.bets:
-            raise InvalidCommandError(f"bet {bet_id} is already placed in round {self.id}")
-        amount = check_amount(stake, "stake")
-        limits = self.limits
-        if not limits["min_bet"] <= amount <= limits["max_bet"]:
             raise InvalidCommandError(
-                f"stake {amount} is outside the table's limits "
-                f"{limits['min_bet']}..{limits['max_bet']}"
+                f"bet {bet_id} is already placed in round {self.id}", code="invalid_bet"
             )
-        if self.staked_by(account_id) + amount > limits["max_round"]:
-            raise InvalidCommandError(
-                f"stake {amount} would take this player's total in the round past "
-                f"{limits['max_round']}"
-            )
+        amount = check_amount(stake, "stake", param="stake")
+        check_stake(self.limits, self.staked_by(account_id), amount)
         return amount
 
     def place_bet(
@@ -296,13 +298,18 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         self.staked[account_id] = self.staked.get(account_id, 0) + stake
 
     def withdraw_bet(self, bet_id: str, account_id: str, request_id: str) -> BetRecord:
-        if self.status != BETTING:
-            raise InvalidCommandError(f"round {self.id} is not taking bets (it is {self.status})")
+        check_taking_bets(self.id, self.status)
         record = self.bets.get(bet_id)
         if record is None:
-            raise InvalidCommandError(f"no bet {bet_id} in round {self.id}")
+            raise InvalidCommandError(
+                f"no bet {bet_id} in round {self.id}", code="no_such_bet", param="bet_id"
+            )
         if record["account_id"] != account_id:
-            raise InvalidCommandError(f"bet {bet_id} is not account {account_id}'s to withdraw")
+            raise InvalidCommandError(
+                f"bet {bet_id} is not account {account_id}'s to withdraw",
+                code="bet_of_another_account",
+                param="account_id",
+            )
         postings = return_legs(self.id, self.currency, record["account_id"], record["stake"])
         self._bet_withdrawn(bet_id, record["account_id"], record["stake"], request_id, postings)
         return record
@@ -358,8 +365,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         """Record an action the game offered (the caller checked it is legal and
         its source attested); `step` is the game's step after it. Returns its step
         number. A card already dealt in this round is refused."""
-        if self.status in (SETTLED, VOIDED, DECIDED):
-            raise InvalidCommandError(f"round {self.id} takes no action now (it is {self.status})")
+        check_takes_actions(self.id, self.status)
         check_fresh_cards(
             self.id, action["drawn"] if source.get("draw") == "cards" else [], self.dealt
         )
@@ -405,17 +411,17 @@ class Round(RoundAliases, PlainCopy, Aggregate):
 
     def settle_step(self, returns: dict[str, int], over: bool) -> list[BetResult]:
         """Settle the bets the last action settled (any subset of those unsettled)."""
-        if self.status in (SETTLED, VOIDED) or not self.actions:
-            raise InvalidCommandError(f"round {self.id} has no action to settle on")
-        again = set(returns) & self.settled_bets
-        if again or not set(returns) <= set(self.bets):
-            raise InvalidCommandError("a step settles only standing bets, each once")
+        check_step_returns(
+            self.id, self.status, self.actions, returns, self.settled_bets, self.bets
+        )
         subset = {b: r for b, r in self.bets.items() if b in returns}
         results = self._results_for(returns, subset)
         postings = self._legs(results)
         left = set(self.bets) - self.settled_bets - set(returns)
         if over != (not left):
-            raise InvalidCommandError("the round is over exactly when every bet is settled")
+            raise InvalidCommandError(
+                "the round is over exactly when every bet is settled", code="invalid_settlement"
+            )
         self._settled(results, check_balanced(postings) if postings else [], self.actions - 1, over)
         return results
 
@@ -424,13 +430,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         """Settlement API 1's settlement: every bet at once, on the outcome recorded
         (its game's return for each: 0, the stake, or more). Only `ledger
         migrate` records one now, to end a round left decided under API 1."""
-        if self.status == SETTLED:
-            raise InvalidCommandError(f"round {self.id} is already settled")
-        if self.settlement_api >= 2 or self.status != DECIDED:
-            raise InvalidCommandError(
-                f"round {self.id} has no outcome of settlement API 1 to settle on "
-                f"(it is {self.status})"
-            )
+        check_outcome_to_settle(self.id, self.status, self.settlement_api)
         results = self._results_for(returns)
         postings = self._legs(results)
         self._settled(results, check_balanced(postings), None, True)
@@ -471,8 +471,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
     def action_entry(self, step: int) -> int:
         """Where action number `step` is in the log."""
         found = [i for i, entry in enumerate(self.log) if "action" in entry]
-        if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < len(found):
-            raise InvalidCommandError(f"round {self.id} has no action number {step!r}")
+        check_action_number(self.id, step, len(found))
         return found[step]
 
     def correct_step(
@@ -492,12 +491,15 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         check_correction(self.id, self.is_rng, self.status, reason)
         self.action_entry(step)
         if right_outcome == wrong_outcome:
-            raise InvalidCommandError("the corrected draw is the one already recorded")
+            raise InvalidCommandError(
+                "the corrected draw is the one already recorded", code="correction_refused"
+            )
         reversed_results = [r for r in self.results if self.settled_at.get(r["bet_id"], -1) >= step]
         if {r["bet_id"] for r in reversed_results} != set(returns):
             raise InvalidCommandError(
                 "the corrected draw changes which bets are settled from that action on: "
-                "void the round instead"
+                "void the round instead",
+                code="correction_refused",
             )
         results = self._results_for(
             {b: returned for b, (_, returned) in returns.items()},
@@ -584,10 +586,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         self.status = VOIDED
 
     def resume(self, reason: str, operator: OperatorSignature) -> None:
-        if self.status in (SETTLED, VOIDED):
-            raise InvalidCommandError(f"round {self.id} is already {self.status}")
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidCommandError("resuming a round needs a reason")
+        check_resume(self.id, self.status, reason)
         self._resumed(reason, operator)
 
     @event(Resumed)

@@ -55,21 +55,29 @@ class OperatorSignature(TypedDict):
 
 def check_limits(limits: Limits) -> Limits:
     for name in ("min_bet", "max_bet", "max_round"):
-        check_amount(limits.get(name), f"limit {name}")
+        check_amount(limits.get(name), f"limit {name}", param=f"limits.{name}")
     if not limits["min_bet"] <= limits["max_bet"] <= limits["max_round"]:
-        raise InvalidCommandError("limits must satisfy min_bet <= max_bet <= max_round")
+        raise InvalidCommandError(
+            "limits must satisfy min_bet <= max_bet <= max_round",
+            code="invalid_value",
+            param="limits",
+        )
     return {k: limits[k] for k in ("min_bet", "max_bet", "max_round")}  # type: ignore[return-value]
 
 
 def bet_results(returns: dict[str, int], bets: dict[str, BetRecord]) -> list[BetResult]:
     """Each bet's result: a return (an int >= 0) for every bet, once."""
     if set(returns) != set(bets):
-        raise InvalidCommandError("a settlement must give a return for every bet, once")
+        raise InvalidCommandError(
+            "a settlement must give a return for every bet, once", code="invalid_settlement"
+        )
     results: list[BetResult] = []
     for bet_id, record in bets.items():
         returned = returns[bet_id]
         if isinstance(returned, bool) or not isinstance(returned, int) or returned < 0:
-            raise InvalidCommandError(f"return for bet {bet_id} must be an int >= 0")
+            raise InvalidCommandError(
+                f"return for bet {bet_id} must be an int >= 0", code="invalid_settlement"
+            )
         results.append(
             {
                 "bet_id": bet_id,

@@ -23,22 +23,28 @@ def check_source(
 ) -> None:
     """Refuse `source` for `what` (e.g. "a faulty draw") in this round, if it may not state it."""
     if not isinstance(source, dict):
-        raise InvalidCommandError(f"{what}'s source is an object")
+        raise InvalidCommandError(
+            f"{what}'s source is an object", code="invalid_value", param="source"
+        )
     if seed_id is not None:
         if what == FAULTY_DRAW:
             raise InvalidCommandError(
                 f"round {round_id} is on an RNG table: an RNG draw is never faulty "
-                "(if the RNG malfunctioned, void the round)"
+                "(if the RNG malfunctioned, void the round)",
+                code="wrong_table_kind",
             )
         if source != rng_source(seed_id, draws):
             raise InvalidCommandError(
                 f"round {round_id} is on an RNG table: its dice come only from seed "
-                f"{seed_id}, draw {draws} (use throw_dice)"
+                f"{seed_id}, draw {draws} (use throw_dice)",
+                code="wrong_table_kind",
             )
     elif source.get("kind") != "device":
         kind = source.get("kind")
         given = "a source with no kind" if kind is None else f"a {kind!r} source"
         raise InvalidCommandError(
             f"round {round_id} is on a physical table: {what} comes only from a "
-            f"dealer device's signed report (a source of kind 'device'), not from {given}"
+            f"dealer device's signed report (a source of kind 'device'), not from {given}",
+            code="device_report_refused",
+            param="source",
         )

@@ -113,7 +113,9 @@ def replay_from(
     for entry in log[len(actions) :]:
         action = entry_action(game, step, entry)
         if action is None:
-            raise InvalidCommandError(f"{describe_entry(entry)} is not a move the game offered")
+            raise InvalidCommandError(
+                f"{describe_entry(entry)} is not a move the game offered", code="move_not_offered"
+            )
         actions.append(action)
         step = game.step(bets, actions)
     return actions, step
@@ -143,11 +145,15 @@ def settlements_from(
         number += 1 if "action" in entry else 0
         action = entry_action(game, step, entry)
         if action is None:
-            raise InvalidCommandError(f"{describe_entry(entry)} is not a move the game offered")
+            raise InvalidCommandError(
+                f"{describe_entry(entry)} is not a move the game offered", code="move_not_offered"
+            )
         actions.append(action)
         step = game.step(bets, actions)
         if index >= at:
             if step["void"] is not None:
-                raise InvalidCommandError(f"the game voids the round ({step['void']})")
+                raise InvalidCommandError(
+                    f"the game voids the round ({step['void']})", code="correction_refused"
+                )
             returns.update({bet: (number, paid) for bet, paid in step["settle"].items()})
     return returns, step

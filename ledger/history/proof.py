@@ -87,7 +87,8 @@ def _signed_head(
             continue
         if head is None:
             raise NotFoundError(
-                f"account {account} is not under a checkpoint yet: run `ledger checkpoint`"
+                f"account {account} is not under a checkpoint yet: run `ledger checkpoint`",
+                code="not_checkpointed",
             )
         if built.leaf(head.key) != head.leaf:
             break  # the row was altered: the events say what it is
@@ -101,7 +102,8 @@ def _signed_head(
         )
     if account not in heads:
         raise NotFoundError(
-            f"account {account} is not under a checkpoint yet: run `ledger checkpoint`"
+            f"account {account} is not under a checkpoint yet: run `ledger checkpoint`",
+            code="not_checkpointed",
         )
     return checkpoint, heads[account], built
 

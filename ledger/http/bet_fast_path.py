@@ -68,7 +68,9 @@ class BetFastPath:
         round_id = found.group(1)
         try:
             if token.role is ApiRole.TABLE_DEVICE and await self._table_of(round_id) != token.table:
-                response = JSONResponse(error_body(403, ANOTHER_TABLE), status_code=403)
+                response = JSONResponse(
+                    error_body(403, ANOTHER_TABLE, code="another_table"), status_code=403
+                )
             else:
                 bet_id = await asyncio.wrap_future(
                     self.casino.submit_bet(

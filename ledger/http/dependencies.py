@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Header, Path, Request
-from fastapi.exceptions import HTTPException
 
 from ledger.casino import MAX_REQUEST_ID, Casino
 from ledger.errors import with_article
+from ledger.http.errors import CodedHTTPException
 from ledger.http.service import Service
 from ledger.http.tokens import ApiRole, Token
 
@@ -69,10 +69,11 @@ class Allow:
     async def __call__(self, request: Request) -> Token:
         token = await caller_of(request)
         if token.role not in self.roles:
-            raise HTTPException(
+            raise CodedHTTPException(
                 403,
                 f"{with_article(token.role.value)} token may not do this (allowed: "
                 f"{', '.join(r.value for r in self.roles)})",
+                "forbidden_role",
             )
         return token
 
@@ -83,4 +84,4 @@ def check_own_table(caller: Token, casino: Casino, round_id: str) -> None:
     if caller.role is DEVICE:
         table_id = casino.table_of_round(round_id)
         if table_id != caller.table:
-            raise HTTPException(403, ANOTHER_TABLE)
+            raise CodedHTTPException(403, ANOTHER_TABLE, "another_table")

@@ -33,7 +33,9 @@ def _start(tables: MerkleLogTables, after: int | None) -> int:
     if found is None:
         size, _ = tables.event_count()
         raise InvalidCommandError(
-            f"position {after} is past the end of the log (positions 0..{size - 1})"
+            f"position {after} is past the end of the log (positions 0..{size - 1})",
+            code="invalid_value",
+            param="after",
         )
     return found
 
@@ -47,7 +49,9 @@ def events_after(app: LedgerApplication, after: int | None, limit: int) -> list[
     start). An archived event's place (`ledger.store.archived`) is not served:
     the records' positions jump over it, and a page reads on past a run of them."""
     if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidCommandError(f"limit is 1..{MAX_LIMIT}, not {limit}")
+        raise InvalidCommandError(
+            f"limit is 1..{MAX_LIMIT}, not {limit}", code="invalid_value", param="limit"
+        )
     tables = app.tables
     currencies = StreamCurrencies(tables)
     records: list[dict[str, Any]] = []

@@ -26,8 +26,14 @@ PUBLIC_PATHS = frozenset(
 DOCS_ASSETS = "/docs/assets"  # Swagger UI's own files (public, like the page)
 
 
-async def _reply(send: Send, status: int, detail: str, headers: list[tuple[bytes, bytes]]) -> None:
-    body = json.dumps(error_body(status, detail)).encode()
+async def _reply(
+    send: Send,
+    status: int,
+    detail: str,
+    headers: list[tuple[bytes, bytes]],
+    code: str | None = None,
+) -> None:
+    body = json.dumps(error_body(status, detail, code=code)).encode()
     await send(
         {
             "type": "http.response.start",
@@ -166,7 +172,7 @@ class Authenticate:
         try:
             token = self.tokens.authenticate(presented) if presented else None
         except ConfigError as exc:  # fail closed, saying why (the file's path, not its content)
-            await _reply(send, 500, str(exc), [])
+            await _reply(send, 500, str(exc), [], code="token_store_unreadable")
             return
         if token is None:
             detail = (

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from ledger.casino import MAX_BETS, MAX_REQUEST_ID
+from ledger.error_codes import CATALOGUE, describe
 
 # Money: integer minor units only. The bound is the canonical JSON range every
 # fingerprint needs; the Python API refuses what it does not accept within it.
@@ -34,7 +35,8 @@ Json = dict[str, Any]
 
 class ErrorBody(BaseModel):
     """Every error, from every route and from the layers in front of them
-    (authentication, the body limit): one line, and what kind of error it is."""
+    (authentication, the body limit): one line, what kind of error it is, its
+    code for a program and the field at fault, if one is."""
 
     detail: str = Field(description="what went wrong, in one line (never the input echoed)")
     error: str = Field(
@@ -42,6 +44,20 @@ class ErrorBody(BaseModel):
         "NotFoundError, RequestIdReusedError, ...), InvalidRequest for a body or parameter "
         "the API refuses, or the HTTP status's name (Unauthorized, Forbidden, BodyTooLarge, "
         "StoreUnavailable, ...)"
+    )
+    code: str = Field(
+        description="what went wrong, for a program to branch on: a stable code of the "
+        "catalogue (docs/http.md, the error codes); each value's description gives the "
+        "status it comes with and the field it names",
+        json_schema_extra={
+            "enum": [entry.code for entry in CATALOGUE],
+            "x-enum-descriptions": [describe(entry) for entry in CATALOGUE],
+        },
+    )
+    param: str | None = Field(
+        default=None,
+        description="the field at fault, when one is (`stake`, `bet`, a body field's "
+        "dotted path such as `bets.0.stake`, a parameter's name); absent otherwise",
     )
 
 

@@ -216,6 +216,11 @@ class BatchBetAnswer(Answer):
         description="when refused: the kind of error, as the error body's `error`"
     )
     detail: str | None = Field(description="when refused: why, in one line")
+    code: str | None = Field(
+        description="when refused: what went wrong, as the error body's `code` "
+        "(docs/http.md, the error codes)"
+    )
+    param: str | None = Field(description="when refused: the field at fault, if one is")
 
 
 class BetBatchPlaced(Answer):

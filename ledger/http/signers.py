@@ -39,15 +39,19 @@ class PresignedSigner:
         if record is None or record.role is not self._role:
             raise InvalidCommandError(
                 f"key {self._key_id[:16]} is not {with_article(self._role.value)} key "
-                "in the keyring"
+                "in the keyring",
+                code="key_refused",
             )
         try:
             signature = base64.b64decode(self._signature, validate=True)
         except (binascii.Error, ValueError):
-            raise InvalidCommandError(f"the {self._role.value} signature is not base64") from None
+            raise InvalidCommandError(
+                f"the {self._role.value} signature is not base64", code="signature_invalid"
+            ) from None
         if not verify_signature(record.public_key, message, signature):
             raise InvalidCommandError(
                 f"the {self._role.value} signature does not verify over this fact "
-                f"(key {self._key_id[:16]}): sign exactly the fact this command records"
+                f"(key {self._key_id[:16]}): sign exactly the fact this command records",
+                code="signature_invalid",
             )
         return signature

@@ -107,18 +107,32 @@ class TokenStore:
     ) -> tuple[str, Token]:
         """A new token: (its text, shown once and never stored; its entry)."""
         if (role is ApiRole.TABLE_DEVICE) != (table is not None):
-            raise InvalidCommandError("a table-device token needs --table, and only it takes one")
+            raise InvalidCommandError(
+                "a table-device token needs --table, and only it takes one",
+                code="invalid_value",
+                param="table",
+            )
         if table is not None:
             try:
                 table = str(UUID(table))
             except ValueError:
-                raise InvalidCommandError(f"--table {table!r} is not a table id (a UUID)") from None
+                raise InvalidCommandError(
+                    f"--table {table!r} is not a table id (a UUID)",
+                    code="invalid_value",
+                    param="table",
+                ) from None
         now = datetime.now(UTC)
         if expires_at is not None:
             if expires_at.tzinfo is None:
-                raise InvalidCommandError("--expires needs a time zone (e.g. 2027-01-01T00:00Z)")
+                raise InvalidCommandError(
+                    "--expires needs a time zone (e.g. 2027-01-01T00:00Z)",
+                    code="invalid_value",
+                    param="expires",
+                )
             if expires_at <= now:
-                raise InvalidCommandError("--expires is in the past")
+                raise InvalidCommandError(
+                    "--expires is in the past", code="invalid_value", param="expires"
+                )
         token_id = secrets.token_hex(8)
         text = f"{token_id}.{secrets.token_urlsafe(32)}"
         entry = Token(

@@ -208,6 +208,8 @@ def bet_batch(outcomes: list[BetOutcome]) -> responses.BetBatchPlaced:
             bet_id=o.bet_id,
             error=None if o.error is None else type(o.error).__name__,
             detail=None if o.error is None else str(o.error),
+            code=None if o.error is None else o.error.code,
+            param=None if o.error is None else o.error.param,
         )
         for o in outcomes
     ]

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from rfc8785 import CanonicalizationError
 
 from ledger.crypto.canonical import canonical, json_problem
+from ledger.error_codes import CODES
 from ledger.errors import InvalidCommandError, LedgerError, PluginError
 from ledger.games.api import (
     BET_FAMILIES,
@@ -100,7 +101,9 @@ class LoadedGame:
     def _call(self, what: str, call: Callable[..., T], *args: Any) -> T:
         try:
             return call(*args)
-        except InvalidCommandError:
+        except InvalidCommandError as exc:
+            if exc.code not in CODES:  # a program reads only the catalogue's codes
+                exc.code = "invalid_command"
             raise  # the game refusing bad input is not the plugin failing
         except LedgerError:
             raise
@@ -116,7 +119,9 @@ class LoadedGame:
         self, bet: Mapping[str, Any], placed: Mapping[str, BetView] | None = None
     ) -> dict[str, Any]:
         if not isinstance(bet, Mapping):
-            raise InvalidCommandError(f"a bet is an object, not {bet!r}")
+            raise InvalidCommandError(
+                f"a bet is an object, not {bet!r}", code="invalid_bet", param="bet"
+            )
         # The bets placed, read-only and not copied: a bet's check costs the same
         # whatever the round holds (a game reads what it needs of them, if anything).
         view = (
@@ -130,7 +135,11 @@ class LoadedGame:
 
     def validate_args(self, actor: str, action: str, args: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(args, Mapping):
-            raise InvalidCommandError(f"an action's arguments are an object, not {args!r}")
+            raise InvalidCommandError(
+                f"an action's arguments are an object, not {args!r}",
+                code="invalid_action_args",
+                param="args",
+            )
         result = self._call("validate_args", self.game.validate_args, actor, action, args)
         if not isinstance(result, dict):
             raise self._fail(f"validate_args returned {type(result).__name__}, not a dict")
@@ -181,7 +190,8 @@ class LoadedGame:
             raise InvalidCommandError(
                 f"game {self.id} offers no exact paytable: its return depends on how it "
                 "is played; estimate it by simulation (`tools/xidach_edge.py` for Xì dách, "
-                "whose file `ledger report --edge FILE` compares the observed return with)"
+                "whose file `ledger report --edge FILE` compares the observed return with)",
+                code="no_paytable",
             )
         game: Any = self.game  # declared and checked at load (`GameRegistry.add`)
         return _GuardedPaytable(self, game)

@@ -25,6 +25,8 @@ _CONSTRAINTS = frozenset({"primary", "unique", "check", "foreign", "constraint"}
 class ProjectionError(LedgerError):
     """The projections are missing or out of step with the log (rebuild them)."""
 
+    code = "projections_stale"
+
 
 class Projection(ABC):
     """A read model rebuilt from the log; never the source of truth."""

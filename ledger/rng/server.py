@@ -39,7 +39,9 @@ class RngServer:
         try:
             return self._seeds[seed_id]
         except KeyError:
-            raise InvalidCommandError(f"this RNG does not hold seed {seed_id}") from None
+            raise InvalidCommandError(
+                f"this RNG does not hold seed {seed_id}", code="seed_missing"
+            ) from None
 
     def throw(self, seed_id: str, round_id: str, counter: int) -> Dice:
         return throw(self.seed(seed_id), round_id, counter)
@@ -54,7 +56,9 @@ def keep_seed(directory: Path, seed_id: str, seed: bytes) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:  # a replayed session (a fixed --dice-seed) derives the same seeds
         if path.read_text().strip() != seed.hex():
-            raise InvalidCommandError(f"{path} already holds another seed") from None
+            raise InvalidCommandError(
+                f"{path} already holds another seed", code="seed_conflict"
+            ) from None
         return
     with os.fdopen(fd, "w") as handle:
         handle.write(seed.hex())

@@ -70,7 +70,9 @@ class SessionRng(RngServer):
         try:
             return self._derived[seed_id]
         except KeyError:
-            raise InvalidCommandError(f"this RNG does not hold seed {seed_id}") from None
+            raise InvalidCommandError(
+                f"this RNG does not hold seed {seed_id}", code="seed_missing"
+            ) from None
 
 
 def parse_seed(text: str) -> bytes:

@@ -129,6 +129,7 @@ def test_every_command_on_a_round_open_under_api_1_is_refused(
             with pytest.raises(InvalidCommandError) as refused:
                 command()
             assert str(refused.value) == refusal(game_round.id), name
+            assert refused.value.code == "needs_migration", name
         (outcome,) = casino.place_bets(
             round_id=game_round.id, bets=[BetRequest(f"batch-{game_round.id}", alice, HEADS, 10)]
         )
@@ -164,6 +165,7 @@ def test_every_command_on_a_round_open_under_api_1_is_refused(
         assert answer.json() == {
             "detail": refusal(path.split("/")[3]),
             "error": "InvalidCommandError",
+            "code": "needs_migration",
         }
     assert event_count(node.app) == before
 

@@ -2,13 +2,7 @@
 plugin imports (`ledger.plugins.__all__`), every hook, every protocol member
 and every TypedDict field is on the page with the signature and the type the
 code has, read from the code with `inspect` and `typing`; the page's stubs
-run as written.
-
-The page already documents the lead's items 2 and 4 (`close_action`,
-`fault_action`, `draws`, `DrawRange`; an `InvalidCommandError` with a `code`
-and a `param`). Until those are merged the code lacks them: `PENDING` names
-the members the page may hold ahead of the code. Each is checked exactly as
-soon as the code has it, so a page and a code that disagree fail here."""
+run as written."""
 
 from __future__ import annotations
 
@@ -24,16 +18,6 @@ from ledger.plugins import spec
 from tests.doc_pages import blocks
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "game-reference.md"
-
-PENDING = frozenset(
-    {
-        *(
-            f"{error}.{member}"
-            for error in ("ConfigError", "InvalidCommandError", "PluginError")
-            for member in ("code", "param", "__init__")
-        ),
-    }
-)
 
 # One parameter as compared: name, kind, annotation as spelled, has a default.
 Param = tuple[str, str, str | None, bool]
@@ -139,14 +123,13 @@ def is_error(value: Any) -> bool:
 
 def check_class(name: str, code_members: dict[str, Any]) -> None:
     """`code_members`: each attribute's annotation or each method; the page's
-    stub must have exactly these, spelled the same (members in `PENDING`
-    may be on the page ahead of the code)."""
+    stub must have exactly these, spelled the same."""
     stub = doc_members(doc_class(name))
     for member, value in code_members.items():
         assert member in stub, f"docs/game-reference.md: {name} has no {member}"
         check_member(f"{name}.{member}", value, stub[member])
     ahead = {f"{name}.{m}" for m in stub} - {f"{name}.{m}" for m in code_members}
-    assert ahead <= PENDING, f"docs/game-reference.md documents what the code lacks: {ahead}"
+    assert not ahead, f"docs/game-reference.md documents what the code lacks: {ahead}"
 
 
 def check_member(where: str, value: Any, stub: ast.stmt) -> None:
@@ -215,13 +198,11 @@ def test_every_protocol_is_documented_member_by_member() -> None:
 
 def test_every_typed_dict_is_documented_field_by_field() -> None:
     typed = exported(typing.is_typeddict)
-    assert {"Step", "BetView", "RecordedAction", "Draw"} <= set(typed)
+    assert {"Step", "BetView", "RecordedAction", "Draw", "DrawRange"} <= set(typed)
     for name in typed:
         cls = getattr(ledger.plugins, name)
         typing.get_type_hints(cls)  # each field's type resolves
         check_class(name, dict(cls.__annotations__))
-    for name in {n for n in PENDING if "." not in n} - set(ledger.plugins.__all__):
-        doc_class(name)  # documented ahead of the code: at least there
 
 
 def test_every_constant_is_documented_with_its_value() -> None:

@@ -85,7 +85,7 @@ def test_it_renders_the_package_an_author_starts_from(rendered: Path) -> None:
     # What the core will read from the game (issue 41, item 2), declared already.
     assert "close_action: str = CLOSE" in game and 'CLOSE: Final = "close_betting"' in game
     assert "fault_action: str | None = FAULT" in game
-    assert 'draws: Mapping[str, Mapping[str, int]] = {"dice": {"low": 1, "high": FACES}}' in game
+    assert 'draws: Mapping[str, DrawRange] = {"dice": {"low": 1, "high": FACES}}' in game
 
 
 def test_its_code_is_clean_by_the_linter_it_configures(rendered: Path) -> None:

@@ -16,7 +16,7 @@ LEDGER = Path(__file__).resolve().parents[2] / "ledger"
 LAYERS: tuple[frozenset[str], ...] = tuple(
     frozenset(layer.split())
     for layer in (
-        "errors",
+        "errors error_codes",
         "inputs outbound",  # what a user names (paths, JSON files); requests to peers
         "crypto domain",  # signatures and canonical bytes; the aggregates
         "privacy",  # personal values sealed per data subject, their keys

@@ -85,7 +85,7 @@ def test_every_operation_declares_its_errors_with_the_one_error_body() -> None:
                 schema = op["responses"][status]["content"]["application/json"]["schema"]
                 assert schema == {"$ref": ERROR_REF}, (method, template, status)
     error = DOC["components"]["schemas"]["ErrorBody"]
-    assert set(error["required"]) == {"detail", "error"}
+    assert set(error["required"]) == {"detail", "error", "code"}
 
 
 def test_every_success_is_a_named_model() -> None:
@@ -150,8 +150,9 @@ def test_what_the_server_answers_is_what_it_declares(api: Api) -> None:
     refused = api.post(f"/v1/rounds/{round_id}/bets", over)
     assert refused.status_code == 400, refused.text
     check(refused, "POST", bets)
-    for response in (refused, huge):
-        assert set(response.json()) == {"detail", "error"}
+    assert refused.json()["code"] == "stake_over_limit" and refused.json()["param"] == "stake"
+    assert set(refused.json()) == {"detail", "error", "code", "param"}
+    assert huge.json()["code"] == "body_too_large" and "param" not in huge.json()
     # The feed: a page of records, and the same records as JSON Lines.
     page = api.get("/v1/events", limit=5)
     check(page, "GET", "/v1/events")

@@ -101,6 +101,7 @@ def test_an_id_of_another_kind_in_a_path_is_404_naming_it(api: Api, name: str) -
     assert answer.json() == {
         "detail": f"{wrong.group(0)} is {A[instead]}, not {A[wanted]}",
         "error": "NotFoundError",
+        "code": "not_found",
     }
     assert api.events() == before
 
@@ -149,6 +150,7 @@ def test_a_settled_round_is_not_settled_again(api: Api) -> None:
             assert again.json() == {
                 "detail": f"round {round_id} is already settled",
                 "error": "InvalidCommandError",
+                "code": "round_settled",
             }
     assert api.events() == before
 
@@ -194,6 +196,7 @@ def test_a_body_not_declared_as_json_is_415(api: Api, name: str) -> None:
             assert refused.json() == {
                 "detail": "the body must be sent as JSON: Content-Type: application/json",
                 "error": "UnsupportedMediaType",
+                "code": "unsupported_media_type",
             }
         assert api.events() == before
     json_utf8 = {"content-type": "application/json; charset=UTF-8"}

@@ -38,7 +38,11 @@ from ledger.errors import (
 @pytest.mark.parametrize(
     "error",
     [
-        InvalidCommandError("stake of 5 is more than the available balance 1"),
+        InvalidCommandError(
+            "stake of 5 is more than the available balance 1",
+            code="insufficient_funds",
+            param="stake",
+        ),
         NotFoundError("no account 7"),
         RequestIdReusedError("request id 'r' was already used for a different place_bet"),
         ConflictError("place_bet: still conflicting after 50 attempts"),
@@ -47,6 +51,13 @@ from ledger.errors import (
 def test_a_refusal_crosses_as_the_same_error(error: LedgerError) -> None:
     again = decode_error(*encode_error(error))
     assert type(again) is type(error) and str(again) == str(error)
+    assert (again.code, again.param) == (error.code, error.param)
+
+
+def test_a_refusal_from_an_older_peer_gets_its_class_default_code() -> None:
+    """A peer of an earlier release sends the class name and text only."""
+    again = decode_error("NotFoundError", "no account 7")
+    assert isinstance(again, NotFoundError) and (again.code, again.param) == ("not_found", None)
 
 
 def test_a_store_failure_crosses_as_a_store_failure() -> None:

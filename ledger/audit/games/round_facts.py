@@ -157,7 +157,9 @@ class RoundFacts:
         before = self.step()
         action = entry_action(game, before, entry)
         if action is None:
-            raise InvalidCommandError(f"{describe_entry(entry)} is not a move the game offered")
+            raise InvalidCommandError(
+                f"{describe_entry(entry)} is not a move the game offered", code="move_not_offered"
+            )
         after = game.step(self.bets, [*self._replayed, action])
         self._peeked = (len(self.log), entry, action, after)
         return after

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi.exceptions import HTTPException
-
 from ledger.http import models, responses, views
 from ledger.http.dependencies import (
+    ANOTHER_TABLE,
     DEVICE,
     OPERATOR,
     READERS,
@@ -14,6 +13,7 @@ from ledger.http.dependencies import (
     IdempotencyKey,
     Uuid,
 )
+from ledger.http.errors import CodedHTTPException
 from ledger.http.routing import Router
 
 router = Router()
@@ -41,5 +41,5 @@ def open_table(
 def get_table(table_id: Uuid, caller: Caller, casino: CasinoDep) -> responses.Table:
     """A table's state, from its events."""
     if caller.role is DEVICE and caller.table != str(casino.table(table_id).id):
-        raise HTTPException(403, "this table device's token is for another table")
+        raise CodedHTTPException(403, ANOTHER_TABLE, "another_table")
     return views.table(casino.table(table_id))

@@ -88,12 +88,22 @@ class DiceGame:
         if action == "fault":
             reason = args.get("reason")
             if set(args) != {"reason"} or not isinstance(reason, str) or not reason.strip():
-                raise InvalidCommandError("a faulty throw needs a reason")
+                raise InvalidCommandError(
+                    "a faulty throw needs a reason", code="invalid_action_args", param="args"
+                )
             if len(reason) > MAX_REASON:
-                raise InvalidCommandError(f"a fault's reason is at most {MAX_REASON} characters")
+                raise InvalidCommandError(
+                    f"a fault's reason is at most {MAX_REASON} characters",
+                    code="invalid_action_args",
+                    param="args",
+                )
             return {"reason": reason}
         if args:
-            raise InvalidCommandError(f"{action} takes no arguments, got {reprlib.repr(args)}")
+            raise InvalidCommandError(
+                f"{action} takes no arguments, got {reprlib.repr(args)}",
+                code="invalid_action_args",
+                param="args",
+            )
         return {}
 
     # The rules.

@@ -139,10 +139,14 @@ def parse_bet(bet: Mapping[str, object]) -> str:
     `total:04`): one bet, one spelling, so equal bets hash equally.
     """
     if not isinstance(bet, Mapping) or set(bet) != {"bet"}:
-        raise InvalidCommandError(f'a bet is {{"bet": <id>}}, got {reprlib.repr(bet)}')
+        raise InvalidCommandError(
+            f'a bet is {{"bet": <id>}}, got {reprlib.repr(bet)}', code="invalid_bet", param="bet"
+        )
     bet_id = bet["bet"]
     if not isinstance(bet_id, str) or bet_id not in _BET_SET:
-        raise InvalidCommandError(f"unknown bet {reprlib.repr(bet_id)}")
+        raise InvalidCommandError(
+            f"unknown bet {reprlib.repr(bet_id)}", code="unknown_bet", param="bet"
+        )
     return bet_id
 
 
@@ -156,7 +160,11 @@ def check_dice(dice: object) -> Dice:
         a, b, c = dice
         if _is_face(a) and _is_face(b) and _is_face(c):
             return (a, b, c)
-    raise InvalidCommandError(f"dice must be three integers 1..6, got {reprlib.repr(dice)}")
+    raise InvalidCommandError(
+        f"dice must be three integers 1..6, got {reprlib.repr(dice)}",
+        code="invalid_draw",
+        param="dice",
+    )
 
 
 def _hits(bet_id: str, dice: Dice) -> int:
@@ -182,7 +190,9 @@ def _hits(bet_id: str, dice: Dice) -> int:
         return int(dice.count(n) >= 2)
     if kind == "total":
         return int(total == n)
-    raise InvalidCommandError(f"unknown bet {bet_id!r}")  # unreachable for catalogue ids
+    raise InvalidCommandError(
+        f"unknown bet {bet_id!r}", code="unknown_bet", param="bet"
+    )  # unreachable for catalogue ids
 
 
 def returned(bet_id: str, stake: int, dice: Dice, paytable: Paytable) -> int:
@@ -192,9 +202,13 @@ def returned(bet_id: str, stake: int, dice: Dice, paytable: Paytable) -> int:
     entry.
     """
     if not isinstance(bet_id, str) or bet_id not in _BET_SET:
-        raise InvalidCommandError(f"unknown bet {reprlib.repr(bet_id)}")
+        raise InvalidCommandError(
+            f"unknown bet {reprlib.repr(bet_id)}", code="unknown_bet", param="bet"
+        )
     if type(stake) is not int or stake < 1:
-        raise InvalidCommandError(f"stake must be a positive integer, got {stake!r}")
+        raise InvalidCommandError(
+            f"stake must be a positive integer, got {stake!r}", code="invalid_amount", param="stake"
+        )
     hits = _hits(bet_id, check_dice(dice))
     if hits == 0:
         return 0

@@ -61,18 +61,24 @@ class XiDach:
             if kind != "seat" or not self._seat_number(number):
                 raise InvalidCommandError(
                     f"unknown bet {reprlib.repr(bet['bet'])}: "
-                    f"bet on seat:1..seat:{self.table_rules.seats}"
+                    f"bet on seat:1..seat:{self.table_rules.seats}",
+                    code="unknown_bet",
+                    param="bet",
                 )
             seat = int(number)
         elif isinstance(bet, Mapping) and set(bet) == {"seat"}:
             seat = bet["seat"]
         else:
             raise InvalidCommandError(
-                f'a xì dách bet is {{"seat": N}} or {{"bet": "seat:N"}}, got {reprlib.repr(bet)}'
+                f'a xì dách bet is {{"seat": N}} or {{"bet": "seat:N"}}, got {reprlib.repr(bet)}',
+                code="invalid_bet",
+                param="bet",
             )
         if type(seat) is not int or not 1 <= seat <= self.table_rules.seats:
             raise InvalidCommandError(
-                f"seat must be an integer 1..{self.table_rules.seats}, got {reprlib.repr(seat)}"
+                f"seat must be an integer 1..{self.table_rules.seats}, got {reprlib.repr(seat)}",
+                code="invalid_bet",
+                param="bet",
             )
         return seat
 
@@ -80,7 +86,9 @@ class XiDach:
         seat = self._seat(bet)
         for view in placed.values():
             if view["bet"].get("seat") == seat:
-                raise InvalidCommandError(f"seat {seat} already has a bet")
+                raise InvalidCommandError(
+                    f"seat {seat} already has a bet", code="invalid_bet", param="bet"
+                )
         return {"seat": seat}
 
     # -- actions -------------------------------------------------------------
@@ -89,20 +97,32 @@ class XiDach:
         if actor == DEALER and action == FAULT:
             reason = args.get("reason") if isinstance(args, Mapping) else None
             if set(args) != {"reason"} or not isinstance(reason, str) or not reason.strip():
-                raise InvalidCommandError('xì dách: a misdeal needs {"reason": TEXT}')
+                raise InvalidCommandError(
+                    'xì dách: a misdeal needs {"reason": TEXT}',
+                    code="invalid_action_args",
+                    param="args",
+                )
             if len(reason) > MAX_REASON:
                 raise InvalidCommandError(
-                    f"xì dách: a misdeal's reason is at most {MAX_REASON} characters"
+                    f"xì dách: a misdeal's reason is at most {MAX_REASON} characters",
+                    code="invalid_action_args",
+                    param="args",
                 )
             return {"reason": reason}
         if not isinstance(args, Mapping) or args:
-            raise InvalidCommandError(f"xì dách: {action} takes no arguments, got {args!r}")
+            raise InvalidCommandError(
+                f"xì dách: {action} takes no arguments, got {args!r}",
+                code="invalid_action_args",
+                param="args",
+            )
         if actor == DEALER:
             if action in DEALER_ACTIONS or self._check_target(action):
                 return {}
         elif self._player(actor) and action in PLAYER_ACTIONS:
             return {}
-        raise InvalidCommandError(f"xì dách: {actor!r} has no action {action!r}")
+        raise InvalidCommandError(
+            f"xì dách: {actor!r} has no action {action!r}", code="unknown_action", param="action"
+        )
 
     def _check_target(self, action: str) -> bool:
         kind, _, seat = action.partition(":")
@@ -124,10 +144,14 @@ class XiDach:
         for bet_id, view in bets.items():
             seat = self._seat(view["bet"])
             if seat in seats:
-                raise InvalidCommandError(f"two bets on seat {seat}")
+                raise InvalidCommandError(f"two bets on seat {seat}", code="invalid_bet")
             stake = view["stake"]
             if type(stake) is not int or stake < 1:
-                raise InvalidCommandError(f"stake of bet {bet_id} must be a positive integer")
+                raise InvalidCommandError(
+                    f"stake of bet {bet_id} must be a positive integer",
+                    code="invalid_amount",
+                    param="stake",
+                )
             seats[seat] = (bet_id, stake)
         return Round(self.table_rules, seats)
 

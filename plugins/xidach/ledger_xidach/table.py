@@ -141,20 +141,27 @@ class Round:
         `reason` is a fault's (a misdeal's) reason."""
         offered = self.moves().get(actor, {})
         if action not in offered:
-            raise InvalidCommandError(f"xì dách: {actor} may not {action} now")
+            raise InvalidCommandError(
+                f"xì dách: {actor} may not {action} now", code="move_not_offered", param="action"
+            )
         draw = offered[action]
         wanted = 0 if draw is None else draw["count"]
         if len(drawn) != wanted:
             raise InvalidCommandError(
-                f"xì dách: {actor} {action} takes {wanted} card(s), got {len(drawn)}"
+                f"xì dách: {actor} {action} takes {wanted} card(s), got {len(drawn)}",
+                code="invalid_draw",
             )
         for card in drawn:
             if type(card) is not int or not 0 <= card < 52:
-                raise InvalidCommandError(f"xì dách: {card!r} is not a card (0..51)")
+                raise InvalidCommandError(
+                    f"xì dách: {card!r} is not a card (0..51)", code="invalid_draw"
+                )
             if card in self.used:
-                raise InvalidCommandError(f"xì dách: card {card} was already dealt this round")
+                raise InvalidCommandError(
+                    f"xì dách: card {card} was already dealt this round", code="invalid_draw"
+                )
         if len(set(drawn)) != len(drawn):
-            raise InvalidCommandError("xì dách: the same card drawn twice")
+            raise InvalidCommandError("xì dách: the same card drawn twice", code="invalid_draw")
         self.used.update(drawn)
         self.last_settle = {}
         self.last_flags = []
