@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Header, Path, Query, Request
 from fastapi.exceptions import HTTPException
 
 from ledger.casino import MAX_REQUEST_ID, Casino
 from ledger.errors import with_article
+from ledger.http.cursors import MAX_CURSOR
 from ledger.http.service import Service
 from ledger.http.tokens import ApiRole, Token
 
@@ -38,6 +39,20 @@ IdempotencyKey = Annotated[
     ),
 ]
 RoundId = Annotated[str, Path(min_length=1, max_length=64)]
+# Every list's paging (docs/http.md, "Lists"): a page of `limit` rows, after `cursor`.
+DEFAULT_PAGE, MAX_PAGE = 100, 1000
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"rows a page, at most {MAX_PAGE}")]
+Cursor = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=MAX_CURSOR,
+        description="the `next_cursor` of the page before, asked with the same filters",
+    ),
+]
+Currency = Annotated[
+    str | None, Query(pattern="^[A-Z]{3}$", description="an ISO 4217 code, upper case")
+]
 Uuid = Annotated[str, Path(min_length=1, max_length=64)]
 
 
