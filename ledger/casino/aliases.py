@@ -157,12 +157,14 @@ ALIASES: tuple[Alias, ...] = (
 # The Python API's play aliases, as command bodies.
 
 
-def close_betting(context: Context, round_id: str) -> Body:
-    """`act` of `close_betting`, by the actor the game lets close betting."""
+def close_betting(context: Context, round_id: str, by: dict[str, str] | None) -> Body:
+    """`act` of `close_betting`, by the actor the game lets close betting; `by`,
+    the session that asked (`Casino.asked_by`)."""
 
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
-        return None, play(context, work, game_round, wrapped(context, CLOSE_BETTING, None))[1]
+        close = wrapped(context, CLOSE_BETTING, None, by)
+        return None, play(context, work, game_round, close)[1]
 
     return body
 
@@ -180,7 +182,7 @@ def record_outcome(
     return body
 
 
-def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
+def throw_dice(context: Context, round_id: str, rng: RngServer, by: dict[str, str] | None) -> Body:
     """`act` of the move that draws dice next, from the round's committed seed;
     answers {"dice": drawn}."""
 
@@ -197,7 +199,7 @@ def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
                 f"round {game_round.id}: the game draws no dice now ({offers(step)})"
             )
         assert move is not None  # the dice drawn settle what the game says
-        played, changed = play(context, work, game_round, wrapped(context, move[1], rng))
+        played, changed = play(context, work, game_round, wrapped(context, move[1], rng, by))
         return {draw["kind"]: played["drawn"]}, changed
 
     return body
@@ -251,8 +253,11 @@ def settle(context: Context, round_id: str) -> Body:
 # What each stands for: the move `act` would take, and its attestation.
 
 
-def wrapped(context: Context, action: str, rng: RngServer | None) -> Chooser:
-    """The one move named `action` the game offers now, attested as `act` would."""
+def wrapped(
+    context: Context, action: str, rng: RngServer | None, by: dict[str, str] | None
+) -> Chooser:
+    """The one move named `action` the game offers now, attested as `act` would
+    (`by`: the session that asked, as `act`'s `attested_by`)."""
 
     def choose(
         game: LoadedGame, game_round: Round, step: Step, number: int
@@ -276,6 +281,7 @@ def wrapped(context: Context, action: str, rng: RngServer | None) -> Chooser:
             None,
             rng,
             betting_open=step["betting"],
+            asked_by=by,
         )
         return {"actor": actor, "action": action, "args": given, "drawn": drawn}, attested
 

@@ -71,7 +71,7 @@ class BetFastPath:
                 response = JSONResponse(error_body(403, ANOTHER_TABLE), status_code=403)
             else:
                 bet_id = await asyncio.wrap_future(
-                    self.casino.submit_bet(
+                    self.casino.asked_by(token.asked_by()).submit_bet(
                         request_id=key,
                         round_id=round_id,
                         account_id=bet.account_id,

@@ -62,7 +62,12 @@ async def service_of(request: Request) -> Service:
 
 
 async def casino_of(request: Request) -> Casino:
-    return (await service_of(request)).casino
+    """The casino, its commands asked by the caller's token: every write binds its
+    Idempotency-Key to that token, and an action the node records as its own
+    command or draw names it (`Casino.asked_by`)."""
+    casino = (await service_of(request)).casino
+    token: Token | None = getattr(request.state, "token", None)  # none: a public route
+    return casino if token is None else casino.asked_by(token.asked_by())
 
 
 async def caller_of(request: Request) -> Token:
