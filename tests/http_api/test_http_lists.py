@@ -41,12 +41,14 @@ def open_table(api: Api, name: str, game: str, currency: str) -> str:
 
 
 def test_tables_page_through_in_opening_order_and_filter(api: Api) -> None:
-    opened = [
-        open_table(api, f"T{n}", game, currency)
-        for n, (game, currency) in enumerate(
-            [("coin", "EUR"), ("taixiu", "EUR"), ("coin", "USD"), ("coin", "EUR"), ("xidach", "EUR")]
-        )
+    kinds = [
+        ("coin", "EUR"),
+        ("taixiu", "EUR"),
+        ("coin", "USD"),
+        ("coin", "EUR"),
+        ("xidach", "EUR"),
     ]
+    opened = [open_table(api, f"T{n}", game, currency) for n, (game, currency) in enumerate(kinds)]
     pages = every_page(api, "/v1/tables", "tables", limit=2)
     assert [len(page) for page in pages] == [2, 2, 1]
     assert [t["table_id"] for page in pages for t in page] == opened
