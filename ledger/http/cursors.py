@@ -55,7 +55,9 @@ def decode(text: str | None, list_name: str, filters: Mapping[str, object]) -> K
         found = json.loads(body)
     except (ValueError, binascii.Error, UnicodeError):
         raise refused from None
-    after = found.get("after") if isinstance(found, dict) else None
+    if not isinstance(found, dict):
+        raise refused
+    after = found.get("after")
     if (
         found.get("list") != list_name
         or found.get("filters") != _digest(filters)

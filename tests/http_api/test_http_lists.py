@@ -5,6 +5,7 @@ one is a 400 that records nothing (both stores)."""
 from __future__ import annotations
 
 import base64
+import hashlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,12 @@ import pytest
 
 from ledger.node import Node
 from tests.http_support import LIMITS, Api, make_api
+
+CURSOR_DOMAIN = b"casino-ledger/cursor/v1\n"  # what the checksum of ledger.http.cursors covers
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
 
 
 @pytest.fixture
@@ -117,6 +124,8 @@ def test_a_cursor_that_is_not_one_is_a_400_and_records_nothing(api: Api) -> None
     body, _, checksum = cursor.partition(".")
     edited = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).replace(b"20", b"19", 1)
     tampered = base64.urlsafe_b64encode(edited).decode().rstrip("=") + "." + checksum
+    forged_body = b"[1, 2]"  # as a client who read the code might make one
+    forged = f"{b64(forged_body)}.{b64(hashlib.sha256(CURSOR_DOMAIN + forged_body).digest()[:12])}"
     tables_cursor = every_page(api, "/v1/tables", "tables")  # one page: no cursor of its own
     assert tables_cursor == [[*api.get("/v1/tables").json()["tables"]]]
     api.table()
@@ -128,6 +137,7 @@ def test_a_cursor_that_is_not_one_is_a_400_and_records_nothing(api: Api) -> None
         ("é" * 10, {"table_id": table}),
         (tampered, {"table_id": table}),
         (other_list, {"table_id": table}),  # another list's
+        (forged, {"table_id": table}),  # its checksum right, its body not a cursor's
         (cursor, {}),  # the same list asked with other filters
         (cursor, {"table_id": table, "status": "closed"}),
     ):
@@ -149,6 +159,7 @@ def test_list_parameters_are_checked(api: Api) -> None:
         ("/v1/rounds", {"status": "lost"}, 422),
         ("/v1/rounds", {"opened_since": "yesterday"}, 400),
         ("/v1/rounds", {"opened_before": "2026-12-01T10:00"}, 400),  # whose zone?
+        ("/v1/rounds", {"opened_since": "0001-01-01T00:00+14:00"}, 400),  # before year 1 in UTC
         ("/v1/rounds", {"open": "true", "status": "settled"}, 400),
     ):
         response = api.get(path, **params)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Query
 
-from ledger.errors import InvalidCommandError
+from ledger.errors import ConfigError, InvalidCommandError
 from ledger.http import cursors, models, responses, views
 from ledger.http.dependencies import (
     DEFAULT_PAGE,
@@ -86,7 +86,12 @@ def list_rounds(
 
 def _moment(text: str | None, name: str) -> str | None:
     """A time filter as the projection stores times (UTC text), or a 400 naming it."""
-    return None if text is None else utc_text(parse_moment(text, name))
+    if text is None:
+        return None
+    try:
+        return utc_text(parse_moment(text, name))
+    except OverflowError:  # a time whose UTC is before year 1 or after 9999
+        raise ConfigError(f"{name} {text!r} is out of range once in UTC") from None
 
 
 def _statuses(status: str | None, open_only: bool) -> list[str]:
