@@ -167,3 +167,27 @@ def test_list_parameters_are_checked(api: Api) -> None:
         assert "\n" not in response.json()["detail"]
     assert api.events() == before
     assert api.get("/v1/rounds", limit=1000).status_code == 200
+
+
+def test_a_page_reads_the_read_models_not_the_log(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the read models are caught up, paging reads no event: not the log's
+    notifications, not an aggregate's stream."""
+    for _ in range(3):
+        api.round(api.table())
+        api.wallet(100)
+    assert api.get("/v1/rounds").status_code == 200  # caught up
+
+    def no_reading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a list read the event log")
+
+    monkeypatch.setattr(api.node.app.recorder, "select_notifications", no_reading)
+    monkeypatch.setattr(api.node.app.repository, "get", no_reading)
+    for path, key in (
+        ("/v1/tables", "tables"),
+        ("/v1/accounts", "accounts"),
+        ("/v1/rounds", "rounds"),
+    ):
+        pages = every_page(api, path, key, limit=2)
+        assert sum(len(page) for page in pages) >= 3
