@@ -83,13 +83,8 @@ class Casino:
         bound._by = dict(by)
         return bound
 
-    def _bound(self, args: dict[str, Any], by: Mapping[str, str] | None) -> dict[str, Any]:
-        """A command's fingerprinted arguments, with the session that asked when
-        there is one (an earlier request's fingerprint without one is unchanged)."""
-        return args if by is None else {**args, SESSION_ARG: dict(by)}
-
     def _run(self, command: str, request_id: str, args: dict[str, Any], body: Any) -> Any:
-        return self.runner.run(command, request_id, self._bound(args, self._by), body)
+        return self.runner.run(command, request_id, _bound(args, self._by), body)
 
     def send_bets_to(self, path: str) -> None:
         """Place bets through the node's writer process listening on the Unix
@@ -290,7 +285,7 @@ class Casino:
         }
         body = tables.place_bet(self.context, request_id, round_id, account_id, bet, stake)
         return self.runner.submit(
-            "place_bet", request_id, self._bound(args, by), body, recorded_in_event=True
+            "place_bet", request_id, _bound(args, by), body, recorded_in_event=True
         )
 
     def submit_bets_here(self, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
@@ -534,3 +529,9 @@ class Casino:
         body = migrate.finish(self.context, found, reason, operator)
         done = self._run("migrate", request_id or migrate.request_id(found), args, body)
         return migrate.from_json(done)
+
+
+def _bound(args: dict[str, Any], by: Mapping[str, str] | None) -> dict[str, Any]:
+    """A command's fingerprinted arguments, with the session that asked when there
+    is one (a request recorded without one keeps its fingerprint)."""
+    return args if by is None else {**args, SESSION_ARG: dict(by)}
