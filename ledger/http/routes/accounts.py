@@ -42,13 +42,18 @@ def list_accounts(
     service: ServiceDep,
     limit: Limit = DEFAULT_PAGE,
     cursor: Cursor = None,
-    kind: Literal["player", "house"] | None = None,
+    kind: Annotated[
+        Literal["player", "house"] | None,
+        Query(description="players' wallets or tables' house accounts"),
+    ] = None,
     currency: Currency = None,
-    status: Literal["open", "closed"] | None = None,
+    status: Annotated[Literal["open", "closed"] | None, Query(description="open or closed")] = None,
 ) -> responses.Accounts:
-    """The accounts (players' wallets and tables' house accounts), oldest first, a
-    page at a time (the accounts' read model, caught up first), filtered by kind,
-    currency and status."""
+    """The accounts, oldest first, a page at a time.
+
+    Players' wallets and tables' house accounts, from the accounts' read model
+    (caught up first), filtered by kind, currency and status. A `cursor` that is not one
+    this list gave with these filters is a 400, and nothing is read."""
     filters = {"kind": kind, "currency": currency, "status": status}
     after = cursors.decode(cursor, "accounts", filters)  # before anything is read or written
     service.catch_up()

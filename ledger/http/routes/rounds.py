@@ -29,6 +29,8 @@ from ledger.projections.pages import rounds_page
 from ledger.projections.rounds import OPEN_STATUSES
 
 router = Router()
+SINCE = "rounds opened at or after: a date (its midnight UTC) or an ISO 8601 time with its offset"
+BEFORE = "rounds opened before: a date (its midnight UTC) or an ISO 8601 time with its offset"
 
 
 @router.endpoint("POST", "/rounds", (OPERATOR,), responses.RoundOpened, status=201)
@@ -54,16 +56,24 @@ def list_rounds(
     service: ServiceDep,
     limit: Limit = DEFAULT_PAGE,
     cursor: Cursor = None,
-    table_id: Annotated[str | None, Query(min_length=1, max_length=64)] = None,
-    status: responses.RoundStatus | None = None,
-    open_only: Annotated[bool, Query(alias="open")] = False,
-    opened_since: Annotated[str | None, Query(max_length=40)] = None,
-    opened_before: Annotated[str | None, Query(max_length=40)] = None,
+    table_id: Annotated[
+        str | None, Query(min_length=1, max_length=64, description="the rounds of this table")
+    ] = None,
+    status: Annotated[
+        responses.RoundStatus | None, Query(description="the rounds in this status")
+    ] = None,
+    open_only: Annotated[
+        bool, Query(alias="open", description="the rounds neither settled nor voided")
+    ] = False,
+    opened_since: Annotated[str | None, Query(max_length=40, description=SINCE)] = None,
+    opened_before: Annotated[str | None, Query(max_length=40, description=BEFORE)] = None,
 ) -> responses.Rounds:
-    """Round summaries, oldest first, a page at a time (the rounds' read model,
-    caught up first): at one table, in one status (or `open`: neither settled
-    nor voided), opened from `opened_since` and before `opened_before` (a date,
-    its midnight UTC, or an ISO 8601 time with its offset)."""
+    """Round summaries, oldest first, a page at a time.
+
+    From the rounds' read model, caught up first: at one table, in one status
+    (or `open`: neither settled nor voided), opened from `opened_since` and
+    before `opened_before`. A `cursor` that is not one
+    this list gave with these filters is a 400, and nothing is read."""
     since, before = _moment(opened_since, "opened_since"), _moment(opened_before, "opened_before")
     filters = {"table_id": table_id, "status": status, "open": open_only or None,
                "opened_since": since, "opened_before": before}  # fmt: skip

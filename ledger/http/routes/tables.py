@@ -59,11 +59,16 @@ def list_tables(
     service: ServiceDep,
     limit: Limit = DEFAULT_PAGE,
     cursor: Cursor = None,
-    game: Annotated[str | None, Query(min_length=1, max_length=100)] = None,
+    game: Annotated[
+        str | None, Query(min_length=1, max_length=100, description="the tables of this game")
+    ] = None,
     currency: Currency = None,
 ) -> responses.Tables:
-    """The tables, oldest first, a page at a time (the tables' read model, caught up
-    first); `game` and `currency` keep those of that game or currency."""
+    """The tables, oldest first, a page at a time.
+
+    From the tables' read model, caught up first; `game` and `currency` keep
+    those of that game or currency. A `cursor` that is not one
+    this list gave with these filters is a 400, and nothing is read."""
     filters = {"game": game, "currency": currency}
     after = cursors.decode(cursor, "tables", filters)  # before anything is read or written
     service.catch_up()
