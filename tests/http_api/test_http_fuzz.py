@@ -24,7 +24,7 @@ from schemathesis.specs.openapi.checks import (
 from ledger.node import Node
 from tests.http_support import Api, make_api
 
-EXAMPLES = 15  # per operation and store: the file stays under a minute
+EXAMPLES = 10  # per operation and store: the file stays well under a minute
 # Every response as the document says: no 5xx, a declared status, its declared
 # content type, headers and body schema.
 CHECKS = [
