@@ -15,6 +15,7 @@ import pytest
 from ledger.audit.recall import recall_round
 from ledger.http.tokens import ApiRole
 from ledger.node import Node
+from tests.casino_support import domain_events
 from tests.http_api.test_http_roles import DOCUMENT, SCENARIOS, Call, coin_round, rng_round
 from tests.http_support import Api, all_games, make_api
 
@@ -169,3 +170,48 @@ def test_every_play_route_names_the_token_that_asked(api: Api) -> None:
     _, physical, _ = coin_round(api, closed=True)  # closed by the operator at a physical table
     assert asked(api, physical) == [("close_betting", f"by token {operator_id} (role operator)")]
     assert device_key is None
+
+
+WRITES = sorted(
+    f"{method.upper()} {path}"
+    for path, operations in DOCUMENT["paths"].items()
+    for method in operations
+    if method != "get"
+)
+
+
+# The writes that record an action of a round (the play routes; `/settle` has
+# nothing left to settle and answers a settlement recorded before).
+ACTING = {
+    f"POST /v1/rounds/{{round_id}}/{name}"
+    for name in ("close-betting", "draw", "throw", "outcome", "faults", "act")
+}
+
+
+@pytest.mark.parametrize("route", WRITES)
+def test_every_action_a_write_records_names_who_asked(api: Api, route: str) -> None:
+    """Over every write route: each action it records is attested by who asked,
+    the token (`by`) for an action the node records as its own command or RNG
+    draw, or the signing key of the device's report; no action is left with
+    no one (other writes record no action: their requests are bound to the
+    token, above)."""
+    call = SCENARIOS[route](api)
+    method, path = route.split(" ", 1)
+    roles = DOCUMENT["paths"][path][method.lower()]["x-roles"]
+    role = next(r for r in roles if r != "table-device")
+    fresh, entry = api.service.tokens.create(ApiRole(role))
+    after = api.node.app.recorder.max_notification_id() or 0
+    key = call.key or f"key-{uuid.uuid4()}"
+    done = send(api, route, call, fresh, key)
+    assert done.status_code in (200, 201), (route, done.text)
+    sources: list[dict[str, Any]] = [
+        getattr(event, "source")  # noqa: B009 (an ActionRecorded's)
+        for _, event in domain_events(api.node.app, after)
+        if type(event).__qualname__ == "Round.ActionRecorded"
+    ]
+    assert bool(sources) == (route in ACTING), (route, sources)
+    for source in sources:
+        if source["kind"] in ("command", "rng"):
+            assert source.get("by") == {"token": entry.token_id, "role": role}, (route, source)
+        else:
+            assert source["kind"] == "device" and source["key_id"], (route, source)
