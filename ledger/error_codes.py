@@ -123,6 +123,9 @@ CATALOGUE: tuple[ErrorCode, ...] = (
     ),
     ErrorCode("invalid_command", 400, "a command refused for a reason no other code names"),
     ErrorCode(
+        "invalid_cursor", 400, "a page cursor this list did not give with these filters", "cursor"
+    ),
+    ErrorCode(
         "invalid_request", 422, "a body or parameter of the wrong type, shape or size", ANY_FIELD
     ),
     ErrorCode(

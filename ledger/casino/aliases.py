@@ -165,13 +165,14 @@ ALIASES: tuple[Alias, ...] = (
 # The Python API's play aliases, as command bodies.
 
 
-def close_betting(context: Context, round_id: str) -> Body:
-    """`act` of the game's `close_action`, by the actor the game lets take it."""
+def close_betting(context: Context, round_id: str, by: dict[str, str] | None) -> Body:
+    """`act` of the game's `close_action`, by the actor the game lets take it;
+    `by`, the session that asked (`Casino.asked_by`)."""
 
     def body(work: Work) -> Done:
         game_round = work.round(round_id)
         close = context.game_of(game_round).close_action
-        return None, play(context, work, game_round, wrapped(context, close, None))[1]
+        return None, play(context, work, game_round, wrapped(context, close, None, by))[1]
 
     return body
 
@@ -189,7 +190,7 @@ def record_outcome(
     return body
 
 
-def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
+def throw_dice(context: Context, round_id: str, rng: RngServer, by: dict[str, str] | None) -> Body:
     """`act` of the move that draws dice next, from the round's committed seed;
     answers {"dice": drawn}."""
 
@@ -210,7 +211,7 @@ def throw_dice(context: Context, round_id: str, rng: RngServer) -> Body:
                 code="move_not_offered",
             )
         assert move is not None  # the dice drawn settle what the game says
-        played, changed = play(context, work, game_round, wrapped(context, move[1], rng))
+        played, changed = play(context, work, game_round, wrapped(context, move[1], rng, by))
         return {draw["kind"]: played["drawn"]}, changed
 
     return body
@@ -273,8 +274,11 @@ def settle(context: Context, round_id: str) -> Body:
 # What each stands for: the move `act` would take, and its attestation.
 
 
-def wrapped(context: Context, action: str, rng: RngServer | None) -> Chooser:
-    """The one move named `action` the game offers now, attested as `act` would."""
+def wrapped(
+    context: Context, action: str, rng: RngServer | None, by: dict[str, str] | None
+) -> Chooser:
+    """The one move named `action` the game offers now, attested as `act` would
+    (`by`: the session that asked, as `act`'s `attested_by`)."""
 
     def choose(
         game: LoadedGame, game_round: Round, step: Step, number: int
@@ -300,6 +304,7 @@ def wrapped(context: Context, action: str, rng: RngServer | None) -> Chooser:
             None,
             rng,
             betting_open=step["betting"],
+            asked_by=by,
         )
         return {"actor": actor, "action": action, "args": given, "drawn": drawn}, attested
 

@@ -9,6 +9,7 @@ them into its commit batches as it takes concurrent single bets.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Final
@@ -26,6 +27,7 @@ class BetRequest:
     account_id: str
     bet: dict[str, Any]
     stake: int
+    attested_by: Mapping[str, str] | None = None  # the session that asked (`Casino.asked_by`)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ authentication and the JSON of thousands of requests a second run on the
 other core. This module is both ends of the wire between them:
 
 - a message is one line of JSON, ``[n, round_id, [[request_id, account_id,
-  bet, stake], ...]]`` (a single bet is a batch of one), answered by
+  bet, stake, attested_by], ...]]`` (a single bet is a batch of one;
+  `attested_by` the session that asked, or null), answered by
   ``[n, [[bet_id, null] | [null, [error_name, message, code, param]], ...]]`` once the
   commit holding the bets is durable;
 - `BetChannel` (a worker's end) sends them and answers each bet's future;
@@ -138,7 +139,7 @@ class BetChannel:
         Called from a plain thread, bets leave at once."""
         answers: list[Future[str]] = [Future() for _ in bets]
         try:
-            wire = [[b.request_id, b.account_id, b.bet, b.stake] for b in bets]
+            wire = [[b.request_id, b.account_id, b.bet, b.stake, b.attested_by] for b in bets]
             fragment = json.dumps(wire, allow_nan=False)[1:-1]
         except (TypeError, ValueError):  # not JSON (the Python API's caller): refused here
             return self._local(round_id, bets)
@@ -272,11 +273,21 @@ def serve_connection(connection: socket.socket, place: PlaceHere, framing: Frami
         try:
             for line in lines:
                 number, round_id, wire = json.loads(framing.open(line))
-                bets = [BetRequest(r, a, bet, stake) for r, a, bet, stake in wire]
+                bets = [_bet_of(fields) for fields in wire]
                 futures = place(round_id, bets)
                 _when_all(futures, functools.partial(send, number, futures))
         except (OSError, ValueError) as exc:  # a broken or forged line: hang up
             log.warning("a line of bets was dropped: %s", exc)
+
+
+def _bet_of(fields: list[Any]) -> BetRequest:
+    """A bet off the wire: its four fields and who asked (absent from a line
+    an earlier release sent)."""
+    if not isinstance(fields, list) or len(fields) not in (4, 5):
+        raise ValueError(
+            f"a bet is [request_id, account_id, bet, stake, attested_by], not {fields!r}"
+        )
+    return BetRequest(*fields)
 
 
 def _when_all(futures: list[Future[str]], then: Callable[[], None]) -> None:

@@ -13,6 +13,8 @@ outcome, batches of bets, the migration.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
@@ -29,7 +31,7 @@ from ledger.casino.context import Context
 from ledger.casino.fact_to_sign import FactRecorder, OperatorCommand, operator_body
 from ledger.casino.legality import offered_moves, step_of
 from ledger.casino.migrate import Migration
-from ledger.casino.runner import A, BatchSettings, CommandRunner
+from ledger.casino.runner import SESSION_ARG, A, BatchSettings, CommandRunner
 from ledger.crypto.signing import Signer
 from ledger.domain.account import PLAYER, Account
 from ledger.domain.aliases import game_named
@@ -66,6 +68,25 @@ class Casino:
         self.runner = CommandRunner(app, batch, max_attempts=max_attempts)
         self._round_tables: OrderedDict[str, str] = OrderedDict()
         self._bets_to: BetChannel | None = None
+        self._by: dict[str, str] | None = None  # who asked (`asked_by`)
+
+    def asked_by(self, by: Mapping[str, str]) -> Casino:
+        """This casino, its commands asked by an authenticated session (`by`:
+        {"token": id, "role": API role}, as `ledger.domain.asked_by` checks it):
+        each command's request is bound to it (the same request id from another
+        session is refused, `RequestIdReusedError`), and an action the node
+        records as its own command or RNG draw names it as its `by`. The HTTP
+        API asks every command through one; the CLI's are the node's own."""
+        if (problem := by_problem(dict(by))) is not None:
+            raise InvalidCommandError(
+                f"the session that asked is malformed: {problem}", code="invalid_value"
+            )
+        bound = copy.copy(self)
+        bound._by = dict(by)
+        return bound
+
+    def _run(self, command: str, request_id: str, args: dict[str, Any], body: Any) -> Any:
+        return self.runner.run(command, request_id, _bound(args, self._by), body)
 
     def send_bets_to(self, path: str) -> None:
         """Place bets through the node's writer process listening on the Unix
@@ -175,21 +196,21 @@ class Casino:
         personal = self.context.personal
         args = {"owner": personal.tag("owner", owner), "currency": currency, "kind": kind}
         body = accounts.open_account(personal, kind, owner, currency)
-        return str(self.runner.run("open_account", request_id, args, body))
+        return str(self._run("open_account", request_id, args, body))
 
     def deposit(self, *, request_id: str, account_id: str, amount: int) -> int:
         args = {"account_id": str(account_id), "amount": amount}
         body = accounts.deposit(request_id, account_id, amount)
-        return int(self.runner.run("deposit", request_id, args, body))
+        return int(self._run("deposit", request_id, args, body))
 
     def withdraw(self, *, request_id: str, account_id: str, amount: int) -> int:
         args = {"account_id": str(account_id), "amount": amount}
         body = accounts.withdraw(request_id, account_id, amount)
-        return int(self.runner.run("withdraw", request_id, args, body))
+        return int(self._run("withdraw", request_id, args, body))
 
     def close_account(self, *, request_id: str, account_id: str, reason: str) -> None:
         body = accounts.close_account(account_id, reason)
-        self.runner.run("close_account", request_id, {"account_id": str(account_id)}, body)
+        self._run("close_account", request_id, {"account_id": str(account_id)}, body)
 
     # Tables, rounds and bets.
     def open_table(
@@ -216,13 +237,13 @@ class Casino:
             "limits": dict(limits),
         }
         body = tables.open_table(self.context, name, named, kind, currency, limits)
-        return str(self.runner.run("open_table", request_id, args, body))
+        return str(self._run("open_table", request_id, args, body))
 
     def open_round(self, *, request_id: str, table_id: str, dealer: str) -> str:
         check_name(dealer, "dealer", param="dealer")
         args = {"table_id": str(table_id), "dealer": self.context.personal.tag("dealer", dealer)}
         body = tables.open_round(self.context, table_id, dealer)
-        return str(self.runner.run("open_round", request_id, args, body))
+        return str(self._run("open_round", request_id, args, body))
 
     def place_bet(
         self, *, request_id: str, round_id: str, account_id: str, bet: dict[str, Any], stake: int
@@ -245,12 +266,18 @@ class Casino:
         caller that must not block on it (the HTTP API's betting window awaits
         it with `asyncio.wrap_future`)."""
         if self._bets_to is not None:
-            request = BetRequest(request_id, str(account_id), bet, stake)
+            request = BetRequest(request_id, str(account_id), bet, stake, self._by)
             return self._bets_to.submit(str(round_id), [request])[0]
-        return self._submit_bet_here(request_id, round_id, account_id, bet, stake)
+        return self._submit_bet_here(request_id, round_id, account_id, bet, stake, self._by)
 
     def _submit_bet_here(
-        self, request_id: str, round_id: str, account_id: str, bet: dict[str, Any], stake: int
+        self,
+        request_id: str,
+        round_id: str,
+        account_id: str,
+        bet: dict[str, Any],
+        stake: int,
+        by: Mapping[str, str] | None,
     ) -> Future[str]:
         args = {
             "round_id": str(round_id),
@@ -259,7 +286,9 @@ class Casino:
             "stake": stake,
         }
         body = tables.place_bet(self.context, request_id, round_id, account_id, bet, stake)
-        return self.runner.submit("place_bet", request_id, args, body, recorded_in_event=True)
+        return self.runner.submit(
+            "place_bet", request_id, _bound(args, by), body, recorded_in_event=True
+        )
 
     def submit_bets_here(self, round_id: str, bets: Sequence[BetRequest]) -> list[Future[str]]:
         """Each bet placed by this process's runner (the writer's own placing; a
@@ -268,7 +297,12 @@ class Casino:
         for request in bets:
             try:
                 answer = self._submit_bet_here(
-                    request.request_id, round_id, request.account_id, request.bet, request.stake
+                    request.request_id,
+                    round_id,
+                    request.account_id,
+                    request.bet,
+                    request.stake,
+                    request.attested_by,
                 )
             except LedgerError as error:  # e.g. a request id out of bounds
                 answer = refused(error)
@@ -292,6 +326,8 @@ class Casino:
                 param="bets",
             )
         self.table_of_round(round_id)  # no such round: the batch is refused whole
+        if self._by is not None:  # each bet asked by this casino's session
+            bets = [dataclasses.replace(b, attested_by=self._by) for b in bets]
         if self._bets_to is not None:
             return self._bets_to.submit(str(round_id), bets)
         return self.submit_bets_here(str(round_id), bets)
@@ -299,19 +335,19 @@ class Casino:
     def withdraw_bet(self, *, request_id: str, round_id: str, account_id: str, bet_id: str) -> None:
         args = {"round_id": str(round_id), "account_id": str(account_id), "bet_id": bet_id}
         body = tables.withdraw_bet(self.context, request_id, round_id, account_id, bet_id)
-        self.runner.run("withdraw_bet", request_id, args, body)
+        self._run("withdraw_bet", request_id, args, body)
 
     # Seeds.
     def commit_seed(self, *, request_id: str, table_id: str, rng: RngServer) -> str:
         """Commit the table to a new secret seed (its SHA-256, in a signed event)
         before any round draws from it."""
         body = seeds.commit_seed(table_id, rng)
-        return str(self.runner.run("commit_seed", request_id, {"table_id": str(table_id)}, body))
+        return str(self._run("commit_seed", request_id, {"table_id": str(table_id)}, body))
 
     def retire_seed(self, *, request_id: str, table_id: str, rng: RngServer) -> str:
         """Reveal the table's seed, so anyone can recompute every draw made with it."""
         body = seeds.retire_seed(table_id, rng)
-        return str(self.runner.run("retire_seed", request_id, {"table_id": str(table_id)}, body))
+        return str(self._run("retire_seed", request_id, {"table_id": str(table_id)}, body))
 
     # Play: `act`, the one play command.
     def act(
@@ -340,7 +376,8 @@ class Casino:
         action, the node's statement of who asked (`ledger.domain.asked_by`);
         without it such an action is the node's own command. It is part of the
         request: the same request id from another session is refused."""
-        by = None if attested_by is None else dict(attested_by)
+        given = attested_by if attested_by is not None else self._by
+        by = None if given is None else dict(given)
         if by is not None and (problem := by_problem(by)) is not None:
             raise InvalidCommandError(
                 f"act: the session that asked is malformed: {problem}", code="invalid_value"
@@ -353,7 +390,7 @@ class Casino:
             "source": source,
         }
         if by is not None:  # only when given: an earlier request's fingerprint is unchanged
-            fingerprint_args["attested_by"] = by
+            fingerprint_args[SESSION_ARG] = by
         body = rounds.act(self.context, round_id, actor, action, args, source, rng, by)
         result = self.runner.run("act", request_id, fingerprint_args, body)
         return dict(result) if isinstance(result, dict) else result
@@ -366,14 +403,14 @@ class Casino:
     def close_betting(self, *, request_id: str, round_id: str) -> None:
         """An alias of `act`: the move the game declares closes betting
         (`close_action`), by the actor it lets take it (`ledger.casino.aliases`)."""
-        body = aliases.close_betting(self.context, round_id)
-        self.runner.run("close_betting", request_id, {"round_id": str(round_id)}, body)
+        body = aliases.close_betting(self.context, round_id, self._by)
+        self._run("close_betting", request_id, {"round_id": str(round_id)}, body)
 
     def throw_dice(self, *, request_id: str, round_id: str, rng: RngServer) -> dict[str, Any]:
         """An alias of `act`: the move that draws dice next, from the round's
         committed seed, settling what it settles; answers {"dice": drawn}."""
-        body = aliases.throw_dice(self.context, round_id, rng)
-        return dict(self.runner.run("throw_dice", request_id, {"round_id": str(round_id)}, body))
+        body = aliases.throw_dice(self.context, round_id, rng, self._by)
+        return dict(self._run("throw_dice", request_id, {"round_id": str(round_id)}, body))
 
     def record_outcome(
         self,
@@ -392,7 +429,7 @@ class Casino:
         step settles."""
         args = {"round_id": str(round_id), "outcome": outcome, "source": source}
         body = aliases.record_outcome(self.context, round_id, outcome, source)
-        self.runner.run("record_outcome", request_id, args, body)
+        self._run("record_outcome", request_id, args, body)
 
     def record_fault(
         self, *, request_id: str, round_id: str, reason: str, source: dict[str, Any]
@@ -405,7 +442,7 @@ class Casino:
         in one commit."""
         args = {"round_id": str(round_id), "reason": reason, "source": source}
         body = aliases.record_fault(self.context, round_id, reason, source)
-        return dict(self.runner.run("record_fault", request_id, args, body))
+        return dict(self._run("record_fault", request_id, args, body))
 
     def settle(self, *, request_id: str, round_id: str) -> list[BetResult]:
         """An alias kept for callers of settlement API 1, with nothing left to
@@ -415,7 +452,7 @@ class Casino:
         one not yet over; nothing is recorded. (Settlement API 1 settled a
         decided round with it; `migrate` settles one left open.)"""
         body = aliases.settle(self.context, round_id)
-        return list(self.runner.run("settle", request_id, {"round_id": str(round_id)}, body))
+        return list(self._run("settle", request_id, {"round_id": str(round_id)}, body))
 
     # Operators.
     def correct(
@@ -436,7 +473,7 @@ class Casino:
         longer cover what it must give back stops the correction."""
         args = {"round_id": str(round_id), "outcome": outcome, "reason": reason}
         body = corrections.correct(self.context, round_id, outcome, reason, operator)
-        return list(self.runner.run("correct", request_id, args, body))
+        return list(self._run("correct", request_id, args, body))
 
     def correct_step(
         self,
@@ -458,21 +495,21 @@ class Casino:
         change which bets are settled from that action on."""
         args = {"round_id": str(round_id), "step": step, "drawn": drawn, "reason": reason}
         body = corrections.correct_step(self.context, round_id, step, drawn, reason, operator)
-        return list(self.runner.run("correct_step", request_id, args, body))
+        return list(self._run("correct_step", request_id, args, body))
 
     def void_round(
         self, *, request_id: str, round_id: str, reason: str, operator: Signer
     ) -> list[BetResult]:
         args = {"round_id": str(round_id), "reason": reason}
         body = rounds.void_round(self.context, round_id, reason, operator)
-        return list(self.runner.run("void_round", request_id, args, body))
+        return list(self._run("void_round", request_id, args, body))
 
     def resume_round(
         self, *, request_id: str, round_id: str, reason: str, operator: Signer
     ) -> None:
         args = {"round_id": str(round_id), "reason": reason}
         body = rounds.resume_round(self.context, round_id, reason, operator)
-        self.runner.run("resume_round", request_id, args, body)
+        self._run("resume_round", request_id, args, body)
 
     # Upgrading.
     def rounds_to_migrate(self) -> list[Migration]:
@@ -498,5 +535,11 @@ class Casino:
             return []
         args = {"rounds": [m.round_id for m in found], "reason": reason}
         body = migrate.finish(self.context, found, reason, operator)
-        done = self.runner.run("migrate", request_id or migrate.request_id(found), args, body)
+        done = self._run("migrate", request_id or migrate.request_id(found), args, body)
         return migrate.from_json(done)
+
+
+def _bound(args: dict[str, Any], by: Mapping[str, str] | None) -> dict[str, Any]:
+    """A command's fingerprinted arguments, with the session that asked when there
+    is one (a request recorded without one keeps its fingerprint)."""
+    return args if by is None else {**args, SESSION_ARG: dict(by)}

@@ -152,6 +152,11 @@ class Work:
 
 
 Body = Callable[[Work], tuple[Result, Sequence[Aggregate]]]
+# The argument binding a request to the session that asked for it
+# (`Casino.asked_by`): the same request id from another session is another
+# request (refused). A request recorded with no session (the CLI's, the Python
+# API's, or one recorded before requests were bound) still answers its retry.
+SESSION_ARG = "attested_by"
 
 
 @dataclass(eq=False)
@@ -165,6 +170,8 @@ class _Command:
     # Its own event records its request (request id and fingerprint, signed):
     # the store gets an index row to that event, not a `Request` record.
     recorded_in_event: bool = False
+    # Its fingerprint without the session that asked (SESSION_ARG), when it has one.
+    unbound: str | None = None
     done: bool = False
     followers: list[_Command] = field(default_factory=list)  # the same request, sent again
 
@@ -247,6 +254,11 @@ class CommandRunner:
         mine = _Command(
             command, request_id, fingerprint, body, dry=dry, recorded_in_event=recorded_in_event
         )
+        if SESSION_ARG in args:  # what the same request recorded with no session has
+            unbound = {name: value for name, value in args.items() if name != SESSION_ARG}
+            mine.unbound = hashlib.sha256(
+                canonical({"command": command, "args": unbound})
+            ).hexdigest()
         with self._lock:
             self._queue.append(mine)
             if self._writer is None or not self._writer.is_alive():
@@ -442,7 +454,7 @@ class CommandRunner:
         return RECORDED_IN[type(event).__qualname__], event.fingerprint, event.bet_id
 
     def _answer_known(self, command: _Command, name: str, fingerprint: str, result: Result) -> None:
-        if fingerprint != command.fingerprint:
+        if fingerprint not in (command.fingerprint, command.unbound):
             command.fail(self._reused(command.request_id, name))
         else:
             command.succeed(result)

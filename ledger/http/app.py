@@ -1,22 +1,6 @@
-"""The routes: each parses its request, checks the caller's role, and makes one
-call to the Python API (`Casino`, the projections' queries, the proofs).
-
-Every write needs an `Idempotency-Key` header, which becomes the Python API's
-request id: a retry gets the first result (and the same status) back and
-records nothing; the same key with another command or other arguments is
-refused (409), because the Python API keeps a SHA-256 of each request's
-canonical command and arguments with its result (a bet, in its own event).
-
-The handlers are plain functions, which the server runs on its worker threads:
-concurrent requests reach the Python API together, whose command runner
-applies them in order and saves them in shared commits (group commit); each
-response is sent once its command's commit is durable. Bets are awaited on
-the event loop instead, and under `ledger serve` placed by the node's writer
-process, which every worker hands them to. The event stream's generator runs
-on the event loop too.
-"""
-
-# The docstring above is the API's description in the OpenAPI document.
+"""The ASGI application: the routes (one router per resource, each making one
+call to the Python API), the layers in front of them, and the OpenAPI
+document, whose description is `ledger.http.description.DESCRIPTION`."""
 
 from __future__ import annotations
 
@@ -29,6 +13,7 @@ from fastapi_offline import FastAPIOffline
 
 from ledger.audit.self_status import SelfStatus
 from ledger.http.bet_fast_path import BetFastPath
+from ledger.http.description import DESCRIPTION
 from ledger.http.errors import install_error_handlers
 from ledger.http.middleware import DOCS_ASSETS, Authenticate, BodyLimit, JsonBodies
 from ledger.http.models import ErrorBody
@@ -67,7 +52,7 @@ def create_app(
     api = FastAPIOffline(
         title=TITLE,
         version=API_VERSION,
-        description=__doc__,
+        description=DESCRIPTION,
         docs_url="/docs",
         redoc_url=None,
         static_url=DOCS_ASSETS,

@@ -73,7 +73,7 @@ class BetFastPath:
                 )
             else:
                 bet_id = await asyncio.wrap_future(
-                    self.casino.submit_bet(
+                    self.casino.asked_by(token.asked_by()).submit_bet(
                         request_id=key,
                         round_id=round_id,
                         account_id=bet.account_id,

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Header, Path, Query, Request
 
 from ledger.casino import MAX_REQUEST_ID, Casino
 from ledger.errors import with_article
+from ledger.http.cursors import MAX_CURSOR
 from ledger.http.errors import CodedHTTPException
 from ledger.http.service import Service
 from ledger.http.tokens import ApiRole, Token
@@ -38,6 +39,20 @@ IdempotencyKey = Annotated[
     ),
 ]
 RoundId = Annotated[str, Path(min_length=1, max_length=64)]
+# Every list's paging (docs/http.md, "Lists"): a page of `limit` rows, after `cursor`.
+DEFAULT_PAGE, MAX_PAGE = 100, 1000
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"rows a page, at most {MAX_PAGE}")]
+Cursor = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=MAX_CURSOR,
+        description="the `next_cursor` of the page before, asked with the same filters",
+    ),
+]
+Currency = Annotated[
+    str | None, Query(pattern="^[A-Z]{3}$", description="an ISO 4217 code, upper case")
+]
 Uuid = Annotated[str, Path(min_length=1, max_length=64)]
 
 
@@ -47,7 +62,12 @@ async def service_of(request: Request) -> Service:
 
 
 async def casino_of(request: Request) -> Casino:
-    return (await service_of(request)).casino
+    """The casino, its commands asked by the caller's token: every write binds its
+    Idempotency-Key to that token, and an action the node records as its own
+    command or draw names it (`Casino.asked_by`)."""
+    casino = (await service_of(request)).casino
+    token: Token | None = getattr(request.state, "token", None)  # none: a public route
+    return casino if token is None else casino.asked_by(token.asked_by())
 
 
 async def caller_of(request: Request) -> Token:

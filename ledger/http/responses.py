@@ -29,6 +29,14 @@ PERSONAL = (
 )
 
 
+def next_cursor() -> Any:
+    """Every list's next page (docs/http.md, "Lists")."""
+    return Field(
+        description="pass it as `cursor`, with the same filters, for the next page; null: this "
+        "page is the last"
+    )
+
+
 class Answer(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -45,6 +53,28 @@ class Account(Answer):
     currency: str = Field(description="ISO 4217 code")
     balance: int = Field(description="minor units")
     closed: bool
+
+
+class AccountSummary(Answer):
+    """A row of the accounts' read model; its times are ISO 8601, UTC."""
+
+    account_id: str
+    kind: Literal["player", "house"]
+    owner: str = Field(description=PERSONAL)
+    currency: str = Field(description="ISO 4217 code")
+    status: Literal["open", "closed"]
+    balance: int = Field(description="minor units")
+    deposits: int = Field(description="paid in by the cashier, minor units")
+    withdrawals: int = Field(description="paid out to the cashier, minor units")
+    staked: int = Field(description="bets placed less bets withdrawn, minor units")
+    returned: int = Field(description="paid back by settlements and voids, minor units")
+    opened_at: str
+    closed_at: str | None
+
+
+class Accounts(Answer):
+    accounts: list[AccountSummary] = Field(description="oldest first (by opening time, then id)")
+    next_cursor: str | None = next_cursor()
 
 
 class WalletBalance(Answer):
@@ -83,6 +113,22 @@ class Table(Answer):
     house_account: str = Field(description="the table's house account id")
     active_seed: str | None = Field(description="the seed in use (an RNG table), else null")
     rounds_in_play: int = Field(description="rounds opened and not yet settled or voided")
+
+
+class TableSummary(Answer):
+    """A row of the tables' read model (GET /v1/tables/{table_id} has the rest)."""
+
+    table_id: str
+    name: str
+    game: str = Field(description="the game's id (GET /v1/games)")
+    currency: str
+    house_account: str = Field(description="the table's house account id")
+    opened_at: str = Field(description="ISO 8601, UTC")
+
+
+class Tables(Answer):
+    tables: list[TableSummary] = Field(description="oldest first (by opening time, then id)")
+    next_cursor: str | None = next_cursor()
 
 
 class SeedCommitted(Answer):
@@ -155,7 +201,11 @@ class Round(Answer):
     actions: int = Field(description="actions recorded so far: the next action's step number")
     faults: int = Field(description="faulty draws so far")
     bets: dict[str, RoundBet] = Field(description="bet id -> bet (withdrawn bets are gone)")
-    outcome: dict[str, Any] | None = Field(description="the recorded outcome (game-defined)")
+    outcome: dict[str, Any] | None = Field(
+        description="settlement API 2: null until the round is settled, then what it drew, "
+        "{cards: [...]} (the cards dealt, in order) or {dice: [...]} (every die drawn, in "
+        "order), as corrected; settlement API 1: the recorded outcome (game-defined)"
+    )
     results: list[BetResult] = Field(description="each settled (or voided) bet's return")
     dealt: list[int] = Field(description="cards dealt, in order")
     log: list[dict[str, Any]] = Field(
@@ -198,7 +248,8 @@ class RoundSummary(Answer):
 
 
 class Rounds(Answer):
-    rounds: list[RoundSummary] = Field(description="oldest first")
+    rounds: list[RoundSummary] = Field(description="oldest first (by opening time, then id)")
+    next_cursor: str | None = next_cursor()
 
 
 class BetPlaced(Answer):
@@ -441,6 +492,16 @@ class InstalledGame(Answer):
     settlement_api: int
     bets: list[str] = Field(description="the kinds of bet a player may place")
     capabilities: list[str] = Field(description='e.g. "exact-paytable", sorted')
+
+
+class GameRules(InstalledGame):
+    """An installed game with its rules data: the SHA-256 of the rules' canonical
+    JSON (RFC 8785) is `rules_hash`, the hash every round of the game pins."""
+
+    rules: dict[str, Any] = Field(
+        description="the game's rules data (game-defined): hashed as canonical JSON (RFC 8785) "
+        "it gives `rules_hash`"
+    )
 
 
 class Games(Answer):

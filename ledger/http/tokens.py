@@ -49,6 +49,11 @@ class Token:
             return False
         return self.expires_at is None or now < datetime.fromisoformat(self.expires_at)
 
+    def asked_by(self) -> dict[str, str]:
+        """Who asked, as the ledger records it for a command this token sent
+        (`ledger.domain.asked_by`; `Casino.asked_by`)."""
+        return {"token": self.token_id, "role": self.role.value}
+
     def public(self) -> dict[str, Any]:
         """What a listing shows: everything but the hash."""
         shown = asdict(self)

@@ -19,12 +19,14 @@ from ledger.crypto.checkpoint import Checkpoint
 from ledger.domain.account import Account
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
+from ledger.domain.round_records import SETTLED
 from ledger.http import models, responses
 from ledger.http.errors import status_of
 from ledger.http.tokens import Token
 from ledger.plugins.paytable import PaytableLine
 from ledger.plugins.registry import LoadedGame
 from ledger.privacy.personal import PersonalData
+from ledger.projections.pages import AccountSummary, Page, TableSummary
 from ledger.projections.queries import Balance, RoundSummary
 
 
@@ -84,7 +86,7 @@ def round_state(
             "actions": found.actions,
             "faults": found.faults,
             "bets": found.bets,
-            "outcome": found.outcome,
+            "outcome": outcome(found),
             "results": found.results,
             "dealt": found.dealt,
             "log": found.log,
@@ -93,7 +95,24 @@ def round_state(
     )
 
 
-def round_summaries(rows: Iterable[RoundSummary], personal: PersonalData) -> responses.Rounds:
+def outcome(found: Round) -> dict[str, Any] | None:
+    """The round's outcome: under settlement API 1 as recorded; under API 2, once
+    the round is settled, what it drew: the cards dealt in order (`{"cards":
+    [...]}`, a card game's `dealt`) or else every die drawn in order (`{"dice":
+    [...]}`), as corrected. None before it settles, and for a round drawing nothing."""
+    if found.settlement_api < 2 or found.outcome is not None:
+        return found.outcome
+    if found.status != SETTLED:
+        return None
+    if found.dealt:
+        return {"cards": list(found.dealt)}
+    dice = [value for entry in found.log for value in entry.get("action", {}).get("drawn", [])]
+    return {"dice": dice} if dice else None
+
+
+def round_summaries(
+    rows: Iterable[RoundSummary], personal: PersonalData, next_cursor: str | None
+) -> responses.Rounds:
     return responses.Rounds.model_validate(
         {
             "rounds": [
@@ -103,9 +122,25 @@ def round_summaries(rows: Iterable[RoundSummary], personal: PersonalData) -> res
                     **_older_names(r),
                 }
                 for r in rows
-            ]
+            ],
+            "next_cursor": next_cursor,
         }
     )
+
+
+def tables(page: Page[TableSummary], next_cursor: str | None) -> responses.Tables:
+    return responses.Tables.model_validate(
+        {"tables": [dataclasses.asdict(r) for r in page.rows], "next_cursor": next_cursor}
+    )
+
+
+def accounts(
+    page: Page[AccountSummary], next_cursor: str | None, personal: PersonalData
+) -> responses.Accounts:
+    listed = [
+        {**dataclasses.asdict(r), "owner": personal.reveal("owner", r.owner)} for r in page.rows
+    ]
+    return responses.Accounts.model_validate({"accounts": listed, "next_cursor": next_cursor})
 
 
 def _older_names(row: RoundSummary) -> dict[str, str]:
@@ -148,21 +183,24 @@ def consistency_proof(bundle: Bundle) -> responses.ConsistencyProof:
 
 def games(installed: Mapping[str, LoadedGame]) -> responses.Games:
     return responses.Games.model_validate(
-        {
-            "games": [
-                {
-                    "id": g.id,
-                    "plugin": g.plugin,
-                    "version": g.version,
-                    "rules_hash": g.rules_hash,
-                    "settlement_api": g.settlement_api,
-                    "bets": list(g.bets),
-                    "capabilities": sorted(g.capabilities),
-                }
-                for g in sorted(installed.values(), key=lambda g: g.id)
-            ]
-        }
+        {"games": [_game(g) for g in sorted(installed.values(), key=lambda g: g.id)]}
     )
+
+
+def game_rules(game: LoadedGame) -> responses.GameRules:
+    return responses.GameRules.model_validate({**_game(game), "rules": dict(game.rules)})
+
+
+def _game(g: LoadedGame) -> dict[str, Any]:
+    return {
+        "id": g.id,
+        "plugin": g.plugin,
+        "version": g.version,
+        "rules_hash": g.rules_hash,
+        "settlement_api": g.settlement_api,
+        "bets": list(g.bets),
+        "capabilities": sorted(g.capabilities),
+    }
 
 
 def paytable(game_id: str, lines: Iterable[PaytableLine]) -> responses.Paytable:

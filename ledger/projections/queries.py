@@ -7,6 +7,7 @@ Read only: nothing here catches up. The rows are as current as the last
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ledger.domain.names import PersonalValue, personal_from_text
 from ledger.projections.rounds import FINAL_STATUSES
@@ -121,13 +122,19 @@ def accounts(app: LedgerApplication, account_id: str | None = None) -> list[Acco
     ]
 
 
+# A round summary's columns, `r` the round's row and `t` its table's (`round_summary`).
+ROUND_COLUMNS = (
+    "r.round_id, r.table_id, t.name, r.game, r.game_version, r.currency, "
+    "r.dealer, r.status, r.bets, r.bets_withdrawn, r.stakes, r.returned, r.opened_at, "
+    "r.betting_closed_at, r.decided_at, r.ended_at, r.last_event_at"
+)
+
+
 def rounds(app: LedgerApplication, *, open_only: bool = False) -> list[RoundSummary]:
     """Every round, oldest first; with `open_only`, those neither settled nor voided."""
     sql = Sql(app.sealed_recorder)
     query = (
-        "SELECT r.round_id, r.table_id, t.name, r.game, r.game_version, r.currency, "
-        "r.dealer, r.status, r.bets, r.bets_withdrawn, r.stakes, r.returned, r.opened_at, "
-        "r.betting_closed_at, r.decided_at, r.ended_at, r.last_event_at "
+        f"SELECT {ROUND_COLUMNS} "
         "FROM {proj_rounds} r LEFT JOIN {proj_tables} t ON t.table_id = r.table_id"
     )
     params: tuple[str, ...] = ()
@@ -136,28 +143,30 @@ def rounds(app: LedgerApplication, *, open_only: bool = False) -> list[RoundSumm
         params = FINAL_STATUSES
     with sql.read() as tx:
         rows = tx.rows(query + " ORDER BY r.opened_at, r.round_id", params)
-    return [
-        RoundSummary(
-            str(r[0]),
-            str(r[1]),
-            _text(r[2]),
-            str(r[3]),
-            str(r[4]),
-            str(r[5]),
-            personal_from_text(str(r[6])),
-            str(r[7]),
-            int(r[8]),
-            int(r[9]),
-            int(r[10]),
-            int(r[11]),
-            str(r[12]),
-            _text(r[13]),
-            _text(r[14]),
-            _text(r[15]),
-            str(r[16]),
-        )
-        for r in rows
-    ]
+    return [round_summary(r) for r in rows]
+
+
+def round_summary(r: tuple[Any, ...]) -> RoundSummary:
+    """A row of `ROUND_COLUMNS`."""
+    return RoundSummary(
+        str(r[0]),
+        str(r[1]),
+        _text(r[2]),
+        str(r[3]),
+        str(r[4]),
+        str(r[5]),
+        personal_from_text(str(r[6])),
+        str(r[7]),
+        int(r[8]),
+        int(r[9]),
+        int(r[10]),
+        int(r[11]),
+        str(r[12]),
+        _text(r[13]),
+        _text(r[14]),
+        _text(r[15]),
+        str(r[16]),
+    )
 
 
 def tables(app: LedgerApplication) -> list[tuple[str, str]]:

@@ -262,6 +262,7 @@ def _round(api: Api) -> Call:
 
 SCENARIOS: dict[str, Callable[[Api], Call]] = {
     "POST /v1/accounts": lambda api: Call("/v1/accounts", {"owner": "o", "currency": "EUR"}),
+    "GET /v1/accounts": lambda api: Call("/v1/accounts", params={"kind": "player", "limit": 5}),
     "GET /v1/accounts/{account_id}": _account,
     "GET /v1/accounts/{account_id}/history": _history,
     "POST /v1/accounts/{account_id}/deposits": lambda api: Call(
@@ -281,6 +282,7 @@ SCENARIOS: dict[str, Callable[[Api], Call]] = {
             "limits": {"min_bet": 1, "max_bet": 9, "max_round": 99},
         },
     ),
+    "GET /v1/tables": lambda api: Call("/v1/tables", params={"currency": "EUR", "limit": 5}),
     "GET /v1/tables/{table_id}": _table,
     "POST /v1/tables/{table_id}/seeds": lambda api: Call(
         f"/v1/tables/{api.table('taixiu', kind='rng')}/seeds"
@@ -313,6 +315,7 @@ SCENARIOS: dict[str, Callable[[Api], Call]] = {
     "GET /v1/proofs/inclusion": _inclusion,
     "POST /v1/proofs/consistency": _consistency,
     "GET /v1/games": lambda api: Call("/v1/games"),
+    "GET /v1/games/{game_id}": lambda api: Call("/v1/games/taixiu"),
     "GET /v1/games/{game_id}/paytable": lambda api: Call("/v1/games/taixiu/paytable"),
     "GET /v1/tokens": lambda api: Call("/v1/tokens"),
     "POST /v1/tokens/{token_id}/revoke": _revoke,

@@ -105,7 +105,8 @@ def test_bets_wait_for_the_writer_process_and_answer_as_the_route(
 ) -> None:
     """A bet stopped with its writer (SIGSTOP) is not answered until it goes on:
     bets are placed there. Its answers are the route's: a bet, a retry's first
-    result, a batch, and each refusal with its error and status."""
+    result, a batch, and each refusal with its error and status; a key another
+    token sent is that token's alone (409)."""
     with table_round(tmp_path, store_url) as (server, operator, round_id, wallets):
         writer = writer_of(server)
         body = {"account_id": wallets[0], "bet": {"bet": "big"}, "stake": 10}
@@ -133,6 +134,12 @@ def test_bets_wait_for_the_writer_process_and_answer_as_the_route(
         assert c2["bet_id"] is None and c2["error"] == "InvalidCommandError"
         assert c2["status"] == 400 and "limits" in c2["detail"]
         assert b1["bet_id"] == first.json()["bet_id"]
+        other = token(tmp_path, "operator")  # another token: neither key is its own
+        theirs = bet(server.base, other, round_id, body, "b1")
+        assert theirs.status_code == 409 and theirs.json()["error"] == "RequestIdReusedError"
+        batch = call(server.base, "POST", f"/v1/rounds/{round_id}/bets/batch", other,
+                     {"bets": [{"request_id": "c1", **body}]})  # fmt: skip
+        assert [b["status"] for b in batch.json()["bets"]] == [409]
         assert alive(writer)
     assert round_bets(tmp_path, store_url) == Counter({"b1": 1, "c1": 1})
 

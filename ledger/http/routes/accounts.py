@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import Query
 
 from ledger.history.proof import history_proof
 from ledger.history.span import MAX_LAST, Span
-from ledger.http import models, responses, views
-from ledger.http.dependencies import CASHIER, READERS, CasinoDep, IdempotencyKey, ServiceDep, Uuid
+from ledger.http import cursors, models, responses, views
+from ledger.http.dependencies import (
+    CASHIER,
+    DEFAULT_PAGE,
+    READERS,
+    CasinoDep,
+    Currency,
+    Cursor,
+    IdempotencyKey,
+    Limit,
+    ServiceDep,
+    Uuid,
+)
 from ledger.http.routing import Router
+from ledger.projections.pages import accounts_page
 
 router = Router()
 
@@ -22,6 +34,34 @@ def open_account(
     """Open a player's wallet."""
     return responses.AccountOpened(
         account_id=casino.open_account(request_id=key, owner=body.owner, currency=body.currency)
+    )
+
+
+@router.endpoint("GET", "/accounts", READERS, responses.Accounts)
+def list_accounts(
+    service: ServiceDep,
+    limit: Limit = DEFAULT_PAGE,
+    cursor: Cursor = None,
+    kind: Annotated[
+        Literal["player", "house"] | None,
+        Query(description="players' wallets or tables' house accounts"),
+    ] = None,
+    currency: Currency = None,
+    status: Annotated[Literal["open", "closed"] | None, Query(description="open or closed")] = None,
+) -> responses.Accounts:
+    """The accounts, oldest first, a page at a time.
+
+    Players' wallets and tables' house accounts, from the accounts' read model
+    (caught up first), filtered by kind, currency and status. A `cursor` that is not one
+    this list gave with these filters is a 400, and nothing is read."""
+    filters = {"kind": kind, "currency": currency, "status": status}
+    after = cursors.decode(cursor, "accounts", filters)  # before anything is read or written
+    service.catch_up()
+    page = accounts_page(
+        service.app, after=after, limit=limit, kind=kind, currency=currency, status=status
+    )
+    return views.accounts(
+        page, cursors.next_page(page, "accounts", filters), service.casino.context.personal
     )
 
 

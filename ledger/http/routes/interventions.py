@@ -13,10 +13,14 @@ router = Router()
 
 @router.endpoint("POST", "/rounds/{round_id}/void", (OPERATOR,), responses.Voided)
 def void_round(
-    round_id: RoundId, body: models.OperatorReason, key: IdempotencyKey, service: ServiceDep
+    round_id: RoundId,
+    body: models.OperatorReason,
+    key: IdempotencyKey,
+    casino: CasinoDep,
+    service: ServiceDep,
 ) -> responses.Voided:
     """Void a round (every stake back), signed by the operator."""
-    returns = service.casino.void_round(
+    returns = casino.void_round(
         request_id=key,
         round_id=round_id,
         reason=body.reason,
@@ -27,10 +31,14 @@ def void_round(
 
 @router.endpoint("POST", "/rounds/{round_id}/resume", (OPERATOR,), responses.Resumed)
 def resume_round(
-    round_id: RoundId, body: models.OperatorReason, key: IdempotencyKey, service: ServiceDep
+    round_id: RoundId,
+    body: models.OperatorReason,
+    key: IdempotencyKey,
+    casino: CasinoDep,
+    service: ServiceDep,
 ) -> responses.Resumed:
     """Resume an interrupted round, signed by the operator."""
-    service.casino.resume_round(
+    casino.resume_round(
         request_id=key,
         round_id=round_id,
         reason=body.reason,
@@ -41,12 +49,16 @@ def resume_round(
 
 @router.endpoint("POST", "/rounds/{round_id}/corrections", (OPERATOR,), responses.Settlement)
 def correct(
-    round_id: RoundId, body: models.Correction, key: IdempotencyKey, service: ServiceDep
+    round_id: RoundId,
+    body: models.Correction,
+    key: IdempotencyKey,
+    casino: CasinoDep,
+    service: ServiceDep,
 ) -> responses.Settlement:
     """Correct a settled physical round's outcome, signed: an alias of `/step-corrections`.
 
     Of the round's last action, the right result given as an outcome."""
-    results = service.casino.correct(
+    results = casino.correct(
         request_id=key,
         round_id=round_id,
         outcome=body.outcome,
@@ -58,10 +70,14 @@ def correct(
 
 @router.endpoint("POST", "/rounds/{round_id}/step-corrections", (OPERATOR,), responses.Settlement)
 def correct_step(
-    round_id: RoundId, body: models.StepCorrection, key: IdempotencyKey, service: ServiceDep
+    round_id: RoundId,
+    body: models.StepCorrection,
+    key: IdempotencyKey,
+    casino: CasinoDep,
+    service: ServiceDep,
 ) -> responses.Settlement:
     """Correct what a physical table's device misread at one action, signed."""
-    results = service.casino.correct_step(
+    results = casino.correct_step(
         request_id=key,
         round_id=round_id,
         step=body.step,
