@@ -104,13 +104,20 @@ def _env(
 class Work:
     """What one command reads and changes: live aggregates, no copies; and the
     request it runs for (a command whose own event records its request reads
-    `request_id` and `fingerprint` here)."""
+    `request_id`, `fingerprint` and `asked_by` here)."""
 
-    def __init__(self, live: WorkingSet, request_id: str = "", fingerprint: str = "") -> None:
+    def __init__(
+        self,
+        live: WorkingSet,
+        request_id: str = "",
+        fingerprint: str = "",
+        asked_by: dict[str, str] | None = None,
+    ) -> None:
         self._live = live
         self._handed: list[Aggregate] = []
         self.request_id = request_id
         self.fingerprint = fingerprint
+        self.asked_by = asked_by  # the session that asked (None: the node's own command)
 
     def get(self, cls: type[A], aggregate_id: UUID | str, kind: Kind) -> A:
         """The live aggregate `aggregate_id` names when it is a `kind` (else the
@@ -156,6 +163,8 @@ Body = Callable[[Work], tuple[Result, Sequence[Aggregate]]]
 # (`Casino.asked_by`): the same request id from another session is another
 # request (refused). A request recorded with no session (the CLI's, the Python
 # API's, or one recorded before requests were bound) still answers its retry.
+# Its value is also recorded as who asked (`Request.Completed.asked_by`, or the
+# `asked_by` of the event recording the request).
 SESSION_ARG = "attested_by"
 
 
@@ -172,6 +181,7 @@ class _Command:
     recorded_in_event: bool = False
     # Its fingerprint without the session that asked (SESSION_ARG), when it has one.
     unbound: str | None = None
+    asked_by: dict[str, str] | None = None  # that session, recorded with the command
     done: bool = False
     followers: list[_Command] = field(default_factory=list)  # the same request, sent again
 
@@ -259,6 +269,7 @@ class CommandRunner:
             mine.unbound = hashlib.sha256(
                 canonical({"command": command, "args": unbound})
             ).hexdigest()
+            mine.asked_by = dict(args[SESSION_ARG])
         with self._lock:
             self._queue.append(mine)
             if self._writer is None or not self._writer.is_alive():
@@ -471,7 +482,7 @@ class CommandRunner:
         for command in todo:
             if command.dry:  # it answers from committed state: what came before it is saved
                 self._commit(ready)
-            work = Work(self.live, command.request_id, command.fingerprint)
+            work = Work(self.live, command.request_id, command.fingerprint, command.asked_by)
             try:
                 result, changed = command.body(work)
             except Exception as exc:
@@ -493,6 +504,7 @@ class CommandRunner:
                     command=command.command,
                     fingerprint=command.fingerprint,
                     result=result,
+                    asked_by=command.asked_by,
                 )
                 events += record.collect_events()
             ready.append(_Ready(command, result, events, index))

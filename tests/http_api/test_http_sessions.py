@@ -188,13 +188,9 @@ ACTING = {
 }
 
 
-@pytest.mark.parametrize("route", WRITES)
-def test_every_action_a_write_records_names_who_asked(api: Api, route: str) -> None:
-    """Over every write route: each action it records is attested by who asked,
-    the token (`by`) for an action the node records as its own command or RNG
-    draw, or the signing key of the device's report; no action is left with
-    no one (other writes record no action: their requests are bound to the
-    token, above)."""
+def send_fresh(api: Api, route: str) -> tuple[dict[str, str], int]:
+    """Send `route`'s scenario with a token made for it: (that token as who
+    asked, `{"token": id, "role": role}`; the last event before it)."""
     call = SCENARIOS[route](api)
     method, path = route.split(" ", 1)
     roles = DOCUMENT["paths"][path][method.lower()]["x-roles"]
@@ -204,6 +200,17 @@ def test_every_action_a_write_records_names_who_asked(api: Api, route: str) -> N
     key = call.key or f"key-{uuid.uuid4()}"
     done = send(api, route, call, fresh, key)
     assert done.status_code in (200, 201), (route, done.text)
+    return {"token": entry.token_id, "role": role}, after
+
+
+@pytest.mark.parametrize("route", WRITES)
+def test_every_action_a_write_records_names_who_asked(api: Api, route: str) -> None:
+    """Over every write route: each action it records is attested by who asked,
+    the token (`by`) for an action the node records as its own command or RNG
+    draw, or the signing key of the device's report; no action is left with
+    no one (other writes record no action: their commands name the token in
+    their request's record, below)."""
+    by, after = send_fresh(api, route)
     sources: list[dict[str, Any]] = [
         getattr(event, "source")  # noqa: B009 (an ActionRecorded's)
         for _, event in domain_events(api.node.app, after)
@@ -212,6 +219,36 @@ def test_every_action_a_write_records_names_who_asked(api: Api, route: str) -> N
     assert bool(sources) == (route in ACTING), (route, sources)
     for source in sources:
         if source["kind"] in ("command", "rng"):
-            assert source.get("by") == {"token": entry.token_id, "role": role}, (route, source)
+            assert source.get("by") == by, (route, source)
         else:
             assert source["kind"] == "device" and source["key_id"], (route, source)
+
+
+# The writes that run no ledger command: a dry run (the bytes an operator is to
+# sign), a proof, the tokens file, and `/settle` (it only refuses, or answers a
+# settlement recorded before: above).
+NO_COMMAND = {
+    "POST /v1/rounds/{round_id}/fact-to-sign",
+    "POST /v1/proofs/consistency",
+    "POST /v1/tokens/{token_id}/revoke",
+    "POST /v1/rounds/{round_id}/settle",
+}
+# The events recording a command's request: its own record, or a bet's event.
+REQUEST_RECORDS = ("Request.Completed", "Round.BetPlaced")
+
+
+@pytest.mark.parametrize("route", WRITES)
+def test_every_command_a_write_records_names_the_token_that_asked(api: Api, route: str) -> None:
+    """Over every write route: the record of each command it runs (a
+    `Request.Completed`, or the `Round.BetPlaced` recording a bet's request)
+    names the token that asked and its role, signed with the command's events."""
+    by, after = send_fresh(api, route)
+    recorded = [
+        (type(event).__qualname__, getattr(event, "asked_by"))  # noqa: B009
+        for _, event in domain_events(api.node.app, after)
+        if type(event).__qualname__ in REQUEST_RECORDS
+    ]
+    assert bool(recorded) == (route not in NO_COMMAND), (route, recorded)
+    assert all(asked == by for _, asked in recorded), (route, recorded)
+    if "/bets" in route and not route.endswith("/withdraw"):
+        assert {kind for kind, _ in recorded} == {"Round.BetPlaced"}, route
