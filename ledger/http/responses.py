@@ -144,10 +144,21 @@ class RoundOpened(Answer):
     round_id: str
 
 
+class AskedBy(Answer):
+    """The authenticated session that asked for a command (docs/export.md, "Requests")."""
+
+    token: str = Field(description="the API token's id (never its secret)")
+    role: ApiRole
+
+
 class RoundBet(Answer):
     account_id: str
     bet: dict[str, Any] = Field(description="the bet as the game validated it (game-defined)")
     stake: int = Field(description="minor units")
+    asked_by: AskedBy | None = Field(
+        description="who asked for the bet, as its signed event records it; null: the node's "
+        "own command (the CLI, the Python API), or a bet recorded before the node recorded it"
+    )
 
 
 class BetResult(Answer):

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ledger.audit.recall import recall_round
+from ledger.cli.recall import render
 from ledger.http.tokens import ApiRole
 from ledger.node import Node
 from tests.casino_support import domain_events
@@ -252,3 +253,44 @@ def test_every_command_a_write_records_names_the_token_that_asked(api: Api, rout
     assert all(asked == by for _, asked in recorded), (route, recorded)
     if "/bets" in route and not route.endswith("/withdraw"):
         assert {kind for kind, _ in recorded} == {"Round.BetPlaced"}, route
+
+
+def test_who_placed_each_bet_is_shown_where_an_auditor_looks(api: Api) -> None:
+    """A bet over HTTP names its token, one from the Python API (no session) is
+    the node's own: in the round's view, its recall (the library, the CLI's
+    text, the HTTP route) and its signed event."""
+    table = api.table()
+    round_id = api.round(table)
+    player = api.wallet(1_000)
+    over_http = api.ok(
+        f"/v1/rounds/{round_id}/bets", {"account_id": player, "bet": {"on": "heads"}, "stake": 50}
+    )["bet_id"]
+    by_python = api.service.casino.place_bet(
+        request_id=f"py-{uuid.uuid4()}",
+        round_id=round_id,
+        account_id=player,
+        bet={"on": "tails"},
+        stake=60,
+    )
+    operator_id = api.tokens["operator"].partition(".")[0]
+    by = {"token": operator_id, "role": "operator"}
+    view = api.get(f"/v1/rounds/{round_id}")
+    assert view.status_code == 200, view.text
+    bets = view.json()["bets"]
+    assert {bet: bets[bet]["asked_by"] for bet in bets} == {over_http: by, by_python: None}
+    recall = recall_round(api.node.app, api.node.keyring, all_games(), round_id)
+    assert recall.ok, recall.problems
+    placed = {e.facts["bet_id"]: e.asked for e in recall.events if e.kind == "BetPlaced"}
+    assert placed == {
+        over_http: f"by token {operator_id} (role operator)",
+        by_python: "node command",
+    }
+    text = render(recall)
+    assert f"bet {over_http}: account {player}" in text
+    assert f", asked by token {operator_id} (role operator)" in text
+    assert f"bet {by_python}: account {player}" in text and ", asked node command" in text
+    over_route = api.get(f"/v1/rounds/{round_id}/recall").json()
+    shown = {
+        e["facts"]["bet_id"]: e["asked"] for e in over_route["events"] if e["kind"] == "BetPlaced"
+    }
+    assert shown == placed
