@@ -16,6 +16,7 @@ from ledger.audit.recall import recall_round
 from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino, attestation
 from ledger.cli.recall import render
+from ledger.domain.round import Round
 from ledger.errors import InvalidCommandError, RequestIdReusedError, VerificationError
 from ledger.http.tokens import ApiRole
 from ledger.node import Node
@@ -226,5 +227,32 @@ def test_attack_a_malformed_by_is_caught_by_verify(
     message = str(caught.value)
     assert f"round {round_id}: close_betting: the command's source is malformed" in message
     assert problem in message
+    recall = recall_round(node.app, node.keyring, GAMES, round_id)
+    assert not recall.ok and any(problem in p for p in recall.problems)
+
+
+@pytest.mark.parametrize(("bad", "problem"), [(b, p) for b, p in BAD_BY if b is not None])
+def test_attack_a_bet_recorded_as_asked_by_a_malformed_session_is_caught_by_verify(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: Any, problem: str
+) -> None:
+    """A bet's `asked_by` (None: the node's own) has the one shape of `by`."""
+    casino, round_id = rng_round(node, tmp_path)
+    player = casino.open_account(request_id="p", owner="P", currency="VND")
+    casino.deposit(request_id="d", account_id=player, amount=1_000)
+    honest_place = Round.place_bet
+
+    def buggy(self: Round, *args: Any) -> int:  # a buggy node: records what it is handed
+        return honest_place(self, *args[:6], bad)
+
+    monkeypatch.setattr(Round, "place_bet", buggy)
+    bet = casino.place_bet(
+        request_id="b", round_id=round_id, account_id=player, bet={"bet": "seat:1"}, stake=100
+    )
+    monkeypatch.undo()
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES))
+    with pytest.raises(VerificationError) as caught:
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
+    message = str(caught.value)
+    assert f"bet {bet}'s asked_by is malformed" in message and problem in message
     recall = recall_round(node.app, node.keyring, GAMES, round_id)
     assert not recall.ok and any(problem in p for p in recall.problems)
