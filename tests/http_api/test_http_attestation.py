@@ -14,8 +14,9 @@ import pytest
 
 from ledger.audit.recall import recall_round
 from ledger.audit.verify import Level, VerifyOptions, verify_store
-from ledger.casino import Casino, attestation
+from ledger.casino import Casino, attestation, runner
 from ledger.cli.recall import render
+from ledger.domain.request import Request
 from ledger.domain.round import Round
 from ledger.errors import InvalidCommandError, RequestIdReusedError, VerificationError
 from ledger.http.tokens import ApiRole
@@ -256,3 +257,23 @@ def test_attack_a_bet_recorded_as_asked_by_a_malformed_session_is_caught_by_veri
     assert f"bet {bet}'s asked_by is malformed" in message and problem in message
     recall = recall_round(node.app, node.keyring, GAMES, round_id)
     assert not recall.ok and any(problem in p for p in recall.problems)
+
+
+@pytest.mark.parametrize(("bad", "problem"), [(b, p) for b, p in BAD_BY if b is not None])
+def test_attack_a_request_recorded_as_asked_by_a_malformed_session_is_caught_by_verify(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: Any, problem: str
+) -> None:
+    """A request record's `asked_by` (None: the node's own) has the one shape of `by`."""
+    casino = Casino(node.app, GAMES)
+
+    def buggy(**kwargs: Any) -> Request:  # a buggy node: records what it is handed
+        return Request(**{**kwargs, "asked_by": bad})
+
+    monkeypatch.setattr(runner, "Request", buggy)
+    casino.open_account(request_id="open-it", owner="P", currency="VND")
+    monkeypatch.undo()
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES))
+    with pytest.raises(VerificationError) as caught:
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
+    message = str(caught.value)
+    assert "request 'open-it': its asked_by is malformed" in message and problem in message
