@@ -1,8 +1,10 @@
 """Every write is bound to the token that sent it: an `Idempotency-Key` (a
 batch's request ids) reused by another token is a 409 that records nothing,
-while the same token's retry gets the first answer; and every play route that
-records an action of the node's own (a command, an RNG draw) names the token
-that asked for it (both stores)."""
+while the same token's retry gets the first answer; every command a write
+runs records the token that asked in its request's record (`asked_by`), and
+every play route that records an action of the node's own (a command, an RNG
+draw) names it too; a bet's asker is shown in the round's view and recall
+(both stores)."""
 
 from __future__ import annotations
 
