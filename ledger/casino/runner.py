@@ -47,6 +47,7 @@ from rfc8785 import CanonicalizationError
 from ledger.casino.working_set import WorkingSet
 from ledger.crypto.canonical import canonical
 from ledger.domain.account import Account
+from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
 from ledger.domain.request import Request, request_uuid
 from ledger.domain.round import Round
@@ -269,7 +270,7 @@ class CommandRunner:
             mine.unbound = hashlib.sha256(
                 canonical({"command": command, "args": unbound})
             ).hexdigest()
-            mine.asked_by = dict(args[SESSION_ARG])
+            mine.asked_by = _session(command, args[SESSION_ARG])
         with self._lock:
             self._queue.append(mine)
             if self._writer is None or not self._writer.is_alive():
@@ -538,6 +539,15 @@ class CommandRunner:
         self._recent[command.request_id] = (command.command, command.fingerprint, result)
         if len(self._recent) > RECENT_REQUESTS:
             self._recent.popitem(last=False)
+
+
+def _session(command: str, by: Any) -> dict[str, str]:
+    """The session that asked, as it is recorded: of the one shape `by_problem` allows."""
+    if (problem := by_problem(by)) is not None:
+        raise InvalidCommandError(
+            f"{command}: the session that asked is malformed: {problem}", code="invalid_value"
+        )
+    return dict(by)
 
 
 # The commands whose own event records their request, by that event's type.

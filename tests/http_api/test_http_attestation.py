@@ -14,7 +14,7 @@ import pytest
 
 from ledger.audit.recall import recall_round
 from ledger.audit.verify import Level, VerifyOptions, verify_store
-from ledger.casino import Casino, attestation, runner
+from ledger.casino import BetRequest, Casino, attestation, runner
 from ledger.cli.recall import render
 from ledger.domain.request import Request
 from ledger.domain.round import Round
@@ -277,3 +277,24 @@ def test_attack_a_request_recorded_as_asked_by_a_malformed_session_is_caught_by_
         verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
     message = str(caught.value)
     assert "request 'open-it': its asked_by is malformed" in message and problem in message
+
+
+@pytest.mark.parametrize(("bad", "problem"), [(b, p) for b, p in BAD_BY if b is not None])
+def test_a_bet_handed_a_malformed_session_is_refused_and_records_nothing(
+    node: Node, tmp_path: Path, bad: Any, problem: str
+) -> None:
+    """As a writer process is handed each bet's session: one of another shape is
+    refused before anything is recorded, the other bets of its batch placed."""
+    casino, round_id = rng_round(node, tmp_path)
+    player = casino.open_account(request_id="p", owner="P", currency="VND")
+    casino.deposit(request_id="d", account_id=player, amount=1_000)
+    before = event_count(node.app)
+    bet = {"account_id": player, "bet": {"bet": "seat:1"}, "stake": 100}
+    wrong = BetRequest("wrong", **bet, attested_by=bad)
+    right = BetRequest("right", **bet, attested_by={"token": "aaaa", "role": "operator"})
+    refused, placed = casino.place_bets(round_id=round_id, bets=[wrong, right])
+    assert placed.error is None and placed.bet_id
+    assert isinstance(refused.error, InvalidCommandError) and refused.bet_id is None
+    assert "the session that asked is malformed" in str(refused.error)
+    assert problem in str(refused.error)
+    assert event_count(node.app) == before + 2  # the bet placed and its stake
