@@ -40,7 +40,7 @@ from ledger.audit.log.revocations import earliest, log_revocations, merged
 from ledger.audit.significant import plain
 from ledger.crypto.envelope import GENESIS_HASH, Envelope, SignerCheck, check_row, open_envelope
 from ledger.crypto.keys import Keyring, from_micros
-from ledger.domain.asked_by import describe_by
+from ledger.domain.asked_by import describe_asked, describe_by
 from ledger.domain.game_table import GameTable
 from ledger.domain.round import Round
 from ledger.domain.stored_names import current_names
@@ -87,8 +87,9 @@ class RecalledEvent:
     keys: list[KeyUse] = field(default_factory=list)
     facts: dict[str, Any] | None = None  # plain JSON; None when the event did not verify
     problem: str | None = None  # why it is not shown (tampered), or the check it fails
-    # Who asked for a command-sourced action: "by token T (role R)" (the node's
-    # statement, sealed under its signature) or "node command"; else None.
+    # Who asked for a command-sourced action or a bet: "by token T (role R)" (the
+    # node's statement, sealed under its signature) or "node command"; None when
+    # not recorded (other events, and bets placed before Round.BetPlaced v3).
     asked: str | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -412,6 +413,8 @@ class _Replay:
         }
         source = payload.get("source")
         event.asked = describe_by(source) if isinstance(source, dict) else None
+        if "asked_by" in payload:  # a bet recording its request (Round.BetPlaced v3)
+            event.asked = describe_asked(payload["asked_by"])
         if recall.currency is None and payload.get("postings"):
             recall.currency = str(payload["postings"][0].get("currency"))
 

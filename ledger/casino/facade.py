@@ -542,4 +542,7 @@ class Casino:
 def _bound(args: dict[str, Any], by: Mapping[str, str] | None) -> dict[str, Any]:
     """A command's fingerprinted arguments, with the session that asked when there
     is one (a request recorded without one keeps its fingerprint)."""
-    return args if by is None else {**args, SESSION_ARG: dict(by)}
+    if by is None:
+        return args
+    # A copy of it; one of another shape is refused by the runner, as malformed.
+    return {**args, SESSION_ARG: dict(by) if isinstance(by, Mapping) else by}

@@ -47,6 +47,7 @@ from rfc8785 import CanonicalizationError
 from ledger.casino.working_set import WorkingSet
 from ledger.crypto.canonical import canonical
 from ledger.domain.account import Account
+from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
 from ledger.domain.request import Request, request_uuid
 from ledger.domain.round import Round
@@ -104,13 +105,20 @@ def _env(
 class Work:
     """What one command reads and changes: live aggregates, no copies; and the
     request it runs for (a command whose own event records its request reads
-    `request_id` and `fingerprint` here)."""
+    `request_id`, `fingerprint` and `asked_by` here)."""
 
-    def __init__(self, live: WorkingSet, request_id: str = "", fingerprint: str = "") -> None:
+    def __init__(
+        self,
+        live: WorkingSet,
+        request_id: str = "",
+        fingerprint: str = "",
+        asked_by: dict[str, str] | None = None,
+    ) -> None:
         self._live = live
         self._handed: list[Aggregate] = []
         self.request_id = request_id
         self.fingerprint = fingerprint
+        self.asked_by = asked_by  # the session that asked (None: the node's own command)
 
     def get(self, cls: type[A], aggregate_id: UUID | str, kind: Kind) -> A:
         """The live aggregate `aggregate_id` names when it is a `kind` (else the
@@ -156,6 +164,8 @@ Body = Callable[[Work], tuple[Result, Sequence[Aggregate]]]
 # (`Casino.asked_by`): the same request id from another session is another
 # request (refused). A request recorded with no session (the CLI's, the Python
 # API's, or one recorded before requests were bound) still answers its retry.
+# Its value is also recorded as who asked (`Request.Completed.asked_by`, or the
+# `asked_by` of the event recording the request).
 SESSION_ARG = "attested_by"
 
 
@@ -172,6 +182,7 @@ class _Command:
     recorded_in_event: bool = False
     # Its fingerprint without the session that asked (SESSION_ARG), when it has one.
     unbound: str | None = None
+    asked_by: dict[str, str] | None = None  # that session, recorded with the command
     done: bool = False
     followers: list[_Command] = field(default_factory=list)  # the same request, sent again
 
@@ -259,6 +270,7 @@ class CommandRunner:
             mine.unbound = hashlib.sha256(
                 canonical({"command": command, "args": unbound})
             ).hexdigest()
+            mine.asked_by = _session(command, args[SESSION_ARG])
         with self._lock:
             self._queue.append(mine)
             if self._writer is None or not self._writer.is_alive():
@@ -471,7 +483,7 @@ class CommandRunner:
         for command in todo:
             if command.dry:  # it answers from committed state: what came before it is saved
                 self._commit(ready)
-            work = Work(self.live, command.request_id, command.fingerprint)
+            work = Work(self.live, command.request_id, command.fingerprint, command.asked_by)
             try:
                 result, changed = command.body(work)
             except Exception as exc:
@@ -493,6 +505,7 @@ class CommandRunner:
                     command=command.command,
                     fingerprint=command.fingerprint,
                     result=result,
+                    asked_by=command.asked_by,
                 )
                 events += record.collect_events()
             ready.append(_Ready(command, result, events, index))
@@ -526,6 +539,15 @@ class CommandRunner:
         self._recent[command.request_id] = (command.command, command.fingerprint, result)
         if len(self._recent) > RECENT_REQUESTS:
             self._recent.popitem(last=False)
+
+
+def _session(command: str, by: Any) -> dict[str, str]:
+    """The session that asked, as it is recorded: of the one shape `by_problem` allows."""
+    if (problem := by_problem(by)) is not None:
+        raise InvalidCommandError(
+            f"{command}: the session that asked is malformed: {problem}", code="invalid_value"
+        )
+    return dict(by)
 
 
 # The commands whose own event records their request, by that event's type.

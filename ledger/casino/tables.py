@@ -101,7 +101,13 @@ def place_bet(
         amount = game_round.check_bet(bet_id, str(account.id), stake)
         account.check_debit(amount)
         game_round.place_bet(
-            bet_id, str(account.id), canonical_bet, amount, request_id, work.fingerprint
+            bet_id,
+            str(account.id),
+            canonical_bet,
+            amount,
+            request_id,
+            work.fingerprint,
+            work.asked_by,
         )
         account.debit(amount, game_round.id, f"stake {bet_id}")
         return bet_id, [game_round, account]

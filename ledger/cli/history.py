@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ledger.cli.args import uuid_text
 from ledger.cli.common import WithLedger
+from ledger.domain.asked_by import describe_asked
 from ledger.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -25,6 +26,8 @@ CHECKED = (
     "every event from the head back: the one its successor's prev hash names, of this "
     "account, its payload the one its header signs, signed by a ledger-node key",
     "the span: every event up to its boundary, or to the account's first event",
+    "who asked: each request record shown, signed by a ledger-node key and recording the "
+    "movement's request (a deposit's, a withdrawal's, a stake's bet)",
 )
 NOT_CHECKED = (
     "the keys' validity windows and revocations (`ledger verify` judges them)",
@@ -48,6 +51,8 @@ def render(checked: CheckedHistory, proof: dict[str, Any]) -> str:
     for movement in checked.movements:
         amount = "" if movement.amount is None else f" {movement.amount}"
         about = f" round {movement.round}" if movement.round else ""
+        if movement.version in checked.asked:
+            about += f", asked {describe_asked(checked.asked[movement.version])}"
         lines.append(
             f"  v{movement.version:<5} {movement.at.isoformat(timespec='seconds')}  "
             f"{movement.type}{amount}{about}"

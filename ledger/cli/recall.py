@@ -92,9 +92,11 @@ def _opened(facts: dict[str, Any], currency: str, erased: frozenset[str]) -> lis
 
 
 def _bet_placed(f: dict[str, Any], currency: str, event: RecalledEvent) -> list[str]:
+    # Who asked for it: "by token T (role R)", a "node command", or not recorded (older bets).
+    asked = f", asked {event.asked}" if event.asked else ""
     return [
         f"bet {f.get('bet_id')}: account {f.get('account_id')} on {json.dumps(f.get('bet'))}, "
-        f"stake {format_major(f.get('stake', 0), currency)} {currency}",
+        f"stake {format_major(f.get('stake', 0), currency)} {currency}{asked}",
         *_postings(f, currency),
     ]
 

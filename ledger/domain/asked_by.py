@@ -1,5 +1,9 @@
 """Who asked the node for a command-sourced action: `{"token": id, "role": role}`.
 
+Every command asked through a session records it with its request, as
+`asked_by` (`Request.Completed`, or the `Round.BetPlaced` recording a bet's
+request); None there is the node's own command (the CLI, the Python API).
+
 On an electronic table a decision (stand, check, stop...) is the node's own
 command; when the command came through the HTTP API the node records which
 authenticated session asked for it, as `source["by"]`. That is the node's
@@ -48,9 +52,14 @@ def describe_by(source: dict[str, Any]) -> str | None:
     kind = source.get("kind")
     if kind not in ("command", "rng") or (kind == "rng" and "by" not in source):
         return None
-    if "by" not in source:
+    return describe_asked(source.get("by"))
+
+
+def describe_asked(by: Any) -> str:
+    """Who asked, for a person: a command's recorded `asked_by` (or an action's
+    `by`), None being the node's own command."""
+    if by is None:
         return "node command"
-    by = source["by"]
     if by_problem(by) is not None:
         return f"by a malformed attestation {by!r}"
     return f"by token {by['token']} (role {by['role']})"

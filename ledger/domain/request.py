@@ -1,6 +1,10 @@
 """Idempotency: one aggregate per outside request id, saved with the command's
 own events. A retry finds it and gets the first result back; two copies of
-the same request racing conflict on it, and only one is ever recorded."""
+the same request racing conflict on it, and only one is ever recorded.
+
+It also says who asked for the command (`asked_by`: the authenticated session,
+`{"token": id, "role": role}` as `ledger.domain.asked_by` checks it; None for
+the node's own, from the CLI or the Python API), signed with its events."""
 
 from __future__ import annotations
 
@@ -23,19 +27,35 @@ class Request(PlainCopy, Aggregate):
         pass
 
     class Completed(Aggregate.Created, Event):
-        class_version: ClassVar[int] = 1
+        """Version 2 added `asked_by`; a version 1 record (written before it)
+        reads as None: no one was recorded."""
+
+        class_version: ClassVar[int] = 2
         request_id: str
         command: str
         fingerprint: str
         result: Any
+        asked_by: dict[str, str] | None
+
+        @staticmethod
+        def upcast_v1_v2(state: dict[str, Any]) -> None:
+            state["asked_by"] = None
 
     @staticmethod
     def create_id(request_id: str, **_: Any) -> UUID:
         return request_uuid(request_id)
 
     @event(Completed)
-    def __init__(self, request_id: str, command: str, fingerprint: str, result: Any) -> None:
+    def __init__(
+        self,
+        request_id: str,
+        command: str,
+        fingerprint: str,
+        result: Any,
+        asked_by: dict[str, str] | None = None,
+    ) -> None:
         self.request_id = request_id
         self.command = command
         self.fingerprint = fingerprint
         self.result = result
+        self.asked_by = asked_by

@@ -32,9 +32,11 @@ from ledger.domain.round_records import (
     return_legs,
     settlement_legs,
     stake_legs,
+    stakes_returned,
 )
 from ledger.domain.round_rules import (
     check_action_number,
+    check_corrected_step,
     check_correction,
     check_fresh_cards,
     check_outcome_to_settle,
@@ -89,9 +91,10 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         """A bet, and the request that placed it: `request_id` and `fingerprint`
         (the hex SHA-256 of the request's canonical arguments) are its request's
         record, so a retry is answered from this signed event (version 2; a
-        version 1 bet's request has a `Request.Completed` of its own)."""
+        version 1 bet's request has a `Request.Completed` of its own); `asked_by`
+        who asked (`ledger.domain.asked_by`; None: the node's own, or before v3)."""
 
-        class_version: ClassVar[int] = 2
+        class_version: ClassVar[int] = 3
         bet_id: str
         account_id: str
         bet: dict[str, Any]
@@ -99,10 +102,15 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         request_id: str
         fingerprint: str | None
         postings: list[Posting]
+        asked_by: dict[str, str] | None
 
         @staticmethod
         def upcast_v1_v2(state: dict[str, Any]) -> None:
             state["fingerprint"] = None  # its request was recorded on its own
+
+        @staticmethod
+        def upcast_v2_v3(state: dict[str, Any]) -> None:
+            state["asked_by"] = None
 
     class BetWithdrawn(Event):
         class_version: ClassVar[int] = 1
@@ -237,6 +245,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         self.status = BETTING
         self.bets: dict[str, BetRecord] = {}
         self.staked: dict[str, int] = {}  # account -> its standing stakes here
+        self.bets_asked_by: dict[str, dict[str, str]] = {}  # bet -> the session that asked
         self.outcome: dict[str, Any] | None = None
         self.results: list[BetResult] = []
         self.faults = 0
@@ -277,10 +286,13 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         stake: Any,
         request_id: str,
         fingerprint: str,
+        asked_by: dict[str, str] | None = None,
     ) -> int:
         amount = self.check_bet(bet_id, account_id, stake)
         postings = stake_legs(self.id, self.currency, account_id, amount)
-        self._bet_placed(bet_id, account_id, bet, amount, request_id, fingerprint, postings)
+        self._bet_placed(
+            bet_id, account_id, bet, amount, request_id, fingerprint, postings, asked_by
+        )
         return amount
 
     @event(BetPlaced)
@@ -293,9 +305,12 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         request_id: str,
         fingerprint: str | None,
         postings: list[Posting],
+        asked_by: dict[str, str] | None,
     ) -> None:
         self.bets[bet_id] = {"account_id": account_id, "bet": bet, "stake": stake}
         self.staked[account_id] = self.staked.get(account_id, 0) + stake
+        if asked_by is not None:  # who asked for each bet, for the round's view
+            self.bets_asked_by[bet_id] = asked_by
 
     def withdraw_bet(self, bet_id: str, account_id: str, request_id: str) -> BetRecord:
         check_taking_bets(self.id, self.status)
@@ -490,17 +505,9 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         re-derives them (`returns`: bet -> (action number settling it, return))."""
         check_correction(self.id, self.is_rng, self.status, reason)
         self.action_entry(step)
-        if right_outcome == wrong_outcome:
-            raise InvalidCommandError(
-                "the corrected draw is the one already recorded", code="correction_refused"
-            )
         reversed_results = [r for r in self.results if self.settled_at.get(r["bet_id"], -1) >= step]
-        if {r["bet_id"] for r in reversed_results} != set(returns):
-            raise InvalidCommandError(
-                "the corrected draw changes which bets are settled from that action on: "
-                "void the round instead",
-                code="correction_refused",
-            )
+        reversed_bets = {r["bet_id"] for r in reversed_results}
+        check_corrected_step(wrong_outcome, right_outcome, reversed_bets, set(returns))
         results = self._results_for(
             {b: returned for b, (_, returned) in returns.items()},
             {b: r for b, r in self.bets.items() if b in returns},
@@ -565,12 +572,7 @@ class Round(RoundAliases, PlainCopy, Aggregate):
         by_operator = operator is not None
         check_void(self.id, self.status, self.drawn, self.settled_bets, by_operator, reason)
         unsettled = {b: r for b, r in self.bets.items() if b not in self.settled_bets}
-        returns = bet_results({b: r["stake"] for b, r in unsettled.items()}, unsettled)
-        postings = [
-            leg
-            for result in returns
-            for leg in return_legs(self.id, self.currency, result["account_id"], result["stake"])
-        ]
+        returns, postings = stakes_returned(self.id, self.currency, unsettled)
         self._voided(reason, operator, returns, check_balanced(postings) if postings else [])
         return returns
 

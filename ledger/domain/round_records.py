@@ -117,3 +117,16 @@ def return_legs(round_id: UUID | str, currency: str, account: str, amount: int) 
         posting(in_play(round_id), -amount, currency),
         posting(wallet(account), amount, currency),
     ]
+
+
+def stakes_returned(
+    round_id: UUID | str, currency: str, bets: dict[str, BetRecord]
+) -> tuple[list[BetResult], list[Posting]]:
+    """A void of `bets`: each stake back (its result), and the postings giving it back."""
+    returns = bet_results({b: r["stake"] for b, r in bets.items()}, bets)
+    postings = [
+        leg
+        for result in returns
+        for leg in return_legs(round_id, currency, result["account_id"], result["stake"])
+    ]
+    return returns, postings

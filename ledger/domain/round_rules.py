@@ -155,6 +155,26 @@ def check_correction(round_id: UUID | str, is_rng: bool, status: str, reason: An
         )
 
 
+def check_corrected_step(
+    wrong_outcome: Mapping[str, Any],
+    right_outcome: Mapping[str, Any],
+    reversed_bets: set[str],
+    resettled_bets: set[str],
+) -> None:
+    """A step correction changes the draw, and re-settles exactly the bets whose
+    settlements it reverses (any other change is a void's to make)."""
+    if right_outcome == wrong_outcome:
+        raise InvalidCommandError(
+            "the corrected draw is the one already recorded", code="correction_refused"
+        )
+    if reversed_bets != resettled_bets:
+        raise InvalidCommandError(
+            "the corrected draw changes which bets are settled from that action on: "
+            "void the round instead",
+            code="correction_refused",
+        )
+
+
 def check_fresh_cards(round_id: UUID | str, cards: list[int], dealt: list[int]) -> None:
     """No card dealt twice from a round's deck: not one already dealt, not one twice now."""
     again = sorted(set(cards) & set(dealt)) or sorted(c for c in set(cards) if cards.count(c) > 1)

@@ -18,6 +18,7 @@ class AccountEvent:
     state: bytes  # the envelope, as stored
     envelope: Envelope
     movement: Movement
+    request_id: str | None = None  # a deposit's or withdrawal's request (`ledger.history.requests`)
 
 
 def read_account_event(state: bytes, account: str, version: int) -> AccountEvent:
@@ -44,6 +45,7 @@ def read_account_event(state: bytes, account: str, version: int) -> AccountEvent
         at = datetime.fromisoformat(payload["timestamp"])
         amount, round_id = payload.get("amount"), payload.get("round_id")
         reference = payload.get("reference")
+        request_id = payload.get("request_id")
     except (ValueError, KeyError, TypeError) as exc:
         raise VerificationError(f"an unreadable payload ({exc})", where=label) from None
     if at.tzinfo is None or not (amount is None or type(amount) is int):
@@ -56,4 +58,6 @@ def read_account_event(state: bytes, account: str, version: int) -> AccountEvent
         None if round_id is None else str(round_id),
         None if reference is None else str(reference),
     )
-    return AccountEvent(state, envelope, movement)
+    return AccountEvent(
+        state, envelope, movement, request_id if isinstance(request_id, str) else None
+    )

@@ -11,6 +11,10 @@ a proof", is the same list for outside programs).
 4. The span: the events are exactly what the span's rule takes from the head
    back (its boundary included), or reach the account's first event.
 5. The summary (movements, rounds) is what those events say.
+6. Who asked (format v2): each request record is signed by a ledger-node key
+   and records the request or bet of the movement `asked` pairs it with, and
+   says the `asked_by` given there (`ledger.history.requests`). A v1 proof
+   (made before) has neither.
 """
 
 from __future__ import annotations
@@ -29,10 +33,13 @@ from ledger.crypto.signing import verify_signature
 from ledger.errors import VerificationError
 from ledger.history.account_events import AccountEvent, read_account_event
 from ledger.history.proof import FORMAT
+from ledger.history.requests import check_asked
 from ledger.history.span import Movement, Span, rounds_of, walk
 
 _FIELDS = ("format", "account", "span", "checkpoint", "head", "map_proof", "events")
 _SUMMARY = ("movements", "rounds")
+_ASKED = ("requests", "asked")  # format v2
+FORMAT_V1 = "casino-ledger/account-history/v1"
 
 
 @dataclass(frozen=True)
@@ -43,17 +50,18 @@ class CheckedHistory:
     movements: list[Movement]
     rounds: list[dict[str, Any]]
     whole: bool  # the span reached the account's first event
+    asked: dict[int, Any]  # movement version -> who asked, where a record says (v2)
 
 
 def check_history(proof: object, keyring: Keyring) -> CheckedHistory:
     """Every step above, else `VerificationError` naming the first that fails
     (`ValueError`: not a history proof at all)."""
-    if not isinstance(proof, dict) or set(proof) != {*_FIELDS, *_SUMMARY}:
-        raise ValueError(
-            f"a history proof is a JSON object of exactly {', '.join(_FIELDS + _SUMMARY)}"
-        )
-    if proof["format"] != FORMAT:
-        raise ValueError(f"not a {FORMAT} proof")
+    v2 = isinstance(proof, dict) and proof.get("format") == FORMAT
+    fields = _FIELDS + _SUMMARY + (_ASKED if v2 else ())
+    if not isinstance(proof, dict) or set(proof) != set(fields):
+        raise ValueError(f"a history proof is a JSON object of exactly {', '.join(fields)}")
+    if proof["format"] not in (FORMAT, FORMAT_V1):
+        raise ValueError(f"not a {FORMAT} (or v1) proof")
     account = UUID(str(proof["account"]))
     span = Span.from_json(proof["span"])
     checkpoint = Checkpoint.from_note(proof["checkpoint"])
@@ -87,7 +95,13 @@ def check_history(proof: object, keyring: Keyring) -> CheckedHistory:
     rounds = rounds_of(movements)
     if proof["movements"] != [m.to_json() for m in movements] or proof["rounds"] != rounds:
         raise VerificationError("the proof's movements or rounds are not what its events say")
-    return CheckedHistory(account, span, checkpoint, movements, rounds, whole)
+    asked: dict[int, Any] = {}
+    if v2:
+        records = [_base64(text) for text in _list(proof["requests"], "requests")]
+        spanned = events[: len(movements)]
+        check_asked(spanned, str(account), keyring, records, proof["asked"])
+        asked = {entry["version"]: entry["asked_by"] for entry in proof["asked"]}
+    return CheckedHistory(account, span, checkpoint, movements, rounds, whole, asked)
 
 
 def _chain(

@@ -12,25 +12,28 @@ must give the signed root, and each stored event the hash the one after it
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from uuid import UUID
 
 from ledger.audit.proofs import newest_checkpoint
+from ledger.audit.recall import stream_rows
 from ledger.crypto.checkpoint import Checkpoint
+from ledger.crypto.envelope import open_envelope
 from ledger.crypto.heads_map import HeadsMap
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import hash_leaf
 from ledger.errors import ConfigError, NotFoundError, VerificationError
-from ledger.export.records import split_envelope
+from ledger.export.records import decode_payload, split_envelope, type_name
 from ledger.history.account_events import AccountEvent, read_account_event
+from ledger.history.requests import BET, COMPLETED, RequestRecord, records_for
 from ledger.history.span import Movement, Span, rounds_of, walk
 from ledger.store.account_heads import AccountHeadsTable, Head, heads_map
 from ledger.store.application import LedgerApplication
 from ledger.store.recorders import Row
 from ledger.store.stream_ids import Kind, require_stream
 
-FORMAT = "casino-ledger/account-history/v1"
+FORMAT = "casino-ledger/account-history/v2"  # v1: without who asked (requests, asked)
 
 
 def history_proof(
@@ -48,6 +51,7 @@ def history_proof(
 
     taken = list(walk(span, movements_back()))  # it stops reading at the boundary
     movements = [movement for movement, boundary in taken if not boundary]
+    requests, asked = records_for(read[: len(movements)], str(account), keyring, _reader(app))
     return {
         "format": FORMAT,
         "account": str(account),
@@ -62,6 +66,8 @@ def history_proof(
         "events": [base64.b64encode(event.state).decode() for event in read],
         "movements": [m.to_json() for m in movements],
         "rounds": rounds_of(movements),
+        "requests": [base64.b64encode(state).decode() for state in requests],
+        "asked": asked,
     }
 
 
@@ -151,3 +157,34 @@ def _events_back(app: LedgerApplication, head: Head) -> Iterator[AccountEvent]:
             )
         expected = event.envelope.prev_hash
         yield event
+
+
+def _reader(app: LedgerApplication) -> Callable[[RequestRecord], bytes | None]:
+    """Reads a movement's request record, as stored (held to it by `records_for`):
+    a request's by its stream; a bet's from its round's bets, read once a round."""
+    bets: dict[str, dict[str, bytes]] = {}
+
+    def read(record: RequestRecord) -> bytes | None:
+        if record.type == COMPLETED:
+            row = app.tables.row_by_stream(record.stream, 1)
+            return None if row is None or row[4] is None else bytes(row[4])
+        if record.stream not in bets:
+            bets[record.stream] = _bets_of(app, record.stream)
+        return bets[record.stream].get(record.value)
+
+    return read
+
+
+def _bets_of(app: LedgerApplication, round_id: str) -> dict[str, bytes]:
+    """Bet id -> its Round.BetPlaced envelope, of the round's stored events."""
+    found: dict[str, bytes] = {}
+    for row in stream_rows(app.tables, round_id):
+        if row[4] is None or type_name(str(row[3])) != BET:
+            continue
+        state = bytes(row[4])
+        envelope = open_envelope(state, stream=round_id, version=row[2])
+        try:
+            found[str(decode_payload(envelope.payload)["bet_id"])] = state
+        except (ValueError, KeyError):
+            continue  # not one the round's bets are read from: no record
+    return found

@@ -144,10 +144,21 @@ class RoundOpened(Answer):
     round_id: str
 
 
+class AskedBy(Answer):
+    """The authenticated session that asked for a command (docs/export.md, "Requests")."""
+
+    token: str = Field(description="the API token's id (never its secret)")
+    role: ApiRole
+
+
 class RoundBet(Answer):
     account_id: str
     bet: dict[str, Any] = Field(description="the bet as the game validated it (game-defined)")
     stake: int = Field(description="minor units")
+    asked_by: AskedBy | None = Field(
+        description="who asked for the bet, as its signed event records it; null: the node's "
+        "own command (the CLI, the Python API), or a bet recorded before the node recorded it"
+    )
 
 
 class BetResult(Answer):
@@ -438,11 +449,19 @@ class HistoryRound(Answer):
     credited: int = Field(description="what it took from the round in the span, minor units")
 
 
+class HistoryAsked(Answer):
+    version: int = Field(description="the movement's version (a deposit, withdrawal or stake)")
+    asked_by: AskedBy | None = Field(
+        description="who asked for it, as its request record (in `requests`) says; null: the "
+        "node's own command, or a request recorded before the node recorded it"
+    )
+
+
 class AccountHistory(Answer):
     """A player's history, proven complete: docs/history.md specifies every field
     and how to check it with the public keys alone."""
 
-    format: Literal["casino-ledger/account-history/v1"]
+    format: Literal["casino-ledger/account-history/v2"]
     account: str
     span: dict[str, int | str] = Field(description='{"last": N} or {"since": ISO 8601 time}')
     checkpoint: str = Field(description="the signed checkpoint note (with its accounts line)")
@@ -451,6 +470,10 @@ class AccountHistory(Answer):
     events: list[str] = Field(description="the account's envelopes, base64, newest first")
     movements: list[HistoryMovement]
     rounds: list[HistoryRound]
+    requests: list[str] = Field(
+        description="the signed request records of the movements in `asked`, base64, in order"
+    )
+    asked: list[HistoryAsked] = Field(description="who asked for each movement with a request")
 
 
 class NewestCheckpoint(Answer):

@@ -22,7 +22,7 @@ from ledger.domain.round import Round
 from ledger.domain.round_records import SETTLED
 from ledger.http import models, responses
 from ledger.http.errors import status_of
-from ledger.http.tokens import Token
+from ledger.http.tokens import ApiRole, Token
 from ledger.plugins.paytable import PaytableLine
 from ledger.plugins.registry import LoadedGame
 from ledger.privacy.personal import PersonalData
@@ -85,7 +85,10 @@ def round_state(
             "throws": found.draws,  # alias
             "actions": found.actions,
             "faults": found.faults,
-            "bets": found.bets,
+            "bets": {
+                bet_id: {**record, "asked_by": _asked_by(found.bets_asked_by.get(bet_id))}
+                for bet_id, record in found.bets.items()
+            },
             "outcome": outcome(found),
             "results": found.results,
             "dealt": found.dealt,
@@ -93,6 +96,11 @@ def round_state(
             "moves": moves,
         }
     )
+
+
+def _asked_by(by: Mapping[str, str] | None) -> dict[str, Any] | None:
+    """Who asked, as recorded ({"token", "role"}), its role as the API names it."""
+    return None if by is None else {"token": by["token"], "role": ApiRole(by["role"])}
 
 
 def outcome(found: Round) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ import pytest
 
 from ledger.audit.verify import Level, VerifyOptions, verify_store
 from ledger.casino import Casino
+from ledger.cli.history import render
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.errors import ConfigError, VerificationError
 from ledger.history.check import check_history
@@ -302,3 +303,56 @@ def test_the_http_route_serves_a_proof_anyone_checks(
         f"/v1/accounts/{UUID(int=5)}/history", headers=api.headers("auditor", key=None)
     )
     assert missing.status_code == 404
+
+
+def test_the_history_shows_who_asked_for_each_movement(
+    node: Node, tables: Tables, tmp_path: Path
+) -> None:
+    """Who asked for a deposit, a withdrawal or a stake, as its signed request
+    record says: a token over HTTP, the node's own (None) from the Python API;
+    an edited `asked_by` or another request's record fails; a proof of format
+    v1 (before who asked) still checks."""
+    tables.play(1)  # the Python API: a deposit and a stake, the node's own
+    api = make_api(node, tmp_path)
+    player = tables.player
+    round_id = api.round(api.table("taixiu"))
+    bet = {"account_id": player, "bet": {"bet": "big"}, "stake": 100}
+    api.ok(f"/v1/rounds/{round_id}/bets", bet)
+    api.ok(f"/v1/accounts/{player}/withdrawals", {"amount": 5}, "cashier")
+    node.checkpointer().catch_up()
+    answer = api.client.get(
+        f"/v1/accounts/{player}/history", headers=api.headers("auditor", key=None)
+    )
+    assert answer.status_code == 200, answer.text
+    proof = answer.json()
+    checked = check(node, proof)
+    operator = {"token": api.tokens["operator"].partition(".")[0], "role": "operator"}
+    cashier = {"token": api.tokens["cashier"].partition(".")[0], "role": "cashier"}
+    shown = {m.version: (m.type, checked.asked.get(m.version, "-")) for m in checked.movements}
+    assert sorted(shown.values(), key=repr) == sorted(
+        [
+            ("Account.Opened", "-"),  # no request record is linked to an opening
+            ("Account.Deposited", None),
+            ("Account.Debited", None),  # the stake of the Python API's bet (lost: no return)
+            ("Account.Debited", operator),
+            ("Account.Withdrawn", cashier),
+        ],
+        key=repr,
+    )
+    assert len(proof["requests"]) == len(proof["asked"]) == 4
+    text = render(checked, proof)  # `ledger history`'s lines
+    assert f"Account.Withdrawn 5, asked by token {cashier['token']} (role cashier)" in text
+    assert "Account.Deposited 100000, asked node command" in text
+
+    edited = copy.deepcopy(proof)
+    edited["asked"][0]["asked_by"] = operator if proof["asked"][0]["asked_by"] is None else None
+    swapped = copy.deepcopy(proof)
+    swapped["requests"][0], swapped["requests"][1] = proof["requests"][1], proof["requests"][0]
+    for forged in (edited, swapped):
+        with pytest.raises(VerificationError):
+            check(node, forged)
+    older = {k: v for k, v in proof.items() if k not in ("requests", "asked")}
+    older["format"] = "casino-ledger/account-history/v1"
+    assert check(node, older).asked == {}
+    with pytest.raises(ValueError, match="exactly"):  # v2 without who asked
+        check(node, {**older, "format": proof["format"]})

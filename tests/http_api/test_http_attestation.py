@@ -14,8 +14,10 @@ import pytest
 
 from ledger.audit.recall import recall_round
 from ledger.audit.verify import Level, VerifyOptions, verify_store
-from ledger.casino import Casino, attestation
+from ledger.casino import BetRequest, Casino, attestation, runner
 from ledger.cli.recall import render
+from ledger.domain.request import Request
+from ledger.domain.round import Round
 from ledger.errors import InvalidCommandError, RequestIdReusedError, VerificationError
 from ledger.http.tokens import ApiRole
 from ledger.node import Node
@@ -228,3 +230,71 @@ def test_attack_a_malformed_by_is_caught_by_verify(
     assert problem in message
     recall = recall_round(node.app, node.keyring, GAMES, round_id)
     assert not recall.ok and any(problem in p for p in recall.problems)
+
+
+@pytest.mark.parametrize(("bad", "problem"), [(b, p) for b, p in BAD_BY if b is not None])
+def test_attack_a_bet_recorded_as_asked_by_a_malformed_session_is_caught_by_verify(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: Any, problem: str
+) -> None:
+    """A bet's `asked_by` (None: the node's own) has the one shape of `by`."""
+    casino, round_id = rng_round(node, tmp_path)
+    player = casino.open_account(request_id="p", owner="P", currency="VND")
+    casino.deposit(request_id="d", account_id=player, amount=1_000)
+    honest_place = Round.place_bet
+
+    def buggy(self: Round, *args: Any) -> int:  # a buggy node: records what it is handed
+        return honest_place(self, *args[:6], bad)
+
+    monkeypatch.setattr(Round, "place_bet", buggy)
+    bet = casino.place_bet(
+        request_id="b", round_id=round_id, account_id=player, bet={"bet": "seat:1"}, stake=100
+    )
+    monkeypatch.undo()
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES))
+    with pytest.raises(VerificationError) as caught:
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
+    message = str(caught.value)
+    assert f"bet {bet}'s asked_by is malformed" in message and problem in message
+    recall = recall_round(node.app, node.keyring, GAMES, round_id)
+    assert not recall.ok and any(problem in p for p in recall.problems)
+
+
+@pytest.mark.parametrize(("bad", "problem"), [(b, p) for b, p in BAD_BY if b is not None])
+def test_attack_a_request_recorded_as_asked_by_a_malformed_session_is_caught_by_verify(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bad: Any, problem: str
+) -> None:
+    """A request record's `asked_by` (None: the node's own) has the one shape of `by`."""
+    casino = Casino(node.app, GAMES)
+
+    def buggy(**kwargs: Any) -> Request:  # a buggy node: records what it is handed
+        return Request(**{**kwargs, "asked_by": bad})
+
+    monkeypatch.setattr(runner, "Request", buggy)
+    casino.open_account(request_id="open-it", owner="P", currency="VND")
+    monkeypatch.undo()
+    verify_store(node.app, node.keyring, VerifyOptions(level=Level.SIGNATURES))
+    with pytest.raises(VerificationError) as caught:
+        verify_store(node.app, node.keyring, VerifyOptions(level=Level.SETTLEMENT, games=GAMES))
+    message = str(caught.value)
+    assert "request 'open-it': its asked_by is malformed" in message and problem in message
+
+
+@pytest.mark.parametrize(("bad", "problem"), [(b, p) for b, p in BAD_BY if b is not None])
+def test_a_bet_handed_a_malformed_session_is_refused_and_records_nothing(
+    node: Node, tmp_path: Path, bad: Any, problem: str
+) -> None:
+    """As a writer process is handed each bet's session: one of another shape is
+    refused before anything is recorded, the other bets of its batch placed."""
+    casino, round_id = rng_round(node, tmp_path)
+    player = casino.open_account(request_id="p", owner="P", currency="VND")
+    casino.deposit(request_id="d", account_id=player, amount=1_000)
+    before = event_count(node.app)
+    bet = {"account_id": player, "bet": {"bet": "seat:1"}, "stake": 100}
+    wrong = BetRequest("wrong", **bet, attested_by=bad)
+    right = BetRequest("right", **bet, attested_by={"token": "aaaa", "role": "operator"})
+    refused, placed = casino.place_bets(round_id=round_id, bets=[wrong, right])
+    assert placed.error is None and placed.bet_id
+    assert isinstance(refused.error, InvalidCommandError) and refused.bet_id is None
+    assert "the session that asked is malformed" in str(refused.error)
+    assert problem in str(refused.error)
+    assert event_count(node.app) == before + 2  # the bet placed and its stake

@@ -1,8 +1,10 @@
 """Every write is bound to the token that sent it: an `Idempotency-Key` (a
 batch's request ids) reused by another token is a 409 that records nothing,
-while the same token's retry gets the first answer; and every play route that
-records an action of the node's own (a command, an RNG draw) names the token
-that asked for it (both stores)."""
+while the same token's retry gets the first answer; every command a write
+runs records the token that asked in its request's record (`asked_by`), and
+every play route that records an action of the node's own (a command, an RNG
+draw) names it too; a bet's asker is shown in the round's view and recall
+(both stores)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from ledger.audit.recall import recall_round
+from ledger.cli.recall import render
 from ledger.http.tokens import ApiRole
 from ledger.node import Node
 from tests.casino_support import domain_events
@@ -188,13 +191,9 @@ ACTING = {
 }
 
 
-@pytest.mark.parametrize("route", WRITES)
-def test_every_action_a_write_records_names_who_asked(api: Api, route: str) -> None:
-    """Over every write route: each action it records is attested by who asked,
-    the token (`by`) for an action the node records as its own command or RNG
-    draw, or the signing key of the device's report; no action is left with
-    no one (other writes record no action: their requests are bound to the
-    token, above)."""
+def send_fresh(api: Api, route: str) -> tuple[dict[str, str], int]:
+    """Send `route`'s scenario with a token made for it: (that token as who
+    asked, `{"token": id, "role": role}`; the last event before it)."""
     call = SCENARIOS[route](api)
     method, path = route.split(" ", 1)
     roles = DOCUMENT["paths"][path][method.lower()]["x-roles"]
@@ -204,6 +203,17 @@ def test_every_action_a_write_records_names_who_asked(api: Api, route: str) -> N
     key = call.key or f"key-{uuid.uuid4()}"
     done = send(api, route, call, fresh, key)
     assert done.status_code in (200, 201), (route, done.text)
+    return {"token": entry.token_id, "role": role}, after
+
+
+@pytest.mark.parametrize("route", WRITES)
+def test_every_action_a_write_records_names_who_asked(api: Api, route: str) -> None:
+    """Over every write route: each action it records is attested by who asked,
+    the token (`by`) for an action the node records as its own command or RNG
+    draw, or the signing key of the device's report; no action is left with
+    no one (other writes record no action: their commands name the token in
+    their request's record, below)."""
+    by, after = send_fresh(api, route)
     sources: list[dict[str, Any]] = [
         getattr(event, "source")  # noqa: B009 (an ActionRecorded's)
         for _, event in domain_events(api.node.app, after)
@@ -212,6 +222,77 @@ def test_every_action_a_write_records_names_who_asked(api: Api, route: str) -> N
     assert bool(sources) == (route in ACTING), (route, sources)
     for source in sources:
         if source["kind"] in ("command", "rng"):
-            assert source.get("by") == {"token": entry.token_id, "role": role}, (route, source)
+            assert source.get("by") == by, (route, source)
         else:
             assert source["kind"] == "device" and source["key_id"], (route, source)
+
+
+# The writes that run no ledger command: a dry run (the bytes an operator is to
+# sign), a proof, the tokens file, and `/settle` (it only refuses, or answers a
+# settlement recorded before: above).
+NO_COMMAND = {
+    "POST /v1/rounds/{round_id}/fact-to-sign",
+    "POST /v1/proofs/consistency",
+    "POST /v1/tokens/{token_id}/revoke",
+    "POST /v1/rounds/{round_id}/settle",
+}
+# The events recording a command's request: its own record, or a bet's event.
+REQUEST_RECORDS = ("Request.Completed", "Round.BetPlaced")
+
+
+@pytest.mark.parametrize("route", WRITES)
+def test_every_command_a_write_records_names_the_token_that_asked(api: Api, route: str) -> None:
+    """Over every write route: the record of each command it runs (a
+    `Request.Completed`, or the `Round.BetPlaced` recording a bet's request)
+    names the token that asked and its role, signed with the command's events."""
+    by, after = send_fresh(api, route)
+    recorded = [
+        (type(event).__qualname__, getattr(event, "asked_by"))  # noqa: B009
+        for _, event in domain_events(api.node.app, after)
+        if type(event).__qualname__ in REQUEST_RECORDS
+    ]
+    assert bool(recorded) == (route not in NO_COMMAND), (route, recorded)
+    assert all(asked == by for _, asked in recorded), (route, recorded)
+    if "/bets" in route and not route.endswith("/withdraw"):
+        assert {kind for kind, _ in recorded} == {"Round.BetPlaced"}, route
+
+
+def test_who_placed_each_bet_is_shown_where_an_auditor_looks(api: Api) -> None:
+    """A bet over HTTP names its token, one from the Python API (no session) is
+    the node's own: in the round's view, its recall (the library, the CLI's
+    text, the HTTP route) and its signed event."""
+    table = api.table()
+    round_id = api.round(table)
+    player = api.wallet(1_000)
+    over_http = api.ok(
+        f"/v1/rounds/{round_id}/bets", {"account_id": player, "bet": {"on": "heads"}, "stake": 50}
+    )["bet_id"]
+    by_python = api.service.casino.place_bet(
+        request_id=f"py-{uuid.uuid4()}",
+        round_id=round_id,
+        account_id=player,
+        bet={"on": "tails"},
+        stake=60,
+    )
+    operator_id = api.tokens["operator"].partition(".")[0]
+    by = {"token": operator_id, "role": "operator"}
+    view = api.get(f"/v1/rounds/{round_id}")
+    assert view.status_code == 200, view.text
+    bets = view.json()["bets"]
+    assert {bet: bets[bet]["asked_by"] for bet in bets} == {over_http: by, by_python: None}
+    recall = recall_round(api.node.app, api.node.keyring, all_games(), round_id)
+    assert recall.ok, recall.problems
+    placed = {e.facts["bet_id"]: e.asked for e in recall.events if e.kind == "BetPlaced"}
+    assert placed == {
+        over_http: f"by token {operator_id} (role operator)",
+        by_python: "node command",
+    }
+    text = render(recall)
+    assert f"bet {over_http}: account {player}" in text
+    assert f", asked by token {operator_id} (role operator)" in text
+    assert f"bet {by_python}: account {player}" in text and ", asked node command" in text
+    over_route = api.get(f"/v1/rounds/{round_id}/recall").json()
+    shown = {
+        e["facts"]["bet_id"]: e["asked"] for e in over_route["events"] if e["kind"] == "BetPlaced"
+    }
+    assert shown == placed

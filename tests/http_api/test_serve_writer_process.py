@@ -88,14 +88,19 @@ def placed_while_stopped(
 
 def round_bets(tmp_path: Path, store_url: str) -> Counter[str]:
     """Request id -> bets placed with it, from the log."""
+    return Counter(request_id for request_id, _ in placed_bets(tmp_path, store_url))
+
+
+def placed_bets(tmp_path: Path, store_url: str) -> list[tuple[str, Any]]:
+    """(request id, who asked) of each bet placed, from the log."""
     node = open_node(store_url, str(tmp_path / "keys"), writable=False)
     try:
-        requests: Counter[str] = Counter()
+        placed = []
         for notification in notifications(node.app):
             if notification.topic.endswith("Round.BetPlaced"):
                 event: Any = node.app.mapper.to_domain_event(notification)
-                requests[event.request_id] += 1
-        return requests
+                placed.append((event.request_id, event.asked_by))
+        return placed
     finally:
         node.close()
 
@@ -141,7 +146,9 @@ def test_bets_wait_for_the_writer_process_and_answer_as_the_route(
                      {"bets": [{"request_id": "c1", **body}]})  # fmt: skip
         assert [b["status"] for b in batch.json()["bets"]] == [409]
         assert alive(writer)
-    assert round_bets(tmp_path, store_url) == Counter({"b1": 1, "c1": 1})
+    # Placed by the writer process, each recording the token that asked.
+    asked = {"token": operator.partition(".")[0], "role": "operator"}
+    assert sorted(placed_bets(tmp_path, store_url)) == [("b1", asked), ("c1", asked)]
 
 
 def test_two_workers_feed_one_writer_and_are_anchored(tmp_path: Path, store_url: str) -> None:

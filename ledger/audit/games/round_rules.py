@@ -38,6 +38,7 @@ from ledger.audit.games.round_facts import (
     RoundFacts,
     entry_of,
 )
+from ledger.domain.asked_by import by_problem
 from ledger.domain.round_records import BETTING, CLOSED, DECIDED, SETTLED, VOIDED
 from ledger.domain.stored_names import is_fault
 from ledger.errors import InvalidCommandError, VerificationError
@@ -72,6 +73,9 @@ class RoundRulesAudit:
                 f"request {state['request_id']!r} placed a second bet ({state['bet_id']}): "
                 "a request is placed once"
             )
+        asked = state.get("asked_by") if topic == BET else None  # who asked: one shape
+        if asked is not None and (problem := by_problem(asked)) is not None:
+            raise fail(f"bet {state['bet_id']}'s asked_by is malformed: {problem}")
         if topic in (BET, WITHDRAWN):
             if facts.after_fault and not facts.reopens_betting:
                 raise fail(

@@ -42,6 +42,7 @@ from ledger.crypto.actor import actor_signature, verify_fact
 from ledger.crypto.keys import Keyring, Role
 from ledger.domain.asked_by import by_problem
 from ledger.domain.game_table import GameTable
+from ledger.domain.request import Request
 from ledger.domain.round import Round
 from ledger.domain.round_records import SETTLED, VOIDED
 from ledger.domain.signed_facts import FAULT_FACT, action_fact, fault_fact, throw_fact
@@ -61,6 +62,7 @@ _OUTCOME = get_topic(Round.OutcomeRecorded)
 _FAULT = get_topic(Round.FaultRecorded)
 _CORRECTED = get_topic(Round.Corrected)
 _ACTION = get_topic(Round.ActionRecorded)
+_REQUEST = get_topic(Request.Completed)
 
 #: The rule release 0.2 added, that release 0.1 stores break (RULES §1.4).
 RNG_NEVER_FAULTY = "rng-never-faulty"
@@ -156,6 +158,12 @@ class SourceAudit:
         (a v1 envelope: 0.1), else None (this release's rules apply)."""
         self._when, self._at, self._release = when, at, release
         where = at.where
+        asked = state.get("asked_by") if topic == _REQUEST else None  # who asked: one shape
+        if asked is not None and (problem := by_problem(asked)) is not None:
+            raise VerificationError(
+                f"request {state.get('request_id')!r}: its asked_by is malformed: {problem}",
+                where=where,
+            )
         if topic == _TABLE_OPENED:
             self._table_opened(stream, state.get("kind"), where)
         elif topic == _COMMITTED:
