@@ -16,8 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ledger.domain.names import PersonalValue, personal_from_text
-from ledger.projections.queries import ROUND_COLUMNS, RoundSummary, round_summary
+from ledger.projections.queries import (
+    ACCOUNT_COLUMNS,
+    ROUND_COLUMNS,
+    AccountTotals,
+    RoundSummary,
+    account_fields,
+    round_summary,
+)
 from ledger.projections.sql import Sql
 from ledger.store.application import LedgerApplication
 
@@ -42,20 +48,12 @@ class TableSummary:
 
 
 @dataclass(frozen=True)
-class AccountSummary:
-    account_id: str
-    kind: str
-    owner: PersonalValue  # sealed, unless recorded in clear before sealing (docs/privacy.md)
-    currency: str
-    status: str  # open, closed
+class AccountSummary(AccountTotals):
     balance: int  # minor units
-    deposits: int
-    withdrawals: int
-    staked: int  # bets placed, less bets withdrawn
-    returned: int  # paid back by settlements and voids
-    opened_at: str
-    closed_at: str | None
 
+
+# The accounts' columns as a page reads them, beside their balance ("a" the accounts' table).
+ACCOUNT_COLUMNS_OF_A = ", ".join(f"a.{c.strip()}" for c in ACCOUNT_COLUMNS.split(","))
 
 Filters = Sequence[tuple[str, Any]]  # (SQL condition with one %s, its value)
 
@@ -95,8 +93,7 @@ def accounts_page(
     )
     # A wallet's balance is its ledger account's (`ledger.domain.money.wallet`).
     query = (
-        "SELECT a.account_id, a.kind, a.owner, a.currency, a.status, COALESCE(b.balance, 0), "
-        "a.deposits, a.withdrawals, a.staked, a.returned, a.opened_at, a.closed_at "
+        f"SELECT {ACCOUNT_COLUMNS_OF_A}, COALESCE(b.balance, 0) "
         "FROM {proj_accounts} a LEFT JOIN {proj_balances} b "
         "ON b.account = 'wallet:' || a.account_id AND b.currency = a.currency"
     )
@@ -168,17 +165,4 @@ def _page(
 
 
 def _account(r: tuple[Any, ...]) -> AccountSummary:
-    return AccountSummary(
-        str(r[0]),
-        str(r[1]),
-        personal_from_text(str(r[2])),
-        str(r[3]),
-        str(r[4]),
-        int(r[5]),
-        int(r[6]),
-        int(r[7]),
-        int(r[8]),
-        int(r[9]),
-        str(r[10]),
-        None if r[11] is None else str(r[11]),
-    )
+    return AccountSummary(*account_fields(r), int(r[11]))  # the balance last

@@ -6,6 +6,7 @@ Read only: nothing here catches up. The rows are as current as the last
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,33 +94,42 @@ def currency_totals(app: LedgerApplication) -> dict[str, int]:
     return {str(currency): int(total) for currency, total in rows}
 
 
+# An account's row in its read model, as `AccountTotals` holds it (in this order).
+ACCOUNT_COLUMNS = (
+    "account_id, kind, owner, currency, status, deposits, withdrawals, staked, returned, "
+    "opened_at, closed_at"
+)
+
+
+AccountFields = tuple[str, str, PersonalValue, str, str, int, int, int, int, str, str | None]
+
+
+def account_fields(r: Sequence[Any]) -> AccountFields:
+    """`AccountTotals`' fields from a row of `ACCOUNT_COLUMNS`."""
+    return (
+        str(r[0]),
+        str(r[1]),
+        personal_from_text(str(r[2])),
+        str(r[3]),
+        str(r[4]),
+        int(r[5]),
+        int(r[6]),
+        int(r[7]),
+        int(r[8]),
+        str(r[9]),
+        _text(r[10]),
+    )
+
+
 def accounts(app: LedgerApplication, account_id: str | None = None) -> list[AccountTotals]:
     sql = Sql(app.sealed_recorder)
-    query = (
-        "SELECT account_id, kind, owner, currency, status, deposits, withdrawals, staked, "
-        "returned, opened_at, closed_at FROM {proj_accounts}"
-    )
+    query = f"SELECT {ACCOUNT_COLUMNS} FROM {{proj_accounts}}"
     with sql.read() as tx:
         if account_id is None:
             rows = tx.rows(query + " ORDER BY opened_at, account_id")
         else:
             rows = tx.rows(query + " WHERE account_id = %s", (account_id,))
-    return [
-        AccountTotals(
-            str(r[0]),
-            str(r[1]),
-            personal_from_text(str(r[2])),
-            str(r[3]),
-            str(r[4]),
-            int(r[5]),
-            int(r[6]),
-            int(r[7]),
-            int(r[8]),
-            str(r[9]),
-            _text(r[10]),
-        )
-        for r in rows
-    ]
+    return [AccountTotals(*account_fields(r)) for r in rows]
 
 
 # A round summary's columns, `r` the round's row and `t` its table's (`round_summary`).
