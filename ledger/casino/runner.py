@@ -180,8 +180,10 @@ class _Command:
     # Its own event records its request (request id and fingerprint, signed):
     # the store gets an index row to that event, not a `Request` record.
     recorded_in_event: bool = False
-    # Its fingerprint without the session that asked (SESSION_ARG), when it has one.
-    unbound: str | None = None
+    # Its arguments without the session that asked (SESSION_ARG), when it has one:
+    # hashed only when a stored request with its id has another fingerprint
+    # (rare: a retry of a request recorded with no session), not for every bet.
+    unbound_args: dict[str, Any] | None = None
     asked_by: dict[str, str] | None = None  # that session, recorded with the command
     done: bool = False
     followers: list[_Command] = field(default_factory=list)  # the same request, sent again
@@ -195,6 +197,14 @@ class _Command:
         for command in (self, *self.followers):
             command.done = True
             command.answer.set_exception(error)
+
+
+def _unbound(command: _Command) -> str | None:
+    """The command's fingerprint without the session that asked, if it has one."""
+    if command.unbound_args is None:
+        return None
+    unbound = {"command": command.command, "args": command.unbound_args}
+    return hashlib.sha256(canonical(unbound)).hexdigest()
 
 
 class CommandRunner:
@@ -266,10 +276,7 @@ class CommandRunner:
             command, request_id, fingerprint, body, dry=dry, recorded_in_event=recorded_in_event
         )
         if SESSION_ARG in args:  # what the same request recorded with no session has
-            unbound = {name: value for name, value in args.items() if name != SESSION_ARG}
-            mine.unbound = hashlib.sha256(
-                canonical({"command": command, "args": unbound})
-            ).hexdigest()
+            mine.unbound_args = {name: value for name, value in args.items() if name != SESSION_ARG}
             mine.asked_by = _session(command, args[SESSION_ARG])
         with self._lock:
             self._queue.append(mine)
@@ -466,7 +473,7 @@ class CommandRunner:
         return RECORDED_IN[type(event).__qualname__], event.fingerprint, event.bet_id
 
     def _answer_known(self, command: _Command, name: str, fingerprint: str, result: Result) -> None:
-        if fingerprint not in (command.fingerprint, command.unbound):
+        if fingerprint != command.fingerprint and fingerprint != _unbound(command):
             command.fail(self._reused(command.request_id, name))
         else:
             command.succeed(result)
