@@ -20,19 +20,31 @@ from pathlib import Path
 import psycopg
 import pytest
 from hypothesis import HealthCheck, settings
+from psycopg.conninfo import conninfo_to_dict
 
 from ledger.crypto.keystore import KeyDirectory
 from ledger.node import Node, open_node
 from tests.bytecode_cache import use_bytecode_cache
+from tests.fast_storage import suite_database, use_memory_temp
 
-PG_DSN = os.environ.get("LEDGER_TEST_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
-PG_URL = os.environ.get("LEDGER_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+# The suite's own database (tests/fast_storage.py), made by the first process
+# (pytest's, before its workers start); "test" when the server is unreachable,
+# where the PostgreSQL tests then fail naming it.
+if "LEDGER_TEST_PG_DATABASE" not in os.environ:  # (set for the workers and subprocesses)
+    chosen = os.environ.get("LEDGER_TEST_PG_DSN") is None and suite_database()
+    os.environ["LEDGER_TEST_PG_DATABASE"] = chosen or "test"
+_DATABASE = os.environ["LEDGER_TEST_PG_DATABASE"]
+PG_DSN = os.environ.get(
+    "LEDGER_TEST_PG_DSN", f"host=127.0.0.1 port=5432 user=postgres dbname={_DATABASE}"
+)
+PG_URL = os.environ.get("LEDGER_TEST_PG_URL", f"postgresql://postgres@127.0.0.1:5432/{_DATABASE}")
 PASSPHRASE = b"correct horse battery staple"
 
 # No progress lines on the captured stderr of a slow run (tests assert it is
 # empty); tests/cli/test_cli_progress.py turns them on where it checks them.
 os.environ.setdefault("LEDGER_PROGRESS_INTERVAL", "off")
 use_bytecode_cache()  # before xdist starts its workers: they and every subprocess inherit it
+use_memory_temp()  # (tests/fast_storage.py) the same
 
 # Property tests draw the same examples every run (a failure in CI replays
 # anywhere), and no example fails for taking long on a loaded machine: no
@@ -159,6 +171,18 @@ def _admin_execute(statement: str) -> None:
             _admin = None
             if attempt:
                 raise
+
+
+def pg_params() -> dict[str, str]:
+    """The suite's server as eventsourcing's `PostgresDatastore` takes it (from PG_DSN)."""
+    given = conninfo_to_dict(PG_DSN)
+    return {
+        "dbname": str(given.get("dbname", "test")),
+        "host": str(given.get("host", "127.0.0.1")),
+        "port": str(given.get("port", "5432")),
+        "user": str(given.get("user", "postgres")),
+        "password": str(given.get("password", "")),
+    }
 
 
 def new_pg_schema() -> str:

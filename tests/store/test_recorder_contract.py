@@ -13,7 +13,7 @@ from eventsourcing.tests.persistence import ApplicationRecorderTestCase
 
 from ledger.store.pg_recorder import SealedPostgresApplicationRecorder
 from ledger.store.recorders import SealedSQLiteApplicationRecorder
-from tests.conftest import drop_pg_schema, new_pg_schema, require_postgres
+from tests.conftest import drop_pg_schema, new_pg_schema, pg_params, require_postgres
 
 
 class TestSealedSQLiteApplicationRecorder(
@@ -46,14 +46,7 @@ class TestSealedPostgresApplicationRecorder(
     def setUp(self) -> None:
         require_postgres()
         self.schema = new_pg_schema()
-        self.datastore = PostgresDatastore(
-            dbname="test",
-            host="127.0.0.1",
-            port="5432",
-            user="postgres",
-            password="",
-            schema=self.schema,
-        )
+        self.datastore = PostgresDatastore(**pg_params(), schema=self.schema)
 
     def tearDown(self) -> None:
         self.datastore.close()
@@ -94,14 +87,7 @@ class TestSealedPostgresApplicationRecorder(
         errors: list[BaseException] = []
 
         def create() -> None:
-            datastore = PostgresDatastore(
-                dbname="test",
-                host="127.0.0.1",
-                port="5432",
-                user="postgres",
-                password="",
-                schema=self.schema,
-            )
+            datastore = PostgresDatastore(**pg_params(), schema=self.schema)
             try:
                 recorder = SealedPostgresApplicationRecorder(
                     datastore, events_table_name="ledger_events"
