@@ -4,14 +4,16 @@ its chain and leaf (`event_checks`): an Ed25519 verification costs more than
 everything else an event needs, and a machine has more than one core.
 
 A worker opens the envelope as `ledger verify` does (well formed, canonical,
-the stream and version its row names), checks its signer is a ledger-node key
-of the keyring and verifies its signature. Batches go out as met; at most
+the stream and version its row names, its payload the one its header's
+SHA-256 signs), checks its signer is a ledger-node key of the keyring and
+verifies its signature. Batches go out as met; at most
 `IN_FLIGHT` a worker are out at once, so memory stays bounded whatever the
 number of events, and the first bad envelope raises, named by the caller's
 `describe`, at the latest at `finish`."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -37,14 +39,16 @@ def _start(keyring: str) -> None:
 
 def first_bad(batch: list[Sent]) -> tuple[int, str] | None:
     """(index, what is wrong) of the first envelope in `batch` that does not
-    open as its row's event, is not a ledger-node key's or is not validly
-    signed; None when every one passes."""
+    open as its row's event, holds another payload than the one it signs, is
+    not a ledger-node key's or is not validly signed; None when every one passes."""
     signer = _signer[0]
     for index, (stream, version, state) in enumerate(batch):
         try:
             envelope = open_envelope(state, stream=stream, version=version)
             if envelope.stream != stream or envelope.version != version:
                 return index, "its envelope is another event's"
+            if hashlib.sha256(envelope.payload).digest() != envelope.payload_hash:
+                return index, "its payload is not the one its envelope signs"
             public_key = signer.check_signer(envelope, stream=stream, version=version)
         except VerificationError as exc:
             return index, str(exc)

@@ -1,10 +1,10 @@
 """The checks every archived event passes, whether it is being written from the
 store or read back from an archive by an auditor: its envelope well formed,
-its stream and version the ones it is archived as, signed by a ledger-node
-key of the keyring (those three in other processes: `envelopes`), its
-stream's chain whole from the stream's first event, and its entry hash the
-leaf the level-0 tile holds at its position (the tiles themselves held to
-the signed root by the caller)."""
+its stream and version the ones it is archived as, its payload the one its
+header signs, signed by a ledger-node key of the keyring (those in other
+processes: `envelopes`), its stream's chain whole from the stream's first
+event, and its entry hash the leaf the level-0 tile holds at its position
+(the tiles themselves held to the signed root by the caller)."""
 
 from __future__ import annotations
 

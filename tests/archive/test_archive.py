@@ -331,6 +331,24 @@ def test_archive_list_names_exactly_the_positions_each_archive_took(
         assert "is not what its register event signs" in capsys.readouterr().err
 
 
+def _payload_digit_changed(state: bytes) -> bytes:
+    """The envelope with one digit of its payload changed (still JSON): its header,
+    leaf and signature are the signed ones, its payload is not."""
+    payload_at = 6 + int.from_bytes(state[4:6], "big") + 64
+    at = payload_at + next(i for i, c in enumerate(state[payload_at:]) if chr(c).isdigit())
+    digit = b"1" if state[at : at + 1] != b"1" else b"2"
+    return state[:at] + digit + state[at + 1 :]
+
+
+def _changed_payload(line: str) -> str:
+    """The line of the same envelope with one digit of its payload changed."""
+    from ledger.export.records import event_line
+
+    record = json.loads(line)
+    state = _payload_digit_changed(base64.b64decode(record["envelope"]))
+    return event_line(record["position"], state, record["currency"])
+
+
 def _flip_signature(line: str) -> str:
     """The line of the same envelope with one bit of its signature flipped (the
     line itself is the one that envelope gives: only the signature is wrong)."""
@@ -345,7 +363,15 @@ def _flip_signature(line: str) -> str:
 
 @pytest.mark.parametrize(
     "what",
-    ["decoded field", "signature", "listed leaf", "line dropped", "tile", "manifest digest"],
+    [
+        "decoded field",
+        "signature",
+        "payload",
+        "listed leaf",
+        "line dropped",
+        "tile",
+        "manifest digest",
+    ],
 )
 def test_an_archive_edited_anywhere_does_not_check(node: Node, tmp_path: Path, what: str) -> None:
     from ledger.errors import VerificationError
@@ -363,6 +389,8 @@ def test_an_archive_edited_anywhere_does_not_check(node: Node, tmp_path: Path, w
         events[1] = events[1].replace('"version":2', '"version":3', 1)
     elif what == "signature":
         events[1] = _flip_signature(events[1])
+    elif what == "payload":
+        events[1] = _changed_payload(events[1])
     elif what == "listed leaf":
         listed = listed.replace(listed[-3:-1], b"00" if listed[-3:-1] != b"00" else b"11")
     elif what == "line dropped":
@@ -380,6 +408,9 @@ def test_an_archive_edited_anywhere_does_not_check(node: Node, tmp_path: Path, w
         assert "line 2 (log position" in str(raised.value) and "signature is invalid" in str(
             raised.value
         )
+    if what == "payload":
+        assert "line 2 (log position" in str(raised.value)
+        assert "its payload is not the one its envelope signs" in str(raised.value)
 
 
 def test_a_removal_that_does_not_find_every_event_removes_nothing(
@@ -456,6 +487,7 @@ def test_the_feed_jumps_over_archived_places_without_gap_or_duplicate(
     ("edit", "said"),
     [
         ("signature", "its envelope signature is invalid"),
+        ("payload", "its payload is not the one its envelope signs"),
         ("header", "not the leaf the tiles hold at its position"),
         ("stream column", "its envelope is another event.s|chain is broken"),
         ("leaf row", "do not hash to the root"),
@@ -471,8 +503,8 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The archive checks each event as it writes it, then reads every file back
-    from disk: an attacker's edit of a round's row (its signature, its signed
-    header, the stream column it sits under, its Merkle leaf row) or a file
+    from disk: an attacker's edit of a round's row (its signature, its payload,
+    its signed header, the stream column it sits under, its Merkle leaf row) or a file
     changed on disk before the read-back is refused, nothing recorded or removed."""
     from ledger.archive import run
     from ledger.errors import VerificationError
@@ -485,6 +517,8 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
         header_end = 6 + int.from_bytes(state[4:6], "big")
         if edit == "signature":
             attacker.set_state(stream, 3, state[:header_end] + bytes(64) + state[header_end + 64 :])
+        elif edit == "payload":  # a digit of the payload: its header and signature untouched
+            attacker.set_state(stream, 3, _payload_digit_changed(state))
         elif edit == "header":  # the signing time's last digit: still canonical JSON
             at = state.index(b',"stream"')
             digit = b"1" if state[at - 1 : at] != b"1" else b"2"
