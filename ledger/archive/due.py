@@ -5,8 +5,12 @@ the store ever starts at an archived event; accounts, tables, seeds and the
 registers stay (they carry balances and keys forward, and a player's history
 walks its account's chain: docs/archive.md).
 
-One read of the log's rows, keeping a few fields per round (not per event):
-memory grows with the rounds, not with the log."""
+One read of the rounds' rows (`ledger.store.round_rows`: the database passes
+over every other row, and hands the whole envelope only of a round's opening
+and settlements), keeping a few fields per round (not per event): memory
+grows with the rounds, not with the log. What it reads is not trusted: it
+chooses the rounds to try, and every event of theirs is checked as the
+archive is written."""
 
 from __future__ import annotations
 
@@ -14,16 +18,16 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from ledger.crypto.envelope import ENVELOPE_PREFIX, SIGNED_AT_OFFSET
+from ledger.crypto.envelope import ENVELOPE_PREFIX
 from ledger.store.merkle_log import MerkleLogTables
 from ledger.store.recorders import Row
+from ledger.store.round_rows import ROUND_TOPIC, RoundRows
 
-ROUND_TOPIC = "ledger.domain.round:Round."
 _SETTLED = ROUND_TOPIC + "Settled"
 _VOIDED = ROUND_TOPIC + "Voided"
 _OPENED = ROUND_TOPIC + "Opened"
 READ_BATCH = 5000
-_AT = ENVELOPE_PREFIX.size + SIGNED_AT_OFFSET
+NEVER = 1 << 63  # a signing time past every horizon
 
 
 @dataclass
@@ -50,28 +54,33 @@ def log_rows(
 def rounds_due(
     tables: MerkleLogTables,
     horizon: int,
-    size: int,
+    last_id: int,
     progress: Callable[[int], None] | None = None,
 ) -> dict[object, str | None]:
-    """The finished rounds whose every event, all among the log's first `size`,
-    was signed before `horizon` (µs): each stream id column, as stored, to the
-    round's currency."""
+    """The finished rounds whose every event, all among the rows up to `last_id`
+    (`round_rows.last_id_under` the checkpoint's size), was signed before
+    `horizon` (µs): each stream id column, as stored, to the round's currency.
+    A round with a signing time that does not read as one is not chosen (its
+    events would not check)."""
     rounds: dict[object, _Round] = {}
-    for _, (_, originator_id, _, topic, state) in log_rows(tables, size, progress):
-        if type(topic) is not str or not topic.startswith(ROUND_TOPIC):
-            continue  # (an archived event's marker row has no topic: its round is gone)
-        found = rounds.get(originator_id)
-        if found is None:
-            found = rounds[originator_id] = _Round()
-        found.newest = max(found.newest, int(state[_AT : state.index(b",", _AT)]))
-        if topic == _OPENED:
-            currency = _payload(state).get("currency")
-            found.currency = currency if isinstance(currency, str) else None
-        elif topic == _VOIDED:
-            found.finished = True
-        elif topic == _SETTLED:
-            settled = _payload(state)
-            found.finished |= settled.get("step") is None or bool(settled.get("over"))
+    for page in RoundRows(tables, (_OPENED, _SETTLED)).pages(last_id, progress):
+        for _, originator_id, topic, at, state in page:
+            if type(topic) is not str or not topic.startswith(ROUND_TOPIC):
+                continue  # (what the query asked the database for)
+            found = rounds.get(originator_id)
+            if found is None:
+                found = rounds[originator_id] = _Round()
+            signed_at = _signed_at(at)
+            if signed_at > found.newest:
+                found.newest = signed_at
+            if topic == _OPENED:
+                currency = _payload(state).get("currency")
+                found.currency = currency if isinstance(currency, str) else None
+            elif topic == _VOIDED:
+                found.finished = True
+            elif topic == _SETTLED:
+                settled = _payload(state)
+                found.finished |= settled.get("step") is None or bool(settled.get("over"))
     return {
         stream: found.currency
         for stream, found in rounds.items()
@@ -79,7 +88,18 @@ def rounds_due(
     }
 
 
-def _payload(state: bytes) -> dict[str, object]:
+def _signed_at(at: object) -> int:
+    """The signing time whose digits `at` starts with (µs); past every horizon
+    when they are not digits followed by a comma."""
+    if type(at) is not bytes:
+        return NEVER
+    digits = at[: at.find(b",")]
+    return int(digits) if digits.isdigit() else NEVER
+
+
+def _payload(state: object) -> dict[str, object]:
+    if type(state) is not bytes:
+        return {}
     header_end = ENVELOPE_PREFIX.size + int.from_bytes(state[4:6], "big")
     try:
         found = json.loads(state[header_end + 64 :])

@@ -40,7 +40,7 @@ from eventsourcing.application import AggregateNotFoundError
 from ledger.archive.check import check_archive
 from ledger.archive.due import rounds_due
 from ledger.archive.files import ARCHIVED, Manifest
-from ledger.archive.write import check_written, write_archive, write_manifest
+from ledger.archive.write import Chosen, check_written, write_archive, write_manifest
 from ledger.audit.log.checkpoints import valid_checkpoints
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.domain.archives import ARCHIVES_ID, Archives
@@ -48,6 +48,7 @@ from ledger.errors import ConfigError, VerificationError
 from ledger.inputs import sync_path
 from ledger.node import Node
 from ledger.store.archived import ArchivedEntry, ArchivedTable
+from ledger.store.round_rows import last_id_under
 
 STEPS: Final = ("chosen", "written", "checked", "renamed", "recorded", "anchored", "removed")
 
@@ -93,11 +94,13 @@ def archive_rounds(
             raise ConfigError("the log has no checkpoint yet: nothing can be archived")
         checkpoint = newest[-1]
         horizon_us = int(horizon.timestamp() * 1_000_000)
-        rounds = rounds_due(tables, horizon_us, checkpoint.size, progress)
+        last_id = last_id_under(tables, checkpoint.size)
+        rounds = rounds_due(tables, horizon_us, last_id, progress)
         _stop_after("chosen")
         if not rounds:
             return Archived(None, directory, 0, 0, checkpoint.size, finished)
-        manifest = _write_checked(node, checkpoint, horizon, rounds, directory, progress)
+        chosen = Chosen(rounds, last_id)
+        manifest = _write_checked(node, checkpoint, horizon, chosen, directory, progress)
         _stop_after("renamed")
     _record(node, manifest, directory)
     _stop_after("recorded")
@@ -115,7 +118,7 @@ def _write_checked(
     node: Node,
     checkpoint: Checkpoint,
     horizon: datetime,
-    rounds: dict[object, str | None],
+    chosen: Chosen,
     directory: Path,
     progress: Callable[[int], None] | None,
 ) -> Manifest:
@@ -126,7 +129,7 @@ def _write_checked(
     scratch.mkdir()
     try:
         written = write_archive(
-            scratch, checkpoint, node.app.tables, node.app.current_keyring(), rounds, progress
+            scratch, checkpoint, node.app.tables, node.app.current_keyring(), chosen, progress
         )
         manifest = Manifest(
             archive=str(uuid4()),
@@ -135,7 +138,7 @@ def _write_checked(
             checkpoint_size=checkpoint.size,
             checkpoint_root=checkpoint.root.hex(),
             events=written.events,
-            rounds=len(rounds),
+            rounds=len(chosen.rounds),
             digest=written.digest,
         )
         write_manifest(scratch, manifest)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -37,6 +38,16 @@ _LINES_BATCH: Final = 1000
 
 
 @dataclass(frozen=True)
+class Chosen:
+    """What `due` chose: each round's stream id column (as stored) to its
+    currency, from the rows up to `last_id`, which must be the id of the row
+    at the checkpoint's last position (the write holds it to the one it reads)."""
+
+    rounds: Mapping[object, str | None]
+    last_id: int
+
+
+@dataclass(frozen=True)
 class Written:
     events: int
     digest: str  # of archived.txt: what the manifest names and the register signs
@@ -48,15 +59,39 @@ def write_archive(
     checkpoint: Checkpoint,
     tables: MerkleLogTables,
     keyring: Keyring,
-    rounds: Mapping[object, str | None],
+    chosen: Chosen,
     progress: Callable[[int], None] | None = None,
 ) -> Written:
-    """Write the tiles, the events of `rounds` (stream id column -> currency) and
-    their places into `directory` (which exists and is empty), reading the log
-    once and checking each event (module doc); every file on disk. Raises
-    `VerificationError` for the first thing that does not check. The caller
-    writes the manifest last."""
+    """Write the tiles, the events of the chosen rounds and their places into
+    `directory` (which exists and is empty), reading the log once and checking
+    each event (module doc); every file on disk (the tiles' flushed by a thread
+    while the log is read). Raises `VerificationError` for the first thing that
+    does not check. The caller writes the manifest last."""
     files = _write_tiles(directory, tables, checkpoint)
+    with ThreadPoolExecutor(1) as syncing:
+        tiles_synced = syncing.submit(_sync_tiles, directory, list(files))
+        count, files[EVENTS], files[ARCHIVED] = _write_events(
+            directory, checkpoint, tables, keyring, chosen, progress
+        )
+        tiles_synced.result()
+    # With the witnesses' cosignatures the store holds for it (none without witnesses).
+    files[CHECKPOINT] = write_file(
+        directory / CHECKPOINT, CosignatureTable(tables).cosigned(checkpoint).to_note().encode()
+    )
+    files[KEYRING] = write_file(directory / KEYRING, keyring.to_json().encode())
+    return Written(count, files[ARCHIVED], files)
+
+
+def _write_events(
+    directory: Path,
+    checkpoint: Checkpoint,
+    tables: MerkleLogTables,
+    keyring: Keyring,
+    chosen: Chosen,
+    progress: Callable[[int], None] | None,
+) -> tuple[int, str, str]:
+    """events.jsonl and archived.txt, each event checked as it is written, both on
+    disk: (events, the SHA-256 of each file)."""
 
     def describe(where: Hashable) -> str:
         return f"the store's event at log position {where}"
@@ -64,7 +99,8 @@ def write_archive(
     checks = EventChecks(
         keyring, level0_reader(directory, checkpoint.size), checkpoint.size, describe
     )
-    listed_digest, events_digest, count = hashlib.sha256(), hashlib.sha256(), 0
+    rounds = chosen.rounds
+    listed_digest, events_digest, count, last_id = hashlib.sha256(), hashlib.sha256(), 0, 0
     pending: list[str] = []
     try:
         with (directory / EVENTS).open("wb") as events, (directory / ARCHIVED).open("wb") as listed:
@@ -78,6 +114,7 @@ def write_archive(
             for position, (nid, originator_id, version, _, state) in log_rows(
                 tables, checkpoint.size, progress
             ):
+                last_id = nid
                 if originator_id not in rounds:
                     continue
                 state, stream = bytes(state), stream_of(originator_id)
@@ -95,13 +132,12 @@ def write_archive(
         checks.finish()
     finally:
         checks.close()
-    files[EVENTS], files[ARCHIVED] = events_digest.hexdigest(), listed_digest.hexdigest()
-    # With the witnesses' cosignatures the store holds for it (none without witnesses).
-    files[CHECKPOINT] = write_file(
-        directory / CHECKPOINT, CosignatureTable(tables).cosigned(checkpoint).to_note().encode()
-    )
-    files[KEYRING] = write_file(directory / KEYRING, keyring.to_json().encode())
-    return Written(count, files[ARCHIVED], files)
+    if last_id != chosen.last_id:
+        raise VerificationError(
+            f"the store's Merkle leaf {checkpoint.size - 1} names row {chosen.last_id}, not the "
+            f"row at that position ({last_id})"
+        )
+    return count, events_digest.hexdigest(), listed_digest.hexdigest()
 
 
 def write_manifest(directory: Path, manifest: Manifest) -> None:
@@ -144,9 +180,8 @@ def _write_tiles(
     directory: Path, tables: MerkleLogTables, checkpoint: Checkpoint
 ) -> dict[str, str]:
     """The hash tiles of the tree at the checkpoint, from the stored leaf hashes,
-    held to its signed root; each tile's path -> SHA-256. Written first and put
-    on disk together (one fsync per file after all are written: the disk's
-    journal commits once, not once a tile)."""
+    held to its signed root; each tile's path -> SHA-256. Written first (the
+    events are checked against them), put on disk by `_sync_tiles`."""
     size, frontier, files = checkpoint.size, TileFrontier(), {}
     for begin in range(0, size, _LEAVES_BATCH):
         for index, _, leaf in tables.leaves(begin, min(size, begin + _LEAVES_BATCH)):
@@ -162,13 +197,19 @@ def _write_tiles(
         raise VerificationError(
             f"the store's Merkle leaves do not hash to the root its checkpoint at {size} signs"
         )
+    return files
+
+
+def _sync_tiles(directory: Path, names: list[str]) -> None:
+    """Each tile on disk, then the folders that name them (a new file is durable
+    once its directory is): one fsync a file, after all are written, so the
+    disk's journal commits once, not once a tile."""
     folders = {directory}
-    for name in files:
+    for name in names:
         sync_path(directory / name)
         folders.update(p for p in (directory / name).parents if p.is_relative_to(directory))
     for folder in folders:
-        sync_path(folder)  # (a new file is durable once its directory is)
-    return files
+        sync_path(folder)
 
 
 def _write_tile(directory: Path, tile: TilePath, hashes: list[bytes]) -> str:

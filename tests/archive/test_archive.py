@@ -553,3 +553,24 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
     assert not [p for p in tmp_path.iterdir() if "a1" in p.name]  # no partial archive left
     for round_id in tables.rounds:
         assert node.app.tables.row_by_stream(round_id, 1)[3] is not None  # all still here
+
+
+def test_rounds_chosen_up_to_another_row_than_the_checkpoints_last_are_refused(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rounds are chosen from the rows up to the id the checkpoint's last
+    Merkle leaf row names (one lookup, not a count of the log), which the write
+    holds to the row it reads at that position: were it another (the
+    checkpointer refuses a leaf row naming a row not in the log, first), nothing
+    leaves the store."""
+    from ledger.archive import run
+    from ledger.errors import VerificationError
+
+    tables = _played(node, 2)
+    named = run.last_id_under
+    monkeypatch.setattr(run, "last_id_under", lambda t, size: named(t, size) + 1)
+    with pytest.raises(VerificationError, match=r"names row \d+, not the row at that position"):
+        archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    assert ArchivedTable(node.app.tables).counts() == {}
+    assert not [p for p in tmp_path.iterdir() if "a1" in p.name]
+    assert all(node.app.tables.row_by_stream(r, 1)[3] is not None for r in tables.rounds)
