@@ -1,9 +1,10 @@
 """An archive written from the store, checked as it is written, then read back.
 
 As each archived event's line is written it passes the checks an auditor's
-`archive check` makes (`event_checks`: envelope, signer, signature in another
-process, chain, leaf against the level-0 tile read back from disk), and the
-tiles are held to the signed root as they are written. `check_written` then
+`archive check` makes (`event_checks`: envelope, payload, signer, signature in
+another process, chain, leaf against the level-0 tile read back from disk),
+and the tiles, written by a thread meanwhile (`tiles`), are held to the
+signed root before anything is taken as written. `check_written` then
 reads every file back from disk and holds it to the SHA-256 of the bytes that
 passed: what is on disk is what was checked, without parsing and checking
 each event a second time (which, when the archive did it, cost more than
@@ -14,26 +15,22 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Hashable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ledger.archive.check import level0_reader
 from ledger.archive.due import log_rows
 from ledger.archive.event_checks import EventChecks
 from ledger.archive.files import ARCHIVED, CHECKPOINT, EVENTS, KEYRING, MANIFEST, Manifest
+from ledger.archive.tiles import ArchiveTiles
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Keyring
-from ledger.crypto.tiles import TileFrontier, TilePath
 from ledger.errors import VerificationError
 from ledger.export.records import event_line
-from ledger.inputs import sync_path
-from ledger.store.archived import ArchivedEntry
+from ledger.store.archived import entry_line
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.witnessing import CosignatureTable
 
-_LEAVES_BATCH: Final = 1 << 14
 _LINES_BATCH: Final = 1000
 
 
@@ -64,16 +61,22 @@ def write_archive(
 ) -> Written:
     """Write the tiles, the events of the chosen rounds and their places into
     `directory` (which exists and is empty), reading the log once and checking
-    each event (module doc); every file on disk (the tiles' flushed by a thread
-    while the log is read). Raises `VerificationError` for the first thing that
-    does not check. The caller writes the manifest last."""
-    files = _write_tiles(directory, tables, checkpoint)
-    with ThreadPoolExecutor(1) as syncing:
-        tiles_synced = syncing.submit(_sync_tiles, directory, list(files))
-        count, files[EVENTS], files[ARCHIVED] = _write_events(
-            directory, checkpoint, tables, keyring, chosen, progress
-        )
-        tiles_synced.result()
+    each event (module doc); every file on disk (the tiles written by a thread
+    while the log is read: `tiles`). Raises `VerificationError` for the first
+    thing that does not check. The caller writes the manifest last."""
+    tiles = ArchiveTiles(directory, tables, checkpoint)
+    try:
+        try:
+            count, events_digest, listed_digest = _write_events(
+                directory, checkpoint, tables, keyring, chosen, tiles.level0, progress
+            )
+        except VerificationError:
+            tiles.finish()  # (a tree that is not the signed one is said first)
+            raise
+        files = tiles.finish()
+    finally:
+        tiles.close()
+    files[EVENTS], files[ARCHIVED] = events_digest, listed_digest
     # With the witnesses' cosignatures the store holds for it (none without witnesses).
     files[CHECKPOINT] = write_file(
         directory / CHECKPOINT, CosignatureTable(tables).cosigned(checkpoint).to_note().encode()
@@ -88,20 +91,21 @@ def _write_events(
     tables: MerkleLogTables,
     keyring: Keyring,
     chosen: Chosen,
+    level0: Callable[[int], bytes],
     progress: Callable[[int], None] | None,
 ) -> tuple[int, str, str]:
-    """events.jsonl and archived.txt, each event checked as it is written, both on
-    disk: (events, the SHA-256 of each file)."""
+    """events.jsonl and archived.txt, each event checked as it is written (its
+    leaf against `level0`), both on disk: (events, the SHA-256 of each file)."""
 
     def describe(where: Hashable) -> str:
         return f"the store's event at log position {where}"
 
-    checks = EventChecks(
-        keyring, level0_reader(directory, checkpoint.size), checkpoint.size, describe
-    )
-    rounds = chosen.rounds
+    checks = EventChecks(keyring, level0, checkpoint.size, describe)
+    # Each chosen stream id column -> (its stream, its round's currency).
+    rounds = {key: (stream_of(key), currency) for key, currency in chosen.rounds.items()}
     listed_digest, events_digest, count, last_id = hashlib.sha256(), hashlib.sha256(), 0, 0
     pending: list[str] = []
+    places: list[bytes] = []
     try:
         with (directory / EVENTS).open("wb") as events, (directory / ARCHIVED).open("wb") as listed:
 
@@ -110,19 +114,23 @@ def _write_events(
                 events.write(chunk)
                 events_digest.update(chunk)
                 pending.clear()
+                chunk = b"".join(places)
+                listed.write(chunk)
+                listed_digest.update(chunk)
+                places.clear()
 
             for position, (nid, originator_id, version, _, state) in log_rows(
                 tables, checkpoint.size, progress
             ):
                 last_id = nid
-                if originator_id not in rounds:
+                named = rounds.get(originator_id)
+                if named is None:
                     continue
-                state, stream = bytes(state), stream_of(originator_id)
+                stream, currency = named
+                state = bytes(state)
                 leaf = checks.check(position, stream, version, state, position)
-                pending.append(event_line(position, state, rounds[originator_id]))
-                line = ArchivedEntry(position, nid, stream, version, leaf).line()
-                listed.write(line)
-                listed_digest.update(line)
+                pending.append(event_line(position, state, currency))
+                places.append(entry_line(position, nid, stream, version, leaf))
                 count += 1
                 if len(pending) == _LINES_BATCH:
                     flush()
@@ -174,47 +182,3 @@ def write_file(path: Path, data: bytes) -> str:
 def _sync(handle: Any) -> None:
     handle.flush()
     os.fsync(handle.fileno())
-
-
-def _write_tiles(
-    directory: Path, tables: MerkleLogTables, checkpoint: Checkpoint
-) -> dict[str, str]:
-    """The hash tiles of the tree at the checkpoint, from the stored leaf hashes,
-    held to its signed root; each tile's path -> SHA-256. Written first (the
-    events are checked against them), put on disk by `_sync_tiles`."""
-    size, frontier, files = checkpoint.size, TileFrontier(), {}
-    for begin in range(0, size, _LEAVES_BATCH):
-        for index, _, leaf in tables.leaves(begin, min(size, begin + _LEAVES_BATCH)):
-            if index != frontier.size:
-                raise VerificationError(f"the store's Merkle leaf {frontier.size} is missing")
-            for tile, hashes in frontier.append(bytes(leaf)):
-                files[str(tile)] = _write_tile(directory, tile, hashes)
-    if frontier.size != size:
-        raise VerificationError(f"the store holds {frontier.size} Merkle leaves, not {size}")
-    for tile, hashes in frontier.partial():
-        files[str(tile)] = _write_tile(directory, tile, hashes)
-    if frontier.root() != checkpoint.root:
-        raise VerificationError(
-            f"the store's Merkle leaves do not hash to the root its checkpoint at {size} signs"
-        )
-    return files
-
-
-def _sync_tiles(directory: Path, names: list[str]) -> None:
-    """Each tile on disk, then the folders that name them (a new file is durable
-    once its directory is): one fsync a file, after all are written, so the
-    disk's journal commits once, not once a tile."""
-    folders = {directory}
-    for name in names:
-        sync_path(directory / name)
-        folders.update(p for p in (directory / name).parents if p.is_relative_to(directory))
-    for folder in folders:
-        sync_path(folder)
-
-
-def _write_tile(directory: Path, tile: TilePath, hashes: list[bytes]) -> str:
-    path = directory / str(tile)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = b"".join(hashes)
-    path.write_bytes(data)
-    return hashlib.sha256(data).hexdigest()

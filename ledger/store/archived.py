@@ -50,10 +50,9 @@ class ArchivedEntry:
 
     def line(self) -> bytes:
         """The entry as the digest reads it (and an archive's `archived.txt` holds it)."""
-        return (
-            f"{self.position} {self.notification_id} {self.stream} {self.version} "
-            f"{self.leaf_hash.hex()}\n"
-        ).encode()
+        return entry_line(
+            self.position, self.notification_id, self.stream, self.version, self.leaf_hash
+        )
 
     @classmethod
     def from_line(cls, line: bytes) -> ArchivedEntry:
@@ -69,6 +68,13 @@ class ArchivedEntry:
             int(version),
             bytes.fromhex(leaf.decode()),
         )
+
+
+def entry_line(
+    position: int, notification_id: int, stream: str, version: int, leaf: bytes
+) -> bytes:
+    """`ArchivedEntry(...).line()`, without building the entry."""
+    return f"{position} {notification_id} {stream} {version} {leaf.hex()}\n".encode()
 
 
 def entries_digest(entries: Iterable[ArchivedEntry]) -> str:
