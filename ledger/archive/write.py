@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -32,6 +33,8 @@ from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.witnessing import CosignatureTable
 
 _LINES_BATCH: Final = 1000
+SEGMENT: Final = 1 << 26  # 64 MiB of events.jsonl a digest (read back in parallel)
+_READ: Final = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,35 @@ class Chosen:
 class Written:
     events: int
     digest: str  # of archived.txt: what the manifest names and the register signs
-    files: dict[str, str]  # each file written (path in the archive) -> SHA-256 of its bytes
+    files: dict[str, str]  # each file written but events.jsonl (path) -> SHA-256 of its bytes
+    events_file: Segments  # events.jsonl, a SHA-256 a segment
+
+
+class Segments:
+    """The SHA-256 of each `SEGMENT` bytes of a file as it is written (the last
+    one shorter): read back, the segments are hashed by several threads at
+    once, the file's size held to theirs."""
+
+    def __init__(self) -> None:
+        self.digests: list[str] = []
+        self.size = 0
+        self._current = hashlib.sha256()
+
+    def update(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            part = view[: SEGMENT - self.size % SEGMENT]
+            self._current.update(part)
+            self.size += len(part)
+            view = view[len(part) :]
+            if self.size % SEGMENT == 0:
+                self.digests.append(self._current.hexdigest())
+                self._current = hashlib.sha256()
+
+    def finish(self) -> Segments:
+        if self.size % SEGMENT or not self.size:
+            self.digests.append(self._current.hexdigest())
+        return self
 
 
 def write_archive(
@@ -76,13 +107,13 @@ def write_archive(
         files = tiles.finish()
     finally:
         tiles.close()
-    files[EVENTS], files[ARCHIVED] = events_digest, listed_digest
+    files[ARCHIVED] = listed_digest
     # With the witnesses' cosignatures the store holds for it (none without witnesses).
     files[CHECKPOINT] = write_file(
         directory / CHECKPOINT, CosignatureTable(tables).cosigned(checkpoint).to_note().encode()
     )
     files[KEYRING] = write_file(directory / KEYRING, keyring.to_json().encode())
-    return Written(count, files[ARCHIVED], files)
+    return Written(count, files[ARCHIVED], files, events_digest)
 
 
 def _write_events(
@@ -93,9 +124,9 @@ def _write_events(
     chosen: Chosen,
     level0: Callable[[int], bytes],
     progress: Callable[[int], None] | None,
-) -> tuple[int, str, str]:
+) -> tuple[int, Segments, str]:
     """events.jsonl and archived.txt, each event checked as it is written (its
-    leaf against `level0`), both on disk: (events, the SHA-256 of each file)."""
+    leaf against `level0`), both on disk: (events, the digests of each file)."""
 
     def describe(where: Hashable) -> str:
         return f"the store's event at log position {where}"
@@ -103,7 +134,7 @@ def _write_events(
     checks = EventChecks(keyring, level0, checkpoint.size, describe)
     # Each chosen stream id column -> (its stream, its round's currency).
     rounds = {key: (stream_of(key), currency) for key, currency in chosen.rounds.items()}
-    listed_digest, events_digest, count, last_id = hashlib.sha256(), hashlib.sha256(), 0, 0
+    listed_digest, events_digest, count, last_id = hashlib.sha256(), Segments(), 0, 0
     pending: list[str] = []
     places: list[bytes] = []
     try:
@@ -145,7 +176,7 @@ def _write_events(
             f"the store's Merkle leaf {checkpoint.size - 1} names row {chosen.last_id}, not the "
             f"row at that position ({last_id})"
         )
-    return count, events_digest.hexdigest(), listed_digest.hexdigest()
+    return count, events_digest.finish(), listed_digest.hexdigest()
 
 
 def write_manifest(directory: Path, manifest: Manifest) -> None:
@@ -154,8 +185,8 @@ def write_manifest(directory: Path, manifest: Manifest) -> None:
 
 def check_written(directory: Path, written: Written, manifest: Manifest) -> None:
     """Read the archive back from disk: every file exactly the bytes checked as
-    they were written, the manifest the one given, nothing else there; else
-    `VerificationError`."""
+    they were written (events.jsonl's segments by several threads at once), the
+    manifest the one given, nothing else there; else `VerificationError`."""
     for name, digest in written.files.items():
         try:
             with (directory / name).open("rb") as stored:
@@ -164,11 +195,41 @@ def check_written(directory: Path, written: Written, manifest: Manifest) -> None
             raise VerificationError(f"{directory / name}: {exc.strerror}") from None
         if found != digest:
             raise VerificationError(f"{directory / name} does not hold what was written")
+    _check_segments(directory / EVENTS, written.events_file)
     if Manifest.read(directory) != manifest:
         raise VerificationError(f"{directory / MANIFEST} does not hold what was written")
     present = {str(p.relative_to(directory)) for p in directory.rglob("*") if p.is_file()}
-    if present != {*written.files, MANIFEST}:
+    if present != {*written.files, EVENTS, MANIFEST}:
         raise VerificationError(f"{directory} holds files that were not written")
+
+
+def _check_segments(path: Path, segments: Segments) -> None:
+    """The file at `path` read back: its size and each segment's SHA-256 the
+    ones written."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        raise VerificationError(f"{path}: {exc.strerror}") from None
+    try:
+        if os.fstat(fd).st_size != segments.size:
+            raise VerificationError(f"{path} does not hold what was written")
+
+        def digest(number: int) -> str:
+            found, offset = hashlib.sha256(), number * SEGMENT
+            end = min(segments.size, offset + SEGMENT)
+            while offset < end and (data := os.pread(fd, min(_READ, end - offset), offset)):
+                found.update(data)
+                offset += len(data)
+            return found.hexdigest()
+
+        with ThreadPoolExecutor(os.cpu_count() or 1) as pool:
+            found = list(pool.map(digest, range(len(segments.digests))))
+    except OSError as exc:
+        raise VerificationError(f"{path}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+    if found != segments.digests:
+        raise VerificationError(f"{path} does not hold what was written")
 
 
 def write_file(path: Path, data: bytes) -> str:

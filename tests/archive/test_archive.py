@@ -574,3 +574,40 @@ def test_rounds_chosen_up_to_another_row_than_the_checkpoints_last_are_refused(
     assert ArchivedTable(node.app.tables).counts() == {}
     assert not [p for p in tmp_path.iterdir() if "a1" in p.name]
     assert all(node.app.tables.row_by_stream(r, 1)[3] is not None for r in tables.rounds)
+
+
+@pytest.mark.parametrize("edit", [None, "a byte of a middle segment", "a line added"])
+def test_events_read_back_a_segment_at_a_time_are_held_to_what_was_written(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str | None
+) -> None:
+    """events.jsonl is read back in segments (hashed by several threads): with
+    segments of 4 KB, an archive passes whole, and a byte changed in one of
+    its middle segments, or a line added, is refused before anything leaves."""
+    from ledger.archive import run, write
+    from ledger.errors import VerificationError
+
+    tables = _played(node, 2)
+    monkeypatch.setattr(write, "SEGMENT", 4096)
+    if edit is None:
+        done = archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+        assert (done.directory / EVENTS).stat().st_size > 3 * 4096
+        assert check_archive(done.directory, node.keyring).events == done.events
+        return
+    written = run.write_archive
+
+    def then_edited(directory: Path, *args: object, **kwargs: object) -> object:
+        done = written(directory, *args, **kwargs)  # type: ignore[arg-type]
+        data = bytearray((directory / EVENTS).read_bytes())
+        if edit == "a line added":
+            data += data[: data.index(b"\n") + 1]
+        else:
+            at = 2 * 4096 + 100
+            data[at] = ord("1") if data[at] != ord("1") else ord("2")
+        (directory / EVENTS).write_bytes(bytes(data))
+        return done
+
+    monkeypatch.setattr(run, "write_archive", then_edited)
+    with pytest.raises(VerificationError, match="does not hold what was written"):
+        archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    assert ArchivedTable(node.app.tables).counts() == {}
+    assert all(node.app.tables.row_by_stream(r, 1)[3] is not None for r in tables.rounds)
