@@ -1,14 +1,13 @@
 """An archive written from the store, checked as it is written, then read back.
 
-As each archived event's line is written it passes the checks an auditor's
-`archive check` makes (`event_checks`: envelope, payload, signer, signature in
-another process, chain, leaf against the level-0 tile read back from disk),
-and the tiles, written by a thread meanwhile (`tiles`), are held to the
-signed root before anything is taken as written. `check_written` then
-reads every file back from disk and holds it to the SHA-256 of the bytes that
-passed: what is on disk is what was checked, without parsing and checking
-each event a second time (which, when the archive did it, cost more than
-writing it)."""
+The tiles are written first and held to the signed root (`tiles`). As each
+archived event's line is written it passes the checks an auditor's `archive
+check` makes (`event_checks`: envelope, payload, signer, signature in another
+process, chain, leaf against the level-0 tile read back from disk).
+`check_written` then reads every file back from disk and holds it to the
+SHA-256 of the bytes that passed: what is on disk is what was checked,
+without parsing and checking each event a second time (which, when the
+archive did it, cost more than writing it)."""
 
 from __future__ import annotations
 
@@ -92,18 +91,14 @@ def write_archive(
 ) -> Written:
     """Write the tiles, the events of the chosen rounds and their places into
     `directory` (which exists and is empty), reading the log once and checking
-    each event (module doc); every file on disk (the tiles written by a thread
-    while the log is read: `tiles`). Raises `VerificationError` for the first
-    thing that does not check. The caller writes the manifest last."""
+    each event (module doc); every file on disk (the tiles' put there by a
+    thread while the log is read: `tiles`). Raises `VerificationError` for the
+    first thing that does not check. The caller writes the manifest last."""
     tiles = ArchiveTiles(directory, tables, checkpoint)
     try:
-        try:
-            count, events_digest, listed_digest = _write_events(
-                directory, checkpoint, tables, keyring, chosen, tiles.level0, progress
-            )
-        except VerificationError:
-            tiles.finish()  # (a tree that is not the signed one is said first)
-            raise
+        count, events_digest, listed_digest = _write_events(
+            directory, checkpoint, tables, keyring, chosen, tiles.level0, progress
+        )
         files = tiles.finish()
     finally:
         tiles.close()

@@ -491,6 +491,7 @@ def test_the_feed_jumps_over_archived_places_without_gap_or_duplicate(
         ("header", "not the leaf the tiles hold at its position"),
         ("stream column", "its envelope is another event.s|chain is broken"),
         ("leaf row", "do not hash to the root"),
+        ("leaf row deleted", r"Merkle leaf \d+ is missing"),
         ("file after writing", "does not hold what was written"),
     ],
 )
@@ -535,6 +536,8 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
                 "UPDATE ledger_merkle_leaves SET leaf_hash = ? WHERE notification_id = ?",
                 (bytes(32), nid),
             )
+        elif edit == "leaf row deleted":
+            attacker.sql("DELETE FROM ledger_merkle_leaves WHERE notification_id = ?", (nid,))
     finally:
         attacker.close()
     if edit == "file after writing":
