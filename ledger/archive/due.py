@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ledger.crypto.envelope import ENVELOPE_PREFIX
+from ledger.crypto.keys import Keyring
+from ledger.store.application import LedgerApplication
 from ledger.store.merkle_log import MerkleLogTables
 from ledger.store.recorders import Row
 from ledger.store.round_rows import ROUND_TOPIC, RoundRows
@@ -86,6 +88,16 @@ def rounds_due(
         for stream, found in rounds.items()
         if found.finished and found.newest < horizon
     }
+
+
+def rounds_due_in(store: str, horizon: int, last_id: int) -> dict[object, str | None]:
+    """`rounds_due` on a connection of its own to the store `store` names (in a
+    worker: the archive makes its tiles meanwhile)."""
+    app = LedgerApplication(store, keyring=Keyring(), create=False)
+    try:
+        return rounds_due(app.tables, horizon, last_id)
+    finally:
+        app.close()
 
 
 def _signed_at(at: object) -> int:

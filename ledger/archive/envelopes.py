@@ -22,11 +22,14 @@ checks, which pass it (its key then the run's) or say what is wrong."""
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
-from typing import Final
+from multiprocessing.connection import wait
+from typing import Any, Final, TypeVar
 
 from ledger.audit.log.parallel import start_method
 from ledger.crypto.canonical import ENVELOPE_DOMAIN
@@ -40,6 +43,7 @@ BATCH: Final = 2000  # envelopes a trip to a worker (~1.5 MB)
 IN_FLIGHT: Final = 3  # batches a worker may have out and unanswered
 
 Sent = tuple[str, int, bytes]  # (stream, version, stored envelope)
+_T = TypeVar("_T")
 _TYPE, _VERSION = b'","type":"', b'","version":'
 
 
@@ -158,6 +162,20 @@ def _start(keyring: str) -> None:
     _check[:] = [EnvelopeCheck(Keyring.from_json(keyring))]
 
 
+def _start_worker(keyring: str) -> None:
+    """A worker's start: its checks, and its end with the process that started
+    it (killed, that one leaves no worker waiting for work that never comes)."""
+    _start(keyring)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+
+        def watch() -> None:
+            wait([parent.sentinel])
+            os._exit(1)
+
+        threading.Thread(target=watch, name="archive-parent-watch", daemon=True).start()
+
+
 def first_bad(batch: list[Sent]) -> tuple[int, str] | None:
     """A worker's `EnvelopeCheck.first_bad`."""
     return _check[0].first_bad(batch)
@@ -173,17 +191,30 @@ class Envelopes:
             self._pool: ProcessPoolExecutor | None = ProcessPoolExecutor(
                 workers,
                 mp_context=get_context(start_method()),
-                initializer=_start,
+                initializer=_start_worker,
                 initargs=(keyring.to_json(),),
             )
         else:
             self._pool = None
             _start(keyring.to_json())
+        self.keyring = keyring
         self._in_flight = IN_FLIGHT * workers
         self._describe = describe
         self._batch: list[Sent] = []
         self._wheres: list[Hashable] = []
         self._sent: list[tuple[Future[tuple[int, str] | None], list[Hashable]]] = []
+
+    def submit(self, work: Callable[..., _T], *args: Any) -> Future[_T]:
+        """`work(*args)` in a worker (here, where there are none): the rounds are
+        chosen there while this process makes the tiles."""
+        if self._pool is not None:
+            return self._pool.submit(work, *args)
+        done: Future[_T] = Future()
+        try:
+            done.set_result(work(*args))
+        except BaseException as exc:
+            done.set_exception(exc)
+        return done
 
     def add(self, stream: str, version: int, state: bytes, where: Hashable) -> None:
         self._batch.append((stream, version, state))

@@ -32,8 +32,10 @@ class EventChecks:
         level0: Callable[[int], bytes],
         size: int,
         describe: Callable[[Hashable], str],
+        envelopes: Envelopes | None = None,
     ) -> None:
-        self._envelopes = Envelopes(keyring, describe)
+        """`envelopes`: workers started already (with this `describe`), else new ones."""
+        self._envelopes = envelopes or Envelopes(keyring, describe)
         self._describe = describe
         self._level0 = level0
         self._size = size

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ledger.archive.due import log_rows
+from ledger.archive.envelopes import Envelopes
 from ledger.archive.event_checks import EventChecks
 from ledger.archive.files import ARCHIVED, CHECKPOINT, EVENTS, KEYRING, MANIFEST, Manifest
 from ledger.archive.tiles import ArchiveTiles
@@ -81,23 +82,35 @@ class Segments:
         return self
 
 
+def envelope_workers(keyring: Keyring) -> Envelopes:
+    """The workers that will check the archived events' envelopes (started now:
+    they can choose the rounds first)."""
+    return Envelopes(keyring, _describe)
+
+
+def _describe(where: Hashable) -> str:
+    return f"the store's event at log position {where}"
+
+
 def write_archive(
     directory: Path,
     checkpoint: Checkpoint,
     tables: MerkleLogTables,
-    keyring: Keyring,
     chosen: Chosen,
+    tiles: ArchiveTiles,
+    envelopes: Envelopes,
     progress: Callable[[int], None] | None = None,
 ) -> Written:
-    """Write the tiles, the events of the chosen rounds and their places into
-    `directory` (which exists and is empty), reading the log once and checking
-    each event (module doc); every file on disk (the tiles' put there by a
-    thread while the log is read: `tiles`). Raises `VerificationError` for the
-    first thing that does not check. The caller writes the manifest last."""
-    tiles = ArchiveTiles(directory, tables, checkpoint)
+    """Write the events of the chosen rounds and their places into `directory`,
+    where the `tiles` are (made and held to the signed root, their fsyncs under
+    way), reading the log once and checking each event (module doc), the
+    envelopes by the `envelopes` workers; every file on disk. Raises
+    `VerificationError` for the first thing that does not check. The caller
+    writes the manifest last."""
+    keyring = envelopes.keyring
     try:
         count, events_digest, listed_digest = _write_events(
-            directory, checkpoint, tables, keyring, chosen, tiles.level0, progress
+            directory, checkpoint, tables, chosen, tiles.level0, envelopes, progress
         )
         files = tiles.finish()
     finally:
@@ -115,18 +128,14 @@ def _write_events(
     directory: Path,
     checkpoint: Checkpoint,
     tables: MerkleLogTables,
-    keyring: Keyring,
     chosen: Chosen,
     level0: Callable[[int], bytes],
+    envelopes: Envelopes,
     progress: Callable[[int], None] | None,
 ) -> tuple[int, Segments, str]:
     """events.jsonl and archived.txt, each event checked as it is written (its
     leaf against `level0`), both on disk: (events, the digests of each file)."""
-
-    def describe(where: Hashable) -> str:
-        return f"the store's event at log position {where}"
-
-    checks = EventChecks(keyring, level0, checkpoint.size, describe)
+    checks = EventChecks(envelopes.keyring, level0, checkpoint.size, _describe, envelopes)
     # Each chosen stream id column -> (its stream, its round's currency).
     rounds = {key: (stream_of(key), currency) for key, currency in chosen.rounds.items()}
     listed_digest, events_digest, count, last_id = hashlib.sha256(), Segments(), 0, 0
