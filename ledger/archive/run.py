@@ -55,7 +55,7 @@ from ledger.domain.archives import ARCHIVES_ID, Archives
 from ledger.errors import ConfigError, VerificationError
 from ledger.inputs import sync_path
 from ledger.node import Node
-from ledger.store.archived import ArchivedEntry, ArchivedTable
+from ledger.store.archived import ArchivedEntry, ArchivedTable, checked_entry
 from ledger.store.round_rows import last_id_under
 
 STEPS: Final = ("chosen", "written", "checked", "renamed", "recorded", "anchored", "removed")
@@ -228,9 +228,11 @@ def _remove(node: Node, archive: str, directory: Path, *, checked: bool = False)
 
 
 def _entries(path: Path) -> Iterator[ArchivedEntry]:
+    """The entries of an archive's archived.txt, the archive checked (by this
+    process as written, or by `check_archive`) just before."""
     with path.open("rb") as lines:
         for line in lines:
-            yield ArchivedEntry.from_line(line)
+            yield checked_entry(line)
 
 
 def _record(node: Node, manifest: Manifest, directory: Path) -> None:

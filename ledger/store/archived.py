@@ -71,6 +71,20 @@ class ArchivedEntry(NamedTuple):
         )
 
 
+def checked_entry(line: bytes) -> ArchivedEntry:
+    """An entry of an `archived.txt` whose bytes were held to the digest of what
+    was checked (each line checked in its one form already, by `from_line` or
+    by building it): split, not matched again (a removal reads every line).
+    ValueError for a line that is not an entry at all."""
+    position, notification_id, stream, version, leaf = line.split(b" ")
+    leaf_hash = bytes.fromhex(leaf.decode())  # (the newline ignored)
+    if len(leaf_hash) != 32:
+        raise ValueError("not an archived entry")
+    return ArchivedEntry(
+        int(position), int(notification_id), stream.decode(), int(version), leaf_hash
+    )
+
+
 def entry_line(
     position: int, notification_id: int, stream: str, version: int, leaf: bytes
 ) -> bytes:
