@@ -38,7 +38,7 @@ from uuid import uuid4
 from eventsourcing.application import AggregateNotFoundError
 
 from ledger.archive.check import check_archive
-from ledger.archive.due import rounds_due_in
+from ledger.archive.due import due_rounds, merged, round_states_in
 from ledger.archive.envelopes import Envelopes
 from ledger.archive.files import ARCHIVED, Manifest
 from ledger.archive.tiles import ArchiveTiles
@@ -129,13 +129,19 @@ def _choose_and_write(
     horizon_us = int(horizon.timestamp() * 1_000_000)
     envelopes = envelope_workers(node.app.current_keyring())
     try:
-        due = envelopes.submit(rounds_due_in, node.app.store_url, horizon_us, last_id)
+        # The workers choose the rounds, half the log each, while this process
+        # makes the tiles.
+        half, store = last_id // 2, node.app.store_url
+        states = [
+            envelopes.submit(round_states_in, store, after, upto)
+            for after, upto in ((0, half), (half, last_id))
+        ]
         scratch = directory.parent / f".{directory.name}.partial"
         shutil.rmtree(scratch, ignore_errors=True)  # an earlier run's, never finished
         scratch.mkdir()
         try:
             tiles = ArchiveTiles(scratch, tables, checkpoint)
-            rounds = due.result()
+            rounds = due_rounds(merged([part.result() for part in states]), horizon_us)
         except VerificationError:
             shutil.rmtree(scratch, ignore_errors=True)
             raise

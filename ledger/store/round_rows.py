@@ -55,10 +55,10 @@ class RoundRows:
         )
 
     def pages(
-        self, last_id: int, progress: Callable[[int], None] | None = None
+        self, after_id: int, last_id: int, progress: Callable[[int], None] | None = None
     ) -> Iterator[list[RoundRow]]:
-        """The round rows with ids up to `last_id`, in id order, a page at a time."""
-        after = 0
+        """The round rows with ids in (after_id, last_id], in id order, a page at a time."""
+        after = after_id
         while after < last_id:
             with self.tables.recorder.read() as cursor:
                 cursor.execute(self._page, (*self._whole, after, last_id, ROUND_TOPIC, PAGE))

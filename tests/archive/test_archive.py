@@ -614,3 +614,27 @@ def test_events_read_back_a_segment_at_a_time_are_held_to_what_was_written(
         archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
     assert ArchivedTable(node.app.tables).counts() == {}
     assert all(node.app.tables.row_by_stream(r, 1)[3] is not None for r in tables.rounds)
+
+
+def test_the_rounds_chosen_from_ranges_of_the_log_read_apart_are_those_of_one_read(
+    node: Node,
+) -> None:
+    """The archive's workers read a range of the log each: wherever the log is cut
+    (inside a round, between two, at its ends), the states merged in order are
+    those of one read, and so are the rounds chosen, whatever the horizon."""
+    from ledger.archive.due import due_rounds, merged, round_states
+    from ledger.store.round_rows import last_id_under
+
+    tables = _played(node, 3)
+    tables.casino.open_round(request_id="open", table_id=tables.table, dealer="D1")
+    node.checkpointer().catch_up()  # (a round still open: not chosen)
+    log = node.app.tables
+    last = last_id_under(log, log.tail()[0])
+    whole = round_states(log, 0, last)
+    assert len(whole) == 4 and sum(s.finished for s in whole.values()) == 3
+    for cut in range(0, last + 1):
+        parts = [round_states(log, 0, cut), round_states(log, cut, last)]
+        assert merged(parts) == whole, cut
+    now = int(datetime.now(UTC).timestamp() * 1_000_000)
+    assert len(due_rounds(whole, now)) == 3
+    assert due_rounds(whole, 0) == {}
