@@ -9,9 +9,9 @@ One read of the rounds' rows (`ledger.store.round_rows`: the database passes
 over every other row, and hands the whole envelope only of a round's opening
 and settlements), keeping a few fields per round (not per event): memory
 grows with the rounds, not with the log. The archive's workers read a range
-of the log each (`round_states_in`), their states `merged` in log order. What it reads is not trusted: it
-chooses the rounds to try, and every event of theirs is checked as the
-archive is written."""
+of the log each (`round_states_in`), their states `merged` in log order.
+What it reads is not trusted: it chooses the rounds to try, and every event
+of theirs is checked as the archive is written."""
 
 from __future__ import annotations
 
