@@ -151,7 +151,7 @@ def _choose_and_write(
             return _write_checked(
                 node, checkpoint, horizon, chosen, scratch, tiles, envelopes, directory, progress
             )
-        tiles.close()
+        tiles.cancel()
         shutil.rmtree(scratch, ignore_errors=True)
         return checkpoint.size
     finally:

@@ -36,6 +36,7 @@ class ArchiveTiles:
         self.directory = directory
         self.files = _write_tiles(directory, tables, checkpoint)
         self.level0 = level0_reader(directory, checkpoint.size)  # the leaf hash at a position
+        self._cancelled = False
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="archive-tiles")
         self._synced = self._pool.submit(self._sync, list(self.files))
 
@@ -51,12 +52,20 @@ class ArchiveTiles:
         """Wait for the thread (after a failure: nothing of it is used)."""
         self._pool.shutdown()
 
+    def cancel(self) -> None:
+        """Stop putting the tiles on disk and wait for the thread (they will not
+        be used: nothing was due)."""
+        self._cancelled = True
+        self.close()
+
     def _sync(self, names: list[str]) -> None:
         """Each tile on disk, then the folders that name them (a new file is
         durable once its directory is)."""
         directory = self.directory
         folders = {directory}
         for name in names:
+            if self._cancelled:
+                return
             sync_path(directory / name)
             folders.update(p for p in (directory / name).parents if p.is_relative_to(directory))
         for folder in folders:
