@@ -52,15 +52,15 @@ class RoundState:
         )
 
 
-def log_rows(
+def log_batches(
     tables: MerkleLogTables, size: int, progress: Callable[[int], None] | None = None
-) -> Iterator[tuple[int, Row]]:
-    """(position, row) of the log's first `size` positions, a batch a query."""
+) -> Iterator[tuple[int, list[Row]]]:
+    """(position of the first, rows) of the log's first `size` positions, a batch
+    a query."""
     position, after = 0, 0
     while position < size and (rows := tables.rows_after(after, min(READ_BATCH, size - position))):
-        for row in rows:
-            yield position, row
-            position += 1
+        yield position, rows
+        position += len(rows)
         after = rows[-1][0]
         if progress is not None:
             progress(len(rows))

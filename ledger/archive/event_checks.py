@@ -8,17 +8,20 @@ event, and its entry hash the leaf the level-0 tile holds at its position
 
 from __future__ import annotations
 
-import struct
+import hashlib
+from binascii import unhexlify
 from collections.abc import Callable, Hashable
 
 from ledger.archive.envelopes import Envelopes
 from ledger.crypto.envelope import ENVELOPE_PREFIX, GENESIS_HASH, PREV_OFFSET
 from ledger.crypto.keys import Keyring
-from ledger.crypto.merkle import hash_leaf
+from ledger.crypto.merkle import LEAF_PREFIX
 from ledger.errors import VerificationError
 
 _START = ENVELOPE_PREFIX.size
 _PREV = slice(_START + PREV_OFFSET, _START + PREV_OFFSET + 64)
+_LEAF = LEAF_PREFIX
+_sha256 = hashlib.sha256
 
 
 class EventChecks:
@@ -56,10 +59,10 @@ class EventChecks:
         a header that is not what that reading assumes fails the worker's
         full opening."""
         try:
-            _, header_size = ENVELOPE_PREFIX.unpack_from(state)
-            entry_hash = hash_leaf(state[_START : _START + header_size])
-            prev = bytes.fromhex(state[_PREV].decode("ascii"))
-        except (struct.error, ValueError):
+            header_end = _START + (state[4] << 8 | state[5])  # (ENVELOPE_PREFIX's length)
+            entry_hash = _sha256(_LEAF + state[_START:header_end]).digest()  # (its leaf hash)
+            prev = unhexlify(state[_PREV])
+        except (IndexError, ValueError):
             raise VerificationError(f"{self._describe(where)}: malformed envelope") from None
         self._envelopes.add(stream, version, state, where)
         last = self._heads.get(stream, (0, GENESIS_HASH))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ledger.archive.due import log_rows
+from ledger.archive.due import log_batches
 from ledger.archive.envelopes import Envelopes
 from ledger.archive.event_checks import EventChecks
 from ledger.archive.files import ARCHIVED, CHECKPOINT, EVENTS, KEYRING, MANIFEST, Manifest
@@ -154,21 +154,19 @@ def _write_events(
                 listed_digest.update(chunk)
                 places.clear()
 
-            for position, (nid, originator_id, version, _, state) in log_rows(
-                tables, checkpoint.size, progress
-            ):
-                last_id = nid
-                named = rounds.get(originator_id)
-                if named is None:
-                    continue
-                stream, currency = named
-                state = bytes(state)
-                leaf = checks.check(position, stream, version, state, position)
-                pending.append(event_line(position, state, currency))
-                places.append(entry_line(position, nid, stream, version, leaf))
-                count += 1
-                if len(pending) == _LINES_BATCH:
-                    flush()
+            for first, rows in log_batches(tables, checkpoint.size, progress):
+                last_id = rows[-1][0]
+                # (Only the chosen rounds' rows go on: most of the log is not theirs.)
+                taken = [(at, row) for at, row in enumerate(rows, first) if row[1] in rounds]
+                for position, (nid, originator_id, version, _, state) in taken:
+                    stream, currency = rounds[originator_id]
+                    state = bytes(state)
+                    leaf = checks.check(position, stream, version, state, position)
+                    pending.append(event_line(position, state, currency))
+                    places.append(entry_line(position, nid, stream, version, leaf))
+                    count += 1
+                    if len(pending) == _LINES_BATCH:
+                        flush()
             flush()
             _sync(events)
             _sync(listed)
