@@ -1,7 +1,7 @@
 """`ledger archive check`: an archive directory checked offline, trusting none
 of it: the checkpoint's signature, the tiles against its signed root, every
 event line exactly the record its envelope gives at the place archived.txt
-lists, each event's envelope, signer, signature, chain and leaf
+lists, each event's envelope, payload, signer, signature, chain and leaf
 (`event_checks`), and archived.txt against the manifest's count and digest."""
 
 from __future__ import annotations

@@ -1,24 +1,27 @@
 """The checks every archived event passes, whether it is being written from the
 store or read back from an archive by an auditor: its envelope well formed,
-its stream and version the ones it is archived as, signed by a ledger-node
-key of the keyring (those three in other processes: `envelopes`), its
-stream's chain whole from the stream's first event, and its entry hash the
-leaf the level-0 tile holds at its position (the tiles themselves held to
-the signed root by the caller)."""
+its stream and version the ones it is archived as, its payload the one its
+header signs, signed by a ledger-node key of the keyring (those in other
+processes: `envelopes`), its stream's chain whole from the stream's first
+event, and its entry hash the leaf the level-0 tile holds at its position
+(the tiles themselves held to the signed root by the caller)."""
 
 from __future__ import annotations
 
-import struct
+import hashlib
+from binascii import unhexlify
 from collections.abc import Callable, Hashable
 
 from ledger.archive.envelopes import Envelopes
 from ledger.crypto.envelope import ENVELOPE_PREFIX, GENESIS_HASH, PREV_OFFSET
 from ledger.crypto.keys import Keyring
-from ledger.crypto.merkle import hash_leaf
+from ledger.crypto.merkle import LEAF_PREFIX
 from ledger.errors import VerificationError
 
 _START = ENVELOPE_PREFIX.size
 _PREV = slice(_START + PREV_OFFSET, _START + PREV_OFFSET + 64)
+_LEAF = LEAF_PREFIX
+_sha256 = hashlib.sha256
 
 
 class EventChecks:
@@ -32,8 +35,10 @@ class EventChecks:
         level0: Callable[[int], bytes],
         size: int,
         describe: Callable[[Hashable], str],
+        envelopes: Envelopes | None = None,
     ) -> None:
-        self._envelopes = Envelopes(keyring, describe)
+        """`envelopes`: workers started already (with this `describe`), else new ones."""
+        self._envelopes = envelopes or Envelopes(keyring, describe)
         self._describe = describe
         self._level0 = level0
         self._size = size
@@ -54,10 +59,10 @@ class EventChecks:
         a header that is not what that reading assumes fails the worker's
         full opening."""
         try:
-            _, header_size = ENVELOPE_PREFIX.unpack_from(state)
-            entry_hash = hash_leaf(state[_START : _START + header_size])
-            prev = bytes.fromhex(state[_PREV].decode("ascii"))
-        except (struct.error, ValueError):
+            header_end = _START + (state[4] << 8 | state[5])  # (ENVELOPE_PREFIX's length)
+            entry_hash = _sha256(_LEAF + state[_START:header_end]).digest()  # (its leaf hash)
+            prev = unhexlify(state[_PREV])
+        except (IndexError, ValueError):
             raise VerificationError(f"{self._describe(where)}: malformed envelope") from None
         self._envelopes.add(stream, version, state, where)
         last = self._heads.get(stream, (0, GENESIS_HASH))

@@ -38,16 +38,25 @@ from uuid import uuid4
 from eventsourcing.application import AggregateNotFoundError
 
 from ledger.archive.check import check_archive
-from ledger.archive.due import rounds_due
+from ledger.archive.due import due_rounds, merged, round_states_in
+from ledger.archive.envelopes import Envelopes
 from ledger.archive.files import ARCHIVED, Manifest
-from ledger.archive.write import check_written, write_archive, write_manifest
+from ledger.archive.tiles import ArchiveTiles
+from ledger.archive.write import (
+    Chosen,
+    check_written,
+    envelope_workers,
+    write_archive,
+    write_manifest,
+)
 from ledger.audit.log.checkpoints import valid_checkpoints
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.domain.archives import ARCHIVES_ID, Archives
 from ledger.errors import ConfigError, VerificationError
 from ledger.inputs import sync_path
 from ledger.node import Node
-from ledger.store.archived import ArchivedEntry, ArchivedTable
+from ledger.store.archived import ArchivedEntry, ArchivedTable, checked_entry
+from ledger.store.round_rows import last_id_under
 
 STEPS: Final = ("chosen", "written", "checked", "renamed", "recorded", "anchored", "removed")
 
@@ -84,20 +93,13 @@ def archive_rounds(
         _check_target(directory)
     checkpointer = node.checkpointer()
     checkpointer.catch_up(chase=False)
-    tables = node.app.tables
     if adopted is not None:
         manifest = adopted
     else:
-        newest = valid_checkpoints(tables, node.keyring)
-        if not newest:
-            raise ConfigError("the log has no checkpoint yet: nothing can be archived")
-        checkpoint = newest[-1]
-        horizon_us = int(horizon.timestamp() * 1_000_000)
-        rounds = rounds_due(tables, horizon_us, checkpoint.size, progress)
-        _stop_after("chosen")
-        if not rounds:
-            return Archived(None, directory, 0, 0, checkpoint.size, finished)
-        manifest = _write_checked(node, checkpoint, horizon, rounds, directory, progress)
+        written = _choose_and_write(node, horizon, directory, progress)
+        if not isinstance(written, Manifest):
+            return Archived(None, directory, 0, 0, written, finished)
+        manifest = written
         _stop_after("renamed")
     _record(node, manifest, directory)
     _stop_after("recorded")
@@ -111,22 +113,68 @@ def archive_rounds(
     )
 
 
+def _choose_and_write(
+    node: Node, horizon: datetime, directory: Path, progress: Callable[[int], None] | None
+) -> Manifest | int:
+    """Steps 2 to 5: the rounds chosen under the newest checkpoint (by a worker,
+    while this process makes the tiles), their archive written beside
+    `directory`, checked and renamed into place. When no round is due, the
+    checkpoint's size (nothing written)."""
+    tables = node.app.tables
+    newest = valid_checkpoints(tables, node.keyring)
+    if not newest:
+        raise ConfigError("the log has no checkpoint yet: nothing can be archived")
+    checkpoint = newest[-1]
+    last_id = last_id_under(tables, checkpoint.size)
+    horizon_us = int(horizon.timestamp() * 1_000_000)
+    envelopes = envelope_workers(node.app.current_keyring())
+    try:
+        # The workers choose the rounds, half the log each, while this process
+        # makes the tiles.
+        half, store = last_id // 2, node.app.store_url
+        states = [
+            envelopes.submit(round_states_in, store, after, upto)
+            for after, upto in ((0, half), (half, last_id))
+        ]
+        scratch = directory.parent / f".{directory.name}.partial"
+        shutil.rmtree(scratch, ignore_errors=True)  # an earlier run's, never finished
+        scratch.mkdir()
+        try:
+            tiles = ArchiveTiles(scratch, tables, checkpoint)
+            rounds = due_rounds(merged([part.result() for part in states]), horizon_us)
+        except VerificationError:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        _stop_after("chosen")
+        if rounds:
+            chosen = Chosen(rounds, last_id)
+            return _write_checked(
+                node, checkpoint, horizon, chosen, scratch, tiles, envelopes, directory, progress
+            )
+        tiles.cancel()
+        shutil.rmtree(scratch, ignore_errors=True)
+        return checkpoint.size
+    finally:
+        envelopes.close()
+
+
 def _write_checked(
     node: Node,
     checkpoint: Checkpoint,
     horizon: datetime,
-    rounds: dict[object, str | None],
+    chosen: Chosen,
+    scratch: Path,
+    tiles: ArchiveTiles,
+    envelopes: Envelopes,
     directory: Path,
     progress: Callable[[int], None] | None,
 ) -> Manifest:
-    """Steps 3 to 5: the archive written beside `directory`, checked, renamed into
-    place; on a finding, the partial directory removed and nothing else done."""
-    scratch = directory.parent / f".{directory.name}.partial"
-    shutil.rmtree(scratch, ignore_errors=True)  # an earlier run's, never finished
-    scratch.mkdir()
+    """Steps 3 to 5: the archive written into `scratch` (where its `tiles` are),
+    checked, renamed into `directory`; on a finding, the partial directory
+    removed and nothing else done."""
     try:
         written = write_archive(
-            scratch, checkpoint, node.app.tables, node.app.current_keyring(), rounds, progress
+            scratch, checkpoint, node.app.tables, chosen, tiles, envelopes, progress
         )
         manifest = Manifest(
             archive=str(uuid4()),
@@ -135,7 +183,7 @@ def _write_checked(
             checkpoint_size=checkpoint.size,
             checkpoint_root=checkpoint.root.hex(),
             events=written.events,
-            rounds=len(rounds),
+            rounds=len(chosen.rounds),
             digest=written.digest,
         )
         write_manifest(scratch, manifest)
@@ -186,9 +234,11 @@ def _remove(node: Node, archive: str, directory: Path, *, checked: bool = False)
 
 
 def _entries(path: Path) -> Iterator[ArchivedEntry]:
+    """The entries of an archive's archived.txt, the archive checked (by this
+    process as written, or by `check_archive`) just before."""
     with path.open("rb") as lines:
         for line in lines:
-            yield ArchivedEntry.from_line(line)
+            yield checked_entry(line)
 
 
 def _record(node: Node, manifest: Manifest, directory: Path) -> None:

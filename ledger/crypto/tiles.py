@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ledger.crypto.merkle import EMPTY_ROOT, HASH_SIZE, hash_children, root_of
+from ledger.crypto.native import native
 
 __all__ = [
     "ENTRY_MAX",
@@ -198,8 +199,28 @@ class TileFrontier:
 
     def append(self, leaf_hash: bytes) -> list[tuple[TilePath, list[bytes]]]:
         """Add a leaf; return the tiles it completed (level 0 first), with their hashes."""
+        completed = self._carry(leaf_hash, 0, self._size)
+        self._size += 1
+        return completed
+
+    def append_tile(self, leaf_hashes: list[bytes]) -> list[tuple[TilePath, list[bytes]]]:
+        """Add a full level-0 tile's leaf hashes at once, the tree's size a
+        multiple of the tile width: what `append` of each returns and leaves, the
+        tile's hash taken level by level in C where it is built. ValueError for
+        a tree not at a tile's edge, a tile not full, or a hash not 32 bytes."""
+        if self._size % TILE_WIDTH or len(leaf_hashes) != TILE_WIDTH:
+            raise ValueError("a full level-0 tile goes at a tile's edge")
+        if not self._levels:
+            self._levels.append([])
+        completed = [(TilePath(0, self._size >> TILE_HEIGHT), list(leaf_hashes))]
+        completed += self._carry(_full_tile_hash(leaf_hashes), 1, self._size)
+        self._size += TILE_WIDTH
+        return completed
+
+    def _carry(self, node: bytes, level: int, position: int) -> list[tuple[TilePath, list[bytes]]]:
+        """Put `node` (the hash at `position`'s place) in level `level`'s partial
+        tile, and each tile that fills up into the level above: those tiles."""
         completed = []
-        node, level = leaf_hash, 0
         while True:
             if level == len(self._levels):
                 self._levels.append([])
@@ -207,12 +228,11 @@ class TileFrontier:
             row.append(node)
             if len(row) < TILE_WIDTH:
                 break
-            index = self._size >> (TILE_HEIGHT * (level + 1))
+            index = position >> (TILE_HEIGHT * (level + 1))
             completed.append((TilePath(level, index), row))
             node = root_of(row)
             self._levels[level] = []
             level += 1
-        self._size += 1
         return completed
 
     def root(self) -> bytes:
@@ -234,3 +254,15 @@ class TileFrontier:
         for left in reversed(subtrees[:-1]):
             node = hash_children(left, node)
         return node
+
+
+def _full_tile_hash(hashes: list[bytes]) -> bytes:
+    """The Merkle Tree Hash of a full tile's 256 hashes (each held to 32 bytes)."""
+    if native is None:
+        if not all(type(h) is bytes and len(h) == HASH_SIZE for h in hashes):
+            raise ValueError("a tile's hash is not 32 bytes")
+        return root_of(hashes)
+    level = hashes
+    while len(level) > 1:
+        level = native.node_level(level)  # (ValueError for a hash not 32 bytes)
+    return level[0]

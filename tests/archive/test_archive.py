@@ -331,6 +331,24 @@ def test_archive_list_names_exactly_the_positions_each_archive_took(
         assert "is not what its register event signs" in capsys.readouterr().err
 
 
+def _payload_digit_changed(state: bytes) -> bytes:
+    """The envelope with one digit of its payload changed (still JSON): its header,
+    leaf and signature are the signed ones, its payload is not."""
+    payload_at = 6 + int.from_bytes(state[4:6], "big") + 64
+    at = payload_at + next(i for i, c in enumerate(state[payload_at:]) if chr(c).isdigit())
+    digit = b"1" if state[at : at + 1] != b"1" else b"2"
+    return state[:at] + digit + state[at + 1 :]
+
+
+def _changed_payload(line: str) -> str:
+    """The line of the same envelope with one digit of its payload changed."""
+    from ledger.export.records import event_line
+
+    record = json.loads(line)
+    state = _payload_digit_changed(base64.b64decode(record["envelope"]))
+    return event_line(record["position"], state, record["currency"])
+
+
 def _flip_signature(line: str) -> str:
     """The line of the same envelope with one bit of its signature flipped (the
     line itself is the one that envelope gives: only the signature is wrong)."""
@@ -345,7 +363,15 @@ def _flip_signature(line: str) -> str:
 
 @pytest.mark.parametrize(
     "what",
-    ["decoded field", "signature", "listed leaf", "line dropped", "tile", "manifest digest"],
+    [
+        "decoded field",
+        "signature",
+        "payload",
+        "listed leaf",
+        "line dropped",
+        "tile",
+        "manifest digest",
+    ],
 )
 def test_an_archive_edited_anywhere_does_not_check(node: Node, tmp_path: Path, what: str) -> None:
     from ledger.errors import VerificationError
@@ -363,6 +389,8 @@ def test_an_archive_edited_anywhere_does_not_check(node: Node, tmp_path: Path, w
         events[1] = events[1].replace('"version":2', '"version":3', 1)
     elif what == "signature":
         events[1] = _flip_signature(events[1])
+    elif what == "payload":
+        events[1] = _changed_payload(events[1])
     elif what == "listed leaf":
         listed = listed.replace(listed[-3:-1], b"00" if listed[-3:-1] != b"00" else b"11")
     elif what == "line dropped":
@@ -380,6 +408,9 @@ def test_an_archive_edited_anywhere_does_not_check(node: Node, tmp_path: Path, w
         assert "line 2 (log position" in str(raised.value) and "signature is invalid" in str(
             raised.value
         )
+    if what == "payload":
+        assert "line 2 (log position" in str(raised.value)
+        assert "its payload is not the one its envelope signs" in str(raised.value)
 
 
 def test_a_removal_that_does_not_find_every_event_removes_nothing(
@@ -456,9 +487,11 @@ def test_the_feed_jumps_over_archived_places_without_gap_or_duplicate(
     ("edit", "said"),
     [
         ("signature", "its envelope signature is invalid"),
+        ("payload", "its payload is not the one its envelope signs"),
         ("header", "not the leaf the tiles hold at its position"),
         ("stream column", "its envelope is another event.s|chain is broken"),
         ("leaf row", "do not hash to the root"),
+        ("leaf row deleted", r"Merkle leaf \d+ is missing"),
         ("file after writing", "does not hold what was written"),
     ],
 )
@@ -471,8 +504,8 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The archive checks each event as it writes it, then reads every file back
-    from disk: an attacker's edit of a round's row (its signature, its signed
-    header, the stream column it sits under, its Merkle leaf row) or a file
+    from disk: an attacker's edit of a round's row (its signature, its payload,
+    its signed header, the stream column it sits under, its Merkle leaf row) or a file
     changed on disk before the read-back is refused, nothing recorded or removed."""
     from ledger.archive import run
     from ledger.errors import VerificationError
@@ -485,6 +518,8 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
         header_end = 6 + int.from_bytes(state[4:6], "big")
         if edit == "signature":
             attacker.set_state(stream, 3, state[:header_end] + bytes(64) + state[header_end + 64 :])
+        elif edit == "payload":  # a digit of the payload: its header and signature untouched
+            attacker.set_state(stream, 3, _payload_digit_changed(state))
         elif edit == "header":  # the signing time's last digit: still canonical JSON
             at = state.index(b',"stream"')
             digit = b"1" if state[at - 1 : at] != b"1" else b"2"
@@ -501,6 +536,8 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
                 "UPDATE ledger_merkle_leaves SET leaf_hash = ? WHERE notification_id = ?",
                 (bytes(32), nid),
             )
+        elif edit == "leaf row deleted":
+            attacker.sql("DELETE FROM ledger_merkle_leaves WHERE notification_id = ?", (nid,))
     finally:
         attacker.close()
     if edit == "file after writing":
@@ -519,3 +556,85 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
     assert not [p for p in tmp_path.iterdir() if "a1" in p.name]  # no partial archive left
     for round_id in tables.rounds:
         assert node.app.tables.row_by_stream(round_id, 1)[3] is not None  # all still here
+
+
+def test_rounds_chosen_up_to_another_row_than_the_checkpoints_last_are_refused(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rounds are chosen from the rows up to the id the checkpoint's last
+    Merkle leaf row names (one lookup, not a count of the log), which the write
+    holds to the row it reads at that position: were it another (the
+    checkpointer refuses a leaf row naming a row not in the log, first), nothing
+    leaves the store."""
+    from ledger.archive import run
+    from ledger.errors import VerificationError
+
+    tables = _played(node, 2)
+    named = run.last_id_under
+    monkeypatch.setattr(run, "last_id_under", lambda t, size: named(t, size) + 1)
+    with pytest.raises(VerificationError, match=r"names row \d+, not the row at that position"):
+        archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    assert ArchivedTable(node.app.tables).counts() == {}
+    assert not [p for p in tmp_path.iterdir() if "a1" in p.name]
+    assert all(node.app.tables.row_by_stream(r, 1)[3] is not None for r in tables.rounds)
+
+
+@pytest.mark.parametrize("edit", [None, "a byte of a middle segment", "a line added"])
+def test_events_read_back_a_segment_at_a_time_are_held_to_what_was_written(
+    node: Node, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str | None
+) -> None:
+    """events.jsonl is read back in segments (hashed by several threads): with
+    segments of 4 KB, an archive passes whole, and a byte changed in one of
+    its middle segments, or a line added, is refused before anything leaves."""
+    from ledger.archive import run, write
+    from ledger.errors import VerificationError
+
+    tables = _played(node, 2)
+    monkeypatch.setattr(write, "SEGMENT", 4096)
+    if edit is None:
+        done = archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+        assert (done.directory / EVENTS).stat().st_size > 3 * 4096
+        assert check_archive(done.directory, node.keyring).events == done.events
+        return
+    written = run.write_archive
+
+    def then_edited(directory: Path, *args: object, **kwargs: object) -> object:
+        done = written(directory, *args, **kwargs)  # type: ignore[arg-type]
+        data = bytearray((directory / EVENTS).read_bytes())
+        if edit == "a line added":
+            data += data[: data.index(b"\n") + 1]
+        else:
+            at = 2 * 4096 + 100
+            data[at] = ord("1") if data[at] != ord("1") else ord("2")
+        (directory / EVENTS).write_bytes(bytes(data))
+        return done
+
+    monkeypatch.setattr(run, "write_archive", then_edited)
+    with pytest.raises(VerificationError, match="does not hold what was written"):
+        archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    assert ArchivedTable(node.app.tables).counts() == {}
+    assert all(node.app.tables.row_by_stream(r, 1)[3] is not None for r in tables.rounds)
+
+
+def test_the_rounds_chosen_from_ranges_of_the_log_read_apart_are_those_of_one_read(
+    node: Node,
+) -> None:
+    """The archive's workers read a range of the log each: wherever the log is cut
+    (inside a round, between two, at its ends), the states merged in order are
+    those of one read, and so are the rounds chosen, whatever the horizon."""
+    from ledger.archive.due import due_rounds, merged, round_states
+    from ledger.store.round_rows import last_id_under
+
+    tables = _played(node, 3)
+    tables.casino.open_round(request_id="open", table_id=tables.table, dealer="D1")
+    node.checkpointer().catch_up()  # (a round still open: not chosen)
+    log = node.app.tables
+    last = last_id_under(log, log.tail()[0])
+    whole = round_states(log, 0, last)
+    assert len(whole) == 4 and sum(s.finished for s in whole.values()) == 3
+    for cut in range(0, last + 1):
+        parts = [round_states(log, 0, cut), round_states(log, cut, last)]
+        assert merged(parts) == whole, cut
+    now = int(datetime.now(UTC).timestamp() * 1_000_000)
+    assert len(due_rounds(whole, now)) == 3
+    assert due_rounds(whole, 0) == {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import fcntl
+import hashlib
 import os
 import shutil
 import signal
@@ -84,6 +85,38 @@ def test_paths_and_bundles_are_the_specs() -> None:
     for cut, width in ((bundle[:-1], 3), (bundle[:1], 1), (bundle + b"\x00", 3), (bundle, 4)):
         with pytest.raises(TileError):
             decode_bundle(cut, width)
+
+
+@pytest.mark.parametrize("use_native", [True, False])
+def test_a_full_tile_added_at_once_is_its_leaves_added_one_by_one(
+    use_native: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`TileFrontier.append_tile` (the archive's: a tile's hash taken in C) gives
+    the tiles and leaves the frontier exactly as `append` of each leaf does,
+    across the levels that fill up; off a tile's edge, or with a hash that is
+    not 32 bytes, it refuses."""
+    from ledger.crypto import tiles
+
+    if not use_native:
+        monkeypatch.setattr(tiles, "native", None)
+    size = 256 * 256 + 3 * 256  # a level-1 tile fills up on the way
+    leaves = [hashlib.sha256(n.to_bytes(4, "big")).digest() for n in range(size + 5)]
+    one_by_one, at_once = TileFrontier(), TileFrontier()
+    slow, fast = [], []
+    for leaf in leaves[:size]:
+        slow += one_by_one.append(leaf)
+    for begin in range(0, size, 256):
+        fast += at_once.append_tile(leaves[begin : begin + 256])
+    assert [(str(t), h) for t, h in fast] == [(str(t), h) for t, h in slow]
+    assert len([t for t, _ in fast if t.level == 1]) == 1
+    for leaf in leaves[size:]:  # and both grow on the same
+        assert at_once.append(leaf) == one_by_one.append(leaf)
+    assert list(at_once.partial()) == list(one_by_one.partial())
+    assert at_once.root() == one_by_one.root() == root_of(leaves)
+    with pytest.raises(ValueError):
+        at_once.append_tile(leaves[:256])  # 5 leaves past a tile's edge
+    with pytest.raises(ValueError):
+        TileFrontier().append_tile([*leaves[:255], b"short"])
 
 
 def test_tiles_are_the_tree_and_grow_without_rewriting(node: Node, tmp_path: Path) -> None:
