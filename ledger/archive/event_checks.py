@@ -1,7 +1,9 @@
 """The checks every archived event passes, whether it is being written from the
 store or read back from an archive by an auditor: its envelope well formed,
-its stream and version the ones it is archived as, its payload the one its
-header signs, signed by a ledger-node key of the keyring (those in other
+its stream and version the ones it is archived as, a round's event by the
+type it signs (only rounds are archived: the choice reads the unsigned topic
+column, which an attacker may have edited), its payload the one its header
+signs, signed by a ledger-node key of the keyring (those in other
 processes: `envelopes`), its stream's chain whole from the stream's first
 event, and its entry hash the leaf the level-0 tile holds at its position
 (the tiles themselves held to the signed root by the caller)."""
@@ -17,10 +19,14 @@ from ledger.crypto.envelope import ENVELOPE_PREFIX, GENESIS_HASH, PREV_OFFSET
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import LEAF_PREFIX
 from ledger.errors import VerificationError
+from ledger.store.round_rows import ROUND_TOPIC
 
 _START = ENVELOPE_PREFIX.size
 _PREV = slice(_START + PREV_OFFSET, _START + PREV_OFFSET + 64)
 _LEAF = LEAF_PREFIX
+# A round's signed type, as a canonical header holds it: its fields are plain
+# (no quote), so this occurs there once at most, and only as the type.
+_ROUND_TYPE = b'","type":"' + ROUND_TOPIC.encode()
 _sha256 = hashlib.sha256
 
 
@@ -54,16 +60,22 @@ class EventChecks:
         """The event's entry hash, once its chain and leaf checked (its envelope,
         by a worker, before `finish` returns); else `VerificationError`.
 
-        The entry hash and the link to the previous event are read where every
-        header has them (its signed bytes; the `prev` field at a fixed offset):
-        a header that is not what that reading assumes fails the worker's
-        full opening."""
+        The entry hash, the link to the previous event and the signed type are
+        read where every canonical header has them (its signed bytes; the
+        `prev` field at a fixed offset; the type between its neighbours): a
+        header that is not what that reading assumes fails the worker's full
+        opening."""
         try:
             header_end = _START + (state[4] << 8 | state[5])  # (ENVELOPE_PREFIX's length)
             entry_hash = _sha256(_LEAF + state[_START:header_end]).digest()  # (its leaf hash)
             prev = unhexlify(state[_PREV])
         except (IndexError, ValueError):
             raise VerificationError(f"{self._describe(where)}: malformed envelope") from None
+        if state.find(_ROUND_TYPE, _START, header_end) < 0:
+            raise VerificationError(
+                f"{self._describe(where)}: it signs another type than a round's (only rounds "
+                "are archived)"
+            )
         self._envelopes.add(stream, version, state, where)
         last = self._heads.get(stream, (0, GENESIS_HASH))
         if version != last[0] + 1 or prev != last[1]:

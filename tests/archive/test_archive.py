@@ -493,6 +493,7 @@ def test_the_feed_jumps_over_archived_places_without_gap_or_duplicate(
         ("leaf row", "do not hash to the root"),
         ("leaf row deleted", r"Merkle leaf \d+ is missing"),
         ("file after writing", "does not hold what was written"),
+        ("an account's topic", "signs another type than a round's"),
     ],
 )
 def test_an_edited_store_is_refused_and_nothing_leaves_it(
@@ -505,7 +506,9 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
 ) -> None:
     """The archive checks each event as it writes it, then reads every file back
     from disk: an attacker's edit of a round's row (its signature, its payload,
-    its signed header, the stream column it sits under, its Merkle leaf row) or a file
+    its signed header, the stream column it sits under, its Merkle leaf row), an
+    account's event whose unsigned topic column says a round was voided (the
+    choice reads topics; only a round's signed events may leave) or a file
     changed on disk before the read-back is refused, nothing recorded or removed."""
     from ledger.archive import run
     from ledger.errors import VerificationError
@@ -538,6 +541,8 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
             )
         elif edit == "leaf row deleted":
             attacker.sql("DELETE FROM ledger_merkle_leaves WHERE notification_id = ?", (nid,))
+        elif edit == "an account's topic":  # its whole stream would be taken for a round's
+            attacker.set_topic(tables.other, 2, "ledger.domain.round:Round.Voided")
     finally:
         attacker.close()
     if edit == "file after writing":
@@ -556,6 +561,8 @@ def test_an_edited_store_is_refused_and_nothing_leaves_it(
     assert not [p for p in tmp_path.iterdir() if "a1" in p.name]  # no partial archive left
     for round_id in tables.rounds:
         assert node.app.tables.row_by_stream(round_id, 1)[3] is not None  # all still here
+    for account in (tables.player, tables.other):
+        assert node.app.tables.row_by_stream(account, 1)[3] is not None
 
 
 def test_rounds_chosen_up_to_another_row_than_the_checkpoints_last_are_refused(
