@@ -33,9 +33,10 @@ from typing import Any, Final, TypeVar
 
 from ledger.audit.log.parallel import start_method
 from ledger.crypto.canonical import ENVELOPE_DOMAIN
-from ledger.crypto.envelope import JSON_SAFE_INT, SignerCheck, is_plain, open_envelope
+from ledger.crypto.envelope import JSON_SAFE_INT, SignerCheck, open_envelope
 from ledger.crypto.keys import Keyring
 from ledger.crypto.native import native
+from ledger.crypto.plain_names import PlainNames
 from ledger.crypto.signing import sign_open_address, verify_signature
 from ledger.errors import VerificationError
 
@@ -56,8 +57,7 @@ class EnvelopeCheck:
         self.scan = native.scan if use_native and native is not None else None
         self.verify = sign_open_address() or verify_signature
         self.key_id, self.public_key = b"", b""
-        self.names: dict[object, tuple[str, bytes]] = {}
-        self.topics: dict[str, bytes] = {}
+        self.plain = PlainNames(str)  # (the streams come as the envelopes sign them)
 
     def first_bad(self, batch: list[Sent]) -> tuple[int, str] | None:
         """(index, what is wrong) of the first envelope in `batch` that does not
@@ -114,10 +114,10 @@ class EnvelopeCheck:
             0,
             JSON_SAFE_INT - 1,
             [b"", -1],
-            self.names,
-            self._name,
-            self.topics,
-            self._topic,
+            self.plain.names,
+            self.plain.name,
+            self.plain.topics,
+            self.plain.topic,
             lasts,
             {},
             [],
@@ -126,18 +126,6 @@ class EnvelopeCheck:
             ENVELOPE_DOMAIN,
             {},
         )
-
-    def _name(self, stream: object) -> tuple[str, bytes] | None:
-        if type(stream) is not str or not is_plain(stream):
-            return None
-        named = self.names[stream] = (stream, stream.encode())
-        return named
-
-    def _topic(self, topic: str) -> bytes | None:
-        if not is_plain(topic):
-            return None
-        encoded = self.topics[topic] = topic.encode()
-        return encoded
 
 
 def _signed_type(state: bytes) -> str:

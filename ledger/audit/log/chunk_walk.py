@@ -42,13 +42,13 @@ from ledger.crypto.envelope import (
     Envelope,
     SignerCheck,
     check_row,
-    is_plain,
     open_envelope,
     where,
 )
 from ledger.crypto.keys import NEVER
 from ledger.crypto.merkle import HASH_SIZE, LEAF_PREFIX, AlignedLeaves, CompactRange
 from ledger.crypto.native import native
+from ledger.crypto.plain_names import PlainNames
 from ledger.crypto.signing import sign_open_address, verify_signature
 from ledger.crypto.validity import Window, signing_problem, trusted_span
 from ledger.errors import VerificationError, with_article
@@ -138,9 +138,7 @@ class ChunkWalk:
         self.wanted = set(spec.checkpoint_sizes)
         self.position = spec.first_leaf
         self.cover = _Cover(spec.covering, self.wanted, self.position)
-        # Row's stream id -> (envelope form, its bytes), for plain names only.
-        self.names: dict[object, tuple[str, bytes]] = {}
-        self.topics: dict[str, bytes] = {}  # plain event types -> their bytes
+        self.plain = PlainNames(stream_of)  # plain streams' and types' bytes
         self.uuid_names: dict[int, tuple[str, bytes]] = {}  # the C path's, for UUID ids
         # The last explained event's signer: the fast path needs one.
         self.key_id, self.key_bytes, self.public_key = "", b"", b""
@@ -190,7 +188,7 @@ class ChunkWalk:
             if type(state) is not bytes or type(topic) is not str or type(version) is not int:
                 state = _checked_columns(originator_id, version, topic, state)
             stream, stream_bytes = self._name(originator_id, version)
-            topic_bytes = self._topic(topic) if stream_bytes else None
+            topic_bytes = self.plain.topic(topic) if stream_bytes else None
             last = self.lasts.get(stream)
             entry_hash = None
             if self.key_id and topic_bytes is not None:
@@ -353,10 +351,10 @@ class ChunkWalk:
                 self.low,
                 self.high,
                 self.clock,
-                self.names,
-                self._plain_name,
-                self.topics,
-                self._plain_topic,
+                self.plain.names,
+                self.plain.name,
+                self.plain.topics,
+                self.plain.topic,
                 self.lasts,
                 self.firsts,
                 self.hashes,
@@ -378,33 +376,13 @@ class ChunkWalk:
 
     def _name(self, originator_id: object, version: object) -> tuple[str, bytes]:
         """The row's stream and its bytes (empty: not plain, the fast path is not for it)."""
-        named = self.names.get(originator_id)
+        named = self.plain.names.get(originator_id)
         if named is not None:
             return named
         if originator_id is None:
             raise VerificationError("stream id column is NULL", where=where("?", version))
-        stream = stream_of(originator_id)
-        if not is_plain(stream):
-            return stream, b""  # (not encodable, maybe)
-        named = self.names[originator_id] = (stream, stream.encode())
-        return named
-
-    def _topic(self, topic: str) -> bytes | None:
-        known = self.topics.get(topic)
-        return known if known is not None else self._plain_topic(topic)
-
-    def _plain_name(self, originator_id: object) -> tuple[str, bytes] | None:
-        stream = stream_of(originator_id)
-        if not is_plain(stream):
-            return None
-        named = self.names[originator_id] = (stream, stream.encode())
-        return named
-
-    def _plain_topic(self, topic: str) -> bytes | None:
-        if not is_plain(topic):
-            return None
-        encoded = self.topics[topic] = topic.encode()
-        return encoded
+        named = self.plain.name(originator_id)
+        return named or (stream_of(originator_id), b"")  # (b"": not plain, maybe not encodable)
 
 
 def leaf_anyway(state: object) -> bytes:
