@@ -420,7 +420,8 @@ def killed_services(cwd: Path, record: list[Outcome] | None = None) -> list[Outc
         lost = check_burst(cwd, url, server.base, burst)
         for outcome in outcomes.values():
             outcome.lost = lost
-        assert server.alive() and checkpointer.alive() and projector.alive()
+        for service in (server, checkpointer, projector):  # each still running, or its log
+            assert service.alive(), f"{service.log_path.name} ended:\n{service.text()[-3000:]}"
         _, top = store.events()
         _until(lambda: min(store.positions().values()) >= top, "the projections catching up")
         for service in services:
