@@ -10,8 +10,11 @@ Measures, on the store given (issue 11 asks for a 1,000,000-event one):
   verify --bundle / verify.
 
 Every command is the installed `ledger` CLI in a child process; its CPU time
-and peak RSS come from the kernel's accounting of that child (os.wait4), its
-worker processes included. Results: stdout and tools/results/NAME.json.
+and peak RSS come from the kernel's accounting of that child (os.wait4), with
+the children it reaped. Workers started by a fork server are not its children
+(the server reaps them), so `tree_cpu_seconds` adds up every process of the
+command's tree, each its own CPU, sampled every 0.1 s (Linux; a process that
+ends loses at most its last 0.1 s). Results: stdout and tools/results/NAME.json.
 
     .venv/bin/python tools/bench_export.py --store sqlite:////path/ledger.db --keys DIR \
         [--runs 3] [--level settlement] [--workers 2] [--verify-runs N] [--name NAME]
@@ -27,6 +30,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -34,6 +38,10 @@ from pathlib import Path
 from typing import Any
 
 TOOLS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TOOLS))
+
+import _benchlib as bench  # noqa: E402
+
 LEDGER = Path(sys.executable).parent / "ledger"
 
 
@@ -44,6 +52,7 @@ class Run:
     cpu_seconds: float
     peak_rss_mb: float
     events: int
+    tree_cpu_seconds: float = 0.0  # every process of its tree (module doc)
 
     @property
     def rate(self) -> float:
@@ -55,21 +64,55 @@ class Run:
 
 
 def run_ledger(what: str, argv: list[str], events: int) -> Run:
-    """One `ledger` command, timed; its own and its children's CPU and peak RSS."""
+    """One `ledger` command, timed; its own and its children's CPU and peak RSS,
+    and its whole tree's CPU (module doc)."""
     env = os.environ | {"LEDGER_PROGRESS_INTERVAL": "off"}
     started = time.perf_counter()
     child = subprocess.Popen(
         [str(LEDGER), *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    _, status, usage = os.wait4(child.pid, 0)
+    tree = _TreeCpu(child.pid)
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # (a zombie: its stat final)
     seconds = time.perf_counter() - started
+    tree_cpu = tree.stop()
+    _, status, usage = os.wait4(child.pid, 0)
     out = child.stdout.read().decode() if child.stdout else ""
     err = child.stderr.read().decode() if child.stderr else ""
     child.returncode = os.waitstatus_to_exitcode(status)
     if child.returncode != 0:
         raise SystemExit(f"{what} failed ({child.returncode}): {err.strip() or out.strip()}")
     print(f"  {what}: {seconds:.1f} s; {out.splitlines()[0] if out else ''}", flush=True)
-    return Run(what, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, events)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(what, seconds, cpu, usage.ru_maxrss / 1024, events, tree_cpu)
+
+
+class _TreeCpu:
+    """Each process below `pid` (and `pid`): its own CPU, the last seen, sampled
+    by a thread every 0.1 s until `stop` (called once `pid` has exited, not
+    reaped: its own figure is then final)."""
+
+    def __init__(self, pid: int) -> None:
+        self._pid = pid
+        self._seen: dict[int, float] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        for pid in bench.with_descendants([self._pid]):
+            used = bench.cpu_seconds(pid)
+            if used:
+                self._seen[pid] = used
+
+    def _run(self) -> None:
+        while not self._done.wait(0.1):
+            self._sample()
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        self._sample()
+        return sum(self._seen.values())
 
 
 def count_events(store: str, keys: str) -> int:
