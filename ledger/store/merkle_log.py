@@ -323,12 +323,12 @@ class MerkleLogTables:
         return int(self._one(self._row_count, (), None)[0])
 
     def count_between(self, after_id: int, last_id: int, cursor: Cursor | None = None) -> int:
-        """How many events have ids in (after_id, last_id]. In the caller's SQLite
-        transaction (one snapshot), when that is every row, a count with no range:
-        SQLite takes it from its smallest index, not stepping through the table."""
-        if cursor is not None and self._is_sqlite:
-            low, high = (self._one(q, (), cursor)[0] for q in (self._lowest_id, self._highest_id))
-            if low is not None and after_id < low <= high <= last_id:
+        """How many events have ids in (after_id, last_id]. From the log's start, in
+        the caller's SQLite transaction, when that is every row: a count with no range
+        (SQLite takes it from its smallest index); a count from a later id asks no more."""
+        if after_id <= 0 and cursor is not None and self._is_sqlite:
+            high = self._one(self._highest_id, (), cursor)[0]
+            if high is not None and high <= last_id:
                 return int(self._one(self._row_count, (), cursor)[0])
         return int(
             self._one(self._count_between, (after_id, last_id, after_id, last_id), cursor)[0]
