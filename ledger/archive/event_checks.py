@@ -10,24 +10,21 @@ event, and its entry hash the leaf the level-0 tile holds at its position
 
 from __future__ import annotations
 
-import hashlib
 from binascii import unhexlify
 from collections.abc import Callable, Hashable
 
 from ledger.archive.envelopes import Envelopes
 from ledger.crypto.envelope import ENVELOPE_PREFIX, GENESIS_HASH, PREV_OFFSET
 from ledger.crypto.keys import Keyring
-from ledger.crypto.merkle import LEAF_PREFIX
+from ledger.crypto.merkle import hash_leaf
 from ledger.errors import VerificationError
 from ledger.store.round_rows import ROUND_TOPIC
 
 _START = ENVELOPE_PREFIX.size
 _PREV = slice(_START + PREV_OFFSET, _START + PREV_OFFSET + 64)
-_LEAF = LEAF_PREFIX
 # A round's signed type, as a canonical header holds it: its fields are plain
 # (no quote), so this occurs there once at most, and only as the type.
 _ROUND_TYPE = b'","type":"' + ROUND_TOPIC.encode()
-_sha256 = hashlib.sha256
 
 
 class EventChecks:
@@ -67,7 +64,7 @@ class EventChecks:
         opening."""
         try:
             header_end = _START + (state[4] << 8 | state[5])  # (ENVELOPE_PREFIX's length)
-            entry_hash = _sha256(_LEAF + state[_START:header_end]).digest()  # (its leaf hash)
+            entry_hash = hash_leaf(state[_START:header_end])
             prev = unhexlify(state[_PREV])
         except (IndexError, ValueError):
             raise VerificationError(f"{self._describe(where)}: malformed envelope") from None
