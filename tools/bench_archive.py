@@ -78,6 +78,8 @@ def main() -> int:
     args = parser.parse_args()
     if not args.store.startswith("sqlite:///"):
         raise SystemExit("--store: a SQLite store URL (each run archives a copy of it)")
+    if args.scratch is not None:
+        Path(args.scratch).mkdir(parents=True, exist_ok=True)
     events = count_events(args.store, args.keys)
     print(f"store: {events} events; {args.runs} pairs", flush=True)
     exports: list[Run] = []

@@ -17,16 +17,15 @@ from typing import Any
 from uuid import UUID
 
 from ledger.audit.proofs import newest_checkpoint
-from ledger.audit.recall import stream_rows
 from ledger.crypto.checkpoint import Checkpoint
-from ledger.crypto.envelope import open_envelope
 from ledger.crypto.heads_map import HeadsMap
 from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import hash_leaf
 from ledger.errors import ConfigError, NotFoundError, VerificationError
-from ledger.export.records import decode_payload, split_envelope, type_name
+from ledger.export.records import split_envelope
 from ledger.history.account_events import AccountEvent, read_account_event
-from ledger.history.requests import BET, COMPLETED, RequestRecord, records_for
+from ledger.history.bet_records import BetRecords
+from ledger.history.requests import COMPLETED, RequestRecord, records_for
 from ledger.history.span import Movement, Span, rounds_of, walk
 from ledger.store.account_heads import AccountHeadsTable, Head, heads_map
 from ledger.store.application import LedgerApplication
@@ -51,7 +50,9 @@ def history_proof(
 
     taken = list(walk(span, movements_back()))  # it stops reading at the boundary
     movements = [movement for movement, boundary in taken if not boundary]
-    requests, asked = records_for(read[: len(movements)], str(account), keyring, _reader(app))
+    requests, asked = records_for(
+        read[: len(movements)], str(account), keyring, _reader(app, str(account))
+    )
     return {
         "format": FORMAT,
         "account": str(account),
@@ -159,32 +160,15 @@ def _events_back(app: LedgerApplication, head: Head) -> Iterator[AccountEvent]:
         yield event
 
 
-def _reader(app: LedgerApplication) -> Callable[[RequestRecord], bytes | None]:
+def _reader(app: LedgerApplication, account: str) -> Callable[[RequestRecord], bytes | None]:
     """Reads a movement's request record, as stored (held to it by `records_for`):
-    a request's by its stream; a bet's from its round's bets, read once a round."""
-    bets: dict[str, dict[str, bytes]] = {}
+    a request's by its stream; a bet's among its round's (`bet_records`)."""
+    bets = BetRecords(app.tables, account)
 
     def read(record: RequestRecord) -> bytes | None:
         if record.type == COMPLETED:
             row = app.tables.row_by_stream(record.stream, 1)
             return None if row is None or row[4] is None else bytes(row[4])
-        if record.stream not in bets:
-            bets[record.stream] = _bets_of(app, record.stream)
-        return bets[record.stream].get(record.value)
+        return bets.find(record.stream, record.value)
 
     return read
-
-
-def _bets_of(app: LedgerApplication, round_id: str) -> dict[str, bytes]:
-    """Bet id -> its Round.BetPlaced envelope, of the round's stored events."""
-    found: dict[str, bytes] = {}
-    for row in stream_rows(app.tables, round_id):
-        if row[4] is None or type_name(str(row[3])) != BET:
-            continue
-        state = bytes(row[4])
-        envelope = open_envelope(state, stream=round_id, version=row[2])
-        try:
-            found[str(decode_payload(envelope.payload)["bet_id"])] = state
-        except (ValueError, KeyError):
-            continue  # not one the round's bets are read from: no record
-    return found
