@@ -9,7 +9,6 @@ answer or refuses the credentials; nothing published then."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from functools import partial
@@ -32,6 +31,8 @@ def cmd_publish(args: argparse.Namespace) -> WithLedger:
 
 
 def _publish(target: Target, follow: bool, ledger: Ledger) -> int:
+    import asyncio  # (here: every other command would pay its import, about 20 ms)
+
     from ledger.publish.jetstream import publish_log, rate_line
 
     def say(line: str) -> None:
