@@ -63,20 +63,29 @@ def serving(
         server.wait(timeout=60)
 
 
-def anchor_children(parent: int) -> list[int]:
-    """The anchor processes whose parent is `parent`."""
+def side_children(parent: int, module: str) -> list[int]:
+    """The side processes of `module` whose parent is `parent`: forked from it
+    (named `ledger-<name>`, `ledger.http.side_process`) or started as
+    `python -m module` (when the server ran threads)."""
+    name = b"ledger-" + module.rpartition(".")[2].removesuffix("_process").encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             command = (entry / "cmdline").read_bytes().split(b"\0")
+            comm = (entry / "comm").read_bytes().strip()
             ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (FileNotFoundError, ProcessLookupError, ValueError):
             continue
-        if ppid == parent and ANCHOR_MODULE.encode() in command:
+        if ppid == parent and (comm == name[:15] or module.encode() in command):
             found.append(int(entry.name))
     return found
+
+
+def anchor_children(parent: int) -> list[int]:
+    """The anchor processes whose parent is `parent`."""
+    return side_children(parent, ANCHOR_MODULE)
 
 
 def alive(pid: int) -> bool:

@@ -25,25 +25,17 @@ from ledger.node import open_node
 from tests import local_http
 from tests.casino_support import notifications
 from tests.http_api.test_http_serve import call, ledger, token
-from tests.http_api.test_serve_anchor_process import alive, anchored
+from tests.http_api.test_serve_anchor_process import alive, anchored, side_children
 from tests.http_api.test_serve_kill import Server, funded_round
 
-WRITER_MODULE = b"ledger.http.writer_process"
+WRITER_MODULE = "ledger.http.writer_process"
 
 
 def writer_of(server: Server) -> int:
     """The writer process `ledger serve` started (its child)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes()
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (FileNotFoundError, ProcessLookupError, ValueError):
-            continue
-        if ppid == server.process.pid and WRITER_MODULE in command:
-            return int(entry.name)
-    raise AssertionError("no writer process")
+    found = side_children(server.process.pid, WRITER_MODULE)
+    assert found, "no writer process"
+    return found[0]
 
 
 @contextmanager
