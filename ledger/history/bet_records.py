@@ -32,19 +32,24 @@ _NAMING = {
 
 
 class BetRecords:
-    """The bet records of one account, read from a store: each round's rows
-    naming the account read once, its full read made once at most."""
+    """The bet records of one account, read from a store: the rows naming the
+    account read once for all the `rounds` given (one query), once a round for
+    any other, a round's full read made once at most."""
 
-    def __init__(self, tables: MerkleLogTables, account: str) -> None:
+    def __init__(self, tables: MerkleLogTables, account: str, rounds: Iterable[str] = ()) -> None:
         self.tables = tables
         self._needle = b'"account_id":' + json.dumps(account, ensure_ascii=False).encode()
+        self._rounds = sorted(set(rounds))
         self._naming_account: dict[str, dict[str, bytes]] = {}
         self._every: dict[str, dict[str, bytes]] = {}
 
     def find(self, round_id: str, bet_id: str) -> bytes | None:
         """The stored envelope of `round_id`'s bet `bet_id`, if the store holds it."""
+        if self._rounds:
+            self._read_naming(self._rounds)
+            self._rounds = []
         if round_id not in self._naming_account:
-            self._naming_account[round_id] = _bets(self._naming(round_id), round_id)
+            self._read_naming([round_id])
         found = self._naming_account[round_id].get(bet_id)
         if found is not None:
             return found
@@ -52,19 +57,25 @@ class BetRecords:
             self._every[round_id] = _bets(stream_rows(self.tables, round_id), round_id)
         return self._every[round_id].get(bet_id)
 
-    def _naming(self, round_id: str) -> list[Row]:
-        """The round's rows whose bytes hold `"account_id":"<account>"`."""
+    def _read_naming(self, rounds: list[str]) -> None:
+        """Each round's bets among its rows whose bytes hold `"account_id":"<account>"`."""
         recorder = self.tables.recorder
-        needle = self._needle
-        stream: object = UUID(round_id).hex if recorder.dialect == "sqlite" else UUID(round_id)
+        sqlite = recorder.dialect == "sqlite"
+        keys: dict[object, str] = {(UUID(r).hex if sqlite else UUID(r)): r for r in rounds}
+        marks = ", ".join(["%s"] * len(keys))
         statement = recorder.sql(
             "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "
-            f"WHERE originator_id = %s AND {_NAMING[recorder.dialect]} "
-            "ORDER BY originator_version"
+            f"WHERE originator_id IN ({marks}) AND {_NAMING[recorder.dialect]} "
+            "ORDER BY originator_id, originator_version"
         )
         with recorder.read() as cursor:
-            cursor.execute(statement, (stream, needle))
-            return [tuple(row) for row in cursor.fetchall()]
+            cursor.execute(statement, (*keys, self._needle))
+            rows = [tuple(row) for row in cursor.fetchall()]
+        by_round: dict[str, list[Row]] = {round_id: [] for round_id in rounds}
+        for row in rows:
+            by_round[keys[row[1]]].append(row)
+        for round_id, found in by_round.items():
+            self._naming_account[round_id] = _bets(found, round_id)
 
 
 def _bets(rows: Iterable[Row], round_id: str) -> dict[str, bytes]:

@@ -50,8 +50,9 @@ def history_proof(
 
     taken = list(walk(span, movements_back()))  # it stops reading at the boundary
     movements = [movement for movement, boundary in taken if not boundary]
+    rounds = [m.round for m in movements if m.round]
     requests, asked = records_for(
-        read[: len(movements)], str(account), keyring, _reader(app, str(account))
+        read[: len(movements)], str(account), keyring, _reader(app, str(account), rounds)
     )
     return {
         "format": FORMAT,
@@ -142,28 +143,54 @@ def _entry_hash(row: Row) -> bytes:
         return b""  # not an envelope: the root will not match
 
 
+BACK_BATCH = 32  # an account's events read a query at a time, newest first
+
+
 def _events_back(app: LedgerApplication, head: Head) -> Iterator[AccountEvent]:
-    """The account's events from `head` back, each the one its successor links to."""
+    """The account's events from `head` back, each the one its successor links to
+    (read `BACK_BATCH` versions a query: a history of ten rounds is about 25)."""
     expected = head.entry_hash
     stream = str(head.account)
-    for version in range(head.version, 0, -1):
-        row = app.tables.row_by_stream(stream, version)
-        if row is None:
-            raise VerificationError(f"account {stream} version {version} is missing")
-        event = read_account_event(bytes(row[4]), stream, version)
-        if event.envelope.entry_hash != expected:
-            raise VerificationError(
-                f"account {stream} version {version} is not the event its successor "
-                "(or the signed head) names: it was altered"
-            )
-        expected = event.envelope.prev_hash
-        yield event
+    high = head.version
+    while high > 0:
+        low = max(1, high - BACK_BATCH + 1)
+        rows = _versions(app, stream, low, high)
+        for version in range(high, low - 1, -1):
+            row = rows.get(version)
+            if row is None:
+                raise VerificationError(f"account {stream} version {version} is missing")
+            event = read_account_event(row, stream, version)
+            if event.envelope.entry_hash != expected:
+                raise VerificationError(
+                    f"account {stream} version {version} is not the event its successor "
+                    "(or the signed head) names: it was altered"
+                )
+            expected = event.envelope.prev_hash
+            yield event
+        high = low - 1
 
 
-def _reader(app: LedgerApplication, account: str) -> Callable[[RequestRecord], bytes | None]:
+def _versions(app: LedgerApplication, stream: str, low: int, high: int) -> dict[int, bytes]:
+    """Version -> stored bytes of `stream`'s events `low` to `high` (those there)."""
+    recorder = app.tables.recorder
+    key: object = UUID(stream).hex if recorder.dialect == "sqlite" else UUID(stream)
+    statement = recorder.sql(
+        "SELECT originator_version, state FROM {events} "
+        "WHERE originator_id = %s AND originator_version BETWEEN %s AND %s"
+    )
+    with recorder.read() as cursor:
+        cursor.execute(statement, (key, low, high))
+        return {
+            int(version): bytes(state) for version, state in cursor.fetchall() if state is not None
+        }
+
+
+def _reader(
+    app: LedgerApplication, account: str, rounds: list[str]
+) -> Callable[[RequestRecord], bytes | None]:
     """Reads a movement's request record, as stored (held to it by `records_for`):
     a request's by its stream; a bet's among its round's (`bet_records`)."""
-    bets = BetRecords(app.tables, account)
+    bets = BetRecords(app.tables, account, rounds)
 
     def read(record: RequestRecord) -> bytes | None:
         if record.type == COMPLETED:
