@@ -29,6 +29,13 @@ def _check(side: SideProcess) -> None:
     assert side.stop(timeout=30) == 3
 
 
+def _in_a_new_interpreter(script: str) -> subprocess.CompletedProcess[str]:
+    """`script` run where no other thread runs (a pytest worker runs several)."""
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+
 def test_from_a_process_with_one_thread_the_child_is_forked_and_named() -> None:
     script = (
         "import io, sys\n"
@@ -42,9 +49,7 @@ def test_from_a_process_with_one_thread_the_child_is_forked_and_named() -> None:
         "code = side.stop(timeout=30)\n"
         "sys.__stdout__.write(repr((name, said, code)))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    done = _in_a_new_interpreter(script)
     assert done.returncode == 0, done.stderr
     assert done.stdout == repr(
         ("ledger-side_chi", "args=['one', 'two'] setting=given stdin=''\n", 3)
@@ -69,7 +74,7 @@ def test_from_a_process_with_threads_it_is_a_fresh_interpreter(
         other.join()
 
 
-def test_a_child_that_fails_ends_with_an_exit_code_and_its_traceback(tmp_path: Path) -> None:
+def test_a_child_that_fails_ends_with_an_exit_code_and_its_traceback() -> None:
     script = (
         "import sys\n"
         "from ledger.http.side_process import ForkedChild\n"
@@ -78,8 +83,6 @@ def test_a_child_that_fails_ends_with_an_exit_code_and_its_traceback(tmp_path: P
         "child = ForkedChild('ledger-broken', main, [], None)\n"
         "print(child.stdout.read(), child.wait(timeout=30))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    done = _in_a_new_interpreter(script)
     assert done.stdout == "b'' 1\n", done.stdout + done.stderr
     assert "RuntimeError: broken on purpose" in done.stderr
