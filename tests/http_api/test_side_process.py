@@ -66,6 +66,7 @@ def test_from_a_process_with_threads_it_is_a_fresh_interpreter(
     try:
         side = SideProcess(MODULE, "one", "two", env={**os.environ, "SIDE_SETTING": "given"})
         assert not isinstance(side.process, ForkedChild)
+        assert side.wait_ready()  # (its command line is read once it runs)
         command = Path(f"/proc/{side.process.pid}/cmdline").read_bytes().split(b"\0")
         assert [b"-m", MODULE.encode()] == command[1:3]
         _check(side)
