@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import importlib
 import os
 import signal
@@ -84,11 +85,17 @@ class ForkedChild:
         read, write = os.pipe()
         for stream in (sys.stdout, sys.stderr):  # (else the child would print them again)
             stream.flush()
+        # What the child inherits, frozen: its collections never walk (nor touch,
+        # and so copy) this process's objects, only what it makes itself.
+        frozen_before = gc.get_freeze_count()
+        gc.freeze()
         pid = os.fork()
         if pid == 0:  # the child
             os.close(read)
             _name_this_process(name)
             _run_child(main, argv, write, env)
+        if not frozen_before:
+            gc.unfreeze()
         os.close(write)
         self.pid = pid
         self.stdout: IO[bytes] | None = os.fdopen(read, "rb")
