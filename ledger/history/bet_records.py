@@ -5,8 +5,8 @@ signature, the stream, the type, the bet id and the account).
 A studio's round holds hundreds of bets. Reading and opening every one of
 them to find one player's (what the lookup did first) cost a history of ten
 such rounds about 150 ms, most of it decoding other players' bets. So the
-database is asked, once a round, for the round's rows whose bytes hold the
-account's id as a payload names it; only those are opened. Where none of
+database is asked, in one query for the span's rounds, for their rows whose
+bytes hold the account's id as a payload names it; only those are opened. Where none of
 them is the bet (an id written some other way), every bet of the round is
 read, as before: the narrow query can only make the lookup faster, never
 find less.
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from uuid import UUID
 
 from ledger.audit.recall import stream_rows
 from ledger.crypto.envelope import open_envelope
@@ -60,8 +59,7 @@ class BetRecords:
     def _read_naming(self, rounds: list[str]) -> None:
         """Each round's bets among its rows whose bytes hold `"account_id":"<account>"`."""
         recorder = self.tables.recorder
-        sqlite = recorder.dialect == "sqlite"
-        keys: dict[object, str] = {(UUID(r).hex if sqlite else UUID(r)): r for r in rounds}
+        keys = {self.tables.stream_key(round_id): round_id for round_id in rounds}
         marks = ", ".join(["%s"] * len(keys))
         statement = recorder.sql(
             "SELECT {id}, originator_id, originator_version, topic, state FROM {events} "

@@ -173,13 +173,12 @@ def _events_back(app: LedgerApplication, head: Head) -> Iterator[AccountEvent]:
 def _versions(app: LedgerApplication, stream: str, low: int, high: int) -> dict[int, bytes]:
     """Version -> stored bytes of `stream`'s events `low` to `high` (those there)."""
     recorder = app.tables.recorder
-    key: object = UUID(stream).hex if recorder.dialect == "sqlite" else UUID(stream)
     statement = recorder.sql(
         "SELECT originator_version, state FROM {events} "
         "WHERE originator_id = %s AND originator_version BETWEEN %s AND %s"
     )
     with recorder.read() as cursor:
-        cursor.execute(statement, (key, low, high))
+        cursor.execute(statement, (app.tables.stream_key(stream), low, high))
         return {
             int(version): bytes(state) for version, state in cursor.fetchall() if state is not None
         }

@@ -34,8 +34,8 @@ class SideProcess:
         argv = [str(os.getpid()), *args]
         self.process: subprocess.Popen[bytes] | ForkedChild
         if threading.active_count() == 1 and hasattr(os, "fork"):
-            name = "ledger-" + module.rpartition(".")[2].removesuffix("_process")
-            self.process = ForkedChild(name, importlib.import_module(module).main, argv, env)
+            main = importlib.import_module(module).main
+            self.process = ForkedChild(process_name(module), main, argv, env)
         else:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", module, *argv],
@@ -123,6 +123,12 @@ class ForkedChild:
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
+
+
+def process_name(module: str) -> str:
+    """The name a forked side process of `module` goes by (`ps -o comm`: 15 bytes
+    at most): ledger.http.writer_process -> ledger-writer."""
+    return ("ledger-" + module.rpartition(".")[2].removesuffix("_process"))[:15]
 
 
 def _name_this_process(name: str) -> None:

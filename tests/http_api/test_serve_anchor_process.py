@@ -21,6 +21,7 @@ import pytest
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.keys import Role
 from ledger.crypto.keystore import KeyDirectory
+from ledger.http.side_process import process_name
 from ledger.node import open_node
 from ledger.store.checkpoint_lock import DEFAULT_DIRECTORY
 from tests import local_http
@@ -67,7 +68,7 @@ def side_children(parent: int, module: str) -> list[int]:
     """The side processes of `module` whose parent is `parent`: forked from it
     (named `ledger-<name>`, `ledger.http.side_process`) or started as
     `python -m module` (when the server ran threads)."""
-    name = b"ledger-" + module.rpartition(".")[2].removesuffix("_process").encode()
+    name = process_name(module).encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -78,7 +79,7 @@ def side_children(parent: int, module: str) -> list[int]:
             ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
         except (FileNotFoundError, ProcessLookupError, ValueError):
             continue
-        if ppid == parent and (comm == name[:15] or module.encode() in command):
+        if ppid == parent and (comm == name or module.encode() in command):
             found.append(int(entry.name))
     return found
 
