@@ -63,37 +63,47 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-# The files that take longest, longest first (their total --durations, one
-# run of the whole suite, 2026-12-05): each file runs on one pytest-xdist worker, and a
-# long file started last would leave the other worker idle while it finishes.
-# pyproject's `--no-loadscope-reorder` keeps this order (xdist would otherwise
-# hand out the files with the most tests first). The rest keep their order.
+# The files that take longest, longest first (their wall time summed over
+# their tests, one run of the whole suite, 2026-12-06, AMD EPYC guest): each
+# file runs on one pytest-xdist worker, and a long file started last leaves
+# the other workers idle while it finishes (test_publish.py, left off the
+# earlier list, ran alone for the last 28 s). pyproject's
+# `--no-loadscope-reorder` keeps this order (xdist would otherwise hand out
+# the files with the most tests first). The rest keep their order.
 SLOW_FIRST = (
-    "test_http_fuzz.py",
+    "test_http_fuzz.py",  # Schemathesis over every operation, both stores
     "test_readme.py",  # every doc block, one after the other, in one test
     "test_mirror_cli.py",  # real servers and mirrors, killed and resumed
+    "test_publish.py",  # NATS servers of its own, publishers killed
+    "test_archive.py",
+    "test_native_sanitized.py",  # the C fast path built again under ASan
     "test_anchor.py",
-    "test_report.py",
-    "test_native_sanitized.py",
-    "test_http_roles.py",
-    "test_http_contract.py",
-    "test_serve_kill.py",
     "test_serve_writer_process.py",
-    "test_projections.py",
-    "test_cli_pipes.py",
-    "test_faults_disk_full.py",
-    "test_mirror.py",
+    "test_rules_over_time.py",
     "test_tiles.py",
-    "test_canonical.py",
-    "test_export_independent.py",
+    "test_projections.py",
+    "test_mirror.py",
+    "test_report.py",
     "test_serve_anchor_process.py",
+    "test_serve_self_verification.py",
+    "test_http_contract.py",
     "test_serve_nodes.py",
+    "test_http_sessions.py",
+    "test_canonical.py",
     "test_http_new_user.py",
-    "test_checkpoint_attacks.py",
+    "test_http_roles.py",
+    "test_cli_pipes.py",
+    "test_serve_kill.py",
     "test_money_properties.py",
-    "test_http_feed.py",
-    "test_faults_restarts.py",
+    "test_export_independent.py",
+    "test_faults_disk_full.py",
+    "test_checkpoint_attacks.py",
+    "test_significant.py",
+    "test_simulation.py",
     "test_faults_killed_services.py",
+    "test_tlog_http.py",
+    "test_checkpoint_note_attacks.py",
+    "test_faults_restarts.py",
 )
 
 
@@ -147,8 +157,8 @@ def require_postgres() -> None:
 
     (Start it with `pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start`.)
     """
-    try:
-        psycopg.connect(PG_DSN, connect_timeout=3).close()
+    try:  # on the test process's one admin connection: a new one a test was a server process each
+        _admin_execute("SELECT 1")
     except psycopg.OperationalError as exc:
         pytest.fail(f"PostgreSQL unreachable at {PG_DSN}: {exc}")
 
@@ -162,7 +172,7 @@ def _admin_execute(statement: str) -> None:
     global _admin
     for attempt in range(2):
         if _admin is None or _admin.closed:
-            _admin = psycopg.connect(PG_DSN, autocommit=True)
+            _admin = psycopg.connect(PG_DSN, autocommit=True, connect_timeout=3)
         try:
             _admin.execute(statement)
             return
