@@ -13,44 +13,25 @@ A command that works on the ledger checks its input, then answers what to run
 on it (`ledger.cli.common.WithLedger`): `main` opens that one ledger, hands it
 over and closes it (`run_with_ledger`); no command opens one of its own.
 
-Building the parser imports only the commands' parsers: each command imports
-what it runs (the node, the verifier, the store's driver) when it runs, so a
-process pays only for the command it is (`--help` for none).
+A process builds and imports only the parser of the command it runs
+(`COMMANDS`; `--help` and usage errors build them all), and each command
+imports what it runs (the node, the verifier, the store's driver) when it
+runs, so a process pays only for the command it is.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import json
 import signal
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from ledger.cli.archive import add_archive_command
-from ledger.cli.audit import add_audit_commands
 from ledger.cli.common import WithLedger, check_keys_path, run_with_ledger
-from ledger.cli.erase import add_erase_command
-from ledger.cli.events import add_events_command
-from ledger.cli.export import add_export_command
-from ledger.cli.games import add_game_commands
-from ledger.cli.history import add_history_command
-from ledger.cli.keys import add_key_commands
-from ledger.cli.migrate import add_migrate_command
-from ledger.cli.mirror import add_mirror_command
-from ledger.cli.new_game import add_new_game_command
 from ledger.cli.output import flush_before_exit, tolerate_closed_pipes
-from ledger.cli.projections import add_projection_commands
-from ledger.cli.publish import add_publish_command
-from ledger.cli.recall import add_recall_command
-from ledger.cli.report import add_report_command
-from ledger.cli.retention import add_retention_commands
-from ledger.cli.seeds import add_seed_commands
-from ledger.cli.serve import add_serve_commands
-from ledger.cli.simulate import add_simulate_command
-from ledger.cli.tiles import add_tiles_command
-from ledger.cli.witness import add_witness_commands
 from ledger.errors import LedgerError
 from ledger.store.drivers import loaded_errors
 
@@ -64,34 +45,65 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"ledger: error: {self.prog}: {message} (see --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Every command's parser, in `--help`'s order: the module whose function adds
+# it, and the commands (aliases included) that function adds. A process that
+# runs one command imports and builds only that command's parser
+# (tests/cli/test_cli_entry.py holds this table to the parsers it builds).
+COMMANDS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("ledger.cli.keys", "add_key_commands", ("keys",)),
+    ("ledger.cli.simulate", "add_simulate_command", ("simulate",)),
+    ("ledger.cli.audit", "add_audit_commands", ("verify", "checkpoint", "proof")),
+    ("ledger.cli.export", "add_export_command", ("export",)),
+    ("ledger.cli.mirror", "add_mirror_command", ("mirror",)),
+    ("ledger.cli.projections", "add_projection_commands", ("projections", "balances", "rounds")),
+    ("ledger.cli.games", "add_game_commands", ("games", "variants", "paytable")),  # alias
+    ("ledger.cli.new_game", "add_new_game_command", ("new-game",)),
+    ("ledger.cli.events", "add_events_command", ("events",)),
+    ("ledger.cli.tiles", "add_tiles_command", ("tiles",)),
+    ("ledger.cli.recall", "add_recall_command", ("recall",)),
+    ("ledger.cli.history", "add_history_command", ("history",)),
+    ("ledger.cli.report", "add_report_command", ("report",)),
+    ("ledger.cli.serve", "add_serve_commands", ("serve", "tokens", "openapi")),
+    ("ledger.cli.seeds", "add_seed_commands", ("seeds",)),
+    ("ledger.cli.migrate", "add_migrate_command", ("migrate",)),
+    ("ledger.cli.erase", "add_erase_command", ("erase", "privacy")),
+    ("ledger.cli.retention", "add_retention_commands", ("retention",)),
+    ("ledger.cli.archive", "add_archive_command", ("archive",)),
+    ("ledger.cli.publish", "add_publish_command", ("publish",)),
+    ("ledger.cli.witness", "add_witness_commands", ("witness",)),
+)
+KNOWN = frozenset(name for _, _, names in COMMANDS for name in names)
+GLOBAL_OPTIONS = ("--store", "--keys")  # each takes a value
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; given a `command` it knows, one with only the parsers
+    of the module that adds that command (the same parsers, the same errors)."""
     parser = Parser(prog="ledger", description=__doc__.splitlines()[0])
     parser.add_argument("--store", help="store URL (default: $LEDGER_STORE or sqlite:///ledger.db)")
     parser.add_argument("--keys", help="keys directory (default: $LEDGER_KEYS or ./keys)")
     commands = parser.add_subparsers(dest="command", required=True)
-    add_key_commands(commands)
-    add_simulate_command(commands)
-    add_audit_commands(commands)
-    add_export_command(commands)
-    add_mirror_command(commands)
-    add_projection_commands(commands)
-    add_game_commands(commands)
-    add_new_game_command(commands)
-    add_events_command(commands)
-    add_tiles_command(commands)
-    add_recall_command(commands)
-    add_history_command(commands)
-    add_report_command(commands)
-    add_serve_commands(commands)
-    add_seed_commands(commands)
-    add_migrate_command(commands)
-    add_erase_command(commands)
-    add_retention_commands(commands)
-    add_archive_command(commands)
-    add_publish_command(commands)
-    add_witness_commands(commands)
-    _anywhere(parser, ("--store", "--keys"))
+    chosen = [entry for entry in COMMANDS if command in entry[2]]
+    for module, function, _ in chosen or COMMANDS:
+        getattr(importlib.import_module(module), function)(commands)
+    _anywhere(parser, GLOBAL_OPTIONS)
     return parser
+
+
+def command_named(argv: Sequence[str]) -> str | None:
+    """The command `argv` runs, when it names a known one before anything else
+    but the global options (`ledger --store URL verify ...`); None otherwise
+    (`--help`, no command, a misspelt one: the whole parser judges those)."""
+    position = 0
+    while position < len(argv):
+        word = argv[position]
+        if word in GLOBAL_OPTIONS:
+            position += 2
+        elif word.partition("=")[0] in GLOBAL_OPTIONS:
+            position += 1
+        else:
+            return word if word in KNOWN else None
+    return None
 
 
 def _anywhere(parser: argparse.ArgumentParser, options: tuple[str, ...]) -> None:
@@ -107,15 +119,16 @@ def _anywhere(parser: argparse.ArgumentParser, options: tuple[str, ...]) -> None
 
 
 @functools.cache
-def _parser() -> argparse.ArgumentParser:
-    """Built once a process (12 ms): a program that calls `main` again and again,
-    as the tests do, pays for it once. Parsing leaves a parser as it was."""
-    return build_parser()
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Built once a process for each command (a program that calls `main` again
+    and again, as the tests do, pays for it once). Parsing leaves a parser as it was."""
+    return build_parser(command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = sys.argv[1:] if argv is None else list(argv)
     with tolerate_closed_pipes():  # argparse's own usage error (exit 2) included
-        args = _parser().parse_args(argv)
+        args = _parser(command_named(words)).parse_args(words)
         return _run(args)
 
 
