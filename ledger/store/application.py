@@ -28,7 +28,7 @@ from ledger.domain.key_registry import KEY_REGISTRY_ID, KeyRegistry
 from ledger.errors import ConfigError, KeyStoreError, StoreUnavailableError
 from ledger.privacy.personal import PersonalData
 from ledger.store.config import describe, environment_for
-from ledger.store.drivers import loaded_errors
+from ledger.store.drivers import first_line, loaded_errors
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorder_type import SealedRecorder
 from ledger.store.recorders import RequestIndexRow, Row
@@ -108,7 +108,7 @@ class LedgerApplication(Application[UUID]):
             super().__init__(settings)
         except store_errors() as exc:
             raise StoreUnavailableError(
-                f"cannot open store {describe(store)}: {_first_line(exc)}"
+                f"cannot open store {describe(store)}: {first_line(exc)}"
             ) from exc
         self.tables = MerkleLogTables(self.sealed_recorder)
         # Called with the number of events after each committed save (the anchor).
@@ -119,7 +119,7 @@ class LedgerApplication(Application[UUID]):
             except store_errors() as exc:
                 self.close()
                 raise StoreUnavailableError(
-                    f"no ledger in store {describe(store)}: {_first_line(exc)}"
+                    f"no ledger in store {describe(store)}: {first_line(exc)}"
                 ) from exc
 
     def construct_env(self, name: str, env: Any = None) -> Environment:
@@ -280,8 +280,3 @@ def probe_store(store: str, *, create: bool = True, make_schema: bool = False) -
 
     connection = first_connection(settings, describe(store), create=create, make_schema=make_schema)
     connection.close()
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]

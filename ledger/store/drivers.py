@@ -21,3 +21,10 @@ def loaded_errors(*names: str) -> tuple[type[BaseException], ...]:
         if isinstance(cls, type) and issubclass(cls, BaseException):
             found.append(cls)
     return tuple(found)
+
+
+def first_line(exc: BaseException) -> str:
+    """A driver's error as one line (psycopg's run to several: the server's
+    detail and hint), or its class's name when it says nothing."""
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0]

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from eventsourcing.persistence import InterfaceError, OperationalError
 
-from ledger.store.drivers import loaded_errors
+from ledger.store.drivers import first_line, loaded_errors
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ def follow_through_outages(
             worked = step()
         except transient_errors() as exc:
             if not pause:
-                log.warning("%s: store unavailable, retrying: %s", what, _first_line(exc))
+                log.warning("%s: store unavailable, retrying: %s", what, first_line(exc))
             pause = min(MAX_PAUSE, max(0.2, pause * 2))
             time.sleep(pause)
             continue
@@ -84,10 +84,5 @@ def disk_full(exc: BaseException) -> bool:
 
 def describe_outage(exc: BaseException) -> str:
     """One line for a store failure: its cause named first when it is a full disk."""
-    line = _first_line(exc)
+    line = first_line(exc)
     return f"its disk is full ({line})" if disk_full(exc) else line
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]

@@ -17,6 +17,7 @@ import psycopg
 import psycopg.sql
 
 from ledger.errors import ConfigError, StoreUnavailableError
+from ledger.store.drivers import first_line
 
 
 def first_connection(
@@ -42,7 +43,7 @@ def first_connection(
             autocommit=True,
         )
     except psycopg.Error as exc:
-        raise StoreUnavailableError(f"cannot open store {described}: {_first_line(exc)}") from exc
+        raise StoreUnavailableError(f"cannot open store {described}: {first_line(exc)}") from exc
     try:
         found = connection.execute(
             "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)
@@ -61,7 +62,7 @@ def first_connection(
             )
     except psycopg.Error as exc:
         connection.close()
-        raise StoreUnavailableError(f"cannot open store {described}: {_first_line(exc)}") from exc
+        raise StoreUnavailableError(f"cannot open store {described}: {first_line(exc)}") from exc
     except BaseException:
         connection.close()
         raise
@@ -76,11 +77,6 @@ def _arguments(settings: Mapping[str, str]) -> dict[str, Any]:
         "password": settings["POSTGRES_PASSWORD"] or None,
         "dbname": settings["POSTGRES_DBNAME"],
     }
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]
 
 
 class HandOver:
