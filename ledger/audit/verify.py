@@ -142,7 +142,8 @@ class Verifier:
         """Every step, in order; the report, or the first finding raised (no sink)."""
         started, started_at = time.perf_counter(), now_micros()
         try:
-            if self.workers > 1:  # a fork server, where one is needed, imports meanwhile
+            if self.workers > 1 and self.log.longer_than(self.options.chunk_leaves):
+                # Workers will run: a fork server, where one is needed, imports meanwhile.
                 prepare_workers(self.log.worker_modules)
             resume = self.options.resume
             # The log is cut into chunks (index seeks) while steps 1-3 read.

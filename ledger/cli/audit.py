@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import threading
@@ -305,24 +304,11 @@ def _state_dir(args: argparse.Namespace) -> Path | None:
     return output_directory(args.save_state, "save the state to")
 
 
-def _start_worker_server(url: str) -> None:
-    """On PostgreSQL, the fork server the workers will come from, started now:
-    it imports what they need while this process imports the verifier and
-    opens the store (whose pool's threads rule out a plain fork)."""
-    if url.startswith(("postgresql:", "postgres:")):
-        from ledger.audit.log.chunks import worker_modules
-        from ledger.audit.log.parallel import prepare
-
-        prepare(worker_modules(url), threads_coming=True)
-
-
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    if args.bundle is None and (args.workers or os.cpu_count() or 1) > 1:
-        _start_worker_server(store_url(args.store))
     from ledger.audit.record import failed_run, passed_run
     from ledger.crypto.envelope import now_micros
 

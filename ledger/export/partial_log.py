@@ -117,6 +117,9 @@ class PartialBundleLog:
     def end_plan(self) -> None:
         pass
 
+    def longer_than(self, leaves: int) -> bool:
+        return False  # read in this process: no workers
+
     def verify_chunk(self, signer_check: SignerCheck, spec: ChunkSpec) -> ChunkResult:
         """Steps 4 and 5 inside the run (`verify_rows`), then step 6: each event's
         inclusion proof against its checkpoint (kept in `facts` for the merge)."""

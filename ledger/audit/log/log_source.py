@@ -73,6 +73,13 @@ class LogSource(Protocol):
         (`plan` then takes the cut)."""
         ...
 
+    def longer_than(self, leaves: int) -> bool:
+        """Whether the log looks longer than `leaves` (more than one chunk: its
+        workers will run, and a fork server is worth starting now). A hint read
+        from what the source says of itself, never a finding: verification
+        reads and checks the log whatever it answers."""
+        ...
+
     def end_plan(self) -> None:
         """Wait for a cut begun and not taken: nothing reads the log after this."""
         ...
@@ -161,6 +168,12 @@ class StoreLog:
         self.end_plan()
         self._cutting = Cutting(self.tables, chunk_leaves, start)
         self._cutting.start()
+
+    def longer_than(self, leaves: int) -> bool:
+        try:
+            return self.tables.tail()[0] > leaves  # the stored last leaf: a hint only
+        except Exception:  # a malformed row: verification names it; workers may run
+            return True
 
     def end_plan(self) -> None:
         cutting, self._cutting = self._cutting, None

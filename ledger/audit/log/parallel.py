@@ -15,11 +15,12 @@ other threads (a PostgreSQL store's connection pool) has them forked by a
 fork server instead: a process of its own, started by fork and exec, that
 imports what the workers need once (`WorkerPlan.modules`) and forks each from
 its one thread, so a worker is ready in milliseconds there too. `prepare`
-starts it early, while the caller does other work (`ledger verify` as it
-starts; `verify_log` before it reads the keys and checkpoints); a later
-verification in the same process finds it running. Elsewhere (not Linux)
-workers are spawned, a fresh interpreter importing the store layer, which
-takes a large part of a second (under load, more) before its first chunk.
+starts it early, while the caller does other work (the verifier, before it
+reads the keys and checkpoints of a log longer than one chunk: a shorter one
+runs no worker); a later verification in the same process finds it running.
+Elsewhere (not Linux) workers are spawned, a fresh interpreter importing the
+store layer, which takes a large part of a second (under load, more) before
+its first chunk.
 """
 
 from __future__ import annotations
@@ -91,17 +92,13 @@ def start_method() -> str:
     return "fork" if threading.active_count() == 1 else "forkserver"
 
 
-def prepare(modules: Sequence[str], *, threads_coming: bool = False) -> None:
-    """Start the fork server now, importing `modules`, if workers will need it:
-    when this process runs other threads, or will (`threads_coming`: it is about
-    to open a PostgreSQL store). It imports them in its own process while the
-    caller goes on, and runs until this process ends. Nothing happens where
-    workers fork or spawn, or when it is running already (its modules are the
-    first caller's: a worker imports anything else itself)."""
-    method = start_method()
-    if method == "fork" and threads_coming and sys.platform.startswith("linux"):
-        method = "forkserver"
-    if method != "forkserver":
+def prepare(modules: Sequence[str]) -> None:
+    """Start the fork server now, importing `modules`, if workers will need it
+    (this process runs other threads). It imports them in its own process
+    while the caller goes on, and runs until this process ends. Nothing
+    happens where workers fork or spawn, or when it is running already (its
+    modules are the first caller's: a worker imports anything else itself)."""
+    if start_method() != "forkserver":
         return
     from multiprocessing import forkserver
 
