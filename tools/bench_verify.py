@@ -131,7 +131,8 @@ def verify_rate(url: str, keys: bench.Keys, level: Any, n: int, workers: int) ->
 
 def chunk_ranges(url: str, keys: bench.Keys) -> list[tuple[int, int]]:
     """The (after_id, last_id) ranges verify_store plans, for the raw read."""
-    from ledger.audit.verify import CHUNK_LEAVES, Level, plan_chunks
+    from ledger.audit.log.chunks import CHUNK_LEAVES
+    from ledger.audit.verify import Level, plan_chunks
 
     app = open_app(url, keys)
     try:

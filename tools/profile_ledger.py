@@ -77,7 +77,8 @@ def profile_append(kind: str, n: int) -> None:
 def profile_verify(kind: str, n: int, level_names: str) -> None:
     from bench_verify import build, open_app
 
-    from ledger.audit.verify import CHUNK_LEAVES, Level, VerifyOptions, plan_chunks, verify_store
+    from ledger.audit.log.chunks import CHUNK_LEAVES
+    from ledger.audit.verify import Level, VerifyOptions, plan_chunks, verify_store
 
     with bench.temp_dir() as workdir, bench.fresh_store(kind, workdir) as url:
         keys = bench.make_keys(workdir)

@@ -41,7 +41,13 @@ from ledger.audit.log.archives import (
     recorded_archives,
 )
 from ledger.audit.log.checkpoints import load_checkpoints, unanchored_note
-from ledger.audit.log.chunks import ChunkResult, ChunkSpec, Problem, no_cycle_collection
+from ledger.audit.log.chunks import (
+    CHUNK_LEAVES,
+    ChunkResult,
+    ChunkSpec,
+    Problem,
+    no_cycle_collection,
+)
 from ledger.audit.log.erasures import RecordedErasure, recorded_erasures
 from ledger.audit.log.key_times import Coverage, checkpoint_times
 from ledger.audit.log.log_events import Event
@@ -66,11 +72,6 @@ from ledger.crypto.merkle import CompactRange
 from ledger.errors import ConfigError, FindingKind, VerificationError
 from ledger.plugins.registry import LoadedGame
 from ledger.store.application import LedgerApplication
-
-# Small enough that the processes finish together (a worker starts late and
-# the last chunks are shared out finely), large enough that a chunk's query
-# and its result's trip back cost little next to its events.
-CHUNK_LEAVES = 1 << 12
 
 
 @dataclass(frozen=True)

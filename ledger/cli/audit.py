@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
@@ -304,14 +305,26 @@ def _state_dir(args: argparse.Namespace) -> Path | None:
     return output_directory(args.save_state, "save the state to")
 
 
+def _start_workers_early(app: LedgerApplication, workers: int | None) -> None:
+    """A log longer than one chunk will run workers: on PostgreSQL (its pool's
+    threads) their fork server starts now, importing what they need while
+    this process imports the verifier (0.2 s), checks the origin and builds
+    the games (a shorter log runs none, and starts nothing: `verify_store`
+    decides the same way)."""
+    from ledger.audit.log.chunks import CHUNK_LEAVES
+    from ledger.audit.log.log_source import StoreLog
+    from ledger.audit.log.parallel import prepare
+
+    log = StoreLog(app)
+    if (workers or os.cpu_count() or 1) > 1 and log.longer_than(CHUNK_LEAVES):
+        prepare(log.worker_modules)
+
+
 def _n(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from ledger.audit.record import failed_run, passed_run
-    from ledger.crypto.envelope import now_micros
-
     level = Level.parse(args.level)
     trusted = _load_trusted(args.trusted)
     if args.bundle is not None:
@@ -333,6 +346,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         # A verdict (or the lack of one): still one line, naming the keyring it rests on.
         exc.args = (f"{exc} [keyring {fingerprint}]",)
         if auditor is not None:
+            from ledger.audit.record import failed_run  # imports the verifier: only once it ran
+            from ledger.crypto.envelope import now_micros
+
             failed = failed_run(level.value, run.tree_size, str(exc), fingerprint, now_micros())
             _record(args, auditor, failed)
         raise
@@ -348,6 +364,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if projections is not None:
         print(projections.summary())
     if auditor is not None:
+        from ledger.audit.record import passed_run
+        from ledger.crypto.envelope import now_micros
+
         _record(args, auditor, passed_run(report, fingerprint, now_micros()))
     return 0
 
@@ -398,16 +417,18 @@ class _StoreRun:
         self.tree_size = 0
 
     def verify(self) -> tuple[VerificationReport, Any]:
-        from ledger.audit.findings import Findings
-        from ledger.audit.verify import Sinks, VerifyOptions, verify_log, verify_store
         from ledger.store.application import LedgerApplication
-        from ledger.store.origin import check_expected_origin
 
         args, level = self.args, self.level
         plugins = loaded_plugins() if level is Level.SETTLEMENT else None
         # Read-only, and no keys directory needed: only the public keyring is trusted.
         app = LedgerApplication(store_url(args.store), keyring=self.keyring, create=False)
         try:
+            _start_workers_early(app, args.workers)  # before the verifier is imported
+            from ledger.audit.findings import Findings
+            from ledger.audit.verify import Sinks, VerifyOptions, verify_log, verify_store
+            from ledger.store.origin import check_expected_origin
+
             check_expected_origin(app.tables)
             options = VerifyOptions(
                 level=level,

@@ -40,9 +40,9 @@ from uuid import UUID
 
 from ledger.audit.findings import Finding, Findings, Step
 from ledger.audit.log.checkpoints import valid_checkpoints
+from ledger.audit.log.chunks import CHUNK_LEAVES
 from ledger.audit.log.log_source import StoreLog
 from ledger.audit.verify import (
-    CHUNK_LEAVES,
     Level,
     Sinks,
     VerificationReport,

@@ -37,6 +37,11 @@ from ledger.crypto.merkle import AlignedLeaves, CompactRange
 from ledger.store.merkle_log import MerkleLogTables, stream_of
 from ledger.store.recorders import Row
 
+# Small enough that the processes finish together (a worker starts late and
+# the last chunks are shared out finely), large enough that a chunk's query
+# and its result's trip back cost little next to its events.
+CHUNK_LEAVES = 1 << 12
+
 
 def link_problem(
     stream: str, position: int, version: int, prev_hash: bytes, head: tuple[int, bytes] | None
