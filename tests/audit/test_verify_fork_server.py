@@ -29,11 +29,15 @@ store, keys, chunk = sys.argv[1], sys.argv[2], int(sys.argv[3])
 node = open_node(store, keys, writable=False)
 options = VerifyOptions(level=Level.INTEGRITY, workers=2, chunk_leaves=chunk)
 report = verify_store(node.app, node.keyring, options)
+def parent(pid):
+    try:  # a process of the machine's may end while this looks
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[1]
+    except OSError:
+        return None
+
 mine = str(os.getpid())
-children = [
-    pid for pid in os.listdir("/proc") if pid.isdigit()
-    and open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()[1] == mine
-]
+children = [pid for pid in os.listdir("/proc") if pid.isdigit() and parent(pid) == mine]
 print(json.dumps({"events": report.events, "workers": report.workers,
                   "children": len(children)}))
 node.close()
