@@ -99,6 +99,7 @@ class LedgerApplication(Application[UUID]):
         # A cache of aggregates (fast-forwarded from the store on every get, and
         # deep-copied out) saves re-reading and re-verifying whole streams: a
         # wallet's history grows with every round it plays.
+        probe_store(store, create=create, make_schema=create)
         settings = (
             {"AGGREGATE_CACHE_MAXSIZE": "10000", "AGGREGATE_CACHE_FASTFORWARD": "y"}
             | environment_for(store, create=create)
@@ -270,13 +271,41 @@ def probe_store(store: str, *, create: bool = True, make_schema: bool = False) -
     is named at once (the pool would wait out its timeout and say less). A
     `?schema=` that does not exist is refused unless `create` (writers create
     it when they open it, as they create the tables; readers never create anything).
-    Opening the store makes this check itself, on the connection it keeps
-    (ledger.store.pg_factory).
     """
     settings = environment_for(store, create=create)
     if "POSTGRES_HOST" not in settings:
         return  # SQLite: environment_for already checked the directory and file
-    from ledger.store.pg_probe import first_connection  # imports psycopg: PostgreSQL only
+    import psycopg  # only here, on PostgreSQL (ledger.store.drivers)
+    import psycopg.sql
 
-    connection = first_connection(settings, describe(store), create=create, make_schema=make_schema)
-    connection.close()
+    schema = settings["POSTGRES_SCHEMA"]
+    try:
+        with psycopg.connect(
+            host=settings["POSTGRES_HOST"],
+            port=settings["POSTGRES_PORT"],
+            user=settings["POSTGRES_USER"],
+            password=settings["POSTGRES_PASSWORD"] or None,
+            dbname=settings["POSTGRES_DBNAME"],
+            connect_timeout=int(settings["POSTGRES_CONNECT_TIMEOUT"]),
+            target_session_attrs=settings["POSTGRES_TARGET_SESSION_ATTRS"],
+            autocommit=True,
+        ) as connection:
+            found = connection.execute(
+                "SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,)
+            ).fetchone()
+            if found is None and not create:
+                raise ConfigError(
+                    f"schema {schema!r} does not exist in store {describe(store)}: "
+                    "a writer (`ledger simulate`) creates it, or check the URL"
+                )
+            if found is None and make_schema:
+                # The name passed config.py's identifier check; quoted all the same.
+                connection.execute(
+                    psycopg.sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(
+                        psycopg.sql.Identifier(schema)
+                    )
+                )
+    except psycopg.Error as exc:
+        raise StoreUnavailableError(
+            f"cannot open store {describe(store)}: {first_line(exc)}"
+        ) from exc

@@ -133,7 +133,6 @@ def _postgres_environment(url: str, create: bool) -> dict[str, str]:
         "POSTGRES_PASSWORD": unquote(password),
         "POSTGRES_SCHEMA": schema[0],
         "POSTGRES_TARGET_SESSION_ATTRS": target[0],
-        "LEDGER_STORE_DESCRIBED": describe(url),  # for the first connection's messages
         "POSTGRES_CONNECT_TIMEOUT": "5",
         "POSTGRES_LOCK_TIMEOUT": "10",
         # A connection the pool hands out is checked first: one the server
