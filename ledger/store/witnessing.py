@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 from eventsourcing.persistence import OperationalError, ProgrammingError
 
-from ledger import outbound
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.cosignature import Cosigner, is_line_of, verify_cosignature
 from ledger.crypto.merkle import consistency_proof
@@ -156,6 +155,8 @@ def http_post(url: str, body: bytes, seconds: float) -> tuple[int, str, bytes]:
     """(status, content type, body) of a POST answered in full within `seconds`
     (`ledger.outbound`: a witness trickling bytes is cut off then, not held
     open by each byte); network failures and the deadline raise OSError."""
+    from ledger import outbound  # (http.client and ssl: 20 ms a process, only a witness needs them)
+
     answer = outbound.request(
         "POST",
         url,
@@ -296,7 +297,9 @@ class WitnessSubmitter:
             try:
                 status, kind, answer = self.post(f"{witness.url}/add-checkpoint", body, left)
             except (OSError, ValueError) as exc:
-                timed_out = isinstance(exc, outbound.DeadlinePassed)
+                from ledger.outbound import DeadlinePassed
+
+                timed_out = isinstance(exc, DeadlinePassed)
                 log.warning("witness %s unreachable: %s", label, exc)
                 return Outcome(label, "unreachable", f"timed out: {exc}" if timed_out else str(exc))
             if status == 200:
