@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NoReturn
 from uuid import UUID
 
 from eventsourcing.persistence import IntegrityError
@@ -50,7 +51,7 @@ from ledger.store.account_heads import AccountHeadsTable, Head, HeadsTracker, is
 from ledger.store.checkpoint_lock import CheckpointLock
 from ledger.store.merkle_log import MerkleLogTables, StoredRowError, parse_checkpoint_row, stream_of
 from ledger.store.outage import follow_through_outages
-from ledger.store.recorders import Cursor, LeafRow, NodeRow, SealedSQLiteApplicationRecorder
+from ledger.store.recorders import Cursor, LeafRow, NodeRow
 from ledger.store.recorders import marker_leaf as archived_leaf
 
 DEFAULT_ORIGIN = "casino-ledger"
@@ -80,6 +81,14 @@ class CheckpointRefusedError(VerificationError):
 class _Moved(Exception):
     """Another checkpointer moved first (the store's tail, or the lock): read
     everything again."""
+
+
+class _Short(Exception):
+    """The snapshot held fewer events than the kept checkpoint covers (`_recount`)."""
+
+    def __init__(self, kept: Checkpoint) -> None:
+        super().__init__(kept.size)
+        self.kept = kept
 
 
 @dataclass
@@ -210,14 +219,17 @@ class Checkpointer:
             raise
 
     def _planned_batch(self, keyring: Keyring) -> tuple[Checkpoint | None, int]:
-        with self.tables.recorder.snapshot() as cursor:  # one state, every statement
-            plan = self._plan(cursor)
+        try:
+            with self.tables.recorder.snapshot() as cursor:  # one state, every statement
+                plan = self._plan(cursor)
+        except _Short as short:
+            self._recount(short.kept)
         if plan is None:
             return None, 0
         # Under the lock: nothing moved since (another checkpointer would have
         # moved the tail), then sign, keep and store.
         with self.tables.recorder.write() as cursor:
-            self._lock(cursor)
+            self.tables.recorder.lock_checkpointers(cursor)
             if self.tables.tail(cursor) != (plan.size, plan.last_id):
                 raise _Moved()
             if plan.kept is not None and plan.kept.size > plan.size:
@@ -253,7 +265,7 @@ class Checkpointer:
         if not rows or (behind and len(rows) < limit):
             self._verified = _Verified(anchor, last_id) if anchor else None
             if rows and kept is not None:
-                raise self._refusal(kept, f"the store holds only {size + len(rows)} events")
+                raise _Short(kept)
             return None
         frontier = load_compact_range(self.tables, size, cursor)
         self.heads.at(size, last_id, anchor.accounts if anchor else None, cursor)
@@ -367,7 +379,7 @@ class Checkpointer:
     ) -> None:
         size = anchor.size
         try:
-            proof = inclusion_proof(0, size, lambda b, e: self._subtree(cursor, b, e))
+            proof = inclusion_proof(0, size, self.tables.subtree_reader(cursor))
             verify_inclusion(0, size, genesis, proof, anchor.root)
         except (VerificationError, StoredRowError) as exc:
             raise VerificationError(
@@ -379,9 +391,22 @@ class Checkpointer:
     def _root_at(self, cursor: Cursor, size: int) -> bytes:
         """The root of the stored tree's first `size` leaves."""
         try:
-            return self._subtree(cursor, 0, size)
+            return self.tables.subtree_reader(cursor)(0, size)
         except StoredRowError as exc:
             raise VerificationError(f"{exc}: nothing was signed") from exc
+
+    def _recount(self, kept: Checkpoint) -> NoReturn:
+        """The store held fewer events than the kept checkpoint covers: lost events,
+        or a snapshot older than the note, read after the snapshot began (another
+        checkpointer, the server's anchor say, signed, kept and stored one over
+        events committed since). Counted again on a snapshot begun after the note
+        was read, which holds every event under it: refused only if still short."""
+        with self.tables.recorder.snapshot() as cursor:
+            size, last_id = self.tables.tail(cursor)
+            held = size + len(self.tables.rows_after(last_id, max(kept.size - size, 0), cursor))
+        if held < kept.size:
+            raise self._refusal(kept, f"the store holds only {held} events")
+        raise _Moved()
 
     def _refusal(self, kept: Checkpoint, holds: str) -> CheckpointRefusedError:
         where = self.lock.describe() if self.lock is not None else "the lock"
@@ -405,19 +430,6 @@ class Checkpointer:
                 f"checkpoint key {self.signer.name} may not sign now: {problem}; no checkpoint "
                 "was signed (create another checkpoint key and `ledger keys use` it)"
             )
-
-    def _lock(self, cursor: Cursor) -> None:
-        """Serialise checkpointers (and, on SQLite, take the write lock before reading)."""
-        recorder = self.tables.recorder
-        if isinstance(recorder, SealedSQLiteApplicationRecorder):
-            # A write statement (touching no row) makes SQLite take its write
-            # lock now, waiting for it, so what we read next is the latest.
-            cursor.execute(recorder.sql("DELETE FROM {checkpoints} WHERE 0 = 1"))
-        else:
-            from psycopg.sql import SQL, Literal  # PostgreSQL only: imported already
-
-            name = f"casino-ledger-checkpointer:{recorder.datastore.schema}"
-            cursor.execute(SQL("SELECT pg_advisory_xact_lock(hashtext({}))").format(Literal(name)))
 
     def _checked_entry_hash(
         self, notification_id: int, originator_id: object, version: int, topic: str, state: object
@@ -541,7 +553,7 @@ class Checkpointer:
             raise VerificationError(
                 f"is not the entry hash of event {last_id}, the event it names", where=where
             )
-        proof = inclusion_proof(size - 1, size, lambda b, e: self._subtree(cursor, b, e))
+        proof = inclusion_proof(size - 1, size, self.tables.subtree_reader(cursor))
         try:
             verify_inclusion(size - 1, size, entry_hash, proof, newest.root)
         except VerificationError as exc:
@@ -561,19 +573,6 @@ class Checkpointer:
                 f"names event {last_id}, but {counted} events (not {size}) come up to it",
                 where=where,
             )
-
-    def _subtree(self, cursor: Cursor, begin: int, end: int) -> bytes:
-        width = end - begin
-        if width & (width - 1) == 0 and begin % width == 0:
-            level = width.bit_length() - 1
-            stored = self.tables.node(level, begin >> level, cursor)
-            if stored is None:
-                raise StoredRowError(f"Merkle node ({level}, {begin >> level}) is missing")
-            return stored
-        split = 1 << ((width - 1).bit_length() - 1)
-        return hash_children(
-            self._subtree(cursor, begin, begin + split), self._subtree(cursor, begin + split, end)
-        )
 
     def follow(
         self,

@@ -207,6 +207,12 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
             finally:
                 conn.execute(SQL("SELECT pg_advisory_unlock(hashtext({}))").format(Literal(key)))
 
+    def lock_checkpointers(self, cursor: Cursor) -> None:
+        """One checkpointer's batch at a time (this schema's), the lock held to
+        the transaction's end: a transaction-scoped advisory lock."""
+        name = f"casino-ledger-checkpointer:{self.datastore.schema}"
+        cursor.execute(SQL("SELECT pg_advisory_xact_lock(hashtext({}))").format(Literal(name)))
+
     def sql(self, template: str) -> Composable:
         schema = Identifier(self.datastore.schema)
         return SQL(template).format(

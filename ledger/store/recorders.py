@@ -200,6 +200,12 @@ class SealedSQLiteApplicationRecorder(SQLiteApplicationRecorder):
         already is the only writer (several processes conflict and retry)."""
         yield
 
+    def lock_checkpointers(self, cursor: Cursor) -> None:
+        """One checkpointer's batch at a time, the lock held to the transaction's
+        end: a write statement touching no row makes SQLite take its write lock
+        now, waiting for it, so what the checkpointer reads next is the latest."""
+        cursor.execute(self.sql("DELETE FROM {checkpoints} WHERE 0 = 1"))
+
     def sql(self, template: str) -> str:
         return template.format(
             events=self.events_table_name,

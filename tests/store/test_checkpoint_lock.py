@@ -7,6 +7,7 @@ The standby itself: tests/store/test_checkpoint_lock_standby.py."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from pathlib import Path
 
@@ -148,6 +149,39 @@ def test_a_store_that_lost_its_newest_events_gets_no_checkpoint(
     assert code == 1
     assert output.count("\n") <= 1 and "refusing to sign a checkpoint" in output, output
     assert str(node.keys.path / DEFAULT_DIRECTORY) in output
+
+
+def test_a_rival_checkpointer_past_this_ones_snapshot_is_not_lost_events(node: Node) -> None:
+    """Two checkpointers on one store (the server's anchor and `checkpoint
+    --follow`): one reads the kept note after its snapshot began, and in
+    between the other signed, kept and stored a checkpoint over events
+    committed since. Its snapshot then holds fewer events than the kept
+    checkpoint covers, and none is lost: it counts again on a snapshot begun
+    after the note and goes on (it refused once, "the store lost events",
+    and stopped: a full suite's run saw it in the killed-services test)."""
+    record(node, 5)
+    node.checkpointer().catch_up()
+    record(node, 2)  # in the late one's snapshot
+    late, rival = node.checkpointer(), node.checkpointer()
+    assert late.lock is not None
+    read_note = late.lock.latest
+    raced: list[int] = []
+
+    def latest(origin: str, genesis: bytes) -> str | None:
+        if not raced:  # its snapshot has begun: the rival (its own thread) moves on
+            rival_thread = threading.Thread(target=lambda: (record(node, 3), rival.catch_up()))
+            rival_thread.start()
+            rival_thread.join()
+            raced.append(kept(node).size)
+        return read_note(origin, genesis)
+
+    late.lock.latest = latest  # type: ignore[method-assign]
+    late.catch_up()
+    assert raced == [10]  # the kept note it read was past its snapshot's 7 events
+    assert sizes(node) == [5, 10]
+    record(node, 1)
+    late.catch_up()
+    assert sizes(node) == [5, 10, 11] and kept(node).size == 11
 
 
 def test_a_store_behind_the_lock_catches_up_with_the_kept_checkpoint(
