@@ -51,9 +51,8 @@ from ledger.audit.log.chunks import (
 from ledger.audit.log.erasures import RecordedErasure, recorded_erasures
 from ledger.audit.log.key_times import Coverage, checkpoint_times
 from ledger.audit.log.log_events import Event
-from ledger.audit.log.log_source import LogSource, StoreLog
+from ledger.audit.log.log_source import LogSource, StoreLog, prepare_workers
 from ledger.audit.log.merge import ChunkMerge, Merge, known_roots
-from ledger.audit.log.parallel import prepare as prepare_workers
 from ledger.audit.log.parallel import run_chunks
 from ledger.audit.log.revocations import (
     LogRevocation,
@@ -143,9 +142,7 @@ class Verifier:
         """Every step, in order; the report, or the first finding raised (no sink)."""
         started, started_at = time.perf_counter(), now_micros()
         try:
-            if self.workers > 1 and self.log.longer_than(self.options.chunk_leaves):
-                # Workers will run: a fork server, where one is needed, imports meanwhile.
-                prepare_workers(self.log.worker_modules)
+            prepare_workers(self.log, self.workers, self.options.chunk_leaves)
             resume = self.options.resume
             # The log is cut into chunks (index seeks) while steps 1-3 read.
             self.log.start_plan(

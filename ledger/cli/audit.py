@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 import threading
@@ -306,18 +305,15 @@ def _state_dir(args: argparse.Namespace) -> Path | None:
 
 
 def _start_workers_early(app: LedgerApplication, workers: int | None) -> None:
-    """A log longer than one chunk will run workers: on PostgreSQL (its pool's
-    threads) their fork server starts now, importing what they need while
-    this process imports the verifier (0.2 s), checks the origin and builds
-    the games (a shorter log runs none, and starts nothing: `verify_store`
-    decides the same way)."""
+    """The verifier's own early start (`prepare_workers`), made before this
+    process imports the verifier (0.2 s), checks the origin and builds the
+    games: on PostgreSQL (its pool's threads) the workers' fork server
+    imports what they need meanwhile. The verifier asks again, and finds it
+    running."""
     from ledger.audit.log.chunks import CHUNK_LEAVES
-    from ledger.audit.log.log_source import StoreLog
-    from ledger.audit.log.parallel import prepare
+    from ledger.audit.log.log_source import StoreLog, prepare_workers
 
-    log = StoreLog(app)
-    if (workers or os.cpu_count() or 1) > 1 and log.longer_than(CHUNK_LEAVES):
-        prepare(log.worker_modules)
+    prepare_workers(StoreLog(app), workers, CHUNK_LEAVES)
 
 
 def _n(count: int, noun: str) -> str:

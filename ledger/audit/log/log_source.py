@@ -9,6 +9,7 @@ has only its events.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any, Protocol
 
@@ -30,7 +31,7 @@ from ledger.audit.log.chunks import (
 from ledger.audit.log.locate import first_difference, first_removed
 from ledger.audit.log.log_events import Event, events, events_of_rows, verified_events
 from ledger.audit.log.log_rows import LogRows
-from ledger.audit.log.parallel import WorkerPlan
+from ledger.audit.log.parallel import WorkerPlan, prepare
 from ledger.audit.log.store_plan import Cutting
 from ledger.crypto.checkpoint import Checkpoint
 from ledger.crypto.envelope import SignerCheck
@@ -121,6 +122,15 @@ class LogSource(Protocol):
     def events_of_chunk(self, spec: ChunkSpec) -> Iterator[Event]:
         """The events of one chunk, every envelope opened and checked again."""
         ...
+
+
+def prepare_workers(log: LogSource, workers: int | None, chunk_leaves: int) -> None:
+    """Where `log` will run workers (more than one asked for, None: a core each,
+    and a log longer than one chunk), their fork server, where one is needed,
+    started now: it imports what they need while the caller goes on. A log of
+    one chunk runs none and starts nothing."""
+    if (workers or os.cpu_count() or 1) > 1 and log.longer_than(chunk_leaves):
+        prepare(log.worker_modules)
 
 
 class StoreLog:
