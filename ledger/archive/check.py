@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from ledger.archive.envelopes import Envelopes
 from ledger.archive.event_checks import EventChecks
 from ledger.archive.files import (
     ARCHIVED,
@@ -60,8 +61,9 @@ def check_archive(directory: Path, keyring: Keyring) -> ArchiveChecked:
     def describe(where: Hashable) -> str:
         return _label(directory, cast(tuple[int, int | None], where))
 
+    envelopes = Envelopes(keyring, describe, manifest.events)  # (a count it is held to below)
     checks = EventChecks(
-        keyring, level0_reader(directory, checkpoint.size), checkpoint.size, describe
+        envelopes, level0_reader(directory, checkpoint.size), checkpoint.size, describe
     )
     try:
         count, digest = _check_events(directory, checks)

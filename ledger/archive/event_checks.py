@@ -15,7 +15,6 @@ from collections.abc import Callable, Hashable
 
 from ledger.archive.envelopes import Envelopes
 from ledger.crypto.envelope import ENVELOPE_PREFIX, GENESIS_HASH, PREV_OFFSET
-from ledger.crypto.keys import Keyring
 from ledger.crypto.merkle import hash_leaf
 from ledger.errors import VerificationError
 from ledger.store.round_rows import ROUND_TOPIC
@@ -34,14 +33,13 @@ class EventChecks:
 
     def __init__(
         self,
-        keyring: Keyring,
+        envelopes: Envelopes,
         level0: Callable[[int], bytes],
         size: int,
         describe: Callable[[Hashable], str],
-        envelopes: Envelopes | None = None,
     ) -> None:
-        """`envelopes`: workers started already (with this `describe`), else new ones."""
-        self._envelopes = envelopes or Envelopes(keyring, describe)
+        """`envelopes`: their checkers (made with this `describe`)."""
+        self._envelopes = envelopes
         self._describe = describe
         self._level0 = level0
         self._size = size

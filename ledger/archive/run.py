@@ -127,7 +127,7 @@ def _choose_and_write(
     checkpoint = newest[-1]
     last_id = last_id_under(tables, checkpoint.size)
     horizon_us = int(horizon.timestamp() * 1_000_000)
-    envelopes = envelope_workers(node.app.current_keyring())
+    envelopes = envelope_workers(node.app.current_keyring(), last_id)
     try:
         # The workers choose the rounds, half the log each, while this process
         # makes the tiles.

@@ -82,10 +82,10 @@ class Segments:
         return self
 
 
-def envelope_workers(keyring: Keyring) -> Envelopes:
+def envelope_workers(keyring: Keyring, log_events: int) -> Envelopes:
     """The workers that will check the archived events' envelopes (started now:
-    they can choose the rounds first)."""
-    return Envelopes(keyring, _describe)
+    they can choose the rounds first), for a log of `log_events`."""
+    return Envelopes(keyring, _describe, log_events)
 
 
 def _describe(where: Hashable) -> str:
@@ -135,7 +135,7 @@ def _write_events(
 ) -> tuple[int, Segments, str]:
     """events.jsonl and archived.txt, each event checked as it is written (its
     leaf against `level0`), both on disk: (events, the digests of each file)."""
-    checks = EventChecks(envelopes.keyring, level0, checkpoint.size, _describe, envelopes)
+    checks = EventChecks(envelopes, level0, checkpoint.size, _describe)
     # Each chosen stream id column -> (its stream, its round's currency).
     rounds = {key: (stream_of(key), currency) for key, currency in chosen.rounds.items()}
     listed_digest, events_digest, count, last_id = hashlib.sha256(), Segments(), 0, 0
