@@ -36,6 +36,7 @@ from ledger.store.recorders import (
     RequestIndexRow,
 )
 
+_COMPOSED_KEPT = 256  # statements composed and kept, a recorder
 _PG_REFUSE = """
 CREATE OR REPLACE FUNCTION {schema}.ledger_refuse_change() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -53,6 +54,8 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
     def __init__(self, datastore: Any, *, events_table_name: str = "stored_events") -> None:
         super().__init__(datastore, events_table_name=events_table_name)
         self.events_table = events_table_name
+        self._names = self._table_names()
+        self._composed: dict[str, Composable] = {}
         schema = Identifier(self.datastore.schema)
         self.insert_rows_statement = SQL(
             "INSERT INTO {schema}.{t} (originator_id, originator_version, topic, state) "
@@ -214,15 +217,28 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
         cursor.execute(SQL("SELECT pg_advisory_xact_lock(hashtext({}))").format(Literal(name)))
 
     def sql(self, template: str) -> Composable:
+        """`template` with this schema's table names, composed once: the store's
+        reads and writes ask for the same few statements over and over (ten
+        `SQL.format` calls a statement, every query, were a PostgreSQL test's
+        largest share of its own CPU after the waiting)."""
+        found = self._composed.get(template)
+        if found is None:
+            if len(self._composed) >= _COMPOSED_KEPT:  # (templates with N placeholders vary)
+                self._composed.clear()
+            found = self._composed[template] = SQL(template).format(**self._names)
+        return found
+
+    def _table_names(self) -> dict[str, Composable]:
         schema = Identifier(self.datastore.schema)
-        return SQL(template).format(
-            events=SQL("{}.{}").format(schema, Identifier(self.events_table_name)),
-            leaves=SQL("{}.{}").format(schema, Identifier(LEAVES)),
-            nodes=SQL("{}.{}").format(schema, Identifier(NODES)),
-            checkpoints=SQL("{}.{}").format(schema, Identifier(CHECKPOINTS)),
-            cosignatures=SQL("{}.{}").format(schema, Identifier(COSIGNATURES)),
-            requests=SQL("{}.{}").format(schema, Identifier(REQUESTS)),
-            heads=SQL("{}.{}").format(schema, Identifier(HEADS)),
-            archived=SQL("{}.{}").format(schema, Identifier(ARCHIVED)),
-            id=SQL("notification_id"),
-        )
+        tables = {
+            "events": self.events_table_name,
+            "leaves": LEAVES,
+            "nodes": NODES,
+            "checkpoints": CHECKPOINTS,
+            "cosignatures": COSIGNATURES,
+            "requests": REQUESTS,
+            "heads": HEADS,
+            "archived": ARCHIVED,
+        }
+        names = {key: SQL("{}.{}").format(schema, Identifier(t)) for key, t in tables.items()}
+        return {**names, "id": SQL("notification_id")}
