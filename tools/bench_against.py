@@ -69,7 +69,7 @@ def run_once(tree: Path, script: str, args: list[str]) -> dict[str, Any]:
 def ratios_of(data: dict[str, Any]) -> dict[str, float]:
     """'store: metric' -> that run's median ratio, each the higher the better.
     bench_burst's results name theirs per store (bets/s against the single-row
-    commit rate), bench_mirror's its lag and its baseline's (the source's own
+    commit rate), bench_bets' (bets/s against raw inserts), bench_mirror's its lag and its baseline's (the source's own
     unanchored tail: baseline over lag); a script's measures in "x" are
     ratios against a limit of the same run."""
     if "comparisons" in data:
@@ -85,6 +85,9 @@ def ratios_of(data: dict[str, Any]) -> dict[str, float]:
         median = found["median"]
         if "vs_commit_rate" in median:
             ratios[f"{store}: bets/s vs commit rate"] = median["vs_commit_rate"]
+        if "vs_raw" in median:  # bench_bets: against raw inserts of the same rows
+            ratios[f"{store}: bets/s vs raw inserts"] = median["vs_raw"]
+            ratios[f"{store}: submit_bet bets/s vs raw inserts"] = median["windowed_vs_raw"]
         if "lag_seconds" in median:
             ratios[f"{store}: unanchored tail / mirror lag (s)"] = (
                 median["anchor_lag_seconds"] / median["lag_seconds"]
