@@ -218,9 +218,8 @@ class SealedPostgresApplicationRecorder(PostgresApplicationRecorder):
 
     def sql(self, template: str) -> Composable:
         """`template` with this schema's table names, composed once: the store's
-        reads and writes ask for the same few statements over and over (ten
-        `SQL.format` calls a statement, every query, were a PostgreSQL test's
-        largest share of its own CPU after the waiting)."""
+        reads and writes ask for the same few statements over and over, and
+        composing one (ten `SQL.format` calls) took about 45 us every query."""
         found = self._composed.get(template)
         if found is None:
             if len(self._composed) >= _COMPOSED_KEPT:  # (templates with N placeholders vary)
