@@ -1,7 +1,9 @@
 """Each archived event's envelope opened and its signature verified in other
 processes, one a core, while this one reads, writes and holds each event to
 its chain and leaf (`event_checks`): an Ed25519 verification costs more than
-everything else an event needs, and a machine has more than one core.
+everything else an event needs, and a machine has more than one core. (A log
+shorter than `WORKERS_FROM` events is checked in this process: the workers'
+start would cost more than they save.)
 
 A worker opens the envelope as `ledger verify` does (well formed, canonical,
 the stream and version its row names, its payload the one its header's
