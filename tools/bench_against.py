@@ -69,9 +69,9 @@ def run_once(tree: Path, script: str, args: list[str]) -> dict[str, Any]:
 def ratios_of(data: dict[str, Any]) -> dict[str, float]:
     """'store: metric' -> that run's median ratio, each the higher the better.
     bench_burst's results name theirs per store (bets/s against the single-row
-    commit rate), bench_bets' (bets/s against raw inserts), bench_mirror's its lag and its baseline's (the source's own
-    unanchored tail: baseline over lag); a script's measures in "x" are
-    ratios against a limit of the same run."""
+    commit rate), bench_bets' (bets/s against raw inserts), bench_mirror's its
+    lag and its baseline's (the source's own unanchored tail: baseline over
+    lag); a script's measures in "x" are ratios against a limit of the same run."""
     if "comparisons" in data:
         found = {f"{c['store']}: {c['metric']}": c["ratio_median"] for c in data["comparisons"]}
         # A measure in "x" is a ratio against a limit measured in the same run
