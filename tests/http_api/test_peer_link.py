@@ -45,7 +45,8 @@ class PeerWriter:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
         self.refused: list[str] = []
-        threading.Thread(target=self._serve, args=(secret,), daemon=True).start()
+        self.accepting = threading.Thread(target=self._serve, args=(secret,), daemon=True)
+        self.accepting.start()
 
     def _serve(self, secret: bytes) -> None:
         while True:
@@ -66,6 +67,13 @@ class PeerWriter:
             ).start()
 
     def close(self) -> None:
+        # Shut down, wait for the accepting thread, then close: closed first, the
+        # listener's descriptor number is free while that thread may be about to
+        # accept on it, and the next test's listener, given the same number,
+        # would be answered by this writer holding this test's secret (seen once:
+        # a sender without the key "accepted" by the previous test's writer).
+        self.listener.shutdown(socket.SHUT_RDWR)
+        self.accepting.join()
         self.listener.close()
 
 

@@ -126,7 +126,8 @@ def test_a_row_pointed_at_a_writer_without_the_key_gets_no_bet(tmp_path: Path) -
                 except OSError:
                     pass
 
-    threading.Thread(target=impostor, daemon=True).start()
+    accepting = threading.Thread(target=impostor, daemon=True)
+    accepting.start()
     with two_nodes(tmp_path) as (url, a, b, operator, round_id, wallets):
         schema = url.rpartition("schema=")[2]
         with psycopg.connect(PG_DSN, autocommit=True) as conn:
@@ -138,6 +139,8 @@ def test_a_row_pointed_at_a_writer_without_the_key_gets_no_bet(tmp_path: Path) -
         placed = bet(b.base, operator, round_id, body, "past-the-impostor")
         assert placed.status_code == 201, placed.text
         stop_nodes(a, b)
+        listener.shutdown(socket.SHUT_RDWR)  # (wakes the impostor; see test_peer_link's PeerWriter)
+        accepting.join()
         listener.close()
         sent = b"".join(received)
         assert b"past-the-impostor" not in sent and b"small" not in sent
