@@ -8,6 +8,7 @@ way is held to the other."""
 from __future__ import annotations
 
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,33 +25,41 @@ from tests.archive.test_archive import _flip_signature, _played
 from tests.attacker import Attacker
 
 
+@dataclass
+class Pools:
+    """Which way the archive was made to take, and the worker counts of the
+    pools it started."""
+
+    by_workers: bool
+    started: list[int] = field(default_factory=list)
+
+
 @pytest.fixture(params=["here", "workers"])
-def pools(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def pools(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Pools:
     """The workers' way ("workers": from a log of 0 events) or the default for
-    these small logs; the worker counts of the pools the archive started."""
-    started: list[int] = []
+    these small logs."""
+    pools = Pools(by_workers=request.param == "workers")
 
     class Counted(ProcessPoolExecutor):
         def __init__(self, workers: int, *args: Any, **kwargs: Any) -> None:
-            started.append(workers)
+            pools.started.append(workers)
             super().__init__(workers, *args, **kwargs)
 
     monkeypatch.setattr(envelopes, "ProcessPoolExecutor", Counted)
     monkeypatch.setattr(envelopes.os, "cpu_count", lambda: 2)  # (a one-core host has none)
-    if request.param == "workers":
+    if pools.by_workers:
         monkeypatch.setattr(envelopes, "WORKERS_FROM", 0)
-    return started
+    return pools
 
 
 def test_the_archive_written_and_checked_either_way(
-    node: Node, tmp_path: Path, pools: list[int], request: pytest.FixtureRequest
+    node: Node, tmp_path: Path, pools: Pools
 ) -> None:
     _played(node, 3)
     done = archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
     checked = check_archive(done.directory, node.keyring)
     assert checked.events == done.events and checked.streams == 3
-    by_workers = "workers" in request.node.callspec.id
-    assert pools == ([2, 2] if by_workers else [])  # the writing's, the check's
+    assert pools.started == ([2, 2] if pools.by_workers else [])  # the writing's, the check's
     lines = (done.directory / EVENTS).read_text().splitlines(keepends=True)
     lines[1] = _flip_signature(lines[1])
     (done.directory / EVENTS).write_text("".join(lines))
@@ -59,7 +68,7 @@ def test_the_archive_written_and_checked_either_way(
 
 
 def test_a_forged_signature_in_the_store_is_refused_either_way(
-    node: Node, tmp_path: Path, store_url: str, pools: list[int]
+    node: Node, tmp_path: Path, store_url: str, pools: Pools
 ) -> None:
     tables = _played(node, 2)
     attacker = Attacker(store_url)
@@ -72,4 +81,5 @@ def test_a_forged_signature_in_the_store_is_refused_either_way(
         attacker.close()
     with pytest.raises(VerificationError, match="its envelope signature is invalid"):
         archive_rounds(node, datetime.now(UTC), tmp_path / "a1")
+    assert pools.started == ([2] if pools.by_workers else [])  # the way named was taken
     assert not [p for p in tmp_path.iterdir() if "a1" in p.name]
