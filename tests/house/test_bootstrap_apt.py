@@ -4,27 +4,16 @@ upgrade of what is installed (the commands it would run, recorded, not run)."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.house.tool_modules import tool
 
-
-def _bootstrap() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bootstrap", ROOT / "tools" / "bootstrap.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-bootstrap = _bootstrap()
+bootstrap = tool("bootstrap")
 
 # What `apt-get install -s` prints: one package new, one upgraded (a dependency
 # the new one needs newer), and the lines around them.

@@ -9,10 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.house.test_readme import ROOT
+from tests.house.tool_modules import ROOT, tool
 
-sys.path.insert(0, str(ROOT / "tools"))
-import suite_costs
+suite_costs = tool("suite_costs")
 
 TESTS = """
 import subprocess, sys, time
