@@ -11,11 +11,6 @@ Each run then times, in alternating order and each in its own process:
 (m) each run's peak memory: VmHWM of the verify process (the settlement pass
     runs there; chunk workers read rows only). It must stay flat as the log
     grows: compare runs at two --rounds.
-With --own-stores each code verifies a store (and bundle) it simulated and
-exported itself, the same simulation (seed, rounds, tables), its events/s
-compared: for a baseline that cannot read what this code writes (a release
-before a format change), and to ask "no slower than that release" (--target
-0.97) rather than "3x as fast as 786f57a".
 (r) with --resume-events K: `verify --save-state` on the store, then K more
     events simulated, then `verify --resume`, against a full run over the
     whole grown store (the same code).           target: resume <= 1/50 of full
@@ -23,6 +18,12 @@ before a format change), and to ask "no slower than that release" (--target
     .venv/bin/python tools/bench_settlement.py [--rounds 2000] [--repeats 3]
         [--baseline 786f57a] [--resume-events 10000] [--store-dir DIR]
         [--own-stores] [--target 3]
+
+With --own-stores each code verifies a store (and bundle) it simulated and
+exported itself, the same simulation (seed, rounds, tables), its events/s
+compared: for a baseline that cannot read what this code writes (a release
+before a format change), and to ask "no slower than that release" (--target
+0.97) rather than "3x as fast as 786f57a".
 """
 
 from __future__ import annotations
@@ -118,6 +119,8 @@ def main() -> int:
     )
     p.add_argument("--target", type=float, default=TARGET_SPEEDUP, help="this / baseline, events/s")
     args = p.parse_args()
+    if args.own_stores and args.store_dir:
+        p.error("--own-stores simulates a store with each code: not with --store-dir")
     print(bench.machine_line())
     comparisons: list[bench.Comparison] = []
     measures: list[bench.Measure] = []
@@ -132,17 +135,18 @@ def main() -> int:
                 work.mkdir()
                 bench.note(f"simulating {args.rounds:,} rounds")
                 simulate(work, args.rounds, seed=11)
-            stores = {ROOT: work, base: work}
-            if args.own_stores and not args.store_dir:
+            stores = {ROOT: work, base: work}  # the code -> the store it verifies
+            if args.own_stores:
                 stores[base] = scratch / "store-of-baseline"
                 stores[base].mkdir()
                 bench.note(f"simulating {args.rounds:,} rounds with {args.baseline}'s code")
                 simulate(stores[base], args.rounds, seed=11, code=base)
             if "u" in args.parts:
                 bench.note("exporting the whole-log bundle")
-                exporters = {work: ROOT} | ({stores[base]: base} if stores[base] != work else {})
-                for where, code in exporters.items():
-                    ledger(where, "export", str(where / "bundle"), code=code)
+                ledger(work, "export", str(work / "bundle"))
+                if args.own_stores:
+                    where = stores[base]
+                    ledger(where, "export", str(where / "bundle"), code=base)
             store = bench.Comparison(
                 "sqlite", "(s) verify --level settlement, store", f"code of {args.baseline}",
                 "this code", "events/s", args.target,
